@@ -1,0 +1,218 @@
+"""The ``agentsim`` command line: a thin layer over the library.
+
+Each command parses its arguments, calls library functions and renders the
+result. Exit codes: 0 success, 2 bad input (scenario files, traces, options:
+one paragraph per problem naming the file, the place and the fix), 1 a run that
+failed for another reason. Set ``AGENTSIM_DEBUG=1`` to see a traceback instead.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from functools import wraps
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from .loading import ScenarioError, load
+from .results import Results
+
+app = typer.Typer(
+    name="agentsim",
+    help="Simulate LLM agents: wall time and cost across models, providers and speed tiers.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+
+err_console = Console(stderr=True, soft_wrap=True, highlight=False)
+
+
+class BadInput(Exception):
+    """Bad input that is not a scenario file (an option, a trace): exit 2."""
+
+
+def _fail(message: str, code: int) -> None:
+    err_console.print(message, markup=False)
+    raise typer.Exit(code)
+
+
+def handle_errors(fn: Callable) -> Callable:
+    """Turn known errors into messages and exit codes instead of tracebacks."""
+
+    @wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except typer.Exit:
+            raise
+        except ScenarioError as exc:
+            _fail("\n".join(f"error: {item}" for item in exc.items), 2)
+        except BadInput as exc:
+            _fail(f"error: {exc}", 2)
+        except KeyboardInterrupt:
+            _fail("interrupted", 130)
+        except Exception as exc:
+            from .simulation import EngineError
+
+            if isinstance(exc, EngineError):
+                _fail(f"error: {exc}", 2)
+            if os.environ.get("AGENTSIM_DEBUG"):
+                raise
+            _fail(
+                f"error: the run failed: {type(exc).__name__}: {exc} "
+                "(set AGENTSIM_DEBUG=1 for a traceback, and please report it)",
+                1,
+            )
+
+    return wrapper
+
+
+# --------------------------------------------------------------------------- rendering
+
+
+def _fmt_s(x: float | None) -> str:
+    if x is None:
+        return "–"
+    if abs(x) >= 3600:
+        return f"{x / 3600:.2f} h"
+    if abs(x) >= 120:
+        return f"{x / 60:.1f} min"
+    return f"{x:.1f} s" if abs(x) >= 10 else f"{x:.2f} s"
+
+
+def _fmt_usd(x: float | None) -> str:
+    if x is None:
+        return "–"
+    if abs(x) >= 100:
+        return f"${x:,.0f}"
+    if abs(x) >= 1:
+        return f"${x:,.2f}"
+    return f"${x:.4f}"
+
+
+def _fmt_n(x: float | None) -> str:
+    if x is None:
+        return "–"
+    return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.1f}"
+
+
+def _signed(fmt, x):
+    if x is None:
+        return "–"
+    s = fmt(abs(x))
+    return ("+" if x > 0 else "−" if x < 0 else "±") + s
+
+
+def summary_table(doc: dict) -> Table:
+    """A table with one column per variant and one row per figure."""
+    variants = doc["variants"]
+    t = Table(
+        title=f"{doc['scenario']}: {doc['runs']:,} runs, seed {doc['seed']}, engine {doc['engine']}",
+        title_justify="left",
+    )
+    t.add_column("", style="bold", no_wrap=True)
+    for name in variants:
+        t.add_column(name, justify="right", no_wrap=True, min_width=len(name))
+    vot = doc.get("value_of_time_usd_per_hour")
+
+    def row(label, fn):
+        t.add_row(label, *[fn(v) for v in variants.values()])
+
+    row("wall time mean", lambda v: _fmt_s(v["wall_time_s"]["mean"]))
+    row(
+        "  95% CI",
+        lambda v: (
+            "±" + _fmt_s((v["wall_time_s"]["ci95"][1] - v["wall_time_s"]["ci95"][0]) / 2)
+            if v["wall_time_s"]["ci95"][0] is not None
+            else "–"
+        ),
+    )
+    for p in ("p50", "p95", "p99"):
+        row(f"  {p}", lambda v, p=p: _fmt_s(v["wall_time_s"][p]))
+    row("cost mean", lambda v: _fmt_usd(v["cost_usd"]["mean"]))
+    row("  p95", lambda v: _fmt_usd(v["cost_usd"]["p95"]))
+    row("calls per run", lambda v: _fmt_n(v["calls"]["mean"]))
+    row("input tokens", lambda v: _fmt_n(v["tokens"]["input"]))
+    row("  cache read", lambda v: _fmt_n(v["tokens"]["cache_read"]))
+    row("output tokens", lambda v: _fmt_n(v["tokens"]["output"]))
+    row("reasoning tokens", lambda v: _fmt_n(v["tokens"]["reasoning"]))
+    t.add_row("critical path (mean)", *[""] * len(variants))
+    for k, label in (("queue", "queue"), ("ttft", "TTFT"), ("decode", "decode"), ("tool", "tools"), ("wait", "waits")):
+        row(f"  {label}", lambda v, k=k: _fmt_s(v["breakdown_s"][k]))
+    row("Δ time vs first", lambda v: _signed(_fmt_s, v["vs_baseline"]["delta_time_s"]))
+    row("Δ cost vs first", lambda v: _signed(_fmt_usd, v["vs_baseline"]["delta_cost_usd"]))
+    row("USD per hour saved", lambda v: _fmt_usd(v["vs_baseline"]["usd_per_hour_saved"]))
+    label = f"pays off at ${vot:,.0f}/h" if vot is not None else "pays off (no value_of_time)"
+    row(label, lambda v: {True: "yes", False: "no", None: "–"}[v["vs_baseline"]["pays_off"]])
+    return t
+
+
+def print_summary(res: Results) -> None:
+    console = Console(soft_wrap=False)
+    console.print(summary_table(res.summary_dict()))
+
+
+# --------------------------------------------------------------------------- commands
+
+FileArg = Annotated[Path, typer.Argument(help="Scenario file (YAML, JSON or TOML).", show_default=False)]
+
+
+@app.command()
+@handle_errors
+def run(
+    file: FileArg,
+    runs: Annotated[int | None, typer.Option(min=1, help="Monte-Carlo runs (default: the scenario's).")] = None,
+    seed: Annotated[int | None, typer.Option(min=0, help="Random seed (default: the scenario's).")] = None,
+    out: Annotated[Path | None, typer.Option(help="Write calls/runs tables, summary.json, figures here.")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print only the summary.json document.")] = False,
+    engine: Annotated[str, typer.Option(help="auto, des or fastpath.")] = "auto",
+    workers: Annotated[int, typer.Option(min=1, help="Worker processes (results do not depend on it).")] = 1,
+) -> None:
+    """Simulate a scenario and compare its variants."""
+    from .report import write_results
+    from .simulation import simulate
+
+    scenario = load(file)
+    res = simulate(scenario, runs=runs, seed=seed, engine=engine, workers=workers)
+    if json_out:
+        sys.stdout.write(res.to_json())
+    else:
+        print_summary(res)
+    if out is not None:
+        written = write_results(res, out)
+        if not json_out:
+            err_console.print(f"wrote {len(written)} files to {out}/", markup=False)
+
+
+@app.command()
+@handle_errors
+def validate(
+    files: Annotated[list[Path], typer.Argument(help="Scenario files to check.", show_default=False)],
+) -> None:
+    """Check scenario files without running them."""
+    failed = []
+    for f in files:
+        try:
+            load(f)
+        except ScenarioError as exc:
+            failed.append(exc)
+            err_console.print("\n".join(f"error: {item}" for item in exc.items), markup=False)
+        else:
+            typer.echo(f"ok: {f}")
+    if failed:
+        raise typer.Exit(2)
+
+
+def main() -> None:  # console-script entry point
+    app()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,226 @@
+"""Distribution specs turned into samplers driven by uniform random numbers.
+
+Every random quantity in agentsim is drawn as ``sampler.ppf(u)``: the inverse
+cumulative distribution function applied to a uniform ``u`` in (0, 1). Drawing
+through the inverse CDF, rather than each family's own generator, is what makes
+*common random numbers* work across variants: when a variant moves a call from
+one model to another, the call keeps its ``u`` and only the transform changes,
+so the two variants' differences are not noise. It also keeps every
+transcendental function (``exp``, ``log``, the normal quantile) inside one
+vectorised NumPy call, so the DES and the fast path read the same numbers bit
+for bit.
+
+Each sampler knows its exact ``mean`` (closed form, or a quadrature of the
+clipped quantile function when ``min``/``max`` clip it), which the theory tests
+use as the reference.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+from scipy import integrate, special
+
+from .scenario import (
+    ChoiceDist,
+    ConstantDist,
+    Dist,
+    EmpiricalDist,
+    ExponentialDist,
+    GammaDist,
+    LognormalDist,
+    NormalDist,
+    UniformDist,
+)
+
+__all__ = ["Z90", "DistError", "Sampler", "sampler"]
+
+Z90 = 1.2815515655446004  # standard normal 90th percentile
+
+
+class DistError(ValueError):
+    """A distribution that cannot be built (e.g. an empirical file that is missing)."""
+
+    def __init__(self, message: str, hint: str = "", subpath: tuple = ()):
+        super().__init__(message)
+        self.message, self.hint, self.subpath = message, hint, subpath
+
+
+@dataclass(frozen=True)
+class Sampler:
+    """Quantile function of one distribution, with optional clipping."""
+
+    family: str
+    params: dict = field(default_factory=dict)
+    lo: float | None = None  # clip bounds
+    hi: float | None = None
+    values: np.ndarray | None = None  # choice / empirical support
+    cum: np.ndarray | None = None  # choice cumulative probabilities (without the final 1)
+
+    # ------------------------------------------------------------------ drawing
+    def ppf(self, u: np.ndarray) -> np.ndarray:
+        """Map uniforms ``u`` in (0, 1) to draws (float64, same shape)."""
+        u = np.asarray(u, dtype=np.float64)
+        f, p = self.family, self.params
+        if f == "constant":
+            x = np.full(u.shape, p["value"])
+        elif f == "uniform":
+            x = p["low"] + (p["high"] - p["low"]) * u
+        elif f == "normal":
+            x = p["mean"] + p["sd"] * special.ndtri(u)
+        elif f == "lognormal":
+            x = np.exp(p["mu"] + p["sigma"] * special.ndtri(u))
+        elif f == "gamma":
+            x = p["scale"] * special.gammaincinv(p["shape"], u)
+        elif f == "exponential":
+            x = -p["mean"] * np.log1p(-u)
+        elif f == "choice":
+            x = self.values[np.searchsorted(self.cum, u, side="right")]
+        elif f == "empirical":
+            n = len(self.values)
+            x = self.values[np.minimum((u * n).astype(np.int64), n - 1)]
+        else:  # pragma: no cover - guarded by the scenario schema
+            raise AssertionError(f)
+        if self.lo is not None or self.hi is not None:
+            x = np.clip(x, self.lo, self.hi)
+        return x
+
+    @property
+    def is_constant(self) -> bool:
+        return self.family == "constant" or (self.lo is not None and self.lo == self.hi)
+
+    @property
+    def constant_value(self) -> float:
+        if self.lo is not None and self.lo == self.hi:
+            return float(self.lo)
+        return float(np.clip(self.params["value"], self.lo, self.hi))
+
+    # ------------------------------------------------------------------ moments and support
+    @property
+    def support(self) -> tuple[float, float]:
+        """Smallest and largest value a draw can take (after clipping)."""
+        f, p = self.family, self.params
+        if f == "constant":
+            a = b = p["value"]
+        elif f == "uniform":
+            a, b = p["low"], p["high"]
+        elif f == "normal":
+            a, b = (-math.inf, math.inf) if p["sd"] > 0 else (p["mean"], p["mean"])
+        elif f in ("lognormal", "gamma", "exponential"):
+            a, b = 0.0, math.inf
+        else:
+            a, b = float(self.values.min()), float(self.values.max())
+        if self.lo is not None:
+            a, b = max(a, self.lo), max(b, self.lo)
+        if self.hi is not None:
+            a, b = min(a, self.hi), min(b, self.hi)
+        return a, b
+
+    @property
+    def strictly_positive(self) -> bool:
+        a, _ = self.support
+        if a > 0:
+            return True
+        # lognormal, gamma and exponential are positive unless clipped at/below zero
+        return a == 0 and self.family in ("lognormal", "gamma", "exponential") and (self.lo is None or self.lo > 0)
+
+    @property
+    def mean(self) -> float:
+        """Exact mean of the (clipped) distribution."""
+        f, p = self.family, self.params
+        clipped = self.lo is not None or self.hi is not None
+        if f in ("choice", "empirical"):
+            vals = np.clip(self.values, self.lo, self.hi) if clipped else self.values
+            if f == "choice":
+                probs = np.diff(np.concatenate([[0.0], self.cum, [1.0]]))
+                return float(np.dot(probs, vals))
+            return float(np.mean(vals))
+        if f == "constant":
+            return self.constant_value
+        if not clipped:
+            if f == "uniform":
+                return (p["low"] + p["high"]) / 2
+            if f == "normal":
+                return p["mean"]
+            if f == "lognormal":
+                return math.exp(p["mu"] + p["sigma"] ** 2 / 2)
+            if f == "gamma":
+                return p["shape"] * p["scale"]
+            if f == "exponential":
+                return p["mean"]
+        # E[clip(X)] = integral over u of clip(ppf(u)): integrate the quantile function.
+        value, _ = integrate.quad(
+            lambda u: float(self.ppf(np.array([u]))[0]), 0.0, 1.0, limit=400, epsabs=1e-12, epsrel=1e-11
+        )
+        return value
+
+
+def sampler(spec: Dist, base_dir: Path | None = None) -> Sampler:
+    """Build the sampler of a parsed distribution spec (a number or a family mapping)."""
+    if isinstance(spec, int | float):
+        return Sampler("constant", {"value": float(spec)})
+    lo, hi = spec.min, spec.max
+    if isinstance(spec, ConstantDist):
+        return Sampler("constant", {"value": spec.constant}, lo, hi)
+    if isinstance(spec, UniformDist):
+        return Sampler("uniform", {"low": spec.uniform.low, "high": spec.uniform.high}, lo, hi)
+    if isinstance(spec, NormalDist):
+        return Sampler("normal", {"mean": spec.normal.mean, "sd": spec.normal.sd}, lo, hi)
+    if isinstance(spec, LognormalDist):
+        q = spec.lognormal
+        if q.median is not None:
+            mu = math.log(q.median)
+            sigma = (math.log(q.p90) - mu) / Z90
+        else:
+            sigma = math.sqrt(math.log1p((q.sd / q.mean) ** 2))
+            mu = math.log(q.mean) - sigma**2 / 2
+        return Sampler("lognormal", {"mu": mu, "sigma": sigma}, lo, hi)
+    if isinstance(spec, GammaDist):
+        g = spec.gamma
+        return Sampler("gamma", {"shape": (g.mean / g.sd) ** 2, "scale": g.sd**2 / g.mean}, lo, hi)
+    if isinstance(spec, ExponentialDist):
+        return Sampler("exponential", {"mean": spec.exponential.mean}, lo, hi)
+    if isinstance(spec, ChoiceDist):
+        c = spec.choice
+        values = np.asarray(c.values, dtype=np.float64)
+        p = np.asarray(c.p if c.p is not None else [1.0 / len(values)] * len(values))
+        cum = np.cumsum(p)[:-1]
+        return Sampler("choice", {}, lo, hi, values=values, cum=cum)
+    if isinstance(spec, EmpiricalDist):
+        e = spec.empirical
+        if e.values is not None:
+            values = np.asarray(e.values, dtype=np.float64)
+        else:
+            values = _read_column(e.file, e.column, base_dir)
+        return Sampler("empirical", {}, lo, hi, values=values)
+    raise AssertionError(type(spec))  # pragma: no cover
+
+
+def _read_column(file: str, column: str, base_dir: Path | None) -> np.ndarray:
+    import pandas as pd
+
+    path = Path(file)
+    if not path.is_absolute() and base_dir is not None:
+        path = base_dir / path
+    sub = ("empirical", "file")
+    if not path.exists():
+        raise DistError(f"empirical file '{file}' does not exist", f"looked at {path}", sub)
+    try:
+        frame = pd.read_csv(path)
+    except Exception as exc:  # pandas raises many parser errors
+        raise DistError(f"cannot read '{file}' as CSV: {exc}", "", sub) from None
+    if column not in frame.columns:
+        from .scenario import suggest
+
+        raise DistError(
+            f"'{file}' has no column '{column}'",
+            suggest(column, list(map(str, frame.columns))) or "columns: " + ", ".join(map(str, frame.columns)),
+            ("empirical", "column"),
+        )
+    values = pd.to_numeric(frame[column], errors="coerce").dropna().to_numpy(dtype=np.float64)
+    if len(values) == 0:
+        raise DistError(f"column '{column}' of '{file}' has no numbers", "", ("empirical", "column"))
+    return values

@@ -1,0 +1,290 @@
+"""Reading scenario files, and turning every mistake into ``file:line: path: message (hint)``.
+
+YAML is parsed with PyYAML's composer so that every value keeps the line it came
+from; JSON is read the same way (it is YAML's flow style), TOML through
+``tomllib`` (without line numbers). A file may say ``extends: base.yaml`` to start
+from another scenario and override parts of it (mappings merge key by key,
+everything else is replaced).
+
+Validation errors from pydantic, and the cross-field :class:`~agentsim.scenario.Problem`
+list, are mapped back to the line of the offending key, so a user reads::
+
+    scenarios/x.yaml:14: agent.steps[2].call.model: model 'opsu' is not defined under models (did you mean 'opus'?)
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from .scenario import Problem, Scenario, check_references
+
+__all__ = ["ErrorItem", "ScenarioError", "format_path", "load", "load_data", "parse"]
+
+
+@dataclass(frozen=True)
+class ErrorItem:
+    file: str
+    line: int | None
+    path: tuple[str | int, ...]
+    message: str
+    hint: str = ""
+
+    def __str__(self) -> str:
+        where = self.file + (f":{self.line}" if self.line else "")
+        dotted = format_path(self.path)
+        text = f"{where}: {dotted + ': ' if dotted else ''}{self.message}"
+        if self.hint:
+            text += f" ({self.hint})"
+        return text
+
+
+class ScenarioError(Exception):
+    """Bad input in a scenario (or trace, or option): one paragraph per problem, with file and line."""
+
+    def __init__(self, items: list[ErrorItem]):
+        self.items = items
+        super().__init__("\n".join(str(i) for i in items))
+
+
+def format_path(path: tuple[str | int, ...]) -> str:
+    out = ""
+    for p in path:
+        if isinstance(p, int):
+            out += f"[{p}]"
+        else:
+            out += ("." if out else "") + str(p)
+    return out
+
+
+# --------------------------------------------------------------------------- YAML with lines
+
+_Lines = dict[tuple[str | int, ...], int]
+
+
+def _construct(node: yaml.Node, path: tuple, lines: _Lines, file: str) -> Any:
+    """Build plain Python data from a composed YAML node, recording each path's line."""
+    lines.setdefault(path, node.start_mark.line + 1)
+    if isinstance(node, yaml.MappingNode):
+        out: dict[Any, Any] = {}
+        for key_node, value_node in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                raise ScenarioError(
+                    [
+                        ErrorItem(
+                            file,
+                            key_node.start_mark.line + 1,
+                            path,
+                            "YAML merge keys (<<) are not supported",
+                            "use extends: base.yaml to reuse a scenario",
+                        )
+                    ]
+                )
+            key = _construct(key_node, path, {}, file)
+            if isinstance(key, list | dict):
+                raise ScenarioError([ErrorItem(file, key_node.start_mark.line + 1, path, "a key must be a string")])
+            if key in out:
+                raise ScenarioError(
+                    [
+                        ErrorItem(
+                            file,
+                            key_node.start_mark.line + 1,
+                            (*path, key),
+                            "duplicate key",
+                            "each key may appear once in a mapping",
+                        )
+                    ]
+                )
+            lines[(*path, key)] = key_node.start_mark.line + 1
+            out[key] = _construct(value_node, (*path, key), lines, file)
+        return out
+    if isinstance(node, yaml.SequenceNode):
+        return [_construct(v, (*path, i), lines, file) for i, v in enumerate(node.value)]
+    return yaml.SafeLoader.construct_object(_scalar_loader, node)  # type: ignore[arg-type]
+
+
+_scalar_loader = yaml.SafeLoader("")
+
+
+def _read_yaml(text: str, file: str) -> tuple[Any, _Lines]:
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark else None
+        msg = " ".join(str(x) for x in (exc.context, exc.problem) if x)
+        raise ScenarioError(
+            [ErrorItem(file, line, (), f"not valid YAML: {msg}", "check indentation, colons and quotes")]
+        ) from None
+    except yaml.YAMLError as exc:
+        raise ScenarioError([ErrorItem(file, None, (), f"not valid YAML: {exc}")]) from None
+    if node is None:
+        raise ScenarioError([ErrorItem(file, None, (), "the file is empty", "start from scenarios/chat-turn.yaml")])
+    lines: _Lines = {}
+    data = _construct(node, (), lines, file)
+    return data, lines
+
+
+def load_data(path: str | Path) -> tuple[dict[str, Any], _Lines]:
+    """Read a scenario file to plain data (after ``extends:``), with the line of every path."""
+    path = Path(path)
+    file = str(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ScenarioError([ErrorItem(file, None, (), "no such file", "check the path")]) from None
+    except (IsADirectoryError, PermissionError, UnicodeDecodeError) as exc:
+        raise ScenarioError([ErrorItem(file, None, (), f"cannot read the file: {exc}")]) from None
+    if path.suffix.lower() == ".toml":
+        try:
+            data, lines = tomllib.loads(text), {}
+        except tomllib.TOMLDecodeError as exc:
+            raise ScenarioError([ErrorItem(file, None, (), f"not valid TOML: {exc}")]) from None
+    else:
+        data, lines = _read_yaml(text, file)
+    if not isinstance(data, dict):
+        raise ScenarioError(
+            [ErrorItem(file, lines.get((), None), (), "a scenario is a mapping (name:, models:, agent: ...)")]
+        )
+    if "extends" in data:
+        base_ref = data.pop("extends")
+        if not isinstance(base_ref, str):
+            raise ScenarioError([ErrorItem(file, lines.get(("extends",)), ("extends",), "extends takes a file name")])
+        base_path = (path.parent / base_ref).resolve()
+        if base_path == path.resolve():
+            raise ScenarioError([ErrorItem(file, lines.get(("extends",)), ("extends",), "a file cannot extend itself")])
+        base, _ = load_data(base_path)
+        data = _merge(base, data)
+    return data, lines
+
+
+def _merge(base: Any, over: Any) -> Any:
+    if isinstance(base, dict) and isinstance(over, dict):
+        out = dict(base)
+        for k, v in over.items():
+            out[k] = _merge(base[k], v) if k in base else v
+        return out
+    return over
+
+
+# --------------------------------------------------------------------------- validation -> errors
+
+
+def _data_path(data: Any, loc: tuple) -> tuple[str | int, ...]:
+    """Follow pydantic's ``loc`` through the raw data, dropping union tags that are not keys."""
+    path: list[str | int] = []
+    cur = data
+    for part in loc:
+        if (isinstance(cur, dict) and part in cur) or (
+            isinstance(cur, list) and isinstance(part, int) and 0 <= part < len(cur)
+        ):
+            path.append(part)
+            cur = cur[part]
+        # else: a tag added by a discriminated union ('call', 'lognormal', 'number'...): skip
+    return tuple(path)
+
+
+def _line(lines: _Lines, path: tuple) -> int | None:
+    for n in range(len(path), -1, -1):
+        if path[:n] in lines:
+            return lines[path[:n]]
+    return None
+
+
+_FRIENDLY = {
+    "missing": "missing required key",
+    "greater_than": "must be greater than {gt}",
+    "greater_than_equal": "must be at least {ge}",
+    "less_than_equal": "must be at most {le}",
+    "too_short": "must not be empty",
+    "int_type": "expected a whole number",
+    "int_from_float": "expected a whole number",
+    "bool_type": "expected true or false",
+    "string_type": "expected a string",
+    "dict_type": "expected a mapping",
+    "list_type": "expected a list",
+    "literal_error": "expected {expected}",
+    "model_type": "expected a mapping",
+}
+
+
+def _errors_from_validation(exc: ValidationError, data: Any, lines: _Lines, file: str) -> list[ErrorItem]:
+    items: list[ErrorItem] = []
+    seen: set[tuple] = set()
+    for err in exc.errors(include_url=False):
+        path = _data_path(data, tuple(err["loc"]))
+        etype = err["type"]
+        ctx = err.get("ctx") or {}
+        hint = ""
+        if etype == "unknown_key":
+            path = (*path, ctx["key"])
+            msg = f"unknown key '{ctx['key']}'"
+            hint = ctx.get("hint", "")
+        elif etype in ("union_tag_invalid", "union_tag_not_found"):
+            continue  # reported better by the shape checks
+        elif etype in _FRIENDLY:
+            try:
+                msg = _FRIENDLY[etype].format(**ctx)
+            except (KeyError, IndexError):
+                msg = err["msg"]
+            if etype == "missing":
+                path = (*path, err["loc"][-1])
+                msg = "missing required key"
+        else:
+            msg = err["msg"]
+            if msg.startswith("Value error, "):
+                msg = msg[len("Value error, ") :]
+            # custom errors carry their own hint in parentheses already
+        key = (path, msg)
+        if key in seen:
+            continue
+        seen.add(key)
+        items.append(ErrorItem(file, _line(lines, path), path, msg, hint))
+    # When a value fails several members of a union, keep the most specific (deepest) messages.
+    if len(items) > 1:
+        deepest = max(len(i.path) for i in items)
+        by_prefix = [
+            i
+            for i in items
+            if not any(j is not i and len(j.path) > len(i.path) and j.path[: len(i.path)] == i.path for j in items)
+        ]
+        items = by_prefix or [i for i in items if len(i.path) == deepest]
+    return items
+
+
+def parse(
+    data: dict[str, Any], *, file: str = "<scenario>", lines: _Lines | None = None, source: str | Path | None = None
+) -> Scenario:
+    """Validate plain data as a scenario; raise :class:`ScenarioError` with every problem found."""
+    lines = lines or {}
+    try:
+        scenario = Scenario.model_validate(data)
+    except ValidationError as exc:
+        raise ScenarioError(_errors_from_validation(exc, data, lines, file)) from None
+    problems: list[Problem] = check_references(scenario)
+    if problems:
+        raise ScenarioError([ErrorItem(file, _line(lines, p.path), p.path, p.message, p.hint) for p in problems])
+    if source is not None:
+        scenario._source = str(source)
+    return scenario
+
+
+def load(path: str | Path) -> Scenario:
+    """Load and validate a scenario file (YAML, JSON or TOML)."""
+    data, lines = load_data(path)
+    scenario = parse(data, file=str(path), lines=lines, source=path)
+    # Compile once so that problems only visible to the compiler (empirical files,
+    # catalog prices, tiers) are reported at load time, with their place.
+    from .plan import compile_plan
+
+    compile_plan(scenario, file=str(path), lines=lines)
+    return scenario
+
+
+def source_of(scenario: Scenario) -> str | None:
+    return scenario._source

@@ -1,0 +1,475 @@
+"""Compile a scenario into a Plan: the agent as a tree of numbered nodes, ready to run.
+
+The plan is what both engines execute. Compiling does everything that does not
+depend on a random draw, once:
+
+* every step becomes a node with a stable id (pre-order), a display name and a
+  *scope*: the ``repeat`` and ``fanout`` nodes around it. A node inside a
+  ``repeat`` of up to 40 iterations has up to 40 instances per run; its sampled
+  values form an array of shape ``(runs, 40)`` (see :mod:`agentsim.sampling`);
+* every distribution becomes a :class:`~agentsim.distributions.Sampler`;
+* every (model, speed tier) used by any variant becomes a :class:`Tier` with its
+  compiled price rates and speed multipliers, and every call knows which tier it
+  uses in each variant;
+* ``subagent`` steps are inlined with their own context settings.
+
+Problems found here (a tier a model does not offer, a speed distribution that
+can reach zero, an unreadable empirical file, an unknown catalog model) are
+reported with the dotted path of the offending value.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from .distributions import DistError, Sampler, sampler
+from .loading import ErrorItem, ScenarioError, _line, source_of
+from .pricing import PriceError, Rates, compile_price
+from .scenario import (
+    CallStep,
+    ChooseStep,
+    ContextSpec,
+    FanoutStep,
+    KJoin,
+    ParallelStep,
+    Problem,
+    RepeatStep,
+    Scenario,
+    SubagentStep,
+    ToolStep,
+    WaitStep,
+)
+
+__all__ = [
+    "CallNode",
+    "ChooseNode",
+    "ContextCfg",
+    "Draw",
+    "FanoutNode",
+    "Node",
+    "ParNode",
+    "Plan",
+    "RepeatNode",
+    "SeqNode",
+    "SubagentNode",
+    "Tier",
+    "ToolNode",
+    "WaitNode",
+    "compile_plan",
+]
+
+TTL_SECONDS = {"5m": 300.0, "1h": 3600.0}
+
+# What a draw is for; part of the random-stream key, so never renumber.
+U_TTFT, U_TPS, INPUT, OUTPUT, REASONING, LATENCY, COUNT, PICK = range(8)
+
+
+@dataclass(frozen=True)
+class Tier:
+    """A model at one speed tier: how a call on it is timed and priced."""
+
+    index: int
+    model: str
+    speed: str
+    ttft: Sampler
+    output_tps: Sampler
+    ttft_x: float
+    tps_x: float
+    prefill_tps: float  # math.inf when the model has no prefill term
+    rates: Rates
+    ttl_s: float | None  # the model's own cache TTL, overriding the context's
+
+    @property
+    def label(self) -> str:
+        return self.model if self.speed == "standard" else f"{self.model}@{self.speed}"
+
+
+@dataclass(frozen=True)
+class ContextCfg:
+    system: int
+    grows: bool
+    cache: bool
+    ttl_s: float
+
+    @classmethod
+    def from_spec(cls, spec: ContextSpec) -> ContextCfg:
+        return cls(spec.system, spec.grows, spec.cache_on, TTL_SECONDS[spec.cache_ttl or "5m"])
+
+
+@dataclass(eq=False)
+class Node:
+    id: int
+    name: str
+    scope: tuple[int, ...]  # ids of the enclosing repeat/fanout nodes, outermost first
+    path: tuple = ()
+
+    kind = "node"
+
+
+@dataclass(eq=False)
+class CallNode(Node):
+    input: Sampler = None
+    output: Sampler = None
+    reasoning: Sampler = None
+    tiers: tuple[int, ...] = ()  # tier index per variant
+    kind = "call"
+
+
+@dataclass(eq=False)
+class ToolNode(Node):
+    latency: Sampler = None
+    output: Sampler = None
+    kind = "tool"
+
+
+@dataclass(eq=False)
+class WaitNode(Node):
+    latency: Sampler = None
+    kind = "wait"
+
+
+@dataclass(eq=False)
+class SeqNode(Node):
+    steps: tuple[Node, ...] = ()
+    kind = "seq"
+
+
+@dataclass(eq=False)
+class ParNode(Node):
+    branches: tuple[SeqNode, ...] = ()
+    k: int | None = None  # None: join all
+    kind = "parallel"
+
+
+@dataclass(eq=False)
+class FanoutNode(Node):
+    n: Sampler = None
+    body: SeqNode = None
+    join: str | int = "all"  # 'all', or k (1 for 'any'), capped at n
+    kind = "fanout"
+
+
+@dataclass(eq=False)
+class RepeatNode(Node):
+    times: Sampler | None = None
+    continue_p: float | None = None
+    max: int | None = None
+    body: SeqNode = None
+    kind = "repeat"
+
+
+@dataclass(eq=False)
+class ChooseNode(Node):
+    cum: np.ndarray = None  # cumulative probabilities without the final 1
+    options: tuple[SeqNode, ...] = ()
+    kind = "choose"
+
+
+@dataclass(eq=False)
+class SubagentNode(Node):
+    body: SeqNode = None
+    ctx: ContextCfg = None
+    output: Sampler = None
+    kind = "subagent"
+
+
+@dataclass(frozen=True)
+class Draw:
+    """One sampled quantity of a node: a stream of its own, an array per block."""
+
+    node: int
+    purpose: int
+    scope: tuple[int, ...]
+    sampler: Sampler | None  # None: keep the raw uniforms (TTFT, TPS: transformed per variant)
+    integer: bool = False
+
+
+@dataclass
+class Plan:
+    scenario: Scenario
+    root: SeqNode
+    ctx: ContextCfg
+    tiers: list[Tier]
+    variants: list[str]
+    nodes: list[Node]
+    draws: list[Draw] = field(default_factory=list)
+
+    @property
+    def calls(self) -> list[CallNode]:
+        return [n for n in self.nodes if isinstance(n, CallNode)]
+
+    def nodes_of(self, kind: type) -> list[Node]:
+        return [n for n in self.nodes if isinstance(n, kind)]
+
+
+class _Compiler:
+    def __init__(self, scenario: Scenario, base_dir: Path | None):
+        self.sc = scenario
+        self.base_dir = base_dir
+        self.problems: list[Problem] = []
+        self.nodes: list[Node] = []
+        self.draws: list[Draw] = []
+        self.tiers: list[Tier] = []
+        self._tier_index: dict[tuple[str, str], int] = {}
+        self._samplers: dict[tuple, Sampler] = {}
+        self.variants = scenario.variant_specs()
+        self._model_rates: dict[str, Rates] = {}
+        self._groups: list[str] = []  # names of the enclosing named steps, outermost first
+
+    # ------------------------------------------------------------------ helpers
+    def problem(self, path, message, hint=""):
+        self.problems.append(Problem(tuple(path), message, hint))
+
+    def sampler(self, spec, path, what: str, *, positive=False, integer=False) -> Sampler:
+        try:
+            s = sampler(spec, self.base_dir)
+        except DistError as exc:
+            self.problem((*path, *exc.subpath), exc.message, exc.hint)
+            return Sampler("constant", {"value": 1.0})
+        lo, hi = s.support
+        if positive and not s.strictly_positive:
+            self.problem(
+                path,
+                f"{what} must be above zero but this distribution can reach {lo:g}",
+                "add a positive min, e.g. min: 1" if s.family != "constant" else "use a positive number",
+            )
+        elif not positive and lo < 0:
+            self.problem(
+                path,
+                f"{what} cannot be negative but this distribution can reach {lo:g}",
+                "add min: 0" if s.family != "constant" else "use a number of at least 0",
+            )
+        if integer and math.isinf(hi) and s.family not in ("lognormal", "gamma", "exponential", "normal"):
+            pass
+        return s
+
+    def new_node(self, cls, name, scope, path, **kw) -> Node:
+        node = cls(id=len(self.nodes), name=name, scope=scope, path=tuple(path), **kw)
+        self.nodes.append(node)
+        return node
+
+    def draw(self, node, purpose, scope, s, integer=False):
+        self.draws.append(Draw(node.id, purpose, scope, s, integer))
+
+    def rates_of(self, model: str) -> Rates:
+        if model not in self._model_rates:
+            spec = self.sc.models[model].price
+            try:
+                self._model_rates[model] = compile_price(spec, self.sc.prices_as_of)
+            except PriceError as exc:
+                self.problem(("models", model, "price", *exc.subpath), exc.message, exc.hint)
+                self._model_rates[model] = compile_price(type(spec)(input_mtok=0, output_mtok=0))
+        return self._model_rates[model]
+
+    def tier(self, model: str, speed: str, where: tuple) -> int | None:
+        key = (model, speed)
+        if key in self._tier_index:
+            return self._tier_index[key]
+        mspec = self.sc.models.get(model)
+        if mspec is None:
+            return None
+        if speed != "standard" and speed not in mspec.speeds:
+            from .scenario import suggest
+
+            tiers = ["standard", *mspec.speeds]
+            self.problem(
+                where,
+                f"model '{model}' has no speed tier '{speed}'",
+                suggest(speed, tiers) or "its tiers: " + ", ".join(tiers),
+            )
+            return None
+        mpath = ("models", model)
+        ttft = self.sampler(mspec.ttft, (*mpath, "ttft"), "ttft")
+        tps = self.sampler(mspec.output_tps, (*mpath, "output_tps"), "output_tps", positive=True)
+        base_rates = self.rates_of(model)
+        ttft_x = tps_x = 1.0
+        rates = base_rates
+        if speed != "standard":
+            sspec = mspec.speeds[speed]
+            ttft_x, tps_x = sspec.ttft_x, sspec.output_tps_x
+            if sspec.price is not None:
+                try:
+                    rates = compile_price(sspec.price, self.sc.prices_as_of)
+                except PriceError as exc:
+                    self.problem((*mpath, "speeds", speed, "price", *exc.subpath), exc.message, exc.hint)
+            else:
+                rates = base_rates.scaled(sspec.price_x, f"{base_rates.source} x{sspec.price_x:g}")
+        ttl = TTL_SECONDS[mspec.cache.ttl] if mspec.cache is not None else None
+        prefill = mspec.prefill_tps if mspec.prefill_tps is not None else math.inf
+        t = Tier(len(self.tiers), model, speed, ttft, tps, ttft_x, tps_x, prefill, rates, ttl)
+        self.tiers.append(t)
+        self._tier_index[key] = t.index
+        return t.index
+
+    # ------------------------------------------------------------------ steps
+    def seq(self, steps, scope, path, name="") -> SeqNode:
+        node = self.new_node(SeqNode, name, scope, path)
+        node.steps = tuple(self.step(s, scope, (*path, i)) for i, s in enumerate(steps))
+        return node
+
+    def branch(self, branch, scope, path) -> SeqNode:
+        if isinstance(branch, list):
+            return self.seq(branch, scope, path)
+        node = self.new_node(SeqNode, "", scope, path)
+        node.steps = (self.step(branch, scope, path),)
+        return node
+
+    def step(self, step, scope, path) -> Node:
+        from .scenario import step_name
+
+        name = step_name(step)
+        if name and not isinstance(step, CallStep):
+            self._groups.append(name)
+            try:
+                return self._step(step, scope, path)
+            finally:
+                self._groups.pop()
+        return self._step(step, scope, path)
+
+    def _step(self, step, scope, path) -> Node:
+        if isinstance(step, CallStep):
+            return self.call(step, scope, path)
+        if isinstance(step, ToolStep):
+            t = step.tool
+            p = (*path, "tool")
+            node = self.new_node(ToolNode, t.name or f"tool{len(self.nodes)}", scope, p)
+            node.latency = self.sampler(t.latency, (*p, "latency"), "tool latency")
+            node.output = self.sampler(t.output, (*p, "output"), "tool output tokens", integer=True)
+            self.draw(node, LATENCY, scope, node.latency)
+            self.draw(node, OUTPUT, scope, node.output, integer=True)
+            return node
+        if isinstance(step, WaitStep):
+            w = step.wait
+            p = (*path, "wait")
+            node = self.new_node(WaitNode, w.name or f"wait{len(self.nodes)}", scope, p)
+            node.latency = self.sampler(w.latency, (*p, "latency"), "wait latency")
+            self.draw(node, LATENCY, scope, node.latency)
+            return node
+        if isinstance(step, ParallelStep):
+            spec = step.spec
+            p = (*path, "parallel")
+            bp = p if isinstance(step.parallel, list) else (*p, "branches")
+            node = self.new_node(ParNode, spec.name or f"parallel{len(self.nodes)}", scope, p)
+            node.branches = tuple(self.branch(b, scope, (*bp, i)) for i, b in enumerate(spec.branches))
+            node.k = _join_k(spec.join)
+            return node
+        if isinstance(step, FanoutStep):
+            f = step.fanout
+            p = (*path, "fanout")
+            node = self.new_node(FanoutNode, f.name or f"fanout{len(self.nodes)}", scope, p)
+            node.n = self.sampler(f.n, (*p, "n"), "fanout n", integer=True)
+            self.draw(node, COUNT, scope, node.n, integer=True)
+            k = _join_k(f.join)
+            node.join = "all" if k is None else k
+            node.body = self.seq(f.steps, (*scope, node.id), (*p, "steps"))
+            return node
+        if isinstance(step, RepeatStep):
+            r = step.repeat
+            p = (*path, "repeat")
+            node = self.new_node(RepeatNode, r.name or f"repeat{len(self.nodes)}", scope, p)
+            if r.times is not None:
+                node.times = self.sampler(r.times, (*p, "times"), "repeat times", integer=True)
+                self.draw(node, COUNT, scope, node.times, integer=True)
+            else:
+                node.continue_p, node.max = r.continue_p, r.max
+                self.draw(node, COUNT, scope, None)
+            node.body = self.seq(r.steps, (*scope, node.id), (*p, "steps"))
+            return node
+        if isinstance(step, ChooseStep):
+            c = step.choose
+            p = (*path, "choose")
+            node = self.new_node(ChooseNode, c.name or f"choose{len(self.nodes)}", scope, p)
+            node.cum = np.cumsum([o.p for o in c.options])[:-1]
+            self.draw(node, PICK, scope, None)
+            node.options = tuple(
+                self.seq(o.steps, scope, (*p, "options", i, "steps"), name=o.name or "")
+                for i, o in enumerate(c.options)
+            )
+            return node
+        if isinstance(step, SubagentStep):
+            s = step.subagent
+            p = (*path, "subagent")
+            wf = self.sc.workflows[s.workflow]
+            node = self.new_node(SubagentNode, s.name or s.workflow, scope, p)
+            node.ctx = ContextCfg.from_spec(wf.context or self.sc.agent.context)
+            node.output = self.sampler(s.output, (*p, "output"), "subagent output tokens", integer=True)
+            self.draw(node, OUTPUT, scope, node.output, integer=True)
+            node.body = self.seq(wf.steps, scope, ("workflows", s.workflow, "steps"))
+            return node
+        raise AssertionError(type(step))  # pragma: no cover
+
+    def call(self, step: CallStep, scope, path) -> CallNode:
+        c = step.call
+        p = (*path, "call")
+        declared = c.model if c.model is not None else next(iter(self.sc.models))
+        name = c.name or f"{declared}#{len(self.nodes)}"
+        node = self.new_node(CallNode, name, scope, p)
+        node.input = self.sampler(c.input, (*p, "input"), "input tokens", integer=True)
+        node.output = self.sampler(c.output, (*p, "output"), "output tokens", integer=True)
+        node.reasoning = self.sampler(c.reasoning, (*p, "reasoning"), "reasoning tokens", integer=True)
+        tiers = []
+        # Variant keys: the call's own name, then enclosing named steps (innermost first), then the model.
+        names = ([c.name] if c.name else []) + self._groups[::-1]
+        for vname, v in self.variants.items():
+            vpath = ("variants", vname)
+            model = declared
+            by_name = next((n for n in names if n in v.model), None)
+            if by_name is not None:
+                model = v.model[by_name]
+            elif declared in v.model:
+                model = v.model[declared]
+            speed, where = c.speed or "standard", (*p, "speed")
+            by_name = next((n for n in names if n in v.speed), None)
+            if by_name is not None:
+                speed, where = v.speed[by_name], (*vpath, "speed", by_name)
+            elif model in v.speed:
+                speed, where = v.speed[model], (*vpath, "speed", model)
+            elif c.speed is not None and model != declared:
+                where = (*vpath, "model")
+            t = self.tier(model, speed, where)
+            tiers.append(t if t is not None else 0)
+        node.tiers = tuple(tiers)
+        self.draw(node, U_TTFT, scope, None)
+        self.draw(node, U_TPS, scope, None)
+        self.draw(node, INPUT, scope, node.input, integer=True)
+        self.draw(node, OUTPUT, scope, node.output, integer=True)
+        self.draw(node, REASONING, scope, node.reasoning, integer=True)
+        return node
+
+
+def _join_k(join) -> int | None:
+    if join == "all":
+        return None
+    if join == "any":
+        return 1
+    assert isinstance(join, KJoin)
+    return join.k
+
+
+def compile_plan(scenario: Scenario, *, file: str | None = None, lines: dict | None = None) -> Plan:
+    """Compile a validated scenario; raise :class:`ScenarioError` on problems found."""
+    src = source_of(scenario)
+    base_dir = Path(src).parent if src else None
+    comp = _Compiler(scenario, base_dir)
+    ctx = ContextCfg.from_spec(scenario.agent.context)
+    root = comp.seq(scenario.agent.steps, (), ("agent", "steps"), name="agent")
+    # Every model must compile even if no step uses it (a typo in an unused price is still a typo).
+    for model in scenario.models:
+        comp.tier(model, "standard", ("models", model))
+        for speed in scenario.models[model].speeds:
+            comp.tier(model, speed, ("models", model, "speeds", speed))
+    if comp.problems:
+        file = file or src or "<scenario>"
+        lines = lines or {}
+        seen, items = set(), []
+        for p in comp.problems:
+            if (p.path, p.message) in seen:
+                continue
+            seen.add((p.path, p.message))
+            items.append(ErrorItem(file, _line(lines, p.path), p.path, p.message, p.hint))
+        raise ScenarioError(items)
+    return Plan(scenario, root, ctx, comp.tiers, list(comp.variants), comp.nodes, comp.draws)

@@ -1,0 +1,281 @@
+"""What an engine produces for a block of runs, and the per-run totals derived from it.
+
+Both engines fill the same :class:`BlockResult`: per run, the wall time and its
+critical-path breakdown; per call node, arrays of shape ``(runs, *instances)``
+with the call's status, timestamps and token counts (and the same for tool and
+wait spans). Everything after that is shared code: pricing the calls
+(:func:`price_calls`, one vectorised :func:`~agentsim.pricing.call_cost`),
+summing a run's cost in one fixed order (node by node, instance by instance),
+and flattening to the ``calls`` and ``runs`` tables. Sharing this code is what
+makes the two engines' results identical rather than merely close.
+
+Call status: 0 = not made (an instance that did not happen: beyond a repeat's
+count, an unchosen option, a race already decided), 1 = completed,
+2 = cancelled (started, then cut by a ``join: any``/``k`` race).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from .plan import CallNode, Plan, ToolNode, WaitNode
+from .pricing import call_cost
+from .sampling import Block
+
+__all__ = [
+    "CALL_FIELDS",
+    "SPAN_FIELDS",
+    "BlockResult",
+    "calls_frame",
+    "empty_call_tensors",
+    "price_calls",
+    "run_totals",
+    "spans_frame",
+]
+
+NOT_MADE, DONE, CANCELLED = 0, 1, 2
+STATUS_NAMES = {DONE: "ok", CANCELLED: "cancelled"}
+
+# Fields an engine fills for every call (cost and tps are added by shared code).
+CALL_FLOAT = ("t_submit", "t_start", "t_first", "t_end", "ttft")
+CALL_INT = ("input", "cache_read", "cache_write", "cache_write_1h", "output", "reasoning")
+CALL_FIELDS = ("status", *CALL_FLOAT, *CALL_INT)
+SPAN_FIELDS = ("status", "t_start", "t_end", "output")
+
+BREAKDOWN = ("queue", "ttft", "decode", "tool", "wait")
+
+
+@dataclass
+class BlockResult:
+    variant: int
+    block: Block
+    wall: np.ndarray  # (n,) seconds, end of the last step - start
+    breakdown: dict[str, np.ndarray]  # BREAKDOWN -> (n,) seconds along the critical path
+    calls: dict[int, dict[str, np.ndarray]]  # call node id -> field -> (n, *instances)
+    spans: dict[int, dict[str, np.ndarray]]  # tool/wait node id -> field -> (n, *instances)
+    start: np.ndarray | None = None  # (n,) start time of each run (workloads); None: all at 0
+    extra: dict = field(default_factory=dict)
+
+
+def empty_call_tensors(shape: tuple[int, ...]) -> dict[str, np.ndarray]:
+    t = {"status": np.zeros(shape, dtype=np.int8)}
+    for f in CALL_FLOAT:
+        t[f] = np.full(shape, np.nan)
+    for f in CALL_INT:
+        t[f] = np.zeros(shape, dtype=np.int64)
+    return t
+
+
+def empty_span_tensors(shape: tuple[int, ...]) -> dict[str, np.ndarray]:
+    return {
+        "status": np.zeros(shape, dtype=np.int8),
+        "t_start": np.full(shape, np.nan),
+        "t_end": np.full(shape, np.nan),
+        "output": np.zeros(shape, dtype=np.int64),
+    }
+
+
+def price_calls(plan: Plan, result: BlockResult, speeds: dict[int, tuple[np.ndarray, np.ndarray]]) -> None:
+    """Add ``cost`` (USD) and ``tps`` to every call tensor, in place."""
+    for node in plan.calls:
+        t = result.calls[node.id]
+        rates = plan.tiers[node.tiers[result.variant]].rates
+        with np.errstate(invalid="ignore"):
+            t["cost"] = call_cost(
+                rates, t["input"], t["cache_read"], t["cache_write"], t["cache_write_1h"], t["output"], t["reasoning"]
+            )
+        t["cost"] = np.where(t["status"] != NOT_MADE, t["cost"], 0.0)
+        t["tps"] = speeds[node.id][1]
+
+
+def _row_sum(x: np.ndarray) -> np.ndarray:
+    """Sum each run's instances strictly left to right (a cumulative sum), never pairwise."""
+    flat = x.reshape(x.shape[0], -1)
+    if flat.shape[1] == 0:
+        return np.zeros(x.shape[0], dtype=x.dtype)
+    return np.cumsum(flat, axis=1)[:, -1]
+
+
+def run_totals(plan: Plan, result: BlockResult) -> dict[str, np.ndarray]:
+    """Per-run cost, call count and tokens by kind, summed in the canonical order."""
+    n = result.block.n
+    cost = np.zeros(n)
+    calls = np.zeros(n, dtype=np.int64)
+    tokens = {k: np.zeros(n, dtype=np.int64) for k in CALL_INT}
+    for node in plan.calls:  # node order, then instance order: the one fixed summation order
+        t = result.calls[node.id]
+        made = t["status"] != NOT_MADE
+        cost = cost + _row_sum(t["cost"])
+        calls += _row_sum(made.astype(np.int64))
+        for k in CALL_INT:
+            tokens[k] += _row_sum(t[k])
+    return {"cost": cost, "calls": calls, **{f"{k}_tokens": v for k, v in tokens.items()}}
+
+
+def runs_frame(plan: Plan, result: BlockResult, variant_name: str) -> pd.DataFrame:
+    tot = run_totals(plan, result)
+    n = result.block.n
+    data = {
+        "variant": np.full(n, variant_name, dtype=object),
+        "run": np.arange(result.block.start, result.block.start + n),
+        "wall_time_s": result.wall,
+        "cost_usd": tot["cost"],
+        "calls": tot["calls"],
+    }
+    for k in CALL_INT:
+        data[f"{k}_tokens"] = tot[f"{k}_tokens"]
+    for k in BREAKDOWN:
+        data[f"{k}_s"] = result.breakdown[k]
+    if result.start is not None:
+        data["start_s"] = result.start
+    for k, v in result.extra.items():
+        if isinstance(v, np.ndarray) and v.shape == (n,):
+            data[k] = v
+    return pd.DataFrame(data)
+
+
+def _flat_index(shape: tuple[int, ...]) -> np.ndarray:
+    return np.arange(int(np.prod(shape[1:], dtype=np.int64))) if len(shape) > 1 else np.zeros(1, dtype=np.int64)
+
+
+def calls_frame(plan: Plan, result: BlockResult, variant_name: str) -> pd.DataFrame:
+    """One row per call made, in run order, then node order, then instance order."""
+    parts = []
+    for node in plan.calls:
+        t = result.calls[node.id]
+        status = t["status"].reshape(result.block.n, -1)
+        run_i, inst = np.nonzero(status)
+        if run_i.size == 0:
+            continue
+        tier = plan.tiers[node.tiers[result.variant]]
+
+        def col(name, t=t, run_i=run_i, inst=inst):
+            return t[name].reshape(result.block.n, -1)[run_i, inst]
+
+        t_first, t_end = col("t_first"), col("t_end")
+        tps = col("tps")
+        parts.append(
+            pd.DataFrame(
+                {
+                    "variant": variant_name,
+                    "run": run_i + result.block.start,
+                    "node": node.id,
+                    "instance": inst,
+                    "step": node.name,
+                    "model": tier.model,
+                    "speed": tier.speed,
+                    "status": np.where(col("status") == DONE, "ok", "cancelled"),
+                    "t_submit": col("t_submit"),
+                    "t_start": col("t_start"),
+                    "t_first_token": t_first,
+                    "t_end": t_end,
+                    "queue_s": col("t_start") - col("t_submit"),
+                    "ttft_s": col("ttft"),
+                    "decode_s": t_end - t_first,
+                    "tps": tps,
+                    "itl_s": 1.0 / tps,
+                    "input_tokens": col("input"),
+                    "cache_read_tokens": col("cache_read"),
+                    "cache_write_tokens": col("cache_write"),
+                    "cache_write_1h_tokens": col("cache_write_1h"),
+                    "output_tokens": col("output"),
+                    "reasoning_tokens": col("reasoning"),
+                    "cost_usd": col("cost"),
+                }
+            )
+        )
+    if not parts:
+        return _empty_calls_frame()
+    df = pd.concat(parts, ignore_index=True)
+    return df.sort_values(["run", "node", "instance"], kind="stable", ignore_index=True)
+
+
+def _empty_calls_frame() -> pd.DataFrame:
+    cols = [
+        "variant",
+        "run",
+        "node",
+        "instance",
+        "step",
+        "model",
+        "speed",
+        "status",
+        "t_submit",
+        "t_start",
+        "t_first_token",
+        "t_end",
+        "queue_s",
+        "ttft_s",
+        "decode_s",
+        "tps",
+        "itl_s",
+        "input_tokens",
+        "cache_read_tokens",
+        "cache_write_tokens",
+        "cache_write_1h_tokens",
+        "output_tokens",
+        "reasoning_tokens",
+        "cost_usd",
+    ]
+    return pd.DataFrame({c: [] for c in cols})
+
+
+def spans_frame(plan: Plan, result: BlockResult, variant_name: str) -> pd.DataFrame:
+    """Tool and wait steps: one row per span that happened."""
+    parts = []
+    for node in plan.nodes:
+        if not isinstance(node, ToolNode | WaitNode):
+            continue
+        t = result.spans[node.id]
+        status = t["status"].reshape(result.block.n, -1)
+        run_i, inst = np.nonzero(status)
+        if run_i.size == 0:
+            continue
+
+        def col(name, t=t, run_i=run_i, inst=inst):
+            return t[name].reshape(result.block.n, -1)[run_i, inst]
+
+        parts.append(
+            pd.DataFrame(
+                {
+                    "variant": variant_name,
+                    "run": run_i + result.block.start,
+                    "node": node.id,
+                    "instance": inst,
+                    "step": node.name,
+                    "kind": node.kind,
+                    "status": np.where(col("status") == DONE, "ok", "cancelled"),
+                    "t_start": col("t_start"),
+                    "t_end": col("t_end"),
+                    "output_tokens": col("output"),
+                }
+            )
+        )
+    if not parts:
+        return pd.DataFrame(
+            {
+                c: []
+                for c in [
+                    "variant",
+                    "run",
+                    "node",
+                    "instance",
+                    "step",
+                    "kind",
+                    "status",
+                    "t_start",
+                    "t_end",
+                    "output_tokens",
+                ]
+            }
+        )
+    return pd.concat(parts, ignore_index=True).sort_values(
+        ["run", "node", "instance"], kind="stable", ignore_index=True
+    )
+
+
+def is_call(node) -> bool:
+    return isinstance(node, CallNode)

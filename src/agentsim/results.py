@@ -1,0 +1,278 @@
+"""Results of a simulation: tables, the summary document, and its figures.
+
+:class:`Results` holds the ``runs`` table (one row per agent run and variant) and,
+built on first use, the ``calls`` table (one row per model call). Its
+:meth:`Results.summary_dict` is the ``summary.json`` contract:
+
+* ``wall_time_s`` and ``cost_usd``: mean with a 95% confidence interval
+  (Student t on the run means), and percentiles (linear interpolation);
+* ``calls.mean``, ``tokens`` by kind and the critical-path ``breakdown_s``, all
+  per-run means (``tokens.input`` counts every input token, cached ones
+  included, as genai-prices does);
+* ``vs_baseline``: differences of means against the first variant, the USD paid
+  per hour of waiting saved (``delta_cost / hours saved``; null when the variant
+  saves no time), and whether it pays off at the scenario's value of time, i.e.
+  whether ``delta_cost + value_of_time x delta_time`` is negative.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from .plan import Plan
+from .records import CALL_INT
+
+__all__ = ["Results", "describe", "version"]
+
+PERCENTILES = (50, 90, 95, 99)
+PER_CALL_CAP = 1 << 20  # per-call percentiles use at most this many calls per variant (the first ones)
+
+
+def version() -> str:
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as _v
+
+    try:
+        return _v("agentsim")
+    except PackageNotFoundError:  # pragma: no cover - running from a source tree
+        return "0+unknown"
+
+
+def _f(x) -> float | None:
+    """A JSON-safe float (None for NaN/inf)."""
+    x = float(x)
+    return x if math.isfinite(x) else None
+
+
+def describe(x: np.ndarray, percentiles=PERCENTILES) -> dict[str, Any]:
+    """Mean, 95% CI of the mean, and percentiles of a sample."""
+    x = np.asarray(x, dtype=np.float64)
+    n = x.size
+    mean = float(np.mean(x)) if n else math.nan
+    if n >= 2:
+        sd = float(np.std(x, ddof=1))
+        half = float(stats.t.ppf(0.975, n - 1)) * sd / math.sqrt(n)
+        ci = [_f(mean - half), _f(mean + half)]
+    else:
+        ci = [_f(mean), _f(mean)] if n else [None, None]
+    out: dict[str, Any] = {"mean": _f(mean), "ci95": ci}
+    if n:
+        for p, v in zip(percentiles, np.percentile(x, percentiles), strict=True):
+            out[f"p{p}"] = _f(v)
+    else:
+        out.update({f"p{p}": None for p in percentiles})
+    return out
+
+
+@dataclass
+class _CallStats:
+    """Per-call TTFT/TPS/ITL of one variant, kept for the first PER_CALL_CAP calls."""
+
+    ttft: list[np.ndarray] = field(default_factory=list)
+    tps: list[np.ndarray] = field(default_factory=list)
+    kept: int = 0
+
+    def add(self, ttft: np.ndarray, tps: np.ndarray) -> None:
+        room = PER_CALL_CAP - self.kept
+        if room <= 0:
+            return
+        self.ttft.append(ttft[:room])
+        self.tps.append(tps[:room])
+        self.kept += min(room, ttft.size)
+
+    def summary(self) -> dict[str, Any]:
+        ttft = np.concatenate(self.ttft) if self.ttft else np.zeros(0)
+        tps = np.concatenate(self.tps) if self.tps else np.zeros(0)
+
+        def d(x):
+            full = describe(x, (50, 95))
+            return {"mean": full["mean"], "p50": full["p50"], "p95": full["p95"]}
+
+        return {"ttft_s": d(ttft), "tps": d(tps), "itl_s": d(1.0 / tps if tps.size else tps)}
+
+
+class Results:
+    """What :func:`agentsim.simulate` returns: tables, the summary and figures."""
+
+    def __init__(
+        self,
+        plan: Plan,
+        *,
+        seed: int,
+        runs: int,
+        engine: str,
+        runs_df: pd.DataFrame,
+        call_stats: dict[str, _CallStats],
+        calls_builder,
+        spans_builder,
+        extra: dict | None = None,
+    ):
+        self.plan = plan
+        self.scenario = plan.scenario
+        self.seed = seed
+        self.n_runs = runs
+        self.engine = engine
+        self.variants = list(plan.variants)
+        self.runs = runs_df
+        self._call_stats = call_stats
+        self._calls_builder = calls_builder
+        self._spans_builder = spans_builder
+        self._calls: pd.DataFrame | None = None
+        self._spans: pd.DataFrame | None = None
+        self.extra = extra or {}
+
+    # ------------------------------------------------------------------ tables
+    @property
+    def calls(self) -> pd.DataFrame:
+        """One row per model call made (built on first use)."""
+        if self._calls is None:
+            self._calls = self._calls_builder()
+        return self._calls
+
+    @property
+    def spans(self) -> pd.DataFrame:
+        """One row per tool or wait step that ran (built on first use)."""
+        if self._spans is None:
+            self._spans = self._spans_builder()
+        return self._spans
+
+    @property
+    def value_of_time(self) -> float | None:
+        vot = self.scenario.value_of_time
+        return vot.usd_per_hour if vot is not None else None
+
+    # ------------------------------------------------------------------ summary
+    def summary_dict(self) -> dict[str, Any]:
+        """The ``summary.json`` document."""
+        variants: dict[str, Any] = {}
+        base = None
+        vot = self.value_of_time
+        for name in self.variants:
+            df = self.runs[self.runs["variant"] == name]
+            wall = describe(df["wall_time_s"].to_numpy())
+            cost_full = describe(df["cost_usd"].to_numpy())
+            cost = {k: cost_full[k] for k in ("mean", "ci95", "p50", "p90", "p95", "p99")}
+            v: dict[str, Any] = {
+                "wall_time_s": wall,
+                "cost_usd": cost,
+                "calls": {"mean": _f(df["calls"].mean())},
+                "tokens": {
+                    "input": _f(df["input_tokens"].mean()),
+                    "cache_read": _f(df["cache_read_tokens"].mean()),
+                    "cache_write": _f(df["cache_write_tokens"].mean()),
+                    "output": _f(df["output_tokens"].mean()),
+                    "reasoning": _f(df["reasoning_tokens"].mean()),
+                    "cache_write_1h": _f(df["cache_write_1h_tokens"].mean()),
+                },
+                "breakdown_s": {k: _f(df[f"{k}_s"].mean()) for k in ("queue", "ttft", "decode", "tool", "wait")},
+            }
+            if base is None:
+                base = v
+                v["vs_baseline"] = {
+                    "delta_time_s": 0.0,
+                    "delta_cost_usd": 0.0,
+                    "usd_per_hour_saved": None,
+                    "pays_off": None,
+                }
+            else:
+                v["vs_baseline"] = compare(base, v, vot)
+            v["per_call"] = self._call_stats[name].summary()
+            for key, fn in self.extra.get("variant_sections", {}).items():
+                v[key] = fn(name)
+            variants[name] = v
+        doc = {
+            "scenario": self.scenario.name,
+            "seed": self.seed,
+            "runs": self.n_runs,
+            "agentsim_version": version(),
+            "engine": self.engine,
+            "value_of_time_usd_per_hour": vot,
+            "variants": variants,
+        }
+        return doc
+
+    def to_json(self, indent: int = 2) -> str:
+        """The summary document as JSON text (deterministic for a given scenario and seed)."""
+        return json.dumps(self.summary_dict(), indent=indent, allow_nan=False) + "\n"
+
+    def summary(self) -> pd.DataFrame:
+        """One row per variant with the headline figures."""
+        rows = []
+        for name, v in self.summary_dict()["variants"].items():
+            w, c, vs = v["wall_time_s"], v["cost_usd"], v["vs_baseline"]
+            rows.append(
+                {
+                    "variant": name,
+                    "wall_mean_s": w["mean"],
+                    "wall_ci95_lo_s": w["ci95"][0],
+                    "wall_ci95_hi_s": w["ci95"][1],
+                    "wall_p50_s": w["p50"],
+                    "wall_p90_s": w["p90"],
+                    "wall_p95_s": w["p95"],
+                    "wall_p99_s": w["p99"],
+                    "cost_mean_usd": c["mean"],
+                    "cost_p95_usd": c["p95"],
+                    "calls_mean": v["calls"]["mean"],
+                    **{
+                        f"{k}_tokens_mean": v["tokens"][k]
+                        for k in ("input", "cache_read", "cache_write", "output", "reasoning")
+                    },
+                    "delta_time_s": vs["delta_time_s"],
+                    "delta_cost_usd": vs["delta_cost_usd"],
+                    "usd_per_hour_saved": vs["usd_per_hour_saved"],
+                    "pays_off": vs["pays_off"],
+                }
+            )
+        return pd.DataFrame(rows).set_index("variant")
+
+    # ------------------------------------------------------------------ figures
+    def plot_tradeoff(self):
+        """Mean cost against mean and p95 wall time, one point per variant (a matplotlib Figure)."""
+        from .plots import tradeoff_figure
+
+        return tradeoff_figure(self.summary(), title=self.scenario.name)
+
+    def _repr_html_(self) -> str:
+        df = self.summary()[
+            [
+                "wall_mean_s",
+                "wall_p95_s",
+                "cost_mean_usd",
+                "cost_p95_usd",
+                "calls_mean",
+                "delta_time_s",
+                "delta_cost_usd",
+                "usd_per_hour_saved",
+                "pays_off",
+            ]
+        ]
+        head = f"<p><b>{self.scenario.name}</b>: {self.n_runs} runs, seed {self.seed}, engine {self.engine}</p>"
+        return head + df.to_html(float_format=lambda x: f"{x:,.4g}", na_rep="–")
+
+    def __repr__(self) -> str:
+        return f"<Results {self.scenario.name!r}: {len(self.variants)} variants x {self.n_runs} runs ({self.engine})>"
+
+
+def compare(base: dict, v: dict, vot: float | None) -> dict[str, Any]:
+    """Δ time, Δ cost, USD per hour saved, and whether it pays off at ``vot`` USD/h."""
+    dt = v["wall_time_s"]["mean"] - base["wall_time_s"]["mean"]
+    dc = v["cost_usd"]["mean"] - base["cost_usd"]["mean"]
+    saved_h = -dt / 3600.0
+    per_hour = dc / saved_h if saved_h > 0 else None
+    pays = None if vot is None else bool(dc + vot * dt / 3600.0 < 0)
+    return {
+        "delta_time_s": _f(dt),
+        "delta_cost_usd": _f(dc),
+        "usd_per_hour_saved": _f(per_hour) if per_hour is not None else None,
+        "pays_off": pays,
+    }
+
+
+CALL_INT_KINDS = CALL_INT

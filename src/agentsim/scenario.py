@@ -1,0 +1,857 @@
+"""The scenario: what a user writes, as validated, frozen pydantic models.
+
+A scenario describes one agent (its steps), the models it calls (their speed and
+prices), the variants to compare (speed tiers or model swaps), and how many
+Monte-Carlo runs to do. Units everywhere: seconds, tokens, tokens per second and
+USD per million tokens (``*_mtok``, as genai-prices names them).
+
+This module holds the *shape* of the vocabulary (contract v1 of DESIGN.md §3) and
+the rules a single field can check. Rules that need the whole scenario (a call
+naming an undefined model, a variant naming an unknown step) live in
+:func:`check_references`, which returns :class:`Problem` objects carrying the
+dotted path of the offending value so that :mod:`agentsim.loading` can point at
+the file and line.
+
+Two spellings are accepted wherever a distribution is expected: a plain number
+(a constant) or a mapping with exactly one family key plus optional ``min`` /
+``max`` clip bounds, e.g. ``{lognormal: {median: 2, p90: 4.5}, max: 30}``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import difflib
+import math
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Discriminator,
+    Field,
+    PrivateAttr,
+    Tag,
+    field_validator,
+    model_validator,
+)
+from pydantic_core import PydanticCustomError
+
+__all__ = [
+    "DIST_FAMILIES",
+    "STEP_KINDS",
+    "Agent",
+    "ContextSpec",
+    "Dist",
+    "ModelSpec",
+    "PriceSpec",
+    "Problem",
+    "Scenario",
+    "Step",
+    "check_references",
+    "suggest",
+]
+
+
+def suggest(word: str, options: list[str] | set[str] | tuple[str, ...]) -> str:
+    """A ``did you mean 'x'?`` hint for a misspelt name, or an empty string."""
+    close = difflib.get_close_matches(str(word), sorted(map(str, options)), n=3, cutoff=0.6)
+    if not close:
+        return ""
+    return "did you mean " + " or ".join(f"'{c}'" for c in close) + "?"
+
+
+class _Model(BaseModel):
+    """Base of every scenario model: frozen, unknown keys rejected with a suggestion."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _reject_unknown_keys(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            allowed = set(cls.model_fields)
+            allowed |= {f.alias for f in cls.model_fields.values() if f.alias}
+            for key in data:
+                if key not in allowed:
+                    hint = suggest(key, allowed) or "allowed keys: " + ", ".join(sorted(allowed))
+                    raise PydanticCustomError(
+                        "unknown_key",
+                        "unknown key '{key}' ({hint})",
+                        {"key": str(key), "hint": hint},
+                    )
+        return data
+
+
+def _number(value: Any) -> Any:
+    """Accept ints and floats only (YAML ``true`` or ``"5"`` are errors, not numbers)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise PydanticCustomError("not_a_number", "expected a number, got {got!r}", {"got": value})
+    if isinstance(value, float) and not math.isfinite(value):
+        raise PydanticCustomError("not_finite", "expected a finite number, got {got!r}", {"got": value})
+    return float(value)
+
+
+Num = Annotated[float, BeforeValidator(_number)]
+PosNum = Annotated[float, BeforeValidator(_number), Field(gt=0)]
+NonNegNum = Annotated[float, BeforeValidator(_number), Field(ge=0)]
+Prob = Annotated[float, BeforeValidator(_number), Field(ge=0, le=1)]
+
+# --------------------------------------------------------------------------- distributions
+
+
+class _DistBase(_Model):
+    min: Num | None = Field(None, description="Clip draws below this value.")
+    max: Num | None = Field(None, description="Clip draws above this value.")
+
+    @model_validator(mode="after")
+    def _min_le_max(self) -> _DistBase:
+        if self.min is not None and self.max is not None and self.min > self.max:
+            raise PydanticCustomError("min_gt_max", "min ({lo}) is above max ({hi})", {"lo": self.min, "hi": self.max})
+        return self
+
+
+class ConstantDist(_DistBase):
+    constant: Num
+
+
+class UniformParams(_Model):
+    low: Num
+    high: Num
+
+    @model_validator(mode="after")
+    def _ordered(self) -> UniformParams:
+        if self.low > self.high:
+            raise PydanticCustomError(
+                "low_gt_high", "low ({lo}) is above high ({hi})", {"lo": self.low, "hi": self.high}
+            )
+        return self
+
+
+class UniformDist(_DistBase):
+    uniform: UniformParams
+
+
+class NormalParams(_Model):
+    mean: Num
+    sd: NonNegNum
+
+
+class NormalDist(_DistBase):
+    normal: NormalParams
+
+
+class LognormalParams(_Model):
+    """Either ``{median, p90}`` (how people quote latencies) or ``{mean, sd}``."""
+
+    median: PosNum | None = None
+    p90: PosNum | None = None
+    mean: PosNum | None = None
+    sd: PosNum | None = None
+
+    @model_validator(mode="after")
+    def _one_pair(self) -> LognormalParams:
+        by_quantiles = self.median is not None and self.p90 is not None
+        by_moments = self.mean is not None and self.sd is not None
+        given = [k for k in ("median", "p90", "mean", "sd") if getattr(self, k) is not None]
+        if by_quantiles == by_moments or len(given) != 2:
+            raise PydanticCustomError(
+                "lognormal_params",
+                "lognormal needs exactly median and p90, or mean and sd; got: {given}",
+                {"given": ", ".join(given) or "nothing"},
+            )
+        if by_quantiles and not self.p90 > self.median:  # type: ignore[operator]
+            raise PydanticCustomError(
+                "lognormal_p90",
+                "lognormal p90 ({p90}) must be above its median ({median})",
+                {"p90": self.p90, "median": self.median},
+            )
+        return self
+
+
+class LognormalDist(_DistBase):
+    lognormal: LognormalParams
+
+
+class GammaParams(_Model):
+    mean: PosNum
+    sd: PosNum
+
+
+class GammaDist(_DistBase):
+    gamma: GammaParams
+
+
+class ExponentialParams(_Model):
+    mean: PosNum
+
+
+class ExponentialDist(_DistBase):
+    exponential: ExponentialParams
+
+
+class ChoiceParams(_Model):
+    values: list[Num] = Field(min_length=1)
+    p: list[Prob] | None = Field(None, description="Probabilities, one per value, summing to 1.")
+
+    @model_validator(mode="after")
+    def _p_matches(self) -> ChoiceParams:
+        if self.p is not None:
+            if len(self.p) != len(self.values):
+                raise PydanticCustomError(
+                    "choice_p_len",
+                    "choice has {nv} values but {np} probabilities",
+                    {"nv": len(self.values), "np": len(self.p)},
+                )
+            total = math.fsum(self.p)
+            if abs(total - 1.0) > 1e-9:
+                raise PydanticCustomError("p_sum", "probabilities sum to {total:.6g}, not 1", {"total": total})
+        return self
+
+
+class ChoiceDist(_DistBase):
+    choice: ChoiceParams
+
+
+class EmpiricalParams(_Model):
+    """Resample observed values: inline ``values`` or a CSV ``file`` and its ``column``."""
+
+    values: list[Num] | None = Field(None, min_length=1)
+    file: str | None = Field(None, description="CSV file, relative to the scenario file.")
+    column: str | None = None
+
+    @model_validator(mode="after")
+    def _one_source(self) -> EmpiricalParams:
+        if (self.values is None) == (self.file is None):
+            raise PydanticCustomError("empirical_source", "empirical needs either values or file (with column)", {})
+        if self.file is not None and self.column is None:
+            raise PydanticCustomError("empirical_column", "empirical file needs a column name", {})
+        return self
+
+
+class EmpiricalDist(_DistBase):
+    empirical: EmpiricalParams
+
+
+DIST_FAMILIES = ("constant", "uniform", "normal", "lognormal", "gamma", "exponential", "choice", "empirical")
+
+
+def _dist_tag(value: Any) -> str | None:
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return "number"
+    if isinstance(value, dict):
+        fam = [k for k in value if k in DIST_FAMILIES]
+        return fam[0] if len(fam) == 1 else None
+    if isinstance(value, _DistBase):
+        return next(f for f in DIST_FAMILIES if hasattr(value, f))
+    return None
+
+
+def _check_dist_shape(value: Any) -> Any:
+    if isinstance(value, dict):
+        value = _hoist_clip(value)
+    if isinstance(value, bool | str | list) or value is None:
+        raise PydanticCustomError(
+            "bad_distribution",
+            "expected a number or a distribution such as {example}, got {got!r}",
+            {"got": value, "example": "{lognormal: {median: 2, p90: 5}}"},
+        )
+    if isinstance(value, dict):
+        fams = [k for k in value if k in DIST_FAMILIES]
+        others = [k for k in value if k not in DIST_FAMILIES and k not in ("min", "max")]
+        if len(fams) > 1:
+            raise PydanticCustomError(
+                "bad_distribution",
+                "a distribution has one family key, got {fams}",
+                {"fams": ", ".join(fams)},
+            )
+        if not fams:
+            bad = others[0] if others else ""
+            hint = suggest(bad, DIST_FAMILIES) if bad else ""
+            raise PydanticCustomError(
+                "bad_distribution",
+                "unknown distribution family '{bad}' ({hint})",
+                {"bad": bad, "hint": hint or "families: " + ", ".join(DIST_FAMILIES)},
+            )
+    return value
+
+
+def _hoist_clip(value: dict) -> dict:
+    """Accept ``{normal: {mean: 60, sd: 10, min: 10}}`` as well as ``{normal: {...}, min: 10}``."""
+    fams = [k for k in value if k in DIST_FAMILIES]
+    if len(fams) != 1 or not isinstance(value[fams[0]], dict):
+        return value
+    inner = dict(value[fams[0]])
+    out = dict(value)
+    for bound in ("min", "max"):
+        if bound in inner:
+            if bound in out:
+                raise PydanticCustomError(
+                    "clip_twice", "{bound} is given twice (inside and beside {fam})", {"bound": bound, "fam": fams[0]}
+                )
+            out[bound] = inner.pop(bound)
+    out[fams[0]] = inner
+    return out
+
+
+Dist = Annotated[
+    Annotated[Num, Tag("number")]
+    | Annotated[ConstantDist, Tag("constant")]
+    | Annotated[UniformDist, Tag("uniform")]
+    | Annotated[NormalDist, Tag("normal")]
+    | Annotated[LognormalDist, Tag("lognormal")]
+    | Annotated[GammaDist, Tag("gamma")]
+    | Annotated[ExponentialDist, Tag("exponential")]
+    | Annotated[ChoiceDist, Tag("choice")]
+    | Annotated[EmpiricalDist, Tag("empirical")],
+    Discriminator(_dist_tag),
+    BeforeValidator(_check_dist_shape),
+]
+"""A number (constant) or a distribution mapping with one family key."""
+
+# --------------------------------------------------------------------------- prices
+
+
+class Tier(_Model):
+    start: Annotated[int, Field(ge=0)] = Field(description="Tier applies when total input tokens exceed this.")
+    price: NonNegNum
+
+
+class TieredPrice(_Model):
+    """Long-context pricing: ``{base: 3, tiers: [{start: 200000, price: 6}]}``.
+
+    genai-prices semantics: the call's total input tokens decide the tier, and
+    that tier's rate applies to *all* tokens of this kind in the call.
+    """
+
+    base: NonNegNum
+    tiers: list[Tier] = Field(min_length=1)
+
+    @field_validator("tiers")
+    @classmethod
+    def _ascending(cls, tiers: list[Tier]) -> list[Tier]:
+        starts = [t.start for t in tiers]
+        if starts != sorted(starts) or len(set(starts)) != len(starts):
+            raise PydanticCustomError("tiers_order", "tier starts must be strictly increasing, got {s}", {"s": starts})
+        return tiers
+
+
+Rate = Annotated[NonNegNum | TieredPrice, Field(union_mode="left_to_right")]
+
+PRICE_FIELDS = (
+    "input_mtok",
+    "output_mtok",
+    "cache_read_mtok",
+    "cache_write_mtok",
+    "cache_write_1h_mtok",
+    "output_reasoning_mtok",
+)
+
+
+class PriceSpec(_Model):
+    """Explicit USD per million tokens, or a genai-prices ``catalog`` reference.
+
+    Explicit fields given alongside ``catalog`` override that field of the
+    catalog price (negotiated rates).
+    """
+
+    catalog: str | None = Field(None, description="genai-prices 'provider/model', e.g. anthropic/claude-opus-4-8")
+    context: dict[str, str] | None = Field(
+        None, description="genai-prices price context, e.g. {speed: fast} or {service_tier: flex}"
+    )
+    date: dt.date | None = Field(None, description="Price as of this date (YYYY-MM-DD); default: prices_as_of.")
+    input_mtok: Rate | None = None
+    output_mtok: Rate | None = None
+    cache_read_mtok: Rate | None = None
+    cache_write_mtok: Rate | None = None
+    cache_write_1h_mtok: Rate | None = None
+    output_reasoning_mtok: Rate | None = Field(None, description="Defaults to output_mtok.")
+
+    @model_validator(mode="after")
+    def _something_given(self) -> PriceSpec:
+        if self.catalog is None:
+            if self.input_mtok is None or self.output_mtok is None:
+                raise PydanticCustomError(
+                    "price_incomplete",
+                    "an explicit price needs at least input_mtok and output_mtok (or name a catalog price: {example})",
+                    {"example": "{catalog: provider/model}"},
+                )
+            if self.context is not None or self.date is not None:
+                raise PydanticCustomError("price_context", "context and date only apply to a catalog price", {})
+        return self
+
+
+# --------------------------------------------------------------------------- models
+
+
+class SpeedSpec(_Model):
+    """A speed tier of a model (``fast``, ``priority``...): a speed effect and a price."""
+
+    output_tps_x: PosNum = Field(1.0, description="Multiplies output tokens per second.")
+    ttft_x: PosNum = Field(1.0, description="Multiplies the drawn TTFT (not the prefill term).")
+    price: PriceSpec | None = Field(None, description="This tier's price table.")
+    price_x: PosNum | None = Field(None, description="Or: the model's price multiplied by this factor.")
+
+    @model_validator(mode="after")
+    def _priced(self) -> SpeedSpec:
+        if (self.price is None) == (self.price_x is None):
+            raise PydanticCustomError(
+                "tier_price",
+                "a speed tier needs exactly one of price (a table) or price_x (a multiple of the "
+                "model's price); use price_x: 1 for a tier at the standard price",
+                {},
+            )
+        return self
+
+
+class CacheSpec(_Model):
+    ttl: Literal["5m", "1h"] = Field("5m", description="Prompt-cache time to live.")
+
+
+class ModelSpec(_Model):
+    price: PriceSpec
+    ttft: Dist = Field(description="Seconds to first token, excluding prefill of uncached input.")
+    output_tps: Dist = Field(description="Output tokens per second, drawn per call.")
+    prefill_tps: PosNum | None = Field(
+        None, description="Uncached input tokens processed per second; adds input/prefill_tps to TTFT."
+    )
+    speeds: dict[str, SpeedSpec] = Field(default_factory=dict)
+    cache: CacheSpec | None = None
+
+    @field_validator("speeds")
+    @classmethod
+    def _no_standard(cls, speeds: dict[str, SpeedSpec]) -> dict[str, SpeedSpec]:
+        if "standard" in speeds:
+            raise PydanticCustomError(
+                "standard_tier", "'standard' is the model itself; do not declare it under speeds", {}
+            )
+        return speeds
+
+
+# --------------------------------------------------------------------------- steps
+
+
+class CallSpec(_Model):
+    name: str | None = Field(None, description="Step name, used in records and variant overrides.")
+    model: str | None = Field(None, description="A key of models; may be omitted when there is only one.")
+    input: Dist = Field(0.0, description="New tokens this call adds (on top of the context).")
+    output: Dist = Field(description="Output tokens (visible; joins the context).")
+    reasoning: Dist = Field(0.0, description="Reasoning tokens: decode time, billed, not in the context.")
+    speed: str | None = Field(None, description="Speed tier of the model for this call.")
+
+
+class ToolSpec(_Model):
+    name: str | None = None
+    latency: Dist = Field(description="Seconds the tool runs.")
+    output: Dist = Field(0.0, description="Tokens the tool returns into the context.")
+
+
+class WaitSpec(_Model):
+    name: str | None = None
+    latency: Dist = Field(description="Seconds of human or fixed delay.")
+
+
+class KJoin(_Model):
+    k: Annotated[int, Field(ge=1)]
+
+
+Join = Literal["all", "any"] | KJoin
+
+
+class ParallelSpec(_Model):
+    name: str | None = None
+    branches: list[Branch] = Field(min_length=1)
+    join: Join = "all"
+
+
+class FanoutSpec(_Model):
+    name: str | None = None
+    n: Dist = Field(description="Number of parallel copies (rounded).")
+    steps: list[Step] = Field(min_length=1)
+    join: Join = "all"
+
+
+class RepeatSpec(_Model):
+    name: str | None = None
+    times: Dist | None = Field(None, description="Number of iterations (rounded).")
+    continue_p: Prob | None = Field(None, description="After each iteration another follows with this p.")
+    max: Annotated[int, Field(ge=1)] | None = Field(None, description="Cap on iterations with continue_p.")
+    steps: list[Step] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _ends(self) -> RepeatSpec:
+        if (self.times is None) == (self.continue_p is None):
+            raise PydanticCustomError("repeat_count", "repeat needs exactly one of times or continue_p (with max)", {})
+        if self.times is not None and self.max is not None:
+            raise PydanticCustomError("repeat_max", "max goes with continue_p, not with times", {})
+        if self.continue_p is not None and self.continue_p >= 1 and self.max is None:
+            raise PydanticCustomError(
+                "repeat_never_ends",
+                "this repeat can never end: continue_p is {p} and there is no max; set continue_p below 1 or add max",
+                {"p": self.continue_p},
+            )
+        return self
+
+
+class ChooseOption(_Model):
+    p: Prob
+    steps: list[Step] = Field(default_factory=list)
+    name: str | None = None
+
+
+class ChooseSpec(_Model):
+    name: str | None = None
+    options: list[ChooseOption] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _sums_to_one(self) -> ChooseSpec:
+        total = math.fsum(o.p for o in self.options)
+        if abs(total - 1.0) > 1e-9:
+            raise PydanticCustomError("p_sum", "option probabilities sum to {total:.6g}, not 1", {"total": total})
+        return self
+
+
+class SubagentSpec(_Model):
+    name: str | None = None
+    workflow: str = Field(description="A key of the top-level workflows.")
+    output: Dist = Field(0.0, description="Tokens the subagent's answer adds to the caller's context.")
+
+
+class CallStep(_Model):
+    call: CallSpec
+
+
+class ToolStep(_Model):
+    tool: ToolSpec
+
+
+class WaitStep(_Model):
+    wait: WaitSpec
+
+
+class ParallelStep(_Model):
+    parallel: list[Branch] | ParallelSpec
+
+    @field_validator("parallel")
+    @classmethod
+    def _non_empty(cls, v: Any) -> Any:
+        if isinstance(v, list) and not v:
+            raise PydanticCustomError("empty_parallel", "parallel needs at least one branch", {})
+        return v
+
+    @property
+    def spec(self) -> ParallelSpec:
+        if isinstance(self.parallel, ParallelSpec):
+            return self.parallel
+        return ParallelSpec(branches=self.parallel)
+
+
+class FanoutStep(_Model):
+    fanout: FanoutSpec
+
+
+class RepeatStep(_Model):
+    repeat: RepeatSpec
+
+
+class ChooseStep(_Model):
+    choose: ChooseSpec
+
+
+class SubagentStep(_Model):
+    subagent: SubagentSpec
+
+
+STEP_KINDS = ("call", "tool", "wait", "parallel", "fanout", "repeat", "choose", "subagent")
+
+
+def _check_step_shape(value: Any) -> Any:
+    if isinstance(value, _Model):
+        return value
+    if not isinstance(value, dict) or len(value) != 1:
+        got = list(value) if isinstance(value, dict) else type(value).__name__
+        raise PydanticCustomError(
+            "bad_step",
+            "a step is a mapping with exactly one of {kinds}; got {got}",
+            {"kinds": ", ".join(STEP_KINDS), "got": got},
+        )
+    (kind,) = value
+    if kind not in STEP_KINDS:
+        hint = suggest(kind, STEP_KINDS) or "step types: " + ", ".join(STEP_KINDS)
+        raise PydanticCustomError(
+            "unknown_step", "unknown step type '{kind}' ({hint})", {"kind": str(kind), "hint": hint}
+        )
+    return value
+
+
+def _step_tag(value: Any) -> str | None:
+    if isinstance(value, dict):
+        return next(iter(value), None)
+    for kind in STEP_KINDS:
+        if hasattr(value, kind):
+            return kind
+    return None
+
+
+Step = Annotated[
+    Annotated[CallStep, Tag("call")]
+    | Annotated[ToolStep, Tag("tool")]
+    | Annotated[WaitStep, Tag("wait")]
+    | Annotated[ParallelStep, Tag("parallel")]
+    | Annotated[FanoutStep, Tag("fanout")]
+    | Annotated[RepeatStep, Tag("repeat")]
+    | Annotated[ChooseStep, Tag("choose")]
+    | Annotated[SubagentStep, Tag("subagent")],
+    Discriminator(_step_tag),
+    BeforeValidator(_check_step_shape),
+]
+"""One step: a mapping with exactly one step-type key."""
+
+
+def _branch_tag(value: Any) -> str:
+    return "steps" if isinstance(value, list) else "step"
+
+
+Branch = Annotated[
+    Annotated[Step, Tag("step")] | Annotated[list[Step], Tag("steps")],
+    Discriminator(_branch_tag),
+]
+"""A parallel branch: one step, or a list of steps run in order."""
+
+
+# --------------------------------------------------------------------------- agent and scenario
+
+
+class ContextSpec(_Model):
+    system: Annotated[int, Field(ge=0)] = Field(0, description="Tokens every call re-sends first.")
+    grows: bool = Field(True, description="Calls' new input and output, and tool output, join the context.")
+    cache: bool | CacheSpec = Field(False, description="Prompt caching: true, false, or {ttl: 5m|1h}.")
+
+    @property
+    def cache_on(self) -> bool:
+        return self.cache is not False
+
+    @property
+    def cache_ttl(self) -> str | None:
+        return self.cache.ttl if isinstance(self.cache, CacheSpec) else None
+
+
+class Agent(_Model):
+    context: ContextSpec = Field(default_factory=ContextSpec)
+    steps: list[Step] = Field(min_length=1)
+
+
+class Workflow(_Model):
+    context: ContextSpec | None = Field(None, description="Default: the agent's context settings.")
+    steps: list[Step] = Field(min_length=1)
+
+
+class VariantSpec(_Model):
+    speed: dict[str, str] = Field(default_factory=dict, description="Model or step name -> speed tier.")
+    model: dict[str, str] = Field(default_factory=dict, description="Model or step name -> model.")
+    description: str | None = None
+
+
+class ValueOfTime(_Model):
+    usd_per_hour: NonNegNum
+
+
+class Scenario(_Model):
+    name: str
+    description: str | None = None
+    seed: Annotated[int, Field(ge=0)] = 0
+    runs: Annotated[int, Field(ge=1)] = 1000
+    models: dict[str, ModelSpec] = Field(min_length=1)
+    agent: Agent
+    workflows: dict[str, Workflow] = Field(default_factory=dict)
+    variants: dict[str, VariantSpec] | None = None
+    value_of_time: ValueOfTime | None = None
+    prices_as_of: dt.date | None = Field(None, description="Date for catalog prices; default: today (UTC).")
+
+    _source: str | None = PrivateAttr(None)  # the file it was loaded from (for relative paths)
+
+    def variant_specs(self) -> dict[str, VariantSpec]:
+        """The variants to compare; a scenario without any has one, ``baseline``."""
+        return dict(self.variants) if self.variants else {"baseline": VariantSpec()}
+
+
+for _cls in (ParallelSpec, FanoutSpec, RepeatSpec, ChooseOption, ParallelStep, Agent, Workflow, Scenario):
+    _cls.model_rebuild()
+
+
+# --------------------------------------------------------------------------- cross-field checks
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A bad value found after parsing: where it is, what is wrong, how to fix it."""
+
+    path: tuple[str | int, ...]
+    message: str
+    hint: str = ""
+
+
+def iter_steps(steps: list[Any], path: tuple[str | int, ...]):
+    """Yield ``(path, step)`` for every step, depth first, including nested ones."""
+    for i, step in enumerate(steps):
+        yield from walk_step(step, (*path, i))
+
+
+def walk_step(step: Any, here: tuple[str | int, ...]):
+    """Yield ``(path, step)`` for ``step`` and every step nested inside it."""
+    yield here, step
+    if isinstance(step, ParallelStep):
+        base = (*here, "parallel") if isinstance(step.parallel, list) else (*here, "parallel", "branches")
+        for b, branch in enumerate(step.spec.branches):
+            if isinstance(branch, list):
+                yield from iter_steps(branch, (*base, b))
+            else:
+                yield from walk_step(branch, (*base, b))
+    elif isinstance(step, FanoutStep):
+        yield from iter_steps(step.fanout.steps, (*here, "fanout", "steps"))
+    elif isinstance(step, RepeatStep):
+        yield from iter_steps(step.repeat.steps, (*here, "repeat", "steps"))
+    elif isinstance(step, ChooseStep):
+        for o, opt in enumerate(step.choose.options):
+            yield from iter_steps(opt.steps, (*here, "choose", "options", o, "steps"))
+
+
+def step_name(step: Any) -> str | None:
+    for kind in STEP_KINDS:
+        spec = getattr(step, kind, None)
+        if spec is not None:
+            if isinstance(step, ParallelStep):
+                return step.spec.name
+            return getattr(spec, "name", None)
+    return None
+
+
+def all_steps(scenario: Scenario):
+    """Every step of the agent and of every workflow, with its dotted path."""
+    yield from iter_steps(scenario.agent.steps, ("agent", "steps"))
+    for wname, wf in scenario.workflows.items():
+        yield from iter_steps(wf.steps, ("workflows", wname, "steps"))
+
+
+def check_references(scenario: Scenario) -> list[Problem]:
+    """Checks that need the whole scenario: names that must exist, tiers that must be offered."""
+    problems: list[Problem] = []
+    models = scenario.models
+    model_names = list(models)
+    step_names: set[str] = set()
+
+    def tiers_of(model: str) -> list[str]:
+        return ["standard", *models[model].speeds]
+
+    for path, step in all_steps(scenario):
+        name = step_name(step)
+        if name:
+            step_names.add(name)
+        if isinstance(step, CallStep):
+            c = step.call
+            if c.model is None:
+                if len(models) != 1:
+                    problems.append(
+                        Problem(
+                            (*path, "call"),
+                            "this call names no model and the scenario has several",
+                            "add model: one of " + ", ".join(model_names),
+                        )
+                    )
+                    continue
+                model = model_names[0]
+            else:
+                model = c.model
+                if model not in models:
+                    problems.append(
+                        Problem(
+                            (*path, "call", "model"),
+                            f"model '{model}' is not defined under models",
+                            suggest(model, model_names) or "defined: " + ", ".join(model_names),
+                        )
+                    )
+                    continue
+            if c.speed is not None and c.speed not in tiers_of(model):
+                problems.append(
+                    Problem(
+                        (*path, "call", "speed"),
+                        f"model '{model}' has no speed tier '{c.speed}'",
+                        suggest(c.speed, tiers_of(model)) or "tiers: " + ", ".join(tiers_of(model)),
+                    )
+                )
+        elif isinstance(step, SubagentStep):
+            wf = step.subagent.workflow
+            if wf not in scenario.workflows:
+                problems.append(
+                    Problem(
+                        (*path, "subagent", "workflow"),
+                        f"workflow '{wf}' is not defined under workflows",
+                        suggest(wf, list(scenario.workflows))
+                        or ("defined: " + ", ".join(scenario.workflows) if scenario.workflows else "add it"),
+                    )
+                )
+        elif isinstance(step, ParallelStep):
+            spec = step.spec
+            if not isinstance(spec.join, str) and spec.join.k > len(spec.branches):
+                problems.append(
+                    Problem(
+                        (*path, "parallel", "join", "k"),
+                        f"join k={spec.join.k} but there are only {len(spec.branches)} branches",
+                        f"use a k from 1 to {len(spec.branches)}",
+                    )
+                )
+
+    problems.extend(_check_subagent_cycles(scenario))
+
+    for vname, v in scenario.variant_specs().items():
+        for kind, mapping in (("model", v.model), ("speed", v.speed)):
+            for key, value in mapping.items():
+                where = ("variants", vname, kind, key)
+                if key in models and key in step_names:
+                    problems.append(Problem(where, f"'{key}' is both a model and a step name", "rename the step"))
+                    continue
+                if key not in models and key not in step_names:
+                    problems.append(
+                        Problem(
+                            where,
+                            f"'{key}' is neither a model nor a step name",
+                            suggest(key, [*model_names, *step_names]) or "models: " + ", ".join(model_names),
+                        )
+                    )
+                    continue
+                if kind == "model" and value not in models:
+                    problems.append(
+                        Problem(
+                            where,
+                            f"model '{value}' is not defined under models",
+                            suggest(value, model_names) or "defined: " + ", ".join(model_names),
+                        )
+                    )
+    return problems
+
+
+def _check_subagent_cycles(scenario: Scenario) -> list[Problem]:
+    calls: dict[str, set[str]] = {}
+    for wname, wf in scenario.workflows.items():
+        calls[wname] = {s.subagent.workflow for _, s in iter_steps(wf.steps, ()) if isinstance(s, SubagentStep)}
+    problems = []
+    for start in calls:
+        stack, seen = [start], set()
+        while stack:
+            w = stack.pop()
+            for nxt in calls.get(w, ()):
+                if nxt == start:
+                    problems.append(
+                        Problem(
+                            ("workflows", start),
+                            f"workflow '{start}' calls itself through subagents: it would never end",
+                            "remove the cycle",
+                        )
+                    )
+                    stack = []
+                    break
+                if nxt not in seen:
+                    seen.add(nxt)
+                    stack.append(nxt)
+    return problems

@@ -1,0 +1,196 @@
+"""``simulate``: scenario in, :class:`~agentsim.results.Results` out.
+
+Runs are cut into blocks (:mod:`agentsim.sampling`); each block is sampled once,
+then simulated in every variant on the same draws (common random numbers), by
+the DES (:mod:`agentsim.engine`) or the vectorised fast path
+(:mod:`agentsim.fastpath`). Blocks are independent, so they can be spread over
+worker processes; the result is the same bytes whatever the number of workers,
+because each block's numbers depend only on (seed, block index) and blocks are
+reassembled in order.
+"""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .loading import load
+from .plan import Plan, compile_plan
+from .records import DONE, BlockResult, calls_frame, price_calls, runs_frame, spans_frame
+from .results import Results, _CallStats
+from .sampling import block_spans, call_speeds, sample_block
+from .scenario import Scenario
+
+__all__ = ["ENGINES", "choose_engine", "simulate", "simulate_plan"]
+
+ENGINES = ("auto", "des", "fastpath")
+KEEP_CALLS_LIMIT = 4_000_000  # call instances kept in memory for .calls; beyond that, re-simulated on demand
+
+
+class EngineError(ValueError):
+    """The requested engine cannot run this scenario."""
+
+
+def choose_engine(plan: Plan, requested: str = "auto") -> str:
+    if requested not in ENGINES:
+        raise EngineError(f"unknown engine '{requested}' (choose one of {', '.join(ENGINES)})")
+    reasons = des_reasons(plan)
+    if requested == "fastpath" and reasons:
+        raise EngineError("the fast path cannot run this scenario: " + "; ".join(reasons) + " (use --engine des)")
+    if requested == "auto":
+        return "des" if reasons or not _fastpath_available() else "fastpath"
+    return requested
+
+
+def des_reasons(plan: Plan) -> list[str]:
+    """Why a scenario needs the discrete-event engine (empty when the fast path can run it)."""
+    sc = plan.scenario
+    reasons = []
+    if getattr(sc, "limits", None):
+        reasons.append("it declares shared limits (limits:)")
+    if getattr(sc, "workload", None):
+        reasons.append("it runs a workload of many agents (workload:)")
+    return reasons
+
+
+def _fastpath_available() -> bool:
+    try:
+        from . import fastpath  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _run_block(plan: Plan, seed: int, span: tuple[int, int, int], engine: str) -> list[BlockResult]:
+    index, start, n = span
+    block = sample_block(plan, seed, index, start, n)
+    out = []
+    for v in range(len(plan.variants)):
+        speeds = call_speeds(plan, block, v)
+        if engine == "fastpath":
+            from .fastpath import run_block_fast
+
+            res = run_block_fast(plan, block, v, speeds)
+        else:
+            from .engine import run_block_des
+
+            res = run_block_des(plan, block, v, speeds)
+        price_calls(plan, res, speeds)
+        out.append(res)
+    return out
+
+
+def _block_summary(plan: Plan, seed: int, span, engine: str, keep: bool):
+    results = _run_block(plan, seed, span, engine)
+    frames, stats = [], []
+    for res in results:
+        name = plan.variants[res.variant]
+        frames.append(runs_frame(plan, res, name))
+        ttft, tps = [], []
+        for node in plan.calls:
+            t = res.calls[node.id]
+            done = t["status"] == DONE
+            ttft.append(t["ttft"][done])
+            tps.append(t["tps"][done])
+        stats.append((np.concatenate(ttft) if ttft else np.zeros(0), np.concatenate(tps) if tps else np.zeros(0)))
+    return frames, stats, (results if keep else None)
+
+
+def _est_call_instances(plan: Plan, runs: int) -> int:
+    """A rough count of call instances per run (product of mean counts), times runs."""
+    per_run = 0.0
+    for node in plan.calls:
+        mult = 1.0
+        for m in node.scope:
+            mnode = plan.nodes[m]
+            s = getattr(mnode, "times", None) or getattr(mnode, "n", None)
+            mult *= s.mean if s is not None else (mnode.max or 10)
+        per_run += mult
+    return int(per_run * runs)
+
+
+def simulate_plan(plan: Plan, runs: int, seed: int, *, engine: str = "auto", workers: int = 1) -> Results:
+    engine = choose_engine(plan, engine)
+    spans = block_spans(runs)
+    keep = _est_call_instances(plan, runs) * len(plan.variants) <= KEEP_CALLS_LIMIT
+    if workers > 1 and len(spans) > 1:
+        with ProcessPoolExecutor(max_workers=min(workers, len(spans))) as pool:
+            parts = list(
+                pool.map(
+                    _block_summary,
+                    [plan] * len(spans),
+                    [seed] * len(spans),
+                    spans,
+                    [engine] * len(spans),
+                    [keep] * len(spans),
+                )
+            )
+    else:
+        parts = [_block_summary(plan, seed, s, engine, keep) for s in spans]
+
+    nv = len(plan.variants)
+    runs_df = pd.concat([p[0][v] for v in range(nv) for p in parts], ignore_index=True)
+    call_stats = {}
+    for v, name in enumerate(plan.variants):
+        cs = _CallStats()
+        for p in parts:
+            cs.add(*p[1][v])
+        call_stats[name] = cs
+    kept = [p[2] for p in parts] if keep else None
+
+    def blocks():
+        if kept is not None:
+            yield from kept
+        else:
+            for s in spans:
+                yield _run_block(plan, seed, s, engine)
+
+    def build(frame_fn):
+        def _build():
+            frames = [[] for _ in range(nv)]
+            for results in blocks():
+                for res in results:
+                    frames[res.variant].append(frame_fn(plan, res, plan.variants[res.variant]))
+            return pd.concat([f for fs in frames for f in fs], ignore_index=True)
+
+        return _build
+
+    return Results(
+        plan,
+        seed=seed,
+        runs=runs,
+        engine=engine,
+        runs_df=runs_df,
+        call_stats=call_stats,
+        calls_builder=build(calls_frame),
+        spans_builder=build(spans_frame),
+    )
+
+
+def simulate(
+    scenario: Scenario | str | os.PathLike,
+    runs: int | None = None,
+    seed: int | None = None,
+    *,
+    engine: str = "auto",
+    workers: int = 1,
+) -> Results:
+    """Simulate a scenario (or a scenario file) and return its :class:`Results`.
+
+    ``runs`` and ``seed`` override the scenario's; ``engine`` is ``auto`` (fast
+    path when the scenario allows it), ``des`` or ``fastpath``; ``workers``
+    spreads blocks of runs over processes without changing any result.
+    """
+    sc = scenario if isinstance(scenario, Scenario) else load(Path(scenario))
+    plan = compile_plan(sc)
+    runs = sc.runs if runs is None else int(runs)
+    seed = sc.seed if seed is None else int(seed)
+    if runs < 1:
+        raise ValueError("runs must be at least 1")
+    if seed < 0:
+        raise ValueError("seed must be at least 0")
+    return simulate_plan(plan, runs, seed, engine=engine, workers=workers)
