@@ -1,14 +1,15 @@
 """Distribution specs turned into samplers driven by uniform random numbers.
 
-Every random quantity in agentsim is drawn as ``sampler.ppf(u)``: the inverse
-cumulative distribution function applied to a uniform ``u`` in (0, 1). Drawing
-through the inverse CDF, rather than each family's own generator, is what makes
-*common random numbers* work across variants: when a variant moves a call from
-one model to another, the call keeps its ``u`` and only the transform changes,
-so the two variants' differences are not noise. It also keeps every
-transcendental function (``exp``, ``log``, the normal quantile) inside one
-vectorised NumPy call, so the DES and the fast path read the same numbers bit
-for bit.
+Every random quantity in agentsim is drawn as ``sampler.transform(z)``: a
+standard-normal draw ``z`` pushed through ``Q(Phi(z))``, the distribution's
+quantile function at the normal CDF. Drawing through the quantile function,
+rather than each family's own generator, is what makes *common random numbers*
+work across variants: when a variant moves a call from one model to another,
+the call keeps its ``z`` and only the transform changes, so the two variants'
+differences are not noise. Normal draws as the base (rather than uniforms) make
+the common families cheap: a normal is ``mean + sd z``, a lognormal
+``exp(mu + sigma z)``. Every transcendental function runs inside one vectorised
+NumPy call, so the DES and the fast path read the same numbers bit for bit.
 
 Each sampler knows its exact ``mean`` (closed form, or a quadrature of the
 clipped quantile function when ``min``/``max`` clip it), which the theory tests
@@ -61,32 +62,45 @@ class Sampler:
     cum: np.ndarray | None = None  # choice cumulative probabilities (without the final 1)
 
     # ------------------------------------------------------------------ drawing
-    def ppf(self, u: np.ndarray) -> np.ndarray:
-        """Map uniforms ``u`` in (0, 1) to draws (float64, same shape)."""
-        u = np.asarray(u, dtype=np.float64)
+    def transform(self, z: np.ndarray) -> np.ndarray:
+        """Map standard-normal draws ``z`` to draws of this distribution (float64, same shape).
+
+        ``x = Q(Phi(z))`` with ``Q`` the quantile function: normal and lognormal are a
+        multiply-add (and ``exp``) away from ``z``; other families go through the normal
+        CDF, using its upper tail where that keeps precision.
+        """
+        z = np.asarray(z, dtype=np.float64)
         f, p = self.family, self.params
         if f == "constant":
-            x = np.full(u.shape, p["value"])
-        elif f == "uniform":
-            x = p["low"] + (p["high"] - p["low"]) * u
+            x = np.full(z.shape, p["value"])
         elif f == "normal":
-            x = p["mean"] + p["sd"] * special.ndtri(u)
+            x = p["mean"] + p["sd"] * z
         elif f == "lognormal":
-            x = np.exp(p["mu"] + p["sigma"] * special.ndtri(u))
-        elif f == "gamma":
-            x = p["scale"] * special.gammaincinv(p["shape"], u)
+            x = np.exp(p["mu"] + p["sigma"] * z)
+        elif f == "uniform":
+            x = p["low"] + (p["high"] - p["low"]) * special.ndtr(z)
         elif f == "exponential":
-            x = -p["mean"] * np.log1p(-u)
+            x = -p["mean"] * special.log_ndtr(-z)  # -mean * log(1 - u)
+        elif f == "gamma":
+            k, upper = p["shape"], z > 0
+            x = np.empty(z.shape)
+            x[upper] = special.gammainccinv(k, special.ndtr(-z[upper]))  # upper tail: keeps precision
+            x[~upper] = special.gammaincinv(k, special.ndtr(z[~upper]))
+            x *= p["scale"]
         elif f == "choice":
-            x = self.values[np.searchsorted(self.cum, u, side="right")]
+            x = self.values[np.searchsorted(self.cum, special.ndtr(z), side="right")]
         elif f == "empirical":
             n = len(self.values)
-            x = self.values[np.minimum((u * n).astype(np.int64), n - 1)]
+            x = self.values[np.minimum((special.ndtr(z) * n).astype(np.int64), n - 1)]
         else:  # pragma: no cover - guarded by the scenario schema
             raise AssertionError(f)
         if self.lo is not None or self.hi is not None:
             x = np.clip(x, self.lo, self.hi)
         return x
+
+    def ppf(self, u: np.ndarray) -> np.ndarray:
+        """The quantile function at uniforms ``u`` in (0, 1)."""
+        return self.transform(special.ndtri(np.asarray(u, dtype=np.float64)))
 
     @property
     def is_constant(self) -> bool:

@@ -28,12 +28,13 @@ provider limits and workloads run many agents in one environment
 from __future__ import annotations
 
 import math
+from itertools import chain
 
 import numpy as np
 import simpy
 from simpy.events import Event
 
-from .context import ONE_HOUR, Ctx
+from .context import Ctx
 from .plan import (
     COUNT,
     INPUT,
@@ -41,6 +42,8 @@ from .plan import (
     OUTPUT,
     PICK,
     REASONING,
+    U_TPS,
+    U_TTFT,
     CallNode,
     ChooseNode,
     FanoutNode,
@@ -98,15 +101,36 @@ class _Runner:
     def __init__(self, plan: Plan, block: Block, variant: int, speeds: dict):
         self.plan = plan
         self.block = block
-        self.n = n = block.n
+        self.n = block.n
         self.dims = block.dims
-        self.tl = {key: arr.reshape(n, -1).tolist() for key, arr in block.values.items()}
-        self.ttft0 = {nid: a.reshape(n, -1).tolist() for nid, (a, _) in speeds.items()}
-        self.tps = {nid: b.reshape(n, -1).tolist() for nid, (_, b) in speeds.items()}
-        self.tier_of = {c.id: plan.tiers[c.tiers[variant]] for c in plan.calls}
+        constant = {(d.node, d.purpose) for d in plan.draws if d.sampler is not None and d.sampler.is_constant}
+        raw = {(c.id, p) for c in plan.calls for p in (U_TTFT, U_TPS)}  # the DES reads the transformed speeds
+
+        def values(key, arr):
+            # (run r, instance i) -> Python number at [r * width + i]; a constant is a one-element list
+            if key in constant:
+                return arr.reshape(-1)[:1].tolist() if arr.size else [0]
+            return arr.reshape(-1).tolist()
+
+        self.tl = tl = {key: values(key, arr) for key, arr in block.values.items() if key not in raw}
+        self.const = {key: key in constant for key in tl}
+        # width of each node's instance axes (its scope), to find (r, i) in the flat lists
+        self.width = {nd.id: int(np.prod(block.shape(nd.scope), dtype=np.int64)) for nd in plan.nodes}
+        self.call_info = {}
+        for c in plan.calls:
+            tier = plan.tiers[c.tiers[variant]]
+            ttft0, tps = speeds[c.id]
+            self.call_info[c.id] = (
+                self.width[c.id],
+                tl[(c.id, INPUT)], self.const[(c.id, INPUT)],
+                tl[(c.id, OUTPUT)], self.const[(c.id, OUTPUT)],
+                tl[(c.id, REASONING)], self.const[(c.id, REASONING)],
+                ttft0.reshape(-1).tolist(), tps.reshape(-1).tolist(),
+                tier.index, tier.ttl_s, tier.prefill_tps,
+            )
         self.call_recs: list[tuple] = []
         self.span_recs: list[tuple] = []
-        self.dispatch = {
+        handler = {
             CallNode: self.call,
             ToolNode: self.tool,
             WaitNode: self.wait,
@@ -116,6 +140,10 @@ class _Runner:
             RepeatNode: self.repeat,
             ChooseNode: self.choose,
             SubagentNode: self.subagent,
+        }
+        # Each sequence's steps with their handlers, resolved once.
+        self.steps_of = {
+            node.id: [(handler[type(ch)], ch) for ch in node.steps] for node in plan.nodes if isinstance(node, SeqNode)
         }
         self.env: simpy.Environment = None  # type: ignore[assignment]
         self.r = 0
@@ -136,22 +164,21 @@ class _Runner:
 
     # ------------------------------------------------------------------ steps
     def seq(self, node: SeqNode, st: Flow, flat: int):
-        dispatch = self.dispatch
-        for child in node.steps:
-            yield from dispatch[type(child)](child, st, flat)
+        for fn, child in self.steps_of[node.id]:
+            yield from fn(child, st, flat)
 
     def call(self, node: CallNode, st: Flow, flat: int):
-        env, r, nid = self.env, self.r, node.id
-        tl = self.tl
-        tier = self.tier_of[nid]
-        i_new = tl[(nid, INPUT)][r][flat]
-        out = tl[(nid, OUTPUT)][r][flat]
-        reas = tl[(nid, REASONING)][r][flat]
-        tps = self.tps[nid][r][flat]
+        env, r = self.env, self.r
+        width, inp_l, inp_c, out_l, out_c, reas_l, reas_c, ttft_l, tps_l, key, ttl, prefill = self.call_info[node.id]
+        j = r * width + flat
+        i_new = inp_l[0] if inp_c else inp_l[j]
+        out = out_l[0] if out_c else out_l[j]
+        reas = reas_l[0] if reas_c else reas_l[j]
+        tps = tps_l[j]
         t0 = env.now
-        ttl = tier.ttl_s if tier.ttl_s is not None else st.ctx.cfg.ttl_s
-        inp, read, write, w1h = st.ctx.begin_call(tier.index, ttl, i_new, t0)
-        ttft = self.ttft0[nid][r][flat] + (inp - read) / tier.prefill_tps
+        ctx = st.ctx
+        inp, read, write, w1h = ctx.begin_call(key, ctx.cfg.ttl_s if ttl is None else ttl, i_new, t0)
+        ttft = ttft_l[j] + (inp - read) / prefill
         dec = (out + reas) / tps
         try:
             yield env.timeout(ttft + dec)
@@ -162,18 +189,25 @@ class _Runner:
                 gen = min(math.floor((T - t_first) * tps), out + reas) if t_first < T else 0
                 rb = min(reas, gen)
                 self.call_recs.append(
-                    (nid, r, flat, CANCELLED, t0, t0, t_first, T, ttft, inp, read, write, w1h, gen - rb, rb)
+                    (node.id, r, flat, CANCELLED, t0, t0, t_first, T, ttft, inp, read, write, w1h, gen - rb, rb)
                 )
             raise
-        self.call_recs.append((nid, r, flat, DONE, t0, t0, t0 + ttft, env.now, ttft, inp, read, write, w1h, out, reas))
-        st.ctx.add(i_new + out)
+        self.call_recs.append(
+            (node.id, r, flat, DONE, t0, t0, t0 + ttft, env.now, ttft, inp, read, write, w1h, out, reas)
+        )
+        if ctx.cfg.grows:
+            ctx.L += i_new + out
         acc = st.acc
         acc[TTFT] += ttft
         acc[DEC] += dec
 
+    def value(self, node, purpose: int, flat: int):
+        key = (node.id, purpose)
+        return self.tl[key][0] if self.const[key] else self.tl[key][self.r * self.width[node.id] + flat]
+
     def _span(self, node, st: Flow, flat: int, slot: int, out: int):
         env = self.env
-        lat = self.tl[(node.id, LATENCY)][self.r][flat]
+        lat = self.value(node, LATENCY, flat)
         t0 = env.now
         try:
             yield env.timeout(lat)
@@ -187,30 +221,30 @@ class _Runner:
             st.ctx.add(out)
 
     def tool(self, node: ToolNode, st: Flow, flat: int):
-        return self._span(node, st, flat, TOOL, self.tl[(node.id, OUTPUT)][self.r][flat])
+        return self._span(node, st, flat, TOOL, self.value(node, OUTPUT, flat))
 
     def wait(self, node: WaitNode, st: Flow, flat: int):
         return self._span(node, st, flat, WAIT, 0)
 
     def repeat(self, node: RepeatNode, st: Flow, flat: int):
-        count = self.tl[(node.id, COUNT)][self.r][flat]
+        count = self.value(node, COUNT, flat)
         base = flat * self.dims[node.id]
         for i in range(count):
             yield from self.seq(node.body, st, base + i)
 
     def choose(self, node: ChooseNode, st: Flow, flat: int):
-        pick = self.tl[(node.id, PICK)][self.r][flat]
+        pick = self.value(node, PICK, flat)
         yield from self.seq(node.options[pick], st, flat)
 
     def subagent(self, node: SubagentNode, st: Flow, flat: int):
         yield from self.seq(node.body, Flow(Ctx(node.ctx), st.acc), flat)
-        st.ctx.add(self.tl[(node.id, OUTPUT)][self.r][flat])
+        st.ctx.add(self.value(node, OUTPUT, flat))
 
     def par(self, node: ParNode, st: Flow, flat: int):
         return self._join([(b, flat) for b in node.branches], node.k, st)
 
     def fanout(self, node: FanoutNode, st: Flow, flat: int):
-        n = self.tl[(node.id, COUNT)][self.r][flat]
+        n = self.value(node, COUNT, flat)
         base = flat * self.dims[node.id]
         k = None if node.join == "all" else node.join
         return self._join([(node.body, base + c) for c in range(n)], k, st)
@@ -260,9 +294,14 @@ class _Runner:
         st.acc[:] = states[critical].acc
 
 
+def _columns(recs: list[tuple], width: int) -> np.ndarray:
+    """Records (tuples of numbers) as a float64 array, one row per record."""
+    return np.fromiter(chain.from_iterable(recs), dtype=np.float64, count=width * len(recs)).reshape(-1, width)
+
+
 def _scatter_calls(plan: Plan, block: Block, recs: list[tuple]) -> dict[int, dict[str, np.ndarray]]:
     out = {}
-    A = np.array(recs, dtype=np.float64) if recs else np.zeros((0, 15))
+    A = _columns(recs, 15)
     order = np.argsort(A[:, 0], kind="stable")
     A = A[order]
     node_col = A[:, 0].astype(np.int64)
@@ -286,7 +325,7 @@ def _scatter_calls(plan: Plan, block: Block, recs: list[tuple]) -> dict[int, dic
 
 def _scatter_spans(plan: Plan, block: Block, recs: list[tuple]) -> dict[int, dict[str, np.ndarray]]:
     out = {}
-    A = np.array(recs, dtype=np.float64) if recs else np.zeros((0, 7))
+    A = _columns(recs, 7)
     A = A[np.argsort(A[:, 0], kind="stable")]
     node_col = A[:, 0].astype(np.int64)
     for node in plan.nodes:
@@ -323,5 +362,3 @@ def run_block_des(plan: Plan, block: Block, variant: int, speeds: dict) -> Block
         spans=_scatter_spans(plan, block, runner.span_recs),
     )
 
-
-__all__ += ["ONE_HOUR"]

@@ -4,9 +4,9 @@ Replications are processed in *blocks* of :data:`BLOCK_SIZE` runs. For each bloc
 and each sampled quantity of the plan (a :class:`~agentsim.plan.Draw`: a call's
 output tokens, a tool's latency, a repeat's count...) there is one random stream,
 seeded by ``SeedSequence(seed, spawn_key=(block, node, purpose))``. The stream
-fills an array of uniforms of shape ``(runs_in_block, *instances)``, where the
-instance axes are the block's largest counts of the ``repeat``/``fanout`` nodes
-around it, and the draw's inverse CDF turns them into values.
+fills an array of standard-normal draws of shape ``(runs_in_block, *instances)``,
+where the instance axes are the block's largest counts of the ``repeat``/``fanout``
+nodes around it, and the draw's quantile transform turns them into values.
 
 Consequences, all by construction:
 
@@ -14,11 +14,11 @@ Consequences, all by construction:
   very same numbers, so they agree to the last bit;
 * results do not depend on how many worker processes share the blocks;
 * variants share every stream (common random numbers): a call moved to another
-  model keeps its uniforms and only the TTFT/TPS transform changes;
+  model keeps its normal draws and only the TTFT/TPS transform changes;
 * a node's numbers do not depend on other nodes, so adding a step leaves the
   other steps' draws alone.
 
-Uniforms are drawn instance-major (``(*instances, runs)`` then transposed), so
+Draws are made instance-major (``(*instances, runs)`` then transposed), so
 run ``r``'s draw for iteration ``i`` does not move when a sweep changes how many
 iterations a repeat has.
 """
@@ -26,16 +26,16 @@ iterations a repeat has.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
+from scipy import special
 
 from .plan import COUNT, PICK, U_TPS, U_TTFT, ChooseNode, Plan, RepeatNode
 
 __all__ = ["BLOCK_SIZE", "Block", "block_spans", "call_speeds", "sample_block"]
 
 BLOCK_SIZE = 4096
-_TINY = 2.0**-54  # keeps uniforms strictly inside (0, 1)
 
 
 def block_spans(runs: int, block_size: int = BLOCK_SIZE) -> list[tuple[int, int, int]]:
@@ -50,6 +50,7 @@ class Block:
     n: int
     dims: dict[int, int]  # repeat/fanout node id -> largest count in the block
     values: dict[tuple[int, int], np.ndarray]  # (node id, purpose) -> (n, *dims of scope)
+    speed_cache: dict = field(default_factory=dict)  # (node id, tier) -> (ttft0, tps), see call_speeds
 
     def shape(self, scope: tuple[int, ...]) -> tuple[int, ...]:
         return tuple(self.dims[m] for m in scope)
@@ -58,11 +59,10 @@ class Block:
         return self.values[(node, purpose)]
 
 
-def _uniforms(seed: int, block: int, node: int, purpose: int, shape: tuple[int, ...], n: int) -> np.ndarray:
+def _normals(seed: int, block: int, node: int, purpose: int, shape: tuple[int, ...], n: int) -> np.ndarray:
     rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence(seed, spawn_key=(block, node, purpose))))
-    u = rng.random((math.prod(shape), n))
-    np.maximum(u, _TINY, out=u)
-    return np.moveaxis(u.reshape((*shape, n)), -1, 0)
+    z = rng.standard_normal((math.prod(shape), n))
+    return np.moveaxis(z.reshape((*shape, n)), -1, 0)
 
 
 def sample_block(plan: Plan, seed: int, index: int, start: int, n: int) -> Block:
@@ -76,45 +76,54 @@ def sample_block(plan: Plan, seed: int, index: int, start: int, n: int) -> Block
             c = s.constant_value
             arr = np.full((n, *shape), np.rint(c) if d.integer else c, dtype=np.int64 if d.integer else np.float64)
         else:
-            u = _uniforms(seed, index, d.node, d.purpose, shape, n)
+            z = _normals(seed, index, d.node, d.purpose, shape, n)
             node = plan.nodes[d.node]
             if s is not None:
-                arr = s.ppf(u)
+                arr = s.transform(z)
                 if d.integer:
                     arr = np.rint(arr).astype(np.int64)
             elif d.purpose == COUNT:  # repeat with continue_p
                 assert isinstance(node, RepeatNode)
-                arr = _continue_count(u, node.continue_p, node.max)
+                arr = _continue_count(z, node.continue_p, node.max)
             elif d.purpose == PICK:
                 assert isinstance(node, ChooseNode)
-                arr = np.searchsorted(node.cum, u, side="right").astype(np.int64)
-            else:  # raw uniforms for TTFT and TPS, transformed per variant
-                arr = np.ascontiguousarray(u)
+                arr = np.searchsorted(node.cum, special.ndtr(z), side="right").astype(np.int64)
+            else:  # raw normals for TTFT and TPS, transformed per variant
+                arr = np.ascontiguousarray(z)
         if d.purpose == COUNT:
             dims[d.node] = int(arr.max()) if arr.size else 0
         values[(d.node, d.purpose)] = arr
     return Block(index, start, n, dims, values)
 
 
-def _continue_count(u: np.ndarray, p: float, cap: int | None) -> np.ndarray:
+def _continue_count(z: np.ndarray, p: float, cap: int | None) -> np.ndarray:
     """Iterations of a ``continue_p`` repeat: at least 1, P(count > k) = p**k, at most ``cap``."""
     if p <= 0.0:
-        k = np.ones(u.shape, dtype=np.int64)
+        k = np.ones(z.shape, dtype=np.int64)
     elif p >= 1.0:
-        k = np.full(u.shape, cap, dtype=np.int64)
-    else:
-        k = 1 + np.floor(np.log(u) / math.log(p)).astype(np.int64)
+        k = np.full(z.shape, cap, dtype=np.int64)
+    else:  # u = Phi(z); count = 1 + floor(log u / log p)
+        k = 1 + np.floor(special.log_ndtr(z) / math.log(p)).astype(np.int64)
     if cap is not None:
         k = np.minimum(k, cap)
     return k
 
 
 def call_speeds(plan: Plan, block: Block, variant: int) -> dict[int, tuple[np.ndarray, np.ndarray]]:
-    """Per call node: (drawn TTFT x tier's ttft_x, output TPS x tier's output_tps_x) for a variant."""
+    """Per call node: (drawn TTFT x tier's ttft_x, output TPS x tier's output_tps_x) for a variant.
+
+    Transforms are cached on the block per (node, tier), so variants that keep a
+    call on the same tier share the arrays instead of recomputing them.
+    """
+    cache = block.speed_cache
     out = {}
     for node in plan.calls:
-        tier = plan.tiers[node.tiers[variant]]
-        ttft0 = tier.ttft.ppf(block.get(node.id, U_TTFT)) * tier.ttft_x
-        tps = tier.output_tps.ppf(block.get(node.id, U_TPS)) * tier.tps_x
-        out[node.id] = (ttft0, tps)
+        tid = node.tiers[variant]
+        key = (node.id, tid)
+        if key not in cache:
+            tier = plan.tiers[tid]
+            ttft0 = tier.ttft.transform(block.get(node.id, U_TTFT)) * tier.ttft_x
+            tps = tier.output_tps.transform(block.get(node.id, U_TPS)) * tier.tps_x
+            cache[key] = (ttft0, tps)
+        out[node.id] = cache[key]
     return out

@@ -87,9 +87,9 @@ class _Model(BaseModel):
 def _number(value: Any) -> Any:
     """Accept ints and floats only (YAML ``true`` or ``"5"`` are errors, not numbers)."""
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise PydanticCustomError("not_a_number", "expected a number, got {got!r}", {"got": value})
+        raise PydanticCustomError("not_a_number", "expected a number, got {got}", {"got": repr(value)})
     if isinstance(value, float) and not math.isfinite(value):
-        raise PydanticCustomError("not_finite", "expected a finite number, got {got!r}", {"got": value})
+        raise PydanticCustomError("not_finite", "expected a finite number, got {got}", {"got": repr(value)})
     return float(value)
 
 
@@ -206,7 +206,7 @@ class ChoiceParams(_Model):
                 )
             total = math.fsum(self.p)
             if abs(total - 1.0) > 1e-9:
-                raise PydanticCustomError("p_sum", "probabilities sum to {total:.6g}, not 1", {"total": total})
+                raise PydanticCustomError("p_sum", "probabilities sum to {total}, not 1", {"total": f"{total:.6g}"})
         return self
 
 
@@ -254,8 +254,8 @@ def _check_dist_shape(value: Any) -> Any:
     if isinstance(value, bool | str | list) or value is None:
         raise PydanticCustomError(
             "bad_distribution",
-            "expected a number or a distribution such as {example}, got {got!r}",
-            {"got": value, "example": "{lognormal: {median: 2, p90: 5}}"},
+            "expected a number or a distribution such as {example}, got {got}",
+            {"got": repr(value), "example": "{lognormal: {median: 2, p90: 5}}"},
         )
     if isinstance(value, dict):
         fams = [k for k in value if k in DIST_FAMILIES]
@@ -508,7 +508,7 @@ class ChooseSpec(_Model):
     def _sums_to_one(self) -> ChooseSpec:
         total = math.fsum(o.p for o in self.options)
         if abs(total - 1.0) > 1e-9:
-            raise PydanticCustomError("p_sum", "option probabilities sum to {total:.6g}, not 1", {"total": total})
+            raise PydanticCustomError("p_sum", "option probabilities sum to {total}, not 1", {"total": f"{total:.6g}"})
         return self
 
 
@@ -625,7 +625,7 @@ Branch = Annotated[
 
 class ContextSpec(_Model):
     system: Annotated[int, Field(ge=0)] = Field(0, description="Tokens every call re-sends first.")
-    grows: bool = Field(True, description="Calls' new input and output, and tool output, join the context.")
+    grows: bool = Field(False, description="Calls' new input and output, and tool output, join the context.")
     cache: bool | CacheSpec = Field(False, description="Prompt caching: true, false, or {ttl: 5m|1h}.")
 
     @property

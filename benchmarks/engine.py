@@ -1,0 +1,115 @@
+"""Engine speed: replications per second of agentsim's DES, against a bare SimPy loop.
+
+    python benchmarks/engine.py [--runs N] [--repeat K]
+
+For each bundled scenario and for a 96-call reference agent (40 steps, an 8-way
+fan-out every 5th step), prints replications per second of the full agentsim
+pipeline on the DES engine (sampling, simulation, pricing, per-run totals) and on
+the fast path, and, for the reference agent, of a bare SimPy model doing the same
+timeouts with the same process structure and nothing else. Figures are medians
+of K repeats in one process; the ratio DES/bare is what matters (goal: <= 1.5x).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import simpy
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+
+from agentsim import load  # noqa: E402
+from agentsim.loading import parse  # noqa: E402
+from agentsim.plan import compile_plan  # noqa: E402
+from agentsim.simulation import simulate_plan  # noqa: E402
+
+REFERENCE = {
+    "name": "reference-96-calls",
+    "seed": 1,
+    "models": {
+        "m": {
+            "price": {"input_mtok": 3, "output_mtok": 15},
+            "ttft": {"lognormal": {"median": 1.0, "p90": 2.5}},
+            "output_tps": {"normal": {"mean": 60, "sd": 15, "min": 5}},
+        }
+    },
+    "agent": {
+        "steps": [
+            {"fanout": {"n": 8, "steps": [{"call": {"output": 200}}]}} if s % 5 == 4 else {"call": {"output": 200}}
+            for s in range(40)
+        ]
+    },
+}
+
+
+def median_rate(fn, runs: int, repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return runs / statistics.median(times)
+
+
+def bare_simpy(runs: int, seed: int = 1) -> None:
+    """The reference agent in plain SimPy: one environment and process per run, a timeout per call."""
+    rng = np.random.default_rng(seed)
+    durations = np.exp(rng.normal(0.0, np.log(2.5) / 1.2816, (runs, 96))) + 200 / np.maximum(
+        rng.normal(60, 15, (runs, 96)), 5
+    )
+    durations = durations.tolist()
+
+    def call(env, d):
+        yield env.timeout(d)
+
+    def agent(env, ds):
+        i = 0
+        for s in range(40):
+            if s % 5 == 4:
+                yield env.all_of([env.process(call(env, ds[i + c])) for c in range(8)])
+                i += 8
+            else:
+                yield env.timeout(ds[i])
+                i += 1
+
+    for r in range(runs):
+        env = simpy.Environment()
+        env.process(agent(env, durations[r]))
+        env.run()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--runs", type=int, default=2000)
+    ap.add_argument("--repeat", type=int, default=3)
+    args = ap.parse_args()
+    runs, repeat = args.runs, args.repeat
+
+    print(f"agentsim engine benchmark: {runs} runs, median of {repeat}; replications per second (higher is better)")
+    print(f"{'scenario':<28}{'calls/run':>10}{'DES':>10}{'fast path':>11}{'fast/DES':>10}")
+    ref_plan = compile_plan(parse(REFERENCE))
+    plans = [("reference (96 calls)", ref_plan)]
+    for path in sorted((ROOT / "scenarios").glob("*.yaml")):
+        plans.append((path.stem, compile_plan(load(path))))
+    des_ref = None
+    for name, plan in plans:
+        nv = len(plan.variants)
+        calls = simulate_plan(plan, 200, 1, engine="fastpath").runs["calls"].mean()
+        des = median_rate(lambda p=plan: simulate_plan(p, runs, 1, engine="des"), runs * nv, repeat)
+        fast = median_rate(lambda p=plan: simulate_plan(p, runs, 1, engine="fastpath"), runs * nv, repeat)
+        if des_ref is None:
+            des_ref = des
+        print(f"{name:<28}{calls:>10.1f}{des:>10,.0f}{fast:>11,.0f}{fast / des:>9.0f}x")
+    bare = median_rate(lambda: bare_simpy(runs), runs, repeat)
+    print(f"\nbare SimPy, reference agent: {bare:,.0f} replications/s")
+    print(f"agentsim DES overhead on the reference agent: {bare / des_ref:.2f}x bare SimPy (goal <= 1.5x)")
+
+
+if __name__ == "__main__":
+    main()

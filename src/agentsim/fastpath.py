@@ -1,0 +1,419 @@
+"""The fast path: a whole block of runs evaluated at once with NumPy.
+
+Without shared limits, an agent run's timeline is a max-plus expression over
+its steps: a chain adds durations, a parallel join takes the k-th smallest end
+time. This module evaluates the plan tree once per block, with every quantity an
+array over the block's runs (and over ``fanout`` copies, which become an extra
+axis). ``repeat`` iterations and ``choose`` options are evaluated in turn under a
+boolean *active* mask: an instance that does not happen leaves every state
+array unchanged.
+
+It reproduces :mod:`agentsim.engine` bit for bit, by construction:
+
+* both read the same pre-drawn arrays (:mod:`agentsim.sampling`);
+* both compute each quantity with the same IEEE operations in the same order
+  (``t_end = t_start + (ttft + decode)``, ``acc + x`` along the critical path,
+  the same prompt-cache rules of :mod:`agentsim.context`, the same race rules);
+* everything after the timeline (prices, totals, tables) is shared code.
+
+:class:`VecCtx` is :class:`agentsim.context.Ctx` over arrays. Cache entries of one
+(model, tier) are stacked on a last axis; an entry with ``s = -1`` does not exist.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .context import ONE_HOUR
+from .plan import (
+    COUNT,
+    INPUT,
+    LATENCY,
+    OUTPUT,
+    PICK,
+    REASONING,
+    CallNode,
+    ChooseNode,
+    ContextCfg,
+    FanoutNode,
+    Node,
+    ParNode,
+    Plan,
+    RepeatNode,
+    SeqNode,
+    SubagentNode,
+    ToolNode,
+    WaitNode,
+)
+from .records import (
+    BREAKDOWN,
+    CANCELLED,
+    DONE,
+    NOT_MADE,
+    BlockResult,
+    empty_call_tensors,
+    empty_span_tensors,
+)
+from .sampling import Block
+
+__all__ = ["VecCtx", "run_block_fast"]
+
+Q, TTFT, DEC, TOOL, WAIT = range(5)
+_NONE_S = -1  # "no entry" marker for cache entry prefixes
+
+
+class VecCtx:
+    """The context of many runs at once (see :class:`agentsim.context.Ctx` for the rules)."""
+
+    __slots__ = ("L", "cfg", "entries")
+
+    def __init__(self, cfg: ContextCfg, L: np.ndarray, entries: dict | None = None):
+        self.cfg = cfg
+        self.L = L
+        self.entries: dict[int, tuple[np.ndarray, np.ndarray]] = {} if entries is None else entries
+
+    @classmethod
+    def fresh(cls, cfg: ContextCfg, shape: tuple[int, ...]) -> VecCtx:
+        return cls(cfg, np.full(shape, cfg.system, dtype=np.int64))
+
+    def fork(self) -> VecCtx:
+        return VecCtx(self.cfg, self.L, dict(self.entries))  # arrays are never modified in place
+
+    def expand(self, n_copies: int) -> VecCtx:
+        """The same context for each of ``n_copies`` fanout copies (a new last axis)."""
+        L = np.repeat(self.L[..., None], n_copies, axis=-1)
+        entries = {
+            k: (np.repeat(S[..., None, :], n_copies, axis=-2), np.repeat(T[..., None, :], n_copies, axis=-2))
+            for k, (S, T) in self.entries.items()
+        }
+        return VecCtx(self.cfg, L, entries)
+
+    def begin_call(self, key: int, ttl: float, new_input: np.ndarray, now: np.ndarray, active: np.ndarray):
+        inp = self.L + new_input
+        zero = np.zeros_like(inp)
+        if not self.cfg.cache:
+            return inp, zero, zero, zero
+        read = zero
+        if key in self.entries:
+            S, T = self.entries[key]
+            valid = (now[..., None] - T <= ttl) & (S > 0)
+            read = np.maximum(np.max(np.where(valid, S, 0), axis=-1), 0)
+        write = inp - read
+        new_s = inp if self.cfg.grows else self.L
+        new_S, new_T = new_s[..., None], now[..., None]
+        if key in self.entries and not active.all():
+            S, T = self.entries[key]
+            new_S = np.concatenate([np.where(active, new_s, _NONE_S)[..., None],
+                                    np.where(active[..., None], _NONE_S, S)], axis=-1)
+            new_T = np.concatenate([np.where(active, now, -np.inf)[..., None],
+                                    np.where(active[..., None], -np.inf, T)], axis=-1)
+            new_S, new_T = _compact(new_S, new_T)
+        elif not active.all():
+            new_S = np.where(active, new_s, _NONE_S)[..., None]
+            new_T = np.where(active, now, -np.inf)[..., None]
+        self.entries[key] = (new_S, new_T)
+        return inp, read, write, (write if ttl == ONE_HOUR else zero)
+
+    def add(self, tokens: np.ndarray, active: np.ndarray) -> None:
+        if self.cfg.grows:
+            self.L = np.where(active, self.L + tokens, self.L)
+
+    def join(self, branches: list[VecCtx], counted: list[np.ndarray]) -> None:
+        """Merge branch contexts; ``counted[b]`` says where branch ``b`` is a winner (or did not run)."""
+        L0 = self.L
+        offset = np.zeros_like(L0)
+        merged: dict[int, tuple[list, list]] = {}
+        for b, win in zip(branches, counted, strict=True):
+            for key, (S, T) in b.entries.items():
+                keep = (L0[..., None] >= S) | (offset == 0)[..., None]
+                S2 = np.where(win[..., None], np.where(keep, S, L0[..., None]), _NONE_S)
+                T2 = np.where(win[..., None], T, -np.inf)
+                lst = merged.setdefault(key, ([], []))
+                lst[0].append(S2)
+                lst[1].append(T2)
+            offset = offset + np.where(win, b.L - L0, 0)
+        self.L = L0 + offset
+        self.entries = {k: _compact(np.concatenate(s, -1), np.concatenate(t, -1)) for k, (s, t) in merged.items()}
+
+    def join_copies(self, copies: VecCtx, counted: np.ndarray) -> None:
+        """Merge fanout copies (the last axis of ``copies``) in copy order."""
+        L0 = self.L
+        add = np.where(counted, copies.L - L0[..., None], 0)
+        before = np.cumsum(add, axis=-1) - add  # tokens added by earlier counted copies
+        merged = {}
+        for key, (S, T) in copies.entries.items():
+            keep = (L0[..., None, None] >= S) | (before == 0)[..., None]
+            S2 = np.where(counted[..., None], np.where(keep, S, L0[..., None, None]), _NONE_S)
+            T2 = np.where(counted[..., None], T, -np.inf)
+            shape = (*S2.shape[:-2], S2.shape[-2] * S2.shape[-1])
+            merged[key] = _compact(S2.reshape(shape), T2.reshape(shape))
+        self.L = L0 + add.sum(axis=-1)
+        self.entries = merged
+
+
+def _compact(S: np.ndarray, T: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Keep, per run, only entries no other entry dominates (longer prefix and fresher).
+
+    A dominated entry can never be the longest live one, so look-ups are unchanged;
+    without this the entry axis would grow with every join and partial repeat.
+    """
+    if S.shape[-1] <= 1:
+        return S, T
+    order = np.lexsort((-T, -S), axis=-1)  # longest first, then freshest first
+    S = np.take_along_axis(S, order, axis=-1)
+    T = np.take_along_axis(T, order, axis=-1)
+    fresher_before = np.concatenate(
+        [np.full((*T.shape[:-1], 1), -np.inf), np.maximum.accumulate(T, axis=-1)[..., :-1]], axis=-1
+    )
+    keep = (fresher_before < T) & (S != _NONE_S)
+    width = max(int(keep.sum(axis=-1).max()) if keep.size else 0, 1)
+    pack = np.argsort(~keep, axis=-1, kind="stable")[..., :width]
+    kept = np.take_along_axis(keep, pack, axis=-1)
+    return (np.where(kept, np.take_along_axis(S, pack, axis=-1), _NONE_S),
+            np.where(kept, np.take_along_axis(T, pack, axis=-1), -np.inf))
+
+
+class _State:
+    __slots__ = ("acc", "active", "ctx", "t")
+
+    def __init__(self, t, acc, ctx, active):
+        self.t = t
+        self.acc = acc
+        self.ctx = ctx
+        self.active = active
+
+
+class _Evaluator:
+    def __init__(self, plan: Plan, block: Block, variant: int, speeds: dict):
+        self.plan = plan
+        self.block = block
+        self.V = block.values
+        self.speeds = speeds
+        self.tier_of = {c.id: plan.tiers[c.tiers[variant]] for c in plan.calls}
+        self.calls = {c.id: empty_call_tensors((block.n, *block.shape(c.scope))) for c in plan.calls}
+        self.spans = {
+            s.id: empty_span_tensors((block.n, *block.shape(s.scope)))
+            for s in plan.nodes
+            if isinstance(s, ToolNode | WaitNode)
+        }
+        self.dispatch = {
+            CallNode: self.call,
+            ToolNode: self.span,
+            WaitNode: self.span,
+            SeqNode: self.seq,
+            ParNode: self.par,
+            FanoutNode: self.fanout,
+            RepeatNode: self.repeat,
+            ChooseNode: self.choose,
+            SubagentNode: self.subagent,
+        }
+        self._members: dict[int, list[Node]] = {}
+
+    # ------------------------------------------------------------------ helpers
+    def members(self, node: Node) -> list[Node]:
+        """Call, tool and wait nodes inside ``node`` (for cancelling a lost branch)."""
+        if node.id not in self._members:
+            out = []
+            stack = [node]
+            while stack:
+                x = stack.pop()
+                if isinstance(x, CallNode | ToolNode | WaitNode):
+                    out.append(x)
+                for attr in ("steps", "branches", "options"):
+                    stack.extend(getattr(x, attr, ()))
+                for attr in ("body",):
+                    if getattr(x, attr, None) is not None:
+                        stack.append(getattr(x, attr))
+            self._members[node.id] = out
+        return self._members[node.id]
+
+    # ------------------------------------------------------------------ steps
+    def seq(self, node: SeqNode, st: _State, ix: tuple):
+        for child in node.steps:
+            self.dispatch[type(child)](child, st, ix)
+
+    def call(self, node: CallNode, st: _State, ix: tuple):
+        nid, V = node.id, self.V
+        sl = (slice(None), *ix)
+        tier = self.tier_of[nid]
+        i_new = V[(nid, INPUT)][sl]
+        out = V[(nid, OUTPUT)][sl]
+        reas = V[(nid, REASONING)][sl]
+        ttft0 = self.speeds[nid][0][sl]
+        tps = self.speeds[nid][1][sl]
+        t0, active = st.t, st.active
+        ttl = tier.ttl_s if tier.ttl_s is not None else st.ctx.cfg.ttl_s
+        inp, read, write, w1h = st.ctx.begin_call(tier.index, ttl, i_new, t0, active)
+        ttft = ttft0 + (inp - read) / tier.prefill_tps
+        dec = (out + reas) / tps
+        t_end = t0 + (ttft + dec)
+        r = self.calls[nid]
+        r["status"][sl] = np.where(active, DONE, NOT_MADE)
+        for f, x in (("t_submit", t0), ("t_start", t0), ("t_first", t0 + ttft), ("t_end", t_end), ("ttft", ttft)):
+            r[f][sl] = np.where(active, x, np.nan)
+        for f, x in (("input", inp), ("cache_read", read), ("cache_write", write), ("cache_write_1h", w1h),
+                     ("output", out), ("reasoning", reas)):
+            r[f][sl] = np.where(active, x, 0)
+        st.t = np.where(active, t_end, t0)
+        st.ctx.add(i_new + out, active)
+        st.acc[TTFT] = np.where(active, st.acc[TTFT] + ttft, st.acc[TTFT])
+        st.acc[DEC] = np.where(active, st.acc[DEC] + dec, st.acc[DEC])
+
+    def span(self, node, st: _State, ix: tuple):
+        sl = (slice(None), *ix)
+        lat = self.V[(node.id, LATENCY)][sl]
+        out = self.V[(node.id, OUTPUT)][sl] if isinstance(node, ToolNode) else 0
+        t0, active = st.t, st.active
+        t_end = t0 + lat
+        r = self.spans[node.id]
+        r["status"][sl] = np.where(active, DONE, NOT_MADE)
+        r["t_start"][sl] = np.where(active, t0, np.nan)
+        r["t_end"][sl] = np.where(active, t_end, np.nan)
+        r["output"][sl] = np.where(active, out, 0)
+        st.t = np.where(active, t_end, t0)
+        slot = TOOL if isinstance(node, ToolNode) else WAIT
+        st.acc[slot] = np.where(active, st.acc[slot] + lat, st.acc[slot])
+        if isinstance(node, ToolNode):
+            st.ctx.add(out, active)
+
+    def repeat(self, node: RepeatNode, st: _State, ix: tuple):
+        count = self.V[(node.id, COUNT)][(slice(None), *ix)]
+        outer = st.active
+        for i in range(self.block.dims[node.id]):
+            act = outer & (count > i)
+            if not act.any():
+                break
+            st.active = act
+            self.seq(node.body, st, (*ix, i))
+        st.active = outer
+
+    def choose(self, node: ChooseNode, st: _State, ix: tuple):
+        pick = self.V[(node.id, PICK)][(slice(None), *ix)]
+        outer = st.active
+        for o, option in enumerate(node.options):
+            st.active = outer & (pick == o)
+            self.seq(option, st, ix)  # options are exclusive: masked updates never overlap
+        st.active = outer
+
+    def subagent(self, node: SubagentNode, st: _State, ix: tuple):
+        sub = _State(st.t, st.acc, VecCtx.fresh(node.ctx, st.t.shape), st.active)
+        self.seq(node.body, sub, ix)
+        st.t, st.acc = sub.t, sub.acc
+        st.ctx.add(self.V[(node.id, OUTPUT)][(slice(None), *ix)], st.active)
+
+    def par(self, node: ParNode, st: _State, ix: tuple):
+        nb = len(node.branches)
+        kk = nb if node.k is None else min(node.k, nb)
+        t_fork, active = st.t, st.active
+        states = [_State(t_fork, list(st.acc), st.ctx.fork(), active) for _ in range(nb)]
+        for b, branch in enumerate(node.branches):
+            self.seq(branch, states[b], ix)
+        ends = np.stack([s.t for s in states], axis=-1)
+        order = np.argsort(ends, axis=-1, kind="stable")
+        critical = order[..., kk - 1]
+        T = np.take_along_axis(ends, critical[..., None], axis=-1)[..., 0]
+        rank = np.argsort(order, axis=-1, kind="stable")
+        winner = rank < kk
+        st.t = np.where(active, T, t_fork)
+        for slot in range(5):
+            stacked = np.stack([s.acc[slot] for s in states], axis=-1)
+            st.acc[slot] = np.take_along_axis(stacked, critical[..., None], axis=-1)[..., 0]
+        st.ctx.join([s.ctx for s in states], [winner[..., b] | ~active for b in range(nb)])
+        if kk < nb:
+            for b, branch in enumerate(node.branches):
+                self.cut(branch, ix, T, active & ~winner[..., b])
+
+    def fanout(self, node: FanoutNode, st: _State, ix: tuple):
+        N = self.block.dims[node.id]
+        n = self.V[(node.id, COUNT)][(slice(None), *ix)]
+        t_fork, active = st.t, st.active
+        if N == 0:
+            return
+        copy = np.arange(N)
+        act_c = active[..., None] & (copy < n[..., None])
+        sub = _State(
+            np.repeat(t_fork[..., None], N, axis=-1),
+            [np.repeat(a[..., None], N, axis=-1) for a in st.acc],
+            st.ctx.expand(N),
+            act_c,
+        )
+        self.seq(node.body, sub, (*ix, slice(None)))
+        kk = n if node.join == "all" else np.minimum(n, node.join)
+        ends = np.where(act_c, sub.t, np.inf)
+        order = np.argsort(ends, axis=-1, kind="stable")
+        pos = np.maximum(kk - 1, 0)[..., None]
+        critical = np.take_along_axis(order, pos, axis=-1)
+        T_raw = np.take_along_axis(ends, critical, axis=-1)[..., 0]
+        has = active & (kk > 0)
+        T = np.where(has, T_raw, t_fork)
+        rank = np.argsort(order, axis=-1, kind="stable")
+        winner = act_c & (rank < kk[..., None])
+        st.t = T
+        for slot in range(5):
+            chosen = np.take_along_axis(sub.acc[slot], critical, axis=-1)[..., 0]
+            st.acc[slot] = np.where(has, chosen, st.acc[slot])
+        st.ctx.join_copies(sub.ctx, winner | ~act_c)
+        if node.join != "all":
+            self.cut(node.body, (*ix, slice(None)), T[..., None], act_c & ~winner)
+
+    # ------------------------------------------------------------------ races
+    def cut(self, branch: Node, ix: tuple, T: np.ndarray, loser: np.ndarray):
+        """Cancel a lost branch at ``T`` where ``loser``: running calls are cut, later ones never happen."""
+        if not loser.any():
+            return
+        depth = len(ix)
+        for node in self.members(branch):
+            sl = (slice(None), *ix)
+            deeper = len(node.scope) - depth
+            shape = loser.shape + (1,) * deeper
+            m = loser.reshape(shape)
+            Tm = np.broadcast_to(T, loser.shape).reshape(shape)
+            if isinstance(node, CallNode):
+                r = self.calls[node.id]
+            else:
+                r = self.spans[node.id]
+            status = r["status"][sl]
+            t_start, t_end = r["t_start"][sl], r["t_end"][sl]
+            m = m & (status != NOT_MADE)
+            unfinished = m & ~(t_end <= Tm)
+            cancel = unfinished & (t_start < Tm)
+            drop = unfinished & ~(t_start < Tm)
+            if not (cancel.any() or drop.any()):
+                continue
+            Tfull = np.broadcast_to(Tm, status.shape)
+            if isinstance(node, CallNode):
+                tps = self.speeds[node.id][1][sl]
+                t_first = r["t_first"][sl]
+                out, reas = r["output"][sl], r["reasoning"][sl]
+                with np.errstate(invalid="ignore"):
+                    gen = np.where(Tfull > t_first, np.floor((Tfull - t_first) * tps), 0.0)
+                gen = np.minimum(gen.astype(np.int64), out + reas)
+                rb = np.minimum(reas, gen)
+                r["output"][sl] = np.where(cancel, gen - rb, np.where(drop, 0, out))
+                r["reasoning"][sl] = np.where(cancel, rb, np.where(drop, 0, reas))
+                for f in ("input", "cache_read", "cache_write", "cache_write_1h"):
+                    r[f][sl] = np.where(drop, 0, r[f][sl])
+                for f in ("t_submit", "t_start", "t_first", "ttft"):
+                    r[f][sl] = np.where(drop, np.nan, r[f][sl])
+            else:
+                r["output"][sl] = np.where(cancel | drop, 0, r["output"][sl])
+                r["t_start"][sl] = np.where(drop, np.nan, r["t_start"][sl])
+            r["t_end"][sl] = np.where(cancel, Tfull, np.where(drop, np.nan, t_end))
+            r["status"][sl] = np.where(cancel, CANCELLED, np.where(drop, NOT_MADE, status))
+
+
+def run_block_fast(plan: Plan, block: Block, variant: int, speeds: dict) -> BlockResult:
+    """Evaluate every run of a block in one variant, vectorised."""
+    ev = _Evaluator(plan, block, variant, speeds)
+    n = block.n
+    st = _State(np.zeros(n), [np.zeros(n) for _ in range(5)], VecCtx.fresh(plan.ctx, (n,)), np.ones(n, dtype=bool))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ev.seq(plan.root, st, ())
+    return BlockResult(
+        variant=variant,
+        block=block,
+        wall=st.t,
+        breakdown={k: st.acc[i] for i, k in enumerate(BREAKDOWN)},
+        calls=ev.calls,
+        spans=ev.spans,
+    )

@@ -1,0 +1,141 @@
+"""The DES and the fast path give bit-identical results (DESIGN.md §5, issue: fast path).
+
+Both engines read the same pre-drawn numbers and apply the same floating-point
+operations in the same order, so every per-run wall time and cost, every call
+record, and the summary (apart from the ``engine`` field) must be *equal*, not
+close. Checked on every bundled scenario and on random scenarios from hypothesis.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import agentsim
+from agentsim.plan import compile_plan
+from agentsim.simulation import simulate_plan
+from conftest import ROOT, SCENARIOS, assert_frames_identical, make
+
+BUNDLED = sorted(SCENARIOS.glob("*.yaml")) + sorted((ROOT / "tests" / "scenarios").glob("*.yaml"))
+
+
+def both(plan, runs, seed):
+    return (simulate_plan(plan, runs, seed, engine="des"), simulate_plan(plan, runs, seed, engine="fastpath"))
+
+
+def assert_same(a, b):
+    assert_frames_identical(a.runs, b.runs)
+    assert_frames_identical(a.calls, b.calls)
+    assert_frames_identical(a.spans, b.spans)
+    da, db = json.loads(a.to_json()), json.loads(b.to_json())
+    assert da.pop("engine") == "des" and db.pop("engine") == "fastpath"
+    assert da == db
+
+
+@pytest.mark.parametrize("path", BUNDLED, ids=lambda p: p.stem)
+def test_bundled_scenarios_agree(path):
+    sc = agentsim.load(path)
+    plan = compile_plan(sc)
+    assert_same(*both(plan, 150, sc.seed))
+
+
+# --------------------------------------------------------------------------- random scenarios
+
+pos = st.sampled_from([0.5, 1, 2.5])
+latency = st.one_of(
+    st.sampled_from([0, 0.5, 2, 5]),
+    st.builds(lambda m: {"exponential": {"mean": m}}, pos),
+    st.builds(lambda a, b: {"uniform": {"low": a, "high": a + b}}, st.sampled_from([0, 1]), pos),
+    st.builds(lambda m: {"lognormal": {"median": m, "p90": m * 3}}, pos),
+    st.just({"choice": {"values": [0, 1, 1, 4]}}),
+)
+tokens = st.one_of(
+    st.sampled_from([0, 10, 200, 1000]),
+    st.builds(lambda m: {"lognormal": {"median": m, "p90": 4 * m}}, st.sampled_from([20, 300])),
+    st.just({"exponential": {"mean": 150}}),
+)
+count = st.one_of(st.integers(0, 4), st.just({"uniform": {"low": 0, "high": 3}}),
+                  st.just({"choice": {"values": [1, 3], "p": [0.7, 0.3]}}))
+join = st.sampled_from(["all", "any", {"k": 2}])
+
+
+def leaf(models):
+    call = st.builds(
+        lambda m, i, o, r, sp: {"call": {k: v for k, v in
+                                         {"model": m, "input": i, "output": o, "reasoning": r, "speed": sp}.items()
+                                         if v is not None}},
+        st.sampled_from(models), tokens, tokens, st.sampled_from([0, 0, 100, None]),
+        st.sampled_from([None, None, "fast"]),
+    )
+    tool = st.builds(lambda lat, o: {"tool": {"latency": lat, "output": o}}, latency, tokens)
+    wait = st.builds(lambda lat: {"wait": {"latency": lat}}, latency)
+    sub = st.just({"subagent": {"workflow": "w", "output": 30}})
+    return st.one_of(call, call, tool, wait, sub)
+
+
+def steps_strategy(models):
+    base = leaf(models)
+
+    def extend(inner):
+        seq = st.lists(inner, min_size=1, max_size=3)
+        par = st.builds(lambda bs, j: {"parallel": {"branches": bs, "join": j}},
+                        st.lists(st.one_of(inner, seq), min_size=2, max_size=3), join)
+        fan = st.builds(lambda n, s, j: {"fanout": {"n": n, "steps": s, "join": j}}, count, seq, join)
+        rep = st.one_of(
+            st.builds(lambda n, s: {"repeat": {"times": n, "steps": s}}, count, seq),
+            st.builds(lambda p, s: {"repeat": {"continue_p": p, "max": 4, "steps": s}},
+                      st.sampled_from([0.3, 0.8]), seq),
+        )
+        cho = st.builds(lambda a, b: {"choose": {"options": [{"p": 0.4, "steps": a}, {"p": 0.6, "steps": b}]}},
+                        seq, st.lists(inner, max_size=2))
+        return st.one_of(par, fan, rep, cho)
+
+    return st.lists(st.recursive(base, extend, max_leaves=8), min_size=1, max_size=4)
+
+
+@st.composite
+def scenarios(draw):
+    models = {
+        "a": {"price": {"input_mtok": 3, "output_mtok": 15, "cache_read_mtok": 0.3, "cache_write_mtok": 3.75},
+              "ttft": draw(latency), "output_tps": {"gamma": {"mean": 60, "sd": 20}},
+              "prefill_tps": draw(st.sampled_from([1000, 20000])),
+              "speeds": {"fast": {"output_tps_x": 2.5, "price_x": 6}}},
+        "b": {"price": {"input_mtok": 1, "output_mtok": 5}, "ttft": draw(latency),
+              "output_tps": draw(st.sampled_from([50, {"uniform": {"low": 20, "high": 200}}])),
+              "speeds": {"fast": {"output_tps_x": 4, "ttft_x": 0.5, "price_x": 2}},
+              **({"cache": {"ttl": "1h"}} if draw(st.booleans()) else {})},
+    }
+    context = {"system": draw(st.sampled_from([0, 500, 3000])), "grows": draw(st.booleans()),
+               "cache": draw(st.sampled_from([False, True, {"ttl": "5m"}, {"ttl": "1h"}]))}
+    return {
+        "name": "random",
+        "seed": draw(st.integers(0, 2**31)),
+        "models": models,
+        "agent": {"context": context, "steps": draw(steps_strategy(["a", "b"]))},
+        "workflows": {"w": {"context": {"system": 100, "grows": True, "cache": True},
+                            "steps": [{"call": {"model": "b", "output": 40}}, {"wait": {"latency": 300}},
+                                      {"call": {"model": "b", "output": 10}}]}},
+        "variants": {"base": {}, "fast": {"speed": {"a": "fast", "b": "fast"}}, "swap": {"model": {"a": "b"}}},
+    }
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(scenarios())
+def test_random_scenarios_agree(doc):
+    sc = make(doc)
+    plan = compile_plan(sc)
+    a, b = both(plan, 24, sc.seed)
+    assert_same(a, b)
+    # Properties that hold for every call.
+    c = a.calls
+    if len(c):
+        assert (c["t_submit"] <= c["t_start"]).all()
+        assert (c["t_start"] <= c["t_first_token"]).all() or (c["status"] == "cancelled").any()
+        assert (c["t_start"] <= c["t_end"]).all()
+        assert (c["cost_usd"] >= 0).all()
+        assert (c["cache_read_tokens"] + c["cache_write_tokens"] <= c["input_tokens"]).all()
+    r = a.runs
+    assert (r["wall_time_s"] >= 0).all() and (r["cost_usd"] >= 0).all()
