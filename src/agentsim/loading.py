@@ -262,6 +262,10 @@ def parse(
 ) -> Scenario:
     """Validate plain data as a scenario; raise :class:`ScenarioError` with every problem found."""
     lines = lines or {}
+    from .profiles import apply_profiles
+
+    base_dir = Path(source).parent if source is not None else None
+    data = apply_profiles(data, file, lines, base_dir)
     try:
         scenario = Scenario.model_validate(data)
     except ValidationError as exc:

@@ -411,6 +411,9 @@ class CacheSpec(_Model):
 
 class ModelSpec(_Model):
     price: PriceSpec
+    profile: str | None = Field(
+        None, description="A speed profile (bundled name or file) that fills ttft, output_tps and prefill_tps."
+    )
     ttft: Dist = Field(description="Seconds to first token, excluding prefill of uncached input.")
     output_tps: Dist = Field(description="Output tokens per second, drawn per call.")
     prefill_tps: PosNum | None = Field(

@@ -1,0 +1,1 @@
+"""Importers of recorded measurements and agent sessions (benchmarks, OpenTelemetry, Claude Code, Codex)."""
