@@ -462,6 +462,13 @@ def compile_plan(scenario: Scenario, *, file: str | None = None, lines: dict | N
         comp.tier(model, "standard", ("models", model))
         for speed in scenario.models[model].speeds:
             comp.tier(model, speed, ("models", model, "speeds", speed))
+    # Shared limits and many-agent workloads are simulated by agentsim.limits (not yet in this version).
+    if scenario.limits:
+        comp.problem(("limits",), "shared limits are not supported by this version of agentsim yet",
+                     "remove limits: to simulate one agent at a time")
+    if scenario.workload is not None and scenario.workload.simulates_many:
+        comp.problem(("workload",), "workloads of many agents are not supported by this version of agentsim yet",
+                     "keep only workload.volume for spend sizing")
     if comp.problems:
         file = file or src or "<scenario>"
         lines = lines or {}

@@ -660,6 +660,89 @@ class ValueOfTime(_Model):
     usd_per_hour: NonNegNum
 
 
+class Duration(_Model):
+    """A span of time written as ``{seconds: N}``, ``{minutes: N}`` or ``{hours: N}`` (one of them)."""
+
+    seconds: NonNegNum | None = None
+    minutes: NonNegNum | None = None
+    hours: NonNegNum | None = None
+    days: NonNegNum | None = None
+
+    @model_validator(mode="after")
+    def _one(self) -> Duration:
+        given = [k for k in ("seconds", "minutes", "hours", "days") if getattr(self, k) is not None]
+        if len(given) != 1:
+            raise PydanticCustomError(
+                "duration", "a duration is one of seconds, minutes, hours or days, e.g. {example}",
+                {"example": "{minutes: 10}"},
+            )
+        return self
+
+    @property
+    def total_seconds(self) -> float:
+        for k, f in (("seconds", 1.0), ("minutes", 60.0), ("hours", 3600.0), ("days", 86400.0)):
+            v = getattr(self, k)
+            if v is not None:
+                return v * f
+        raise AssertionError  # pragma: no cover
+
+
+class LimitSpec(_Model):
+    """A provider account (or a client-side limiter) shared by the calls of some models."""
+
+    models: list[str] = Field(min_length=1, description="Models (or model@tier) that share this account.")
+    concurrency: Annotated[int, Field(ge=1)] | None = Field(None, description="Requests in flight at once.")
+    rpm: PosNum | None = Field(None, description="Requests per minute (a token bucket).")
+    input_tpm: PosNum | None = Field(None, description="Input tokens per minute (a token bucket).")
+    output_tpm: PosNum | None = Field(None, description="Output tokens per minute (a token bucket).")
+    policy: Literal["queue", "reject"] = Field(
+        "queue", description="queue: wait for room (client-side limiter); reject: HTTP 429 (provider)."
+    )
+
+
+class Arrivals(_Model):
+    per_hour: PosNum = Field(description="Poisson arrivals of new agent runs per hour.")
+
+
+class Volume(_Model):
+    runs_per_month: PosNum | None = None
+    runs_per_day: PosNum | None = None
+
+    @model_validator(mode="after")
+    def _one(self) -> Volume:
+        if (self.runs_per_month is None) == (self.runs_per_day is None):
+            raise PydanticCustomError("volume", "volume takes one of runs_per_month or runs_per_day", {})
+        return self
+
+    @property
+    def per_month(self) -> float:
+        return self.runs_per_month if self.runs_per_month is not None else self.runs_per_day * 30.0
+
+
+class Workload(_Model):
+    """Many agents over time: open (Poisson ``arrivals``) or closed (``concurrent`` agents)."""
+
+    arrivals: Arrivals | None = None
+    concurrent: Annotated[int, Field(ge=1)] | None = None
+    think_time: Dist | None = Field(None, description="Closed loop: pause before an agent's next run.")
+    duration: Duration | None = None
+    warmup: Duration | None = None
+    volume: Volume | None = Field(None, description="Runs per month or day, for spend sizing.")
+
+    @model_validator(mode="after")
+    def _shape(self) -> Workload:
+        if self.arrivals is not None and self.concurrent is not None:
+            raise PydanticCustomError("workload", "a workload has arrivals or concurrent, not both", {})
+        if (self.arrivals is not None or self.concurrent is not None) and self.duration is None:
+            raise PydanticCustomError("workload_duration", "a workload with arrivals or concurrent needs a duration",
+                                      {})
+        return self
+
+    @property
+    def simulates_many(self) -> bool:
+        return self.arrivals is not None or self.concurrent is not None
+
+
 class Scenario(_Model):
     name: str
     description: str | None = None
@@ -671,6 +754,8 @@ class Scenario(_Model):
     variants: dict[str, VariantSpec] | None = None
     value_of_time: ValueOfTime | None = None
     prices_as_of: dt.date | None = Field(None, description="Date for catalog prices; default: today (UTC).")
+    limits: dict[str, LimitSpec] | None = Field(None, description="Shared provider accounts and their limits.")
+    workload: Workload | None = None
 
     _source: str | None = PrivateAttr(None)  # the file it was loaded from (for relative paths)
 

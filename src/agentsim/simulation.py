@@ -50,10 +50,10 @@ def des_reasons(plan: Plan) -> list[str]:
     """Why a scenario needs the discrete-event engine (empty when the fast path can run it)."""
     sc = plan.scenario
     reasons = []
-    if getattr(sc, "limits", None):
+    if sc.limits:
         reasons.append("it declares shared limits (limits:)")
-    if getattr(sc, "workload", None):
-        reasons.append("it runs a workload of many agents (workload:)")
+    if sc.workload is not None and sc.workload.simulates_many:
+        reasons.append("it runs a workload of many agents (workload: arrivals/concurrent)")
     return reasons
 
 
