@@ -109,7 +109,7 @@ class _Runner:
         def values(key, arr):
             # (run r, instance i) -> Python number at [r * width + i]; a constant is a one-element list
             if key in constant:
-                return arr.reshape(-1)[:1].tolist() if arr.size else [0]
+                return [arr.item(0)] if arr.size else [0]
             return arr.reshape(-1).tolist()
 
         self.tl = tl = {key: values(key, arr) for key, arr in block.values.items() if key not in raw}
@@ -130,20 +130,9 @@ class _Runner:
             )
         self.call_recs: list[tuple] = []
         self.span_recs: list[tuple] = []
-        handler = {
-            CallNode: self.call,
-            ToolNode: self.tool,
-            WaitNode: self.wait,
-            SeqNode: self.seq,
-            ParNode: self.par,
-            FanoutNode: self.fanout,
-            RepeatNode: self.repeat,
-            ChooseNode: self.choose,
-            SubagentNode: self.subagent,
-        }
-        # Each sequence's steps with their handlers, resolved once.
+        # Each sequence's steps with their handlers (plain functions: no reference cycle), resolved once.
         self.steps_of = {
-            node.id: [(handler[type(ch)], ch) for ch in node.steps] for node in plan.nodes if isinstance(node, SeqNode)
+            node.id: [(_HANDLER[type(ch)], ch) for ch in node.steps] for node in plan.nodes if isinstance(node, SeqNode)
         }
         self.env: simpy.Environment = None  # type: ignore[assignment]
         self.r = 0
@@ -165,7 +154,7 @@ class _Runner:
     # ------------------------------------------------------------------ steps
     def seq(self, node: SeqNode, st: Flow, flat: int):
         for fn, child in self.steps_of[node.id]:
-            yield from fn(child, st, flat)
+            yield from fn(self, child, st, flat)
 
     def call(self, node: CallNode, st: Flow, flat: int):
         env, r = self.env, self.r
@@ -292,6 +281,19 @@ class _Runner:
             winners = range(nb)
         st.ctx.join([states[b].ctx for b in winners])
         st.acc[:] = states[critical].acc
+
+
+_HANDLER = {
+    CallNode: _Runner.call,
+    ToolNode: _Runner.tool,
+    WaitNode: _Runner.wait,
+    SeqNode: _Runner.seq,
+    ParNode: _Runner.par,
+    FanoutNode: _Runner.fanout,
+    RepeatNode: _Runner.repeat,
+    ChooseNode: _Runner.choose,
+    SubagentNode: _Runner.subagent,
+}
 
 
 def _columns(recs: list[tuple], width: int) -> np.ndarray:

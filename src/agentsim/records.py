@@ -60,22 +60,35 @@ class BlockResult:
     extra: dict = field(default_factory=dict)
 
 
-def empty_call_tensors(shape: tuple[int, ...]) -> dict[str, np.ndarray]:
-    t = {"status": np.zeros(shape, dtype=np.int8)}
+def empty_call_tensors(shape: tuple[int, ...], fill: bool = True) -> dict[str, np.ndarray]:
+    """Call tensors filled with "not made" (status 0, NaN times, zero tokens); ``fill=False`` leaves
+    them uninitialised for a writer that sets every element."""
+    new_f = (lambda: np.full(shape, np.nan)) if fill else (lambda: np.empty(shape))
+    new_i = (lambda dt: np.zeros(shape, dtype=dt)) if fill else (lambda dt: np.empty(shape, dtype=dt))
+    t = {"status": new_i(np.int8)}
     for f in CALL_FLOAT:
-        t[f] = np.full(shape, np.nan)
+        t[f] = new_f()
     for f in CALL_INT:
-        t[f] = np.zeros(shape, dtype=np.int64)
+        t[f] = new_i(np.int64)
     return t
 
 
-def empty_span_tensors(shape: tuple[int, ...]) -> dict[str, np.ndarray]:
+def empty_span_tensors(shape: tuple[int, ...], fill: bool = True) -> dict[str, np.ndarray]:
+    if not fill:
+        return {"status": np.empty(shape, dtype=np.int8), "t_start": np.empty(shape), "t_end": np.empty(shape),
+                "output": np.empty(shape, dtype=np.int64)}
     return {
         "status": np.zeros(shape, dtype=np.int8),
         "t_start": np.full(shape, np.nan),
         "t_end": np.full(shape, np.nan),
         "output": np.zeros(shape, dtype=np.int64),
     }
+
+
+def clear(tensors: dict[str, np.ndarray], index) -> None:
+    """Mark ``tensors[index]`` as not made."""
+    for arr in tensors.values():
+        arr[index] = np.nan if arr.dtype.kind == "f" else 0
 
 
 def price_calls(plan: Plan, result: BlockResult, speeds: dict[int, tuple[np.ndarray, np.ndarray]]) -> None:
@@ -92,10 +105,17 @@ def price_calls(plan: Plan, result: BlockResult, speeds: dict[int, tuple[np.ndar
 
 
 def _row_sum(x: np.ndarray) -> np.ndarray:
-    """Sum each run's instances strictly left to right (a cumulative sum), never pairwise."""
+    """Sum each run's instances strictly left to right (a cumulative sum), never pairwise.
+
+    Integer sums are exact in any order, so they use a plain sum.
+    """
     flat = x.reshape(x.shape[0], -1)
     if flat.shape[1] == 0:
         return np.zeros(x.shape[0], dtype=x.dtype)
+    if flat.shape[1] == 1:
+        return flat[:, 0]
+    if x.dtype.kind in "iub":
+        return flat.sum(axis=1)
     return np.cumsum(flat, axis=1)[:, -1]
 
 
@@ -109,18 +129,17 @@ def run_totals(plan: Plan, result: BlockResult) -> dict[str, np.ndarray]:
         t = result.calls[node.id]
         made = t["status"] != NOT_MADE
         cost = cost + _row_sum(t["cost"])
-        calls += _row_sum(made.astype(np.int64))
+        calls += _row_sum(made.view(np.int8) if made.dtype == bool else made).astype(np.int64)
         for k in CALL_INT:
             tokens[k] += _row_sum(t[k])
     return {"cost": cost, "calls": calls, **{f"{k}_tokens": v for k, v in tokens.items()}}
 
 
-def runs_frame(plan: Plan, result: BlockResult, variant_name: str) -> pd.DataFrame:
+def run_columns(plan: Plan, result: BlockResult) -> dict[str, np.ndarray]:
+    """The per-run columns of a block (everything in the runs table but ``variant`` and ``run``)."""
     tot = run_totals(plan, result)
     n = result.block.n
     data = {
-        "variant": np.full(n, variant_name, dtype=object),
-        "run": np.arange(result.block.start, result.block.start + n),
         "wall_time_s": result.wall,
         "cost_usd": tot["cost"],
         "calls": tot["calls"],
@@ -134,7 +153,16 @@ def runs_frame(plan: Plan, result: BlockResult, variant_name: str) -> pd.DataFra
     for k, v in result.extra.items():
         if isinstance(v, np.ndarray) and v.shape == (n,):
             data[k] = v
-    return pd.DataFrame(data)
+    return data
+
+
+def runs_frame(plan: Plan, result: BlockResult, variant_name: str) -> pd.DataFrame:
+    n = result.block.n
+    return pd.DataFrame({
+        "variant": np.full(n, variant_name, dtype=object),
+        "run": np.arange(result.block.start, result.block.start + n),
+        **run_columns(plan, result),
+    })
 
 
 def _flat_index(shape: tuple[int, ...]) -> np.ndarray:

@@ -51,6 +51,10 @@ def _f(x) -> float | None:
     return x if math.isfinite(x) else None
 
 
+def _mean(x: np.ndarray) -> float | None:
+    return _f(np.mean(x)) if len(x) else None
+
+
 def describe(x: np.ndarray, percentiles=PERCENTILES) -> dict[str, Any]:
     """Mean, 95% CI of the mean, and percentiles of a sample."""
     x = np.asarray(x, dtype=np.float64)
@@ -154,24 +158,30 @@ class Results:
         variants: dict[str, Any] = {}
         base = None
         vot = self.value_of_time
+        variant_col = self.runs["variant"]
         for name in self.variants:
-            df = self.runs[self.runs["variant"] == name]
-            wall = describe(df["wall_time_s"].to_numpy())
-            cost_full = describe(df["cost_usd"].to_numpy())
+            mask = (variant_col == name).to_numpy()
+
+            def col(column: str, mask=mask) -> np.ndarray:
+                # one column at a time, so the summary never copies the whole runs table
+                return self.runs[column].to_numpy()[mask]
+
+            wall = describe(col("wall_time_s"))
+            cost_full = describe(col("cost_usd"))
             cost = {k: cost_full[k] for k in ("mean", "ci95", "p50", "p90", "p95", "p99")}
             v: dict[str, Any] = {
                 "wall_time_s": wall,
                 "cost_usd": cost,
-                "calls": {"mean": _f(df["calls"].mean())},
+                "calls": {"mean": _mean(col("calls"))},
                 "tokens": {
-                    "input": _f(df["input_tokens"].mean()),
-                    "cache_read": _f(df["cache_read_tokens"].mean()),
-                    "cache_write": _f(df["cache_write_tokens"].mean()),
-                    "output": _f(df["output_tokens"].mean()),
-                    "reasoning": _f(df["reasoning_tokens"].mean()),
-                    "cache_write_1h": _f(df["cache_write_1h_tokens"].mean()),
+                    "input": _mean(col("input_tokens")),
+                    "cache_read": _mean(col("cache_read_tokens")),
+                    "cache_write": _mean(col("cache_write_tokens")),
+                    "output": _mean(col("output_tokens")),
+                    "reasoning": _mean(col("reasoning_tokens")),
+                    "cache_write_1h": _mean(col("cache_write_1h_tokens")),
                 },
-                "breakdown_s": {k: _f(df[f"{k}_s"].mean()) for k in ("queue", "ttft", "decode", "tool", "wait")},
+                "breakdown_s": {k: _mean(col(f"{k}_s")) for k in ("queue", "ttft", "decode", "tool", "wait")},
             }
             if base is None:
                 base = v

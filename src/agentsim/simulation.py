@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 from concurrent.futures import ProcessPoolExecutor
+from itertools import repeat
 from pathlib import Path
 
 import numpy as np
@@ -20,7 +21,7 @@ import pandas as pd
 
 from .loading import load
 from .plan import Plan, compile_plan
-from .records import DONE, BlockResult, calls_frame, price_calls, runs_frame, spans_frame
+from .records import DONE, BlockResult, calls_frame, price_calls, run_columns, spans_frame
 from .results import Results, _CallStats
 from .sampling import block_spans, call_speeds, sample_block
 from .scenario import Scenario
@@ -85,19 +86,20 @@ def _run_block(plan: Plan, seed: int, span: tuple[int, int, int], engine: str) -
 
 
 def _block_summary(plan: Plan, seed: int, span, engine: str, keep: bool):
+    """Simulate one block in every variant; return per-variant run columns, per-call samples, and
+    (when ``keep``) the full block results for the calls table."""
     results = _run_block(plan, seed, span, engine)
-    frames, stats = [], []
+    columns, samples = [], []
     for res in results:
-        name = plan.variants[res.variant]
-        frames.append(runs_frame(plan, res, name))
+        columns.append(run_columns(plan, res))
         ttft, tps = [], []
         for node in plan.calls:
             t = res.calls[node.id]
             done = t["status"] == DONE
             ttft.append(t["ttft"][done])
             tps.append(t["tps"][done])
-        stats.append((np.concatenate(ttft) if ttft else np.zeros(0), np.concatenate(tps) if tps else np.zeros(0)))
-    return frames, stats, (results if keep else None)
+        samples.append((np.concatenate(ttft) if ttft else np.zeros(0), np.concatenate(tps) if tps else np.zeros(0)))
+    return columns, samples, (results if keep else None)
 
 
 def _est_call_instances(plan: Plan, runs: int) -> int:
@@ -116,31 +118,37 @@ def _est_call_instances(plan: Plan, runs: int) -> int:
 def simulate_plan(plan: Plan, runs: int, seed: int, *, engine: str = "auto", workers: int = 1) -> Results:
     engine = choose_engine(plan, engine)
     spans = block_spans(runs)
-    keep = _est_call_instances(plan, runs) * len(plan.variants) <= KEEP_CALLS_LIMIT
+    nv = len(plan.variants)
+    keep = _est_call_instances(plan, runs) * nv <= KEEP_CALLS_LIMIT
+    call_stats = {name: _CallStats() for name in plan.variants}
+    columns: dict[str, np.ndarray] = {}
+    kept = [] if keep else None
+
+    def consume(part) -> None:
+        # Stream each block into preallocated columns, so memory stays one copy of the runs table.
+        cols, samples, results = part
+        for v, block_cols in enumerate(cols):
+            first = v * runs + spans[len(seen)][1]
+            for name, arr in block_cols.items():
+                if name not in columns:
+                    columns[name] = np.empty(runs * nv, dtype=arr.dtype)
+                columns[name][first:first + len(arr)] = arr
+            call_stats[plan.variants[v]].add(*samples[v])
+        if kept is not None:
+            kept.append(results)
+        seen.append(1)
+
+    seen: list[int] = []
     if workers > 1 and len(spans) > 1:
         with ProcessPoolExecutor(max_workers=min(workers, len(spans))) as pool:
-            parts = list(
-                pool.map(
-                    _block_summary,
-                    [plan] * len(spans),
-                    [seed] * len(spans),
-                    spans,
-                    [engine] * len(spans),
-                    [keep] * len(spans),
-                )
-            )
+            for part in pool.map(_block_summary, repeat(plan), repeat(seed), spans, repeat(engine), repeat(keep)):
+                consume(part)
     else:
-        parts = [_block_summary(plan, seed, s, engine, keep) for s in spans]
+        for s in spans:
+            consume(_block_summary(plan, seed, s, engine, keep))
 
-    nv = len(plan.variants)
-    runs_df = pd.concat([p[0][v] for v in range(nv) for p in parts], ignore_index=True)
-    call_stats = {}
-    for v, name in enumerate(plan.variants):
-        cs = _CallStats()
-        for p in parts:
-            cs.add(*p[1][v])
-        call_stats[name] = cs
-    kept = [p[2] for p in parts] if keep else None
+    variant = pd.Categorical.from_codes(np.repeat(np.arange(nv), runs), categories=list(plan.variants))
+    runs_df = pd.DataFrame({"variant": variant, "run": np.tile(np.arange(runs), nv), **columns}, copy=False)
 
     def blocks():
         if kept is not None:
@@ -155,20 +163,14 @@ def simulate_plan(plan: Plan, runs: int, seed: int, *, engine: str = "auto", wor
             for results in blocks():
                 for res in results:
                     frames[res.variant].append(frame_fn(plan, res, plan.variants[res.variant]))
-            return pd.concat([f for fs in frames for f in fs], ignore_index=True)
+            df = pd.concat([f for fs in frames for f in fs], ignore_index=True)
+            df["variant"] = pd.Categorical(df["variant"], categories=list(plan.variants))
+            return df
 
         return _build
 
-    return Results(
-        plan,
-        seed=seed,
-        runs=runs,
-        engine=engine,
-        runs_df=runs_df,
-        call_stats=call_stats,
-        calls_builder=build(calls_frame),
-        spans_builder=build(spans_frame),
-    )
+    return Results(plan, seed=seed, runs=runs, engine=engine, runs_df=runs_df, call_stats=call_stats,
+                   calls_builder=build(calls_frame), spans_builder=build(spans_frame))
 
 
 def simulate(
