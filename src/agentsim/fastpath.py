@@ -245,6 +245,7 @@ class _Evaluator:
                   ("input", inp), ("cache_read", read), ("cache_write", write), ("cache_write_1h", w1h),
                   ("output", out), ("reasoning", reas))
         r = self.calls[nid]
+        r["tier"][sl] = tier.index
         if on:
             r["status"][sl] = DONE
             for f, x in fields:

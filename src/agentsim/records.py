@@ -36,8 +36,8 @@ __all__ = [
     "spans_frame",
 ]
 
-NOT_MADE, DONE, CANCELLED = 0, 1, 2
-STATUS_NAMES = {DONE: "ok", CANCELLED: "cancelled"}
+NOT_MADE, DONE, CANCELLED, FAILED = 0, 1, 2, 3
+STATUS_NAMES = {DONE: "ok", CANCELLED: "cancelled", FAILED: "failed"}
 
 # Fields an engine fills for every call (cost and tps are added by shared code).
 CALL_FLOAT = ("t_submit", "t_start", "t_first", "t_end", "ttft")
@@ -70,6 +70,7 @@ def empty_call_tensors(shape: tuple[int, ...], fill: bool = True) -> dict[str, n
         t[f] = new_f()
     for f in CALL_INT:
         t[f] = new_i(np.int64)
+    t["tier"] = new_i(np.int16)  # the model tier the call ran on (a fallback can change it)
     return t
 
 
@@ -127,11 +128,14 @@ def run_totals(plan: Plan, result: BlockResult) -> dict[str, np.ndarray]:
     tokens = {k: np.zeros(n, dtype=np.int64) for k in CALL_INT}
     for node in plan.calls:  # node order, then instance order: the one fixed summation order
         t = result.calls[node.id]
-        made = t["status"] != NOT_MADE
+        made = (t["status"] != NOT_MADE) & (t["status"] != FAILED)
         cost = cost + _row_sum(t["cost"])
         calls += _row_sum(made.view(np.int8) if made.dtype == bool else made).astype(np.int64)
         for k in CALL_INT:
             tokens[k] += _row_sum(t[k])
+    extra = result.extra.get("failed_attempts_cost_usd")
+    if extra is not None and extra.any():
+        cost = cost + extra  # timed-out attempts are billed too
     return {"cost": cost, "calls": calls, **{f"{k}_tokens": v for k, v in tokens.items()}}
 
 
@@ -148,11 +152,11 @@ def run_columns(plan: Plan, result: BlockResult) -> dict[str, np.ndarray]:
         data[f"{k}_tokens"] = tot[f"{k}_tokens"]
     for k in BREAKDOWN:
         data[f"{k}_s"] = result.breakdown[k]
+    data["status"] = result.extra.get("run_status", np.zeros(n, dtype=np.int8))
     if result.start is not None:
         data["start_s"] = result.start
-    for k, v in result.extra.items():
-        if isinstance(v, np.ndarray) and v.shape == (n,):
-            data[k] = v
+    if "counted" in result.extra:
+        data["counted"] = result.extra["counted"]
     return data
 
 
@@ -178,11 +182,12 @@ def calls_frame(plan: Plan, result: BlockResult, variant_name: str) -> pd.DataFr
         run_i, inst = np.nonzero(status)
         if run_i.size == 0:
             continue
-        tier = plan.tiers[node.tiers[result.variant]]
-
         def col(name, t=t, run_i=run_i, inst=inst):
             return t[name].reshape(result.block.n, -1)[run_i, inst]
 
+        tier_ids = col("tier").astype(np.int64)
+        models = np.array([tr.model for tr in plan.tiers], dtype=object)[tier_ids]
+        speeds = np.array([tr.speed for tr in plan.tiers], dtype=object)[tier_ids]
         t_first, t_end = col("t_first"), col("t_end")
         tps = col("tps")
         parts.append(
@@ -193,9 +198,9 @@ def calls_frame(plan: Plan, result: BlockResult, variant_name: str) -> pd.DataFr
                     "node": node.id,
                     "instance": inst,
                     "step": node.name,
-                    "model": tier.model,
-                    "speed": tier.speed,
-                    "status": np.where(col("status") == DONE, "ok", "cancelled"),
+                    "model": models,
+                    "speed": speeds,
+                    "status": np.array(["", "ok", "cancelled", "failed"], dtype=object)[col("status")],
                     "t_submit": col("t_submit"),
                     "t_start": col("t_start"),
                     "t_first_token": t_first,

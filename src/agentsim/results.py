@@ -159,8 +159,14 @@ class Results:
         base = None
         vot = self.value_of_time
         variant_col = self.runs["variant"]
+        # Summaries describe runs that completed (and, in a workload, started inside the window).
+        keep = np.ones(len(self.runs), dtype=bool)
+        if "status" in self.runs:
+            keep &= (self.runs["status"] == 0).to_numpy()
+        if "counted" in self.runs:
+            keep &= self.runs["counted"].to_numpy(dtype=bool)
         for name in self.variants:
-            mask = (variant_col == name).to_numpy()
+            mask = (variant_col == name).to_numpy() & keep
 
             def col(column: str, mask=mask) -> np.ndarray:
                 # one column at a time, so the summary never copies the whole runs table

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import special
 
-from .plan import COUNT, PICK, U_TPS, U_TTFT, ChooseNode, Plan, RepeatNode
+from .plan import COUNT, PICK, U_ERROR, U_JITTER, U_TPS, U_TTFT, ChooseNode, Plan, RepeatNode
 
 __all__ = ["BLOCK_SIZE", "Block", "block_spans", "call_speeds", "sample_block"]
 
@@ -70,14 +70,14 @@ def sample_block(plan: Plan, seed: int, index: int, start: int, n: int) -> Block
     dims: dict[int, int] = {}
     values: dict[tuple[int, int], np.ndarray] = {}
     for d in plan.draws:
-        shape = tuple(dims[m] for m in d.scope)
+        shape = tuple(dims[m] for m in d.scope) + d.extra
         s = d.sampler
         if s is not None and s.is_constant:
             c = s.constant_value
             arr = np.full((n, *shape), np.rint(c) if d.integer else c, dtype=np.int64 if d.integer else np.float64)
         else:
             z = _normals(seed, index, d.node, d.purpose, shape, n)
-            node = plan.nodes[d.node]
+            node = plan.nodes[d.node] if d.node < len(plan.nodes) else None  # else the workload pseudo-node
             if s is not None:
                 arr = s.transform(z)
                 if d.integer:
@@ -88,6 +88,8 @@ def sample_block(plan: Plan, seed: int, index: int, start: int, n: int) -> Block
             elif d.purpose == PICK:
                 assert isinstance(node, ChooseNode)
                 arr = np.searchsorted(node.cum, special.ndtr(z), side="right").astype(np.int64)
+            elif d.purpose in (U_ERROR, U_JITTER):  # uniforms per attempt
+                arr = special.ndtr(z)
             else:  # raw normals for TTFT and TPS, transformed per variant
                 arr = np.ascontiguousarray(z)
         if d.purpose == COUNT:

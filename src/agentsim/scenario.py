@@ -409,6 +409,25 @@ class CacheSpec(_Model):
     ttl: Literal["5m", "1h"] = Field("5m", description="Prompt-cache time to live.")
 
 
+class RetrySpec(_Model):
+    """How a client retries a failed attempt (HTTP 429 rate limit, 5xx error, timeout).
+
+    Defaults are the official Anthropic and OpenAI SDKs': 3 attempts in all, exponential back-off
+    starting at 0.5 s, capped at 8 s, with full jitter, honouring a 429's retry-after time.
+    """
+
+    max_attempts: Annotated[int, Field(ge=1, le=50)] = Field(3, description="Attempts in all (1 = no retry).")
+    backoff_base: NonNegNum = Field(0.5, description="Seconds before the first retry (doubling each time).")
+    backoff_cap: NonNegNum = Field(8.0, description="Longest back-off, in seconds.")
+    jitter: Literal["full", "none"] = Field("full", description="full: sleep uniform(0, back-off).")
+    honour_retry_after: bool = Field(True, description="After a 429, wait the limiter's retry-after time.")
+
+
+class FallbackSpec(_Model):
+    model: str = Field(description="A key of models to use once this one has failed `after` times.")
+    after: Annotated[int, Field(ge=1)] = Field(description="Failed attempts on this model before falling back.")
+
+
 class ModelSpec(_Model):
     price: PriceSpec
     profile: str | None = Field(
@@ -421,6 +440,10 @@ class ModelSpec(_Model):
     )
     speeds: dict[str, SpeedSpec] = Field(default_factory=dict)
     cache: CacheSpec | None = None
+    error_rate: Prob = Field(0.0, description="Probability an attempt fails (HTTP 5xx) at its first token.")
+    timeout: PosNum | None = Field(None, description="Seconds after which the client cancels an attempt.")
+    retry: RetrySpec | None = Field(None, description="Retry policy (default: the official SDKs').")
+    fallback: FallbackSpec | None = Field(None, description="Switch to another model after repeated failures.")
 
     @field_validator("speeds")
     @classmethod
@@ -696,7 +719,11 @@ class LimitSpec(_Model):
     input_tpm: PosNum | None = Field(None, description="Input tokens per minute (a token bucket).")
     output_tpm: PosNum | None = Field(None, description="Output tokens per minute (a token bucket).")
     policy: Literal["queue", "reject"] = Field(
-        "queue", description="queue: wait for room (client-side limiter); reject: HTTP 429 (provider)."
+        "reject", description="reject: HTTP 429 when over a limit (how providers behave); queue: wait for room "
+        "(a client-side limiter)."
+    )
+    count_cache_reads: bool = Field(
+        False, description="Count cache reads towards input_tpm (Anthropic does not; OpenAI does)."
     )
 
 
