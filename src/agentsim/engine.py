@@ -68,7 +68,7 @@ from .records import (
     empty_call_tensors,
     empty_span_tensors,
 )
-from .sampling import Block
+from .sampling import Block, tier_speeds
 
 __all__ = ["run_block_des"]
 
@@ -210,9 +210,7 @@ class _Runner:
         """(TTFT, TPS) flat lists of a call on another tier (a fallback), from the same draws."""
         key = (node.id, tier)
         if key not in self._tier_speeds:
-            t = self.plan.tiers[tier]
-            ttft0 = t.ttft.transform(self.block.get(node.id, U_TTFT)) * t.ttft_x
-            tps = t.output_tps.transform(self.block.get(node.id, U_TPS)) * t.tps_x
+            ttft0, tps = tier_speeds(self.plan, self.block, node, tier)
             self._tier_speeds[key] = (ttft0.reshape(-1).tolist(), tps.reshape(-1).tolist())
         return self._tier_speeds[key]
 

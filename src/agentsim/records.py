@@ -93,16 +93,32 @@ def clear(tensors: dict[str, np.ndarray], index) -> None:
 
 
 def price_calls(plan: Plan, result: BlockResult, speeds: dict[int, tuple[np.ndarray, np.ndarray]]) -> None:
-    """Add ``cost`` (USD) and ``tps`` to every call tensor, in place."""
+    """Add ``cost`` (USD) and ``tps`` to every call tensor, in place.
+
+    A call is priced (and its speed read) on the tier it actually ran on: a fallback
+    moves it to another model.
+    """
+    from .sampling import tier_speeds
+
     for node in plan.calls:
         t = result.calls[node.id]
-        rates = plan.tiers[node.tiers[result.variant]].rates
+        static = node.tiers[result.variant]
+        made = t["status"] != NOT_MADE
+        used = np.unique(t["tier"][made]) if made.any() else np.array([static])
+        args = (t["input"], t["cache_read"], t["cache_write"], t["cache_write_1h"], t["output"], t["reasoning"])
         with np.errstate(invalid="ignore"):
-            t["cost"] = call_cost(
-                rates, t["input"], t["cache_read"], t["cache_write"], t["cache_write_1h"], t["output"], t["reasoning"]
-            )
-        t["cost"] = np.where(t["status"] != NOT_MADE, t["cost"], 0.0)
-        t["tps"] = speeds[node.id][1]
+            if len(used) == 1:
+                cost = call_cost(plan.tiers[int(used[0])].rates, *args)
+            else:
+                cost = np.zeros(t["status"].shape)
+                for tid in used:
+                    cost = np.where(t["tier"] == tid, call_cost(plan.tiers[int(tid)].rates, *args), cost)
+        t["cost"] = np.where(made, cost, 0.0)
+        tps = speeds[node.id][1]
+        for tid in used:
+            if int(tid) != static:
+                tps = np.where(t["tier"] == tid, tier_speeds(plan, result.block, node, int(tid))[1], tps)
+        t["tps"] = tps
 
 
 def _row_sum(x: np.ndarray) -> np.ndarray:

@@ -248,6 +248,43 @@ class Results:
             )
         return pd.DataFrame(rows).set_index("variant")
 
+    def limits_timeseries(self) -> pd.DataFrame:
+        """In-flight requests and bucket levels of each account over time (workloads only; else empty)."""
+        rows = []
+        for v, out in enumerate(self.extra.get("outcomes", [])):
+            name = self.variants[v]
+            for acc in out.accounts:
+                spec = acc.spec
+                if acc.slots is not None:
+                    rows.append(pd.DataFrame({"variant": name, "account": spec.name, "series": "in_flight",
+                                              "t_s": [0.0, *(t for t, _ in acc.inflight_log)],
+                                              "value": [0.0, *(x for _, x in acc.inflight_log)],
+                                              "limit": float(spec.concurrency)}))
+                for attr, label, limit in (("rpm", "rpm", spec.rpm), ("itpm", "input_tpm", spec.input_tpm),
+                                           ("otpm", "output_tpm", spec.output_tpm)):
+                    log = acc.level_logs.get(attr)
+                    if log is not None:
+                        rows.append(pd.DataFrame({"variant": name, "account": spec.name, "series": label,
+                                                  "t_s": [0.0, *(t for t, _ in log)],
+                                                  "value": [float(limit), *(x for _, x in log)],
+                                                  "limit": float(limit)}))
+        if not rows:
+            return pd.DataFrame(columns=["variant", "account", "series", "t_s", "value", "limit"])
+        return pd.concat(rows, ignore_index=True)
+
+    def plot_limits(self):
+        """Requests in flight and token-bucket levels per account over time (workloads)."""
+        from .plots_limits import limits_figure
+
+        outs = self.extra.get("outcomes")
+        return limits_figure(self.limits_timeseries(), outs[0].window if outs else None)
+
+    def plot_wait_cdf(self):
+        """CDF of the queue wait of every successful call, per variant."""
+        from .plots_limits import wait_cdf_figure
+
+        return wait_cdf_figure(self.calls)
+
     # ------------------------------------------------------------------ figures
     def plot_tradeoff(self):
         """Mean cost against mean and p95 wall time, one point per variant (a matplotlib Figure)."""

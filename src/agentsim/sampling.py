@@ -117,15 +117,16 @@ def call_speeds(plan: Plan, block: Block, variant: int) -> dict[int, tuple[np.nd
     Transforms are cached on the block per (node, tier), so variants that keep a
     call on the same tier share the arrays instead of recomputing them.
     """
+    return {node.id: tier_speeds(plan, block, node, node.tiers[variant]) for node in plan.calls}
+
+
+def tier_speeds(plan: Plan, block: Block, node, tier_index: int) -> tuple[np.ndarray, np.ndarray]:
+    """(drawn TTFT x ttft_x, TPS x output_tps_x) of a call node on a given tier, cached on the block."""
+    key = (node.id, tier_index)
     cache = block.speed_cache
-    out = {}
-    for node in plan.calls:
-        tid = node.tiers[variant]
-        key = (node.id, tid)
-        if key not in cache:
-            tier = plan.tiers[tid]
-            ttft0 = tier.ttft.transform(block.get(node.id, U_TTFT)) * tier.ttft_x
-            tps = tier.output_tps.transform(block.get(node.id, U_TPS)) * tier.tps_x
-            cache[key] = (ttft0, tps)
-        out[node.id] = cache[key]
-    return out
+    if key not in cache:
+        tier = plan.tiers[tier_index]
+        ttft0 = tier.ttft.transform(block.get(node.id, U_TTFT)) * tier.ttft_x
+        tps = tier.output_tps.transform(block.get(node.id, U_TPS)) * tier.tps_x
+        cache[key] = (ttft0, tps)
+    return cache[key]

@@ -919,6 +919,15 @@ def check_references(scenario: Scenario) -> list[Problem]:
 
     problems.extend(_check_subagent_cycles(scenario))
 
+    for mname, m in models.items():
+        if m.fallback is not None:
+            where = ("models", mname, "fallback", "model")
+            if m.fallback.model not in models:
+                problems.append(Problem(where, f"fallback model '{m.fallback.model}' is not defined under models",
+                                        suggest(m.fallback.model, model_names) or "defined: " + ", ".join(model_names)))
+            elif m.fallback.model == mname:
+                problems.append(Problem(where, "a model cannot fall back to itself", "name another model"))
+
     for vname, v in scenario.variant_specs().items():
         for kind, mapping in (("model", v.model), ("speed", v.speed)):
             for key, value in mapping.items():
