@@ -236,3 +236,5 @@ def main() -> None:  # console-script entry point
 
 if __name__ == "__main__":  # pragma: no cover
     main()
+
+from . import cli_prices  # noqa: E402,F401

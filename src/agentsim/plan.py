@@ -20,6 +20,7 @@ reported with the dotted path of the offending value.
 
 from __future__ import annotations
 
+import datetime as dt
 import math
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -28,7 +29,7 @@ import numpy as np
 
 from .distributions import DistError, Sampler, sampler
 from .loading import ErrorItem, ScenarioError, _line, source_of
-from .pricing import PriceError, Rates, compile_price
+from .pricing import PriceError, Rates, compile_price, needs_default_date, today
 from .scenario import (
     CallStep,
     ChooseStep,
@@ -224,6 +225,7 @@ class Plan:
     draws: list[Draw] = field(default_factory=list)
     accounts: list = field(default_factory=list)  # agentsim.limits.AccountSpec
     workload: WorkloadCfg | None = None
+    prices_as_of: dt.date | None = None  # date of catalog prices without their own date (None: none used)
 
     @property
     def needs_attempts(self) -> bool:
@@ -250,6 +252,7 @@ class _Compiler:
         self._samplers: dict[tuple, Sampler] = {}
         self.variants = scenario.variant_specs()
         self._model_rates: dict[str, Rates] = {}
+        self.prices_as_of = scenario.prices_as_of or today()  # one date for the whole compile
         self._groups: list[str] = []  # names of the enclosing named steps, outermost first
 
     # ------------------------------------------------------------------ helpers
@@ -291,7 +294,7 @@ class _Compiler:
         if model not in self._model_rates:
             spec = self.sc.models[model].price
             try:
-                self._model_rates[model] = compile_price(spec, self.sc.prices_as_of)
+                self._model_rates[model] = compile_price(spec, self.prices_as_of)
             except PriceError as exc:
                 self.problem(("models", model, "price", *exc.subpath), exc.message, exc.hint)
                 self._model_rates[model] = compile_price(type(spec)(input_mtok=0, output_mtok=0))
@@ -325,7 +328,7 @@ class _Compiler:
             ttft_x, tps_x = sspec.ttft_x, sspec.output_tps_x
             if sspec.price is not None:
                 try:
-                    rates = compile_price(sspec.price, self.sc.prices_as_of)
+                    rates = compile_price(sspec.price, self.prices_as_of)
                 except PriceError as exc:
                     self.problem((*mpath, "speeds", speed, "price", *exc.subpath), exc.message, exc.hint)
             else:
@@ -514,7 +517,10 @@ def compile_plan(scenario: Scenario, *, file: str | None = None, lines: dict | N
             seen.add((p.path, p.message))
             items.append(ErrorItem(file, _line(lines, p.path), p.path, p.message, p.hint))
         raise ScenarioError(items)
-    return Plan(scenario, root, ctx, comp.tiers, list(comp.variants), comp.nodes, comp.draws, accounts, workload)
+    specs = [s for m in scenario.models.values() for s in (m.price, *(t.price for t in m.speeds.values()))]
+    as_of = comp.prices_as_of if needs_default_date(specs) else scenario.prices_as_of
+    return Plan(scenario, root, ctx, comp.tiers, list(comp.variants), comp.nodes, comp.draws, accounts, workload,
+                as_of)
 
 
 def _compile_accounts(comp: _Compiler, scenario: Scenario) -> list:

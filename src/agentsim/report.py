@@ -25,6 +25,8 @@ def resolved_scenario(res: Results) -> dict:
     doc = res.scenario.model_dump(mode="json", exclude_none=True)
     doc["seed"] = res.seed
     doc["runs"] = res.n_runs
+    if res.plan.prices_as_of is not None:  # the date catalog prices were looked up as of (pins "today")
+        doc["prices_as_of"] = res.plan.prices_as_of.isoformat()
     return {"agentsim_version": version(), "engine": res.engine, **doc}
 
 

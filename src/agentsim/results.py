@@ -27,6 +27,7 @@ import pandas as pd
 from scipy import stats
 
 from .plan import Plan
+from .pricing import prices_summary
 from .records import CALL_INT
 
 __all__ = ["Results", "describe", "version"]
@@ -212,6 +213,9 @@ class Results:
             "value_of_time_usd_per_hour": vot,
             "variants": variants,
         }
+        # What the prices were: the date used for catalog look-ups, and each tier's rates and their source.
+        doc["prices_as_of"] = self.plan.prices_as_of.isoformat() if self.plan.prices_as_of else None
+        doc["prices"] = prices_summary(self.plan.tiers)
         return doc
 
     def to_json(self, indent: int = 2) -> str:

@@ -337,7 +337,12 @@ class TieredPrice(_Model):
         return tiers
 
 
-Rate = Annotated[NonNegNum | TieredPrice, Field(union_mode="left_to_right")]
+def _rate_tag(value: Any) -> str:
+    return "tiered" if isinstance(value, dict | TieredPrice) else "number"
+
+
+# A price: a number, or a mapping of long-context tiers (one error message either way, not one per form).
+Rate = Annotated[Annotated[NonNegNum, Tag("number")] | Annotated[TieredPrice, Tag("tiered")], Discriminator(_rate_tag)]
 
 PRICE_FIELDS = (
     "input_mtok",
@@ -346,6 +351,7 @@ PRICE_FIELDS = (
     "cache_write_mtok",
     "cache_write_1h_mtok",
     "output_reasoning_mtok",
+    "requests_kcount",
 )
 
 
@@ -367,6 +373,7 @@ class PriceSpec(_Model):
     cache_write_mtok: Rate | None = None
     cache_write_1h_mtok: Rate | None = None
     output_reasoning_mtok: Rate | None = Field(None, description="Defaults to output_mtok.")
+    requests_kcount: Rate | None = Field(None, description="USD per 1000 requests (a fee per call).")
 
     @model_validator(mode="after")
     def _something_given(self) -> PriceSpec:
