@@ -175,8 +175,21 @@ def summary_table(doc: dict) -> Table:
 
 
 def print_summary(res: Results) -> None:
-    console = Console(soft_wrap=False)
-    console.print(summary_table(res.summary_dict()))
+    import sys
+
+    doc = res.summary_dict()
+    # Wide tables are not cut when the output is a file or a pipe.
+    console = Console(soft_wrap=False, width=None if sys.stdout.isatty() else 240)
+    console.print(summary_table(doc))
+    for name, v in doc["variants"].items():
+        w = v.get("workload")
+        if w and w["failed_share"] > 0.01:
+            err_console.print(
+                f"warning: in variant '{name}', {w['failed_share']:.0%} of the runs counted did not complete "
+                f"({w['runs_failed']:,} failed after using up their retries, {w['runs_unfinished']:,} unfinished); "
+                "wall-time and cost figures describe the completed runs only",
+                markup=False,
+            )
 
 
 # --------------------------------------------------------------------------- commands

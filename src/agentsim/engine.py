@@ -35,6 +35,7 @@ import simpy
 from simpy.events import Event
 
 from .context import Ctx
+from .limits import TooLarge
 from .plan import (
     COUNT,
     INPUT,
@@ -361,64 +362,79 @@ class _Runner:
         self.call_recs.append((node.id, r, flat, FAILED, t_submit, now, now, now, 0.0, 0, 0, 0, 0, 0, 0, tkey))
         raise RunFailed
 
+    def _admission_plan(self, tier) -> tuple[list, list, bool]:
+        """(reject-policy accounts, queue-policy accounts, whether any counts tokens) of a tier, cached."""
+        plans = self.__dict__.setdefault("_adm", {})
+        if tier.index not in plans:
+            accounts = [self.accounts[a] for a in tier.accounts]
+            plans[tier.index] = (
+                [a for a in accounts if a.spec.policy == "reject"],
+                [a for a in accounts if a.spec.policy == "queue"],
+                any(a.rpm is not None or a.itpm is not None or a.otpm is not None for a in accounts),
+            )
+        return plans[tier.index]
+
     def _admit(self, tier, ctx: Ctx, key: int, ttl: float, new_input: int, out_tokens: int):
         """Take room in every account of ``tier``: refused at once by a ``reject`` account that is
         full (HTTP 429, with a retry-after when a bucket is short), or wait in ``queue`` accounts.
         Returns (held slots, retry_after, refused)."""
         if not tier.accounts:
             return [], None, False
-        from .limits import TooLarge
-
-        inp, read = ctx.peek(key, ttl, new_input, self.env.now)
-        accounts = [self.accounts[a] for a in tier.accounts]
+        rejecting, queueing, tokens = self._admission_plan(tier)
+        if tokens:
+            inp, read = ctx.peek(key, ttl, new_input, self.env.now)
+            uncached = inp - read
+        else:
+            uncached = read = 0
+        held = []
         try:
-            # reject-policy accounts: all or nothing, at this instant
-            waits = []
-            rejecting = [a for a in accounts if a.spec.policy == "reject"]
-            for a in rejecting:
-                if a.slots is not None and not a.slots.free():
-                    waits.append(None)
-                for bucket, need in a.needs(inp - read, read, out_tokens):
-                    short = bucket.shortfall(need)
-                    if short is not None:
-                        waits.append(short)
-            if waits:
+            if rejecting:  # all or nothing, at this instant
+                waits = []
                 for a in rejecting:
-                    a.rejections += 1
-                known = [w for w in waits if w is not None]
-                return [], (max(known) if known and len(known) == len(waits) else None), True
-            held = []
-            for a in rejecting:
-                for bucket, need in a.needs(inp - read, read, out_tokens):
-                    bucket.check(need)
-                if a.slots is not None:
-                    a.slots.take_now()
-                    held.append(a.slots)
-            # queue-policy accounts: wait in line, in declaration order
-            for a in accounts:
-                if a.spec.policy != "queue":
-                    continue
-                if a.slots is not None:
-                    ev = a.slots.request()
+                    refused = False
+                    if a.slots is not None and not a.slots.free():
+                        waits.append(None)
+                        refused = True
+                    for bucket, need in a.needs(uncached, read, out_tokens):
+                        short = bucket.shortfall(need)
+                        if short is not None:
+                            waits.append(short)
+                            refused = True
+                    a.rejections += refused
+                if waits:
+                    known = [w for w in waits if w is not None]
+                    return [], (max(known) if len(known) == len(waits) else None), True
+                for a in rejecting:
+                    for bucket, need in a.needs(uncached, read, out_tokens):
+                        bucket.check(need)
+                    if a.slots is not None:
+                        a.slots.take_now()
+                        held.append(a.slots)
+            for a in queueing:  # wait in line, in declaration order
+                slots = a.slots
+                if slots is not None:
+                    ev = slots.request()
                     if ev is not None:
                         try:
                             yield ev
                         except simpy.Interrupt:
-                            a.slots.cancel(ev)
+                            slots.cancel(ev)
                             self._release(held)
                             raise
-                    held.append(a.slots)
-                for bucket, need in a.needs(inp - read, read, out_tokens):
-                    ev = bucket.take(need)
-                    if ev is not None:
-                        try:
-                            yield ev
-                        except simpy.Interrupt:
-                            bucket.cancel(ev)
-                            self._release(held)
-                            raise
+                    held.append(slots)
+                if tokens:
+                    for bucket, need in a.needs(uncached, read, out_tokens):
+                        ev = bucket.take(need)
+                        if ev is not None:
+                            try:
+                                yield ev
+                            except simpy.Interrupt:
+                                bucket.cancel(ev)
+                                self._release(held)
+                                raise
             return held, None, False
         except TooLarge:
+            self._release(held)
             return [], None, True
 
     @staticmethod

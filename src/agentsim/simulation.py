@@ -268,6 +268,8 @@ def _simulate_workload(plan: Plan, seed: int) -> Results:
             "runs_failed": int((counted & (r["status"] == 1)).sum()),
             "runs_unfinished": int((counted & (r["status"] == 2)).sum()),
             "runs_in_flight_at_end": int((r["status"] == 2).sum()),
+            "failed_share": float((counted & (r["status"] != 0)).sum() / max(1, counted.sum())),
+            "cost_of_failed_runs_usd": float(r.loc[counted & (r["status"] == 1), "cost_usd"].sum()),
             "throughput_runs_per_hour": float(ok_in_window.sum() / hours),
             "input_tokens_per_min": float(in_window["input_tokens"].sum() / (hours * 60)),
             "output_tokens_per_min": float(
