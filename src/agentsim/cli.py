@@ -216,3 +216,4 @@ def main() -> None:  # console-script entry point
 
 if __name__ == "__main__":  # pragma: no cover
     main()
+from . import cli_replay  # noqa: E402,F401
