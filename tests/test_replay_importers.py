@@ -8,6 +8,7 @@ Costs are recomputed with ``genai_prices.calc_price`` call by call.
 from __future__ import annotations
 
 import datetime as dt
+import json
 import math
 import shutil
 from pathlib import Path
@@ -351,3 +352,44 @@ def test_link_nodes_frontier():
     preds = {n.id: set(n.preds) for n in nodes}
     assert preds == {"a": set(), "b": {"a"}, "c": {"a"}, "e": {"b"}, "d": {"c", "e"}}
     assert math.isclose(sum(n.duration for n in nodes), 1 + 2 + 4 + 1 + 1)
+
+
+def test_claude_code_inline_sidechain_and_interruption(tmp_path):
+    """Older Claude Code wrote subagent lines inline (isSidechain, no agentId); an interruption marker is no prompt."""
+    u = {"input_tokens": 1, "output_tokens": 10, "cache_read_input_tokens": 0, "cache_creation_input_tokens": 0}
+
+    def line(uuid, parent, ts, kind, side=False, **msg):
+        d = {
+            "parentUuid": parent,
+            "isSidechain": side,
+            "sessionId": "old",
+            "type": kind,
+            "uuid": uuid,
+            "timestamp": f"2026-11-08T10:{ts}Z",
+        }
+        d["message"] = msg
+        return json.dumps(d)
+
+    task = [{"type": "tool_use", "id": "toolu_T", "name": "Task", "input": {}}]
+    lines = [
+        line("u1", None, "00:00.000", "user", content="go"),
+        line("a1", "u1", "00:03.000", "assistant", id="m1", model="claude-opus-4-8", content=task, usage=u),
+        line("s1", None, "00:03.500", "user", side=True, content="sub prompt"),
+        line("s2", "s1", "00:08.000", "assistant", side=True, id="ms", model="claude-opus-4-8", content=[], usage=u),
+        line("u2", "a1", "00:10.000", "user", content=[{"type": "tool_result", "tool_use_id": "toolu_T"}]),
+        line("u3", "u2", "00:20.000", "user", content=[{"type": "text", "text": "[Request interrupted by user]"}]),
+        line("u4", "u3", "01:00.000", "user", content="next"),
+        line("a2", "u4", "01:04.000", "assistant", id="m2", model="claude-opus-4-8", content=[], usage=u),
+    ]
+    f = tmp_path / "old.jsonl"
+    f.write_text("\n".join(lines) + "\n")
+    (s,), _ = read_sessions([(f, "auto")])
+    task_node = next(n for n in s.nodes if n.name == "Task")
+    side = next(n for n in s.calls if n.call.call_id == "ms")
+    assert side.parent == task_node.id and (side.start, side.end) == (
+        t("2026-11-08T10:00:03.500"),
+        t("2026-11-08T10:00:08"),
+    )
+    humans = [n for n in s.nodes if n.kind == "human"]  # tool result 10:00:10 -> prompt 10:01:00, one gap
+    assert [(h.start, h.end) for h in humans] == [(t("2026-11-08T10:00:10"), t("2026-11-08T10:01:00"))]
+    assert s.wall_time_s == 64.0

@@ -100,11 +100,10 @@ def _speed_profiles(values: list[str], config) -> None:
         model, ref = model.strip(), ref.strip()
         if not model or not ref:
             raise BadInput(f"--speed-profile '{value}': write MODEL=PROFILE (a bundled name or a file) or PROFILE")
+        if "/" in ref or "\\" in ref or ref.endswith((".yaml", ".yml", ".json")):
+            ref = str(Path(ref).resolve())  # a file: relative to where the command runs
         old = config.models.get(model)
-        spec = old.model_copy(update={"profile": ref}) if old else ReplayModelSpec(profile=ref)
-        config.models[model] = spec
-    if values:
-        config._base_dir = Path.cwd()
+        config.models[model] = old.model_copy(update={"profile": ref}) if old else ReplayModelSpec(profile=ref)
 
 
 @app.command("replay")

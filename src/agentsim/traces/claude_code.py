@@ -139,6 +139,11 @@ def _usage(u) -> dict:
     return out
 
 
+def _interruption(text) -> bool:
+    """Claude Code's own "[Request interrupted by user...]" marker: not a prompt (only its prefix is looked at)."""
+    return isinstance(text, str) and text.startswith("[Request interrupted")
+
+
 def _parse_line(no: int, obj: dict) -> _Line | None:
     """Keep the timing, ids, token numbers and tool names of a line; None for lines without a time."""
     kind = obj.get("type")
@@ -175,11 +180,10 @@ def _parse_line(no: int, obj: dict) -> _Line | None:
             for block in content:
                 if isinstance(block, dict) and block.get("type") == "tool_result":
                     line.tool_results.append(str(block.get("tool_use_id")))
-            line.prompt = not line.tool_results and any(
-                isinstance(b, dict) and b.get("type") in ("text", "image") for b in content
-            )
+            texts = [b for b in content if isinstance(b, dict) and b.get("type") in ("text", "image")]
+            line.prompt = not line.tool_results and bool(texts) and not _interruption(texts[0].get("text"))
         elif isinstance(content, str):
-            line.prompt = True
+            line.prompt = not _interruption(content)
         if obj.get("isMeta") or obj.get("isCompactSummary"):
             line.prompt = False
         result = obj.get("toolUseResult")

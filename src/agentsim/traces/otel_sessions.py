@@ -150,6 +150,9 @@ def _build(key: str, traces: list[list[Span]], rep: FileReport) -> Session | Non
         nonlocal uncached_style, nested_calls
         nid = ids[(s.trace_id, s.span_id)]
         below = has_genai(s)
+        if s.end_s < s.start_s:
+            rep.bad_line(s.source_line)  # a span that ends before it starts
+            return
         if _is_call(s) and not below:
             try:
                 call, added_cached = _call(s, nid)
