@@ -352,119 +352,124 @@ class _Planner:
 
     def recorded(self) -> dict[tuple, _Plan]:
         """Each call as recorded: its model and tier, the TTFT/decode split of its duration, its price."""
-        out = {}
+        out, decided = {}, {}
         for key, n in self.calls():
             c = n.call
-            t = self.res.target(c.provider, c.model)
-            sm = self.res.speed(t)
-            rates, why = self.res.rates(t, c.tier, self.day(n.start))
-            if rates is None and c.tier != "standard":
-                self.notes.add(f"recorded at tier {c.tier}: {why}; priced at the standard rate")
-                rates, why = self.res.rates(t, "standard", self.day(n.start))
-            if rates is None:
-                self.notes.add(f"not priced: {why}")
+            k = (c.provider, c.model, c.tier, self.day(n.start))
+            if k not in decided:
+                decided[k] = self._recorded_choice(*k)
+            t, sm, rates, notes = decided[k]
+            for note in notes:
+                self.notes.add(note)
             e_ttft = sm.expected_ttft(c.tier, c.uncached_input_tokens)
             e_decode = sm.expected_decode(c.tier, c.output_tokens)
             ttft, decode = split_call(n.duration, e_ttft, e_decode, c.ttft_s, self.config.split)
             out[key] = _Plan(t, sm, c.tier, ttft, decode, rates, e_ttft)
         return out
 
+    def _recorded_choice(self, provider, model, tier, day):
+        t = self.res.target(provider, model)
+        notes = []
+        rates, why = self.res.rates(t, tier, day)
+        if rates is None and tier != "standard":
+            notes.append(f"recorded at tier {tier}: {why}; priced at the standard rate")
+            rates, why = self.res.rates(t, "standard", day)
+        if rates is None:
+            notes.append(f"not priced: {why}")
+        return t, self.res.speed(t), rates, notes
+
     def variant(self, name: str, spec: ReplayVariantSpec, rec: dict[tuple, _Plan]) -> dict[tuple, _Plan]:
         """Each call under a variant: re-timed by the ratio of expectations, re-priced by the variant's table."""
-        out = {}
+        out, decided = {}, {}
         for key, n in self.calls():
             c, r = n.call, rec[key]
-            names = (c.model, r.target.catalog, r.target.catalog.split("/", 1)[1] if r.target.catalog else None)
-            new_model, _ = mapped(spec.model, names)
-            t = r.target if new_model is None else variant_target(self.res, new_model, name)
-            new_tier, explicit = mapped(spec.speed, names)
-            tier = new_tier or r.tier
-            day = self.day(n.start)
-            override = mapped(spec.price or None, (*names, t.label, t.catalog))[0]
-            if override is not None:
-                try:
-                    rates = compile_price(override, day)
-                except PriceError as exc:
-                    raise ValueError(f"variant '{name}': price of {t.label}: {exc.message}") from None
-            else:
-                rates, why = self.res.rates(t, tier, day)
-                if rates is None and tier != "standard":
-                    if explicit:
-                        raise ValueError(f"variant '{name}': {why}")
-                    if new_tier is None and t == r.target:  # as recorded: the tier's speed, the standard price
-                        self.notes.add(f"variant '{name}': recorded at tier {tier}: {why}; priced at the standard rate")
-                    else:
-                        self.notes.add(f"variant '{name}': {why}; kept at standard")
-                        tier = "standard"
-                    rates, why = self.res.rates(t, "standard", day)
-                if rates is None:
-                    self.notes.add(f"variant '{name}': not priced: {why}")
-            sm = self.res.speed(t)
+            k = (r.target, r.tier, self.day(n.start))
+            if k not in decided:
+                decided[k] = self._variant_choice(name, spec, c.model, *k)
+            t, sm, tier, rates, notes = decided[k]
+            for note in notes:
+                self.notes.add(note)
             e_ttft = sm.expected_ttft(tier, c.uncached_input_tokens)
             ttft = r.ttft * (e_ttft / r.expected_ttft) if r.expected_ttft > 0 else r.ttft
             decode = r.decode * r.speed.tier(r.tier)[0] / sm.tier(tier)[0] * (r.speed.output_tps / sm.output_tps)
             out[key] = _Plan(t, sm, tier, ttft, decode, rates, e_ttft)
         return out
 
+    def _variant_choice(self, name: str, spec: ReplayVariantSpec, model: str, rt: Target, rec_tier: str, day):
+        """Target model, tier, price table and notes for the calls of one recorded (model, tier) on one day."""
+        names = (model, rt.catalog, rt.catalog.split("/", 1)[1] if rt.catalog else None)
+        new_model, _ = mapped(spec.model, names)
+        t = rt if new_model is None else variant_target(self.res, new_model, name)
+        new_tier, explicit = mapped(spec.speed, names)
+        tier = new_tier or rec_tier
+        notes = []
+        override = mapped(spec.price or None, (*names, t.label, t.catalog))[0]
+        if override is not None:
+            try:
+                rates = compile_price(override, day)
+            except PriceError as exc:
+                raise ValueError(f"variant '{name}': price of {t.label}: {exc.message}") from None
+        else:
+            rates, why = self.res.rates(t, tier, day)
+            if rates is None and tier != "standard":
+                if explicit:
+                    raise ValueError(f"variant '{name}': {why}")
+                if new_tier is None and t == rt:  # as recorded: the tier's speed, the standard price
+                    notes.append(f"variant '{name}': recorded at tier {tier}: {why}; priced at the standard rate")
+                else:
+                    notes.append(f"variant '{name}': {why}; kept at standard")
+                    tier = "standard"
+                rates, why = self.res.rates(t, "standard", day)
+            if rates is None:
+                notes.append(f"variant '{name}': not priced: {why}")
+        return t, self.res.speed(t), tier, rates, notes
 
-def _cost(rates: Rates | None, c) -> float:
-    if rates is None:
-        return math.nan
-    return float(
-        call_cost(
-            rates,
-            c.input_tokens,
-            c.cache_read_tokens,
-            c.cache_write_tokens,
-            c.cache_write_1h_tokens,
-            c.output_tokens - c.reasoning_tokens,
-            c.reasoning_tokens,
+
+def _costs(base: pd.DataFrame, rates: list[Rates | None]) -> np.ndarray:
+    """USD per call (NaN where unpriced): :func:`call_cost` on the token columns, one table at a time."""
+    out = np.full(len(base), np.nan)
+    groups: dict[int, list[int]] = {}
+    for i, r in enumerate(rates):
+        if r is not None:
+            groups.setdefault(id(r), []).append(i)
+    cols = {
+        k: base[k].to_numpy(dtype=np.float64)
+        for k in (
+            "input_tokens",
+            "cache_read_tokens",
+            "cache_write_tokens",
+            "cache_write_1h_tokens",
+            "output_tokens",
+            "reasoning_tokens",
         )
-    )
+    }
+    for idx in groups.values():
+        ix = np.asarray(idx)
+        inp, read, write, write_1h, out_, reasoning = (v[ix] for v in cols.values())
+        out[ix] = call_cost(rates[idx[0]], inp, read, write, write_1h, out_ - reasoning, reasoning)
+    return out
 
 
 def _tabulate(sessions: list[Session], plans: dict[str, dict[tuple, _Plan]]):
     """The long calls and sessions tables: one row per (variant, call) and per (variant, session)."""
     base = calls_table(sessions)
+    keys = [(si, n.id) for si, s in enumerate(sessions) for n in s.calls]
     frames, rows = [], []
     rec_cost: dict[int, float] = {}
     for name, plan in plans.items():
-        cols: dict[str, list] = {
-            k: []
-            for k in (
-                "target_model",
-                "target_tier",
-                "ttft_s",
-                "decode_s",
-                "replay_start_s",
-                "replay_end_s",
-                "cost_usd",
-                "price_source",
-            )
-        }
+        ps = [plan[k] for k in keys]
+        costs = _costs(base, [p.rates for p in ps])
+        starts, ends = [], []
+        i = 0
         for si, s in enumerate(sessions):
-            tl = timeline(s, {n.id: (plan[(si, n.id)].ttft, plan[(si, n.id)].decode) for n in s.calls})
-            costs = []
-            for n in s.calls:
-                p = plan[(si, n.id)]
-                costs.append(_cost(p.rates, n.call))
-                for col, v in zip(
-                    cols,
-                    (
-                        p.target.label,
-                        p.tier,
-                        p.ttft,
-                        p.decode,
-                        tl.start[n.id],
-                        tl.end[n.id],
-                        costs[-1],
-                        p.rates.source if p.rates is not None else None,
-                    ),
-                    strict=True,
-                ):
-                    cols[col].append(v)
+            calls = s.calls
+            tl = timeline(s, {n.id: (plan[(si, n.id)].ttft, plan[(si, n.id)].decode) for n in calls})
+            starts += [tl.start[n.id] for n in calls]
+            ends += [tl.end[n.id] for n in calls]
+            mine = costs[i : i + len(calls)]
+            i += len(calls)
             wall = s.wall_time_s if name == RECORDED else tl.wall_time_s
-            cost = math.fsum(x for x in costs if not math.isnan(x))
+            cost = math.fsum(float(x) for x in mine if not math.isnan(x))
             rec_cost.setdefault(si, cost)
             rows.append(
                 {
@@ -473,7 +478,7 @@ def _tabulate(sessions: list[Session], plans: dict[str, dict[tuple, _Plan]]):
                     "project": s.project,
                     "source": s.source,
                     "start": _iso(s.start),
-                    "calls": len(costs),
+                    "calls": len(calls),
                     "wall_time_s": wall,
                     "recorded_wall_time_s": s.wall_time_s,
                     "cost_usd": cost,
@@ -484,8 +489,14 @@ def _tabulate(sessions: list[Session], plans: dict[str, dict[tuple, _Plan]]):
             )
         frame = base.copy()
         frame.insert(0, "variant", name)
-        for k, v in cols.items():
-            frame[k] = v
+        frame["target_model"] = [p.target.label for p in ps]
+        frame["target_tier"] = [p.tier for p in ps]
+        frame["ttft_s"] = [p.ttft for p in ps]
+        frame["decode_s"] = [p.decode for p in ps]
+        frame["replay_start_s"] = starts
+        frame["replay_end_s"] = ends
+        frame["cost_usd"] = costs
+        frame["price_source"] = [p.rates.source if p.rates is not None else None for p in ps]
         frames.append(frame)
     return pd.concat(frames, ignore_index=True), pd.DataFrame(rows)
 
@@ -515,7 +526,8 @@ def replay(
     models = {}
     for plan in plans.values():
         for p in plan.values():
-            models.setdefault(p.target.label, p.speed.to_json())
+            if p.target.label not in models:
+                models[p.target.label] = p.speed.to_json()
     assumptions = {
         "split": config.split,
         "prices": f"as of {config.prices_as_of}" if config.prices_as_of else "as of each call's date (UTC)",
