@@ -91,6 +91,9 @@ def test_fast_decode_is_recorded_decode_over_2_5_with_constant_ttft(claude):
     assert list(fast.decode_s) == [10.0 / 2.5, 6.0 / 2.5]
     st = res.session_table.set_index("variant")
     assert st.wall_time_s["fast"] == pytest.approx(2 + 4 + 1 + 2 + 2.4)  # 11.4 s instead of 21 s
+    summary = res.summary()
+    assert list(summary.index) == ["recorded", "fast"] and summary.delta_time_s["fast"] == pytest.approx(11.4 - 21)
+    assert summary.usd_per_hour_saved["fast"] == pytest.approx(summary.delta_cost_usd["fast"] / (9.6 / 3600))
     assert st.decode_s["fast"] == pytest.approx(6.4) and st.tool_s["fast"] == pytest.approx(1.0)
 
 

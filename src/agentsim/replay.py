@@ -265,19 +265,32 @@ class ReplayResult:
         return json.dumps(self.summary_dict(), indent=2, sort_keys=False) + "\n"
 
     def summary(self) -> pd.DataFrame:
-        """Per variant: mean and p95 wall time per session, mean cost per session (for the trade-off figure)."""
+        """One row per variant ('recorded' first): totals, changes, USD per hour saved, and per-session mean and
+        p95 wall time and mean cost (what :meth:`plot_tradeoff` draws)."""
+        doc = self.summary_dict()
         rows = []
         for name in self.names:
+            v = doc["recorded"] if name == RECORDED else doc["variants"][name]
+            vs = v.get("vs_recorded", {})
             t = self.session_table[self.session_table.variant == name]
             rows.append(
                 {
                     "variant": name,
+                    "wall_time_s": v["wall_time_s"],
+                    "cost_usd": v["cost_usd"],
+                    **{f"{k}_s": x for k, x in v["time_s"].items()},
+                    "delta_time_s": vs.get("delta_time_s", 0.0),
+                    "delta_cost_usd": vs.get("delta_cost_usd", 0.0),
+                    "usd_per_hour_saved": vs.get("usd_per_hour_saved"),
                     "wall_mean_s": float(t["wall_time_s"].mean()),
                     "wall_p95_s": float(np.percentile(t["wall_time_s"], 95)),
                     "cost_mean_usd": float(t["cost_usd"].mean()),
                 }
             )
         return pd.DataFrame(rows).set_index("variant")
+
+    def _repr_html_(self) -> str:
+        return self.summary()._repr_html_()
 
     def plot_tradeoff(self):
         from .plots import tradeoff_figure

@@ -168,6 +168,8 @@ def _parse_line(no: int, obj: dict) -> _Line | None:
         line.message_id = msg.get("id") if isinstance(msg.get("id"), str) else None
         request_id = obj.get("requestId") if isinstance(obj.get("requestId"), str) else None
         line.key = f"{line.message_id}:{request_id}" if request_id else line.message_id
+        if line.key is None:  # no id to deduplicate by: the line is its own call (as ccusage counts it)
+            line.key = f"line:{line.uuid or no}"
         line.model = msg.get("model") if isinstance(msg.get("model"), str) else None
         if "usage" in msg:
             line.usage = _usage(msg["usage"])

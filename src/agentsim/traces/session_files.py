@@ -26,6 +26,7 @@ __all__ = ["FORMATS", "SessionInputError", "default_paths", "detect_format", "re
 
 FORMATS = ("auto", "claude-code", "codex", "otel")
 SNIFF_LINES = 50
+SNIFF_BYTES = 256 * 1024
 
 
 class SessionInputError(ValueError):
@@ -47,7 +48,7 @@ def detect_format(path: Path) -> str | None:
     """claude-code, codex, otel, or None when the first lines are none of these."""
     try:
         with path.open(encoding="utf-8", errors="replace") as fh:
-            head = fh.read(1 << 20)
+            head = fh.read(SNIFF_BYTES)
     except OSError:
         return None
     stripped = head.lstrip()
@@ -68,6 +69,11 @@ def detect_format(path: Path) -> str | None:
             return "codex"
         if claude_code.looks_like(obj):
             return "claude-code"
+    # a first line longer than what was read: recognise the format by its keys
+    if stripped.startswith("{") and '"payload"' in head and '"timestamp"' in head:
+        return "codex"
+    if stripped.startswith("{") and ('"parentUuid"' in head or '"sessionId"' in head):
+        return "claude-code"
     return None
 
 
