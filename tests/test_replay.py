@@ -31,6 +31,17 @@ def claude():
     return {s.id: s for s in read_sessions([(FIX / "claude-code", "auto")])[0]}
 
 
+@pytest.fixture
+def flat(tmp_path):
+    """Every model pinned to TTFT 2 s, 60 output tokens/s, fast = 2.5x output speed (whatever is bundled)."""
+    prof = tmp_path / "flat.yaml"
+    prof.write_text(
+        "profile: flat\nkind: assumption\nsource: test\ndate: 2026-11-01\nttft: 2.0\noutput_tps: 60\n"
+        "speeds: {fast: {output_tps_x: 2.5}}\n"
+    )
+    return ReplayConfig.model_validate({"models": {"*": {"profile": str(prof)}}})
+
+
 def rows(res, variant, session=None):
     c = res.calls[res.calls.variant == variant]
     return c if session is None else c[c.session == session]
@@ -81,10 +92,10 @@ def test_identity_replay_reproduces_wall_time_and_cost(everything):
     assert (parts - same.wall_time_s).abs().max() < 1e-6
 
 
-def test_fast_decode_is_recorded_decode_over_2_5_with_constant_ttft(claude):
-    # sess-bbb: C1 09:00:00 -> :12 (300 out), Edit 1 s, C2 :13 -> :21 (240 out). Default profile: TTFT 2 s,
+def test_fast_decode_is_recorded_decode_over_2_5_with_constant_ttft(claude, flat):
+    # sess-bbb: C1 09:00:00 -> :12 (300 out), Edit 1 s, C2 :13 -> :21 (240 out). Profile: TTFT 2 s,
     # 60 tok/s, so both calls are slower than expected and their TTFT is the constant 2 s.
-    res = replay([claude["sess-bbb"]], {"fast": ReplayVariantSpec(speed="fast")})
+    res = replay([claude["sess-bbb"]], {"fast": ReplayVariantSpec(speed="fast")}, flat)
     rec, fast = rows(res, "recorded"), rows(res, "fast")
     assert list(rec.ttft_s) == [2.0, 2.0] and list(fast.ttft_s) == [2.0, 2.0]
     assert list(rec.decode_s) == [10.0, 6.0]  # 12 - 2, 8 - 2
@@ -97,11 +108,11 @@ def test_fast_decode_is_recorded_decode_over_2_5_with_constant_ttft(claude):
     assert st.decode_s["fast"] == pytest.approx(6.4) and st.tool_s["fast"] == pytest.approx(1.0)
 
 
-def test_fast_on_a_session_with_subagent_and_parallel_tools(claude):
+def test_fast_on_a_session_with_subagent_and_parallel_tools(claude, flat):
     # sess-aaa, 374 s recorded. Fast divides each opus decode by 2.5: A1 6 s (decode 4) -> -2.4; A2 5 s
     # (decode 3) -> -1.8; A3 was already fast; A4 6 s (decode 4) -> -2.4; A5 4 s (decode 2) -> -1.2.
     # Haiku has no fast tier: the subagent's calls, hence the Task tool, keep their time.
-    res = replay([claude["sess-aaa"]], {"fast": ReplayVariantSpec(speed="fast")})
+    res = replay([claude["sess-aaa"]], {"fast": ReplayVariantSpec(speed="fast")}, flat)
     st = res.session_table.set_index("variant")
     assert st.wall_time_s["recorded"] == pytest.approx(374.0)
     assert st.wall_time_s["fast"] == pytest.approx(374.0 - 2.4 - 1.8 - 2.4 - 1.2)
@@ -202,12 +213,13 @@ def test_model_swap_retimes_with_both_profiles(claude, tmp_path):
     assert list(swap.decode_s) == [d / 2 for d in rec.decode_s]
 
 
-def test_config_file_variants_tiers_and_prices(claude, tmp_path):
+def test_config_file_variants_tiers_and_prices(claude, tmp_path, flat):
     cfg_file = tmp_path / "replay.yaml"
     cfg_file.write_text(
         "prices_as_of: 2026-11-15\n"
         "value_of_time: {usd_per_hour: 50}\n"
         "models:\n"
+        "  '*': {profile: flat.yaml}\n"
         "  claude-opus-4-8:\n"
         "    speeds: {turbo: {output_tps_x: 4, price_x: 3}}\n"
         "variants:\n"

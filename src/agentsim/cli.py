@@ -151,6 +151,26 @@ def summary_table(doc: dict) -> Table:
     row("USD per hour saved", lambda v: _fmt_usd(v["vs_baseline"]["usd_per_hour_saved"]))
     label = f"pays off at ${vot:,.0f}/h" if vot is not None else "pays off (no value_of_time)"
     row(label, lambda v: {True: "yes", False: "no", None: "–"}[v["vs_baseline"]["pays_off"]])
+    first = next(iter(variants.values()))
+    if "workload" in first:
+        t.add_row("workload", *[""] * len(variants))
+        row("  runs counted", lambda v: f"{v['workload']['runs_counted']:,}")
+        row("  completed / failed", lambda v: f"{v['workload']['runs_completed']:,} / {v['workload']['runs_failed']:,}")
+        row("  unfinished at end", lambda v: f"{v['workload']['runs_unfinished']:,}")
+        row("  throughput (runs/h)", lambda v: f"{v['workload']['throughput_runs_per_hour']:,.1f}")
+        row("  output tokens/min", lambda v: _fmt_n(v["workload"]["output_tokens_per_min"]))
+    if "limits" in first:
+        t.add_row("limits", *[""] * len(variants))
+        row("  queue wait mean", lambda v: _fmt_s(v["limits"]["queue_wait_s"]["mean"]))
+        row("  queue wait p95", lambda v: _fmt_s(v["limits"]["queue_wait_s"]["p95"]))
+        for key, label in (("rejected_429", "429s"), ("retries", "retries"), ("errors", "errors"),
+                           ("timeouts", "timeouts"), ("fallbacks", "fallbacks"), ("failed_runs", "failed runs")):
+            row(f"  {label}", lambda v, key=key: f"{v['limits']['attempts'][key]:,}")
+        for acct in first["limits"].get("accounts", {}):
+            for kind in ("concurrency", "rpm", "input_tpm", "output_tpm"):
+                if kind in first["limits"]["accounts"][acct]:
+                    row(f"  {acct} {kind} use",
+                        lambda v, a=acct, k=kind: f"{v['limits']['accounts'][a][k]['utilisation']:.0%}")
     return t
 
 
@@ -216,4 +236,8 @@ def main() -> None:  # console-script entry point
 
 if __name__ == "__main__":  # pragma: no cover
     main()
-from . import cli_replay  # noqa: E402,F401
+
+from . import (  # noqa: E402
+    cli_prices,  # noqa: F401
+    cli_replay,  # noqa: F401
+)

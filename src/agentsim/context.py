@@ -58,6 +58,17 @@ class Ctx:
         self.entries[key] = [(inp if self.cfg.grows else self.L, now)]
         return inp, read, write, (write if ttl == ONE_HOUR else 0)
 
+    def peek(self, key: int, ttl: float, new_input: int, now: float) -> tuple[int, int]:
+        """(input, cache_read) a call would have if it started ``now``, changing nothing."""
+        inp = self.L + new_input
+        if not self.cfg.cache:
+            return inp, 0
+        read = 0
+        for s, t in self.entries.get(key, ()):
+            if now - t <= ttl and s > read:
+                read = s
+        return inp, read
+
     def add(self, tokens: int) -> None:
         if self.cfg.grows:
             self.L += tokens

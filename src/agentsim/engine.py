@@ -42,6 +42,8 @@ from .plan import (
     OUTPUT,
     PICK,
     REASONING,
+    U_ERROR,
+    U_JITTER,
     U_TPS,
     U_TTFT,
     CallNode,
@@ -55,6 +57,7 @@ from .plan import (
     ToolNode,
     WaitNode,
 )
+from .pricing import call_cost
 from .records import (
     BREAKDOWN,
     CALL_FLOAT,
@@ -65,7 +68,7 @@ from .records import (
     empty_call_tensors,
     empty_span_tensors,
 )
-from .sampling import Block
+from .sampling import Block, tier_speeds
 
 __all__ = ["run_block_des"]
 
@@ -86,22 +89,41 @@ class _Settle(Event):
 
 
 class Flow:
-    """A thread of sequential steps: its context and its critical-path breakdown so far."""
+    """A thread of sequential steps of run ``r``: its context and its critical-path breakdown so far."""
 
-    __slots__ = ("acc", "ctx")
+    __slots__ = ("acc", "ctx", "r")
 
-    def __init__(self, ctx: Ctx, acc: list[float]):
+    def __init__(self, ctx: Ctx, acc: list[float], r: int):
         self.ctx = ctx
         self.acc = acc
+        self.r = r
+
+
+class RunFailed(Exception):
+    """A call used up its attempts: the run stops here."""
+
+
+# run status codes (runs table)
+RUN_OK, RUN_FAILED, RUN_UNFINISHED = 0, 1, 2
+# attempt outcomes (attempts table)
+ATT_OK, ATT_REJECTED, ATT_ERROR, ATT_TIMEOUT, ATT_CANCELLED = range(5)
+ATTEMPT_STATUS = {ATT_OK: "ok", ATT_REJECTED: "rejected", ATT_ERROR: "error", ATT_TIMEOUT: "timeout",
+                  ATT_CANCELLED: "cancelled"}
+FAILED = 3  # call status: every attempt failed
 
 
 class _Runner:
-    """Runs the plan for every run of one block, in one variant."""
+    """Runs the plan for the runs of one block, in one variant.
+
+    Plain scenarios run each run in a fresh environment (:meth:`run_one`); with shared
+    accounts every run of a replication, or every run of a workload, shares ``accounts``.
+    """
 
     def __init__(self, plan: Plan, block: Block, variant: int, speeds: dict):
         self.plan = plan
         self.block = block
-        self.n = block.n
+        self.variant = variant
+        self.n = n = block.n
         self.dims = block.dims
         constant = {(d.node, d.purpose) for d in plan.draws if d.sampler is not None and d.sampler.is_constant}
         raw = {(c.id, p) for c in plan.calls for p in (U_TTFT, U_TPS)}  # the DES reads the transformed speeds
@@ -109,13 +131,14 @@ class _Runner:
         def values(key, arr):
             # (run r, instance i) -> Python number at [r * width + i]; a constant is a one-element list
             if key in constant:
-                return arr.reshape(-1)[:1].tolist() if arr.size else [0]
+                return [arr.item(0)] if arr.size else [0]
             return arr.reshape(-1).tolist()
 
         self.tl = tl = {key: values(key, arr) for key, arr in block.values.items() if key not in raw}
         self.const = {key: key in constant for key in tl}
         # width of each node's instance axes (its scope), to find (r, i) in the flat lists
         self.width = {nd.id: int(np.prod(block.shape(nd.scope), dtype=np.int64)) for nd in plan.nodes}
+        self.speeds = speeds
         self.call_info = {}
         for c in plan.calls:
             tier = plan.tiers[c.tiers[variant]]
@@ -128,47 +151,76 @@ class _Runner:
                 ttft0.reshape(-1).tolist(), tps.reshape(-1).tolist(),
                 tier.index, tier.ttl_s, tier.prefill_tps,
             )
+        self._tier_speeds: dict[tuple[int, int], tuple[list, list]] = {}
         self.call_recs: list[tuple] = []
         self.span_recs: list[tuple] = []
-        handler = {
-            CallNode: self.call,
-            ToolNode: self.tool,
-            WaitNode: self.wait,
-            SeqNode: self.seq,
-            ParNode: self.par,
-            FanoutNode: self.fanout,
-            RepeatNode: self.repeat,
-            ChooseNode: self.choose,
-            SubagentNode: self.subagent,
-        }
-        # Each sequence's steps with their handlers, resolved once.
+        self.attempt_recs: list[tuple] = []
+        self.limited = plan.needs_attempts
+        handler = dict(_HANDLER)
+        if self.limited:
+            handler[CallNode] = _Runner.call_limited
+        # Each sequence's steps with their handlers (plain functions: no reference cycle), resolved once.
         self.steps_of = {
             node.id: [(handler[type(ch)], ch) for ch in node.steps] for node in plan.nodes if isinstance(node, SeqNode)
         }
         self.env: simpy.Environment = None  # type: ignore[assignment]
-        self.r = 0
-        self.end = 0.0
+        self.accounts: list = []
+        # per-run results
+        self.wall = np.zeros(n)
+        self.start = np.zeros(n)
+        self.acc = np.zeros((n, 5))
+        self.status = np.zeros(n, dtype=np.int8)
+        self.done: list[simpy.Event | None] = [None] * n
 
-    # ------------------------------------------------------------------ one run
-    def run_one(self, r: int) -> tuple[float, list[float]]:
-        self.r = r
+    # ------------------------------------------------------------------ runs
+    def run_one(self, r: int) -> None:
+        """Run ``r`` alone in a fresh environment (with fresh accounts when there are limits)."""
         self.env = env = simpy.Environment()
-        flow = Flow(Ctx(self.plan.ctx), [0.0, 0.0, 0.0, 0.0, 0.0])
-        env.process(self._top(flow))
-        env.run()
-        return self.end, flow.acc
+        if self.plan.accounts:
+            from .limits import Account
 
-    def _top(self, flow: Flow):
-        yield from self.seq(self.plan.root, flow, 0)
-        self.end = self.env.now
+            self.accounts = [Account.create(spec, env) for spec in self.plan.accounts]
+        env.process(self.top(r))
+        env.run()
+
+    def top(self, r: int):
+        """The process of run ``r``: walks the plan, records its end, status and breakdown."""
+        env = self.env
+        t_start = env.now
+        self.start[r] = t_start
+        flow = Flow(Ctx(self.plan.ctx), [0.0, 0.0, 0.0, 0.0, 0.0], r)
+        try:
+            yield from self.seq(self.plan.root, flow, 0)
+        except RunFailed:
+            self.status[r] = RUN_FAILED
+        self.wall[r] = env.now - t_start
+        self.acc[r] = flow.acc
+
+    # ------------------------------------------------------------------ values
+    def value(self, node, purpose: int, r: int, flat: int):
+        key = (node.id, purpose)
+        return self.tl[key][0] if self.const[key] else self.tl[key][r * self.width[node.id] + flat]
+
+    def value_at(self, node_id: int, purpose: int, r: int):
+        """A per-run draw of a pseudo-node (the workload's arrival gaps and think times)."""
+        key = (node_id, purpose)
+        return self.tl[key][0] if self.const[key] else self.tl[key][r]
+
+    def tier_speeds(self, node: CallNode, tier: int) -> tuple[list, list]:
+        """(TTFT, TPS) flat lists of a call on another tier (a fallback), from the same draws."""
+        key = (node.id, tier)
+        if key not in self._tier_speeds:
+            ttft0, tps = tier_speeds(self.plan, self.block, node, tier)
+            self._tier_speeds[key] = (ttft0.reshape(-1).tolist(), tps.reshape(-1).tolist())
+        return self._tier_speeds[key]
 
     # ------------------------------------------------------------------ steps
     def seq(self, node: SeqNode, st: Flow, flat: int):
         for fn, child in self.steps_of[node.id]:
-            yield from fn(child, st, flat)
+            yield from fn(self, child, st, flat)
 
     def call(self, node: CallNode, st: Flow, flat: int):
-        env, r = self.env, self.r
+        env, r = self.env, st.r
         width, inp_l, inp_c, out_l, out_c, reas_l, reas_c, ttft_l, tps_l, key, ttl, prefill = self.call_info[node.id]
         j = r * width + flat
         i_new = inp_l[0] if inp_c else inp_l[j]
@@ -189,11 +241,11 @@ class _Runner:
                 gen = min(math.floor((T - t_first) * tps), out + reas) if t_first < T else 0
                 rb = min(reas, gen)
                 self.call_recs.append(
-                    (node.id, r, flat, CANCELLED, t0, t0, t_first, T, ttft, inp, read, write, w1h, gen - rb, rb)
+                    (node.id, r, flat, CANCELLED, t0, t0, t_first, T, ttft, inp, read, write, w1h, gen - rb, rb, key)
                 )
             raise
         self.call_recs.append(
-            (node.id, r, flat, DONE, t0, t0, t0 + ttft, env.now, ttft, inp, read, write, w1h, out, reas)
+            (node.id, r, flat, DONE, t0, t0, t0 + ttft, env.now, ttft, inp, read, write, w1h, out, reas, key)
         )
         if ctx.cfg.grows:
             ctx.L += i_new + out
@@ -201,50 +253,219 @@ class _Runner:
         acc[TTFT] += ttft
         acc[DEC] += dec
 
-    def value(self, node, purpose: int, flat: int):
-        key = (node.id, purpose)
-        return self.tl[key][0] if self.const[key] else self.tl[key][self.r * self.width[node.id] + flat]
+    def call_limited(self, node: CallNode, st: Flow, flat: int):
+        """A call that may wait for, or be refused by, shared accounts, fail, time out and be retried."""
+        env, r = self.env, st.r
+        width, inp_l, inp_c, out_l, out_c, reas_l, reas_c, ttft_l, tps_l, key, _, _ = self.call_info[node.id]
+        j = r * width + flat
+        i_new = inp_l[0] if inp_c else inp_l[j]
+        out = out_l[0] if out_c else out_l[j]
+        reas = reas_l[0] if reas_c else reas_l[j]
+        plan = self.plan
+        primary = plan.tiers[key]
+        tier = primary
+        u_err = self.tl[(node.id, U_ERROR)]
+        u_jit = self.tl[(node.id, U_JITTER)]
+        n_att = len(u_err) // (self.n * width)  # attempts axis size
+        base_idx = j * n_att
+        ctx = st.ctx
+        t_submit = env.now
+        failures = 0
+        attempt = 0
+        while True:
+            attempt += 1
+            if tier is primary and primary.fallback is not None and failures >= primary.fallback_after:
+                tier = plan.tiers[primary.fallback]
+            if tier is primary:
+                ttft0, tps = ttft_l[j], tps_l[j]
+            else:
+                tl_ttft, tl_tps = self.tier_speeds(node, tier.index)
+                ttft0, tps = tl_ttft[j], tl_tps[j]
+            tkey = tier.index
+            tttl = ctx.cfg.ttl_s if tier.ttl_s is None else tier.ttl_s
+            t_try = env.now
+            # --- admission
+            held, retry_after, refused = yield from self._admit(tier, ctx, tkey, tttl, i_new, out + reas)
+            if refused:
+                self.attempt_recs.append((node.id, r, flat, attempt, tkey, ATT_REJECTED, t_try, env.now, env.now,
+                                          0, 0, 0, 0, 0, 0))
+                failures += 1
+                if attempt >= tier.max_attempts:
+                    self._fail_call(node, r, flat, t_submit, tkey)
+                yield env.timeout(self._backoff(tier, attempt, u_jit[base_idx + attempt - 1], retry_after))
+                continue
+            t0 = env.now
+            inp, read, write, w1h = ctx.begin_call(tkey, tttl, i_new, t0)
+            ttft = ttft0 + (inp - read) / tier.prefill_tps
+            dec = (out + reas) / tps
+            d = ttft + dec
+            error = u_err[base_idx + attempt - 1] < tier.error_rate
+            timeout = tier.timeout_s
+            if error:
+                d_run, outcome = ttft, ATT_ERROR
+                if timeout is not None and timeout < ttft:
+                    d_run, outcome = timeout, ATT_TIMEOUT
+            elif timeout is not None and d > timeout:
+                d_run, outcome = timeout, ATT_TIMEOUT
+            else:
+                d_run, outcome = d, ATT_OK
+            try:
+                yield env.timeout(d_run)
+            except simpy.Interrupt:
+                self._release(held)
+                T = env.now
+                if t0 < T:
+                    t_first = t0 + ttft
+                    gen = min(math.floor((T - t_first) * tps), out + reas) if t_first < T and not error else 0
+                    rb = min(reas, gen)
+                    self.call_recs.append((node.id, r, flat, CANCELLED, t_submit, t0, t_first, T, ttft, inp, read,
+                                           write, w1h, gen - rb, rb, tkey))
+                raise
+            self._release(held)
+            if outcome == ATT_OK:
+                self.call_recs.append((node.id, r, flat, DONE, t_submit, t0, t0 + ttft, env.now, ttft, inp, read,
+                                       write, w1h, out, reas, tkey))
+                if attempt > 1:
+                    self.attempt_recs.append((node.id, r, flat, attempt, tkey, ATT_OK, t_try, t0, env.now,
+                                              0, 0, 0, 0, 0, 0))
+                if ctx.cfg.grows:
+                    ctx.L += i_new + out
+                acc = st.acc
+                acc[Q] += t0 - t_submit
+                acc[TTFT] += ttft
+                acc[DEC] += dec
+                return
+            # a failed attempt: an error (nothing billed) or a timeout (billed what was generated)
+            if outcome == ATT_TIMEOUT:
+                T = env.now
+                t_first = t0 + ttft
+                gen = min(math.floor((T - t_first) * tps), out + reas) if t_first < T and not error else 0
+                rb = min(reas, gen)
+                billed = (inp, read, write, w1h, gen - rb, rb)
+            else:
+                billed = (0, 0, 0, 0, 0, 0)
+            self.attempt_recs.append((node.id, r, flat, attempt, tkey, outcome, t_try, t0, env.now, *billed))
+            failures += 1
+            if attempt >= tier.max_attempts:
+                self._fail_call(node, r, flat, t_submit, tkey)
+            yield env.timeout(self._backoff(tier, attempt, u_jit[base_idx + attempt - 1], None))
+
+    def _backoff(self, tier, attempt: int, u: float, retry_after: float | None) -> float:
+        if retry_after is not None and tier.honour_retry_after:
+            return retry_after
+        ceiling = min(tier.backoff_cap, tier.backoff_base * 2.0 ** (attempt - 1))
+        return u * ceiling if tier.full_jitter else ceiling
+
+    def _fail_call(self, node: CallNode, r: int, flat: int, t_submit: float, tkey: int):
+        now = self.env.now
+        self.call_recs.append((node.id, r, flat, FAILED, t_submit, now, now, now, 0.0, 0, 0, 0, 0, 0, 0, tkey))
+        raise RunFailed
+
+    def _admit(self, tier, ctx: Ctx, key: int, ttl: float, new_input: int, out_tokens: int):
+        """Take room in every account of ``tier``: refused at once by a ``reject`` account that is
+        full (HTTP 429, with a retry-after when a bucket is short), or wait in ``queue`` accounts.
+        Returns (held slots, retry_after, refused)."""
+        if not tier.accounts:
+            return [], None, False
+        from .limits import TooLarge
+
+        inp, read = ctx.peek(key, ttl, new_input, self.env.now)
+        accounts = [self.accounts[a] for a in tier.accounts]
+        try:
+            # reject-policy accounts: all or nothing, at this instant
+            waits = []
+            rejecting = [a for a in accounts if a.spec.policy == "reject"]
+            for a in rejecting:
+                if a.slots is not None and not a.slots.free():
+                    waits.append(None)
+                for bucket, need in a.needs(inp - read, read, out_tokens):
+                    short = bucket.shortfall(need)
+                    if short is not None:
+                        waits.append(short)
+            if waits:
+                for a in rejecting:
+                    a.rejections += 1
+                known = [w for w in waits if w is not None]
+                return [], (max(known) if known and len(known) == len(waits) else None), True
+            held = []
+            for a in rejecting:
+                for bucket, need in a.needs(inp - read, read, out_tokens):
+                    bucket.check(need)
+                if a.slots is not None:
+                    a.slots.take_now()
+                    held.append(a.slots)
+            # queue-policy accounts: wait in line, in declaration order
+            for a in accounts:
+                if a.spec.policy != "queue":
+                    continue
+                if a.slots is not None:
+                    ev = a.slots.request()
+                    if ev is not None:
+                        try:
+                            yield ev
+                        except simpy.Interrupt:
+                            a.slots.cancel(ev)
+                            self._release(held)
+                            raise
+                    held.append(a.slots)
+                for bucket, need in a.needs(inp - read, read, out_tokens):
+                    ev = bucket.take(need)
+                    if ev is not None:
+                        try:
+                            yield ev
+                        except simpy.Interrupt:
+                            bucket.cancel(ev)
+                            self._release(held)
+                            raise
+            return held, None, False
+        except TooLarge:
+            return [], None, True
+
+    @staticmethod
+    def _release(held: list) -> None:
+        for slots in held:
+            slots.release()
 
     def _span(self, node, st: Flow, flat: int, slot: int, out: int):
-        env = self.env
-        lat = self.value(node, LATENCY, flat)
+        env, r = self.env, st.r
+        lat = self.value(node, LATENCY, r, flat)
         t0 = env.now
         try:
             yield env.timeout(lat)
         except simpy.Interrupt:
             if env.now > t0:
-                self.span_recs.append((node.id, self.r, flat, CANCELLED, t0, env.now, 0))
+                self.span_recs.append((node.id, r, flat, CANCELLED, t0, env.now, 0))
             raise
-        self.span_recs.append((node.id, self.r, flat, DONE, t0, env.now, out))
+        self.span_recs.append((node.id, r, flat, DONE, t0, env.now, out))
         st.acc[slot] += lat
         if out:
             st.ctx.add(out)
 
     def tool(self, node: ToolNode, st: Flow, flat: int):
-        return self._span(node, st, flat, TOOL, self.value(node, OUTPUT, flat))
+        return self._span(node, st, flat, TOOL, self.value(node, OUTPUT, st.r, flat))
 
     def wait(self, node: WaitNode, st: Flow, flat: int):
         return self._span(node, st, flat, WAIT, 0)
 
     def repeat(self, node: RepeatNode, st: Flow, flat: int):
-        count = self.value(node, COUNT, flat)
+        count = self.value(node, COUNT, st.r, flat)
         base = flat * self.dims[node.id]
         for i in range(count):
             yield from self.seq(node.body, st, base + i)
 
     def choose(self, node: ChooseNode, st: Flow, flat: int):
-        pick = self.value(node, PICK, flat)
+        pick = self.value(node, PICK, st.r, flat)
         yield from self.seq(node.options[pick], st, flat)
 
     def subagent(self, node: SubagentNode, st: Flow, flat: int):
-        yield from self.seq(node.body, Flow(Ctx(node.ctx), st.acc), flat)
-        st.ctx.add(self.value(node, OUTPUT, flat))
+        yield from self.seq(node.body, Flow(Ctx(node.ctx), st.acc, st.r), flat)
+        st.ctx.add(self.value(node, OUTPUT, st.r, flat))
 
     def par(self, node: ParNode, st: Flow, flat: int):
         return self._join([(b, flat) for b in node.branches], node.k, st)
 
     def fanout(self, node: FanoutNode, st: Flow, flat: int):
-        n = self.value(node, COUNT, flat)
+        n = self.value(node, COUNT, st.r, flat)
         base = flat * self.dims[node.id]
         k = None if node.join == "all" else node.join
         return self._join([(node.body, base + c) for c in range(n)], k, st)
@@ -255,7 +476,7 @@ class _Runner:
             return
         env = self.env
         kk = nb if k is None else min(k, nb)
-        states = [Flow(st.ctx.fork(), list(st.acc)) for _ in range(nb)]
+        states = [Flow(st.ctx.fork(), list(st.acc), st.r) for _ in range(nb)]
         ends: list[float | None] = [None] * nb
         done = env.event()
         count = [0]
@@ -264,6 +485,10 @@ class _Runner:
             try:
                 yield from self.seq(seq, states[b], flat)
             except simpy.Interrupt:
+                return
+            except RunFailed as exc:
+                if not done.triggered:
+                    done.fail(exc)  # the run fails: the parent stops the other branches
                 return
             ends[b] = env.now
             count[0] += 1
@@ -276,7 +501,7 @@ class _Runner:
         procs = [env.process(branch(b, seq, flat)) for b, (seq, flat) in enumerate(branches)]
         try:
             yield done
-        except simpy.Interrupt:
+        except (simpy.Interrupt, RunFailed):
             for p in procs:
                 if p.is_alive:
                     p.interrupt()
@@ -294,6 +519,19 @@ class _Runner:
         st.acc[:] = states[critical].acc
 
 
+_HANDLER = {
+    CallNode: _Runner.call,
+    ToolNode: _Runner.tool,
+    WaitNode: _Runner.wait,
+    SeqNode: _Runner.seq,
+    ParNode: _Runner.par,
+    FanoutNode: _Runner.fanout,
+    RepeatNode: _Runner.repeat,
+    ChooseNode: _Runner.choose,
+    SubagentNode: _Runner.subagent,
+}
+
+
 def _columns(recs: list[tuple], width: int) -> np.ndarray:
     """Records (tuples of numbers) as a float64 array, one row per record."""
     return np.fromiter(chain.from_iterable(recs), dtype=np.float64, count=width * len(recs)).reshape(-1, width)
@@ -301,7 +539,7 @@ def _columns(recs: list[tuple], width: int) -> np.ndarray:
 
 def _scatter_calls(plan: Plan, block: Block, recs: list[tuple]) -> dict[int, dict[str, np.ndarray]]:
     out = {}
-    A = _columns(recs, 15)
+    A = _columns(recs, 16)
     order = np.argsort(A[:, 0], kind="stable")
     A = A[order]
     node_col = A[:, 0].astype(np.int64)
@@ -318,6 +556,7 @@ def _scatter_calls(plan: Plan, block: Block, recs: list[tuple]) -> dict[int, dic
                 t[f].reshape(-1)[idx] = rows[:, j]
             for j, f in enumerate(CALL_INT, start=9):
                 t[f].reshape(-1)[idx] = rows[:, j].astype(np.int64)
+            t["tier"].reshape(-1)[idx] = rows[:, 15].astype(np.int16)
         out[node.id] = t
     assert CALL_FLOAT == ("t_submit", "t_start", "t_first", "t_end", "ttft")
     return out
@@ -346,19 +585,51 @@ def _scatter_spans(plan: Plan, block: Block, recs: list[tuple]) -> dict[int, dic
     return out
 
 
-def run_block_des(plan: Plan, block: Block, variant: int, speeds: dict) -> BlockResult:
-    """Simulate every run of a block in one variant with SimPy."""
-    runner = _Runner(plan, block, variant, speeds)
-    wall = np.empty(block.n)
-    acc = np.empty((block.n, 5))
-    for r in range(block.n):
-        wall[r], acc[r] = runner.run_one(r)
-    return BlockResult(
+def attempts_frame(plan: Plan, block: Block, variant: int, recs: list[tuple]) -> dict[str, np.ndarray]:
+    """Attempts that did not complete the call (429s, errors, timeouts) and retried successes, as columns."""
+    cols = ("node", "run", "instance", "attempt", "tier", "outcome", "t_submit", "t_start", "t_end", "input",
+            "cache_read", "cache_write", "cache_write_1h", "output", "reasoning")
+    A = _columns(recs, len(cols))
+    out = {c: A[:, i] for i, c in enumerate(cols)}
+    for c in ("node", "run", "instance", "attempt", "tier", "outcome", *CALL_INT):
+        out[c] = out[c].astype(np.int64)
+    # what a failed attempt cost (a timed-out attempt is billed its input and what it generated)
+    cost = np.zeros(len(A))
+    for t in np.unique(out["tier"]):
+        m = out["tier"] == t
+        rates = plan.tiers[int(t)].rates
+        cost[m] = call_cost(rates, out["input"][m], out["cache_read"][m], out["cache_write"][m],
+                            out["cache_write_1h"][m], out["output"][m], out["reasoning"][m])
+    out["cost"] = np.where(out["outcome"] == ATT_OK, 0.0, cost)  # a retried success is priced as the call
+    out["run"] = out["run"] + block.start
+    return out
+
+
+def finish_block(plan: Plan, runner: _Runner, block: Block, variant: int, start=None) -> BlockResult:
+    """Turn a runner's records into a :class:`BlockResult`."""
+    res = BlockResult(
         variant=variant,
         block=block,
-        wall=wall,
-        breakdown={k: acc[:, i].copy() for i, k in enumerate(BREAKDOWN)},
+        wall=runner.wall,
+        breakdown={k: runner.acc[:, i].copy() for i, k in enumerate(BREAKDOWN)},
         calls=_scatter_calls(plan, block, runner.call_recs),
         spans=_scatter_spans(plan, block, runner.span_recs),
+        start=start,
     )
+    if plan.needs_attempts:
+        att = attempts_frame(plan, block, variant, runner.attempt_recs)
+        local = att["run"] - block.start
+        extra = np.zeros(block.n)
+        np.add.at(extra, local, att["cost"])
+        res.extra["failed_attempts_cost_usd"] = extra
+        res.extra["run_status"] = runner.status.copy()
+        res.extra["attempts"] = att
+    return res
 
+
+def run_block_des(plan: Plan, block: Block, variant: int, speeds: dict) -> BlockResult:
+    """Simulate every run of a block in one variant with SimPy, one run at a time."""
+    runner = _Runner(plan, block, variant, speeds)
+    for r in range(block.n):
+        runner.run_one(r)
+    return finish_block(plan, runner, block, variant)

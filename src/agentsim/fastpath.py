@@ -51,6 +51,7 @@ from .records import (
     DONE,
     NOT_MADE,
     BlockResult,
+    clear,
     empty_call_tensors,
     empty_span_tensors,
 )
@@ -88,7 +89,8 @@ class VecCtx:
         }
         return VecCtx(self.cfg, L, entries)
 
-    def begin_call(self, key: int, ttl: float, new_input: np.ndarray, now: np.ndarray, active: np.ndarray):
+    def begin_call(self, key: int, ttl: float, new_input: np.ndarray, now: np.ndarray, active: np.ndarray,
+                   all_on: bool):
         inp = self.L + new_input
         zero = np.zeros_like(inp)
         if not self.cfg.cache:
@@ -101,22 +103,22 @@ class VecCtx:
         write = inp - read
         new_s = inp if self.cfg.grows else self.L
         new_S, new_T = new_s[..., None], now[..., None]
-        if key in self.entries and not active.all():
+        if key in self.entries and not all_on:
             S, T = self.entries[key]
             new_S = np.concatenate([np.where(active, new_s, _NONE_S)[..., None],
                                     np.where(active[..., None], _NONE_S, S)], axis=-1)
             new_T = np.concatenate([np.where(active, now, -np.inf)[..., None],
                                     np.where(active[..., None], -np.inf, T)], axis=-1)
             new_S, new_T = _compact(new_S, new_T)
-        elif not active.all():
+        elif not all_on:
             new_S = np.where(active, new_s, _NONE_S)[..., None]
             new_T = np.where(active, now, -np.inf)[..., None]
         self.entries[key] = (new_S, new_T)
         return inp, read, write, (write if ttl == ONE_HOUR else zero)
 
-    def add(self, tokens: np.ndarray, active: np.ndarray) -> None:
+    def add(self, tokens: np.ndarray, active: np.ndarray, all_on: bool = False) -> None:
         if self.cfg.grows:
-            self.L = np.where(active, self.L + tokens, self.L)
+            self.L = self.L + tokens if all_on else np.where(active, self.L + tokens, self.L)
 
     def join(self, branches: list[VecCtx], counted: list[np.ndarray]) -> None:
         """Merge branch contexts; ``counted[b]`` says where branch ``b`` is a winner (or did not run)."""
@@ -190,22 +192,12 @@ class _Evaluator:
         self.V = block.values
         self.speeds = speeds
         self.tier_of = {c.id: plan.tiers[c.tiers[variant]] for c in plan.calls}
-        self.calls = {c.id: empty_call_tensors((block.n, *block.shape(c.scope))) for c in plan.calls}
+        # every element is written below (masked), so the tensors start uninitialised
+        self.calls = {c.id: empty_call_tensors((block.n, *block.shape(c.scope)), fill=False) for c in plan.calls}
         self.spans = {
-            s.id: empty_span_tensors((block.n, *block.shape(s.scope)))
+            s.id: empty_span_tensors((block.n, *block.shape(s.scope)), fill=False)
             for s in plan.nodes
             if isinstance(s, ToolNode | WaitNode)
-        }
-        self.dispatch = {
-            CallNode: self.call,
-            ToolNode: self.span,
-            WaitNode: self.span,
-            SeqNode: self.seq,
-            ParNode: self.par,
-            FanoutNode: self.fanout,
-            RepeatNode: self.repeat,
-            ChooseNode: self.choose,
-            SubagentNode: self.subagent,
         }
         self._members: dict[int, list[Node]] = {}
 
@@ -229,8 +221,9 @@ class _Evaluator:
 
     # ------------------------------------------------------------------ steps
     def seq(self, node: SeqNode, st: _State, ix: tuple):
+        dispatch = _DISPATCH
         for child in node.steps:
-            self.dispatch[type(child)](child, st, ix)
+            dispatch[type(child)](self, child, st, ix)
 
     def call(self, node: CallNode, st: _State, ix: tuple):
         nid, V = node.id, self.V
@@ -242,46 +235,71 @@ class _Evaluator:
         ttft0 = self.speeds[nid][0][sl]
         tps = self.speeds[nid][1][sl]
         t0, active = st.t, st.active
+        on = bool(active.all())
         ttl = tier.ttl_s if tier.ttl_s is not None else st.ctx.cfg.ttl_s
-        inp, read, write, w1h = st.ctx.begin_call(tier.index, ttl, i_new, t0, active)
+        inp, read, write, w1h = st.ctx.begin_call(tier.index, ttl, i_new, t0, active, on)
         ttft = ttft0 + (inp - read) / tier.prefill_tps
         dec = (out + reas) / tps
         t_end = t0 + (ttft + dec)
+        fields = (("t_submit", t0), ("t_start", t0), ("t_first", t0 + ttft), ("t_end", t_end), ("ttft", ttft),
+                  ("input", inp), ("cache_read", read), ("cache_write", write), ("cache_write_1h", w1h),
+                  ("output", out), ("reasoning", reas))
         r = self.calls[nid]
-        r["status"][sl] = np.where(active, DONE, NOT_MADE)
-        for f, x in (("t_submit", t0), ("t_start", t0), ("t_first", t0 + ttft), ("t_end", t_end), ("ttft", ttft)):
-            r[f][sl] = np.where(active, x, np.nan)
-        for f, x in (("input", inp), ("cache_read", read), ("cache_write", write), ("cache_write_1h", w1h),
-                     ("output", out), ("reasoning", reas)):
-            r[f][sl] = np.where(active, x, 0)
-        st.t = np.where(active, t_end, t0)
-        st.ctx.add(i_new + out, active)
-        st.acc[TTFT] = np.where(active, st.acc[TTFT] + ttft, st.acc[TTFT])
-        st.acc[DEC] = np.where(active, st.acc[DEC] + dec, st.acc[DEC])
+        r["tier"][sl] = tier.index
+        if on:
+            r["status"][sl] = DONE
+            for f, x in fields:
+                r[f][sl] = x
+            st.t = t_end
+            st.acc[TTFT] = st.acc[TTFT] + ttft
+            st.acc[DEC] = st.acc[DEC] + dec
+        else:
+            r["status"][sl] = np.where(active, DONE, NOT_MADE)
+            for f, x in fields:
+                r[f][sl] = np.where(active, x, np.nan if r[f].dtype.kind == "f" else 0)
+            st.t = np.where(active, t_end, t0)
+            st.acc[TTFT] = np.where(active, st.acc[TTFT] + ttft, st.acc[TTFT])
+            st.acc[DEC] = np.where(active, st.acc[DEC] + dec, st.acc[DEC])
+        st.ctx.add(i_new + out, active, on)
 
     def span(self, node, st: _State, ix: tuple):
         sl = (slice(None), *ix)
         lat = self.V[(node.id, LATENCY)][sl]
-        out = self.V[(node.id, OUTPUT)][sl] if isinstance(node, ToolNode) else 0
+        is_tool = isinstance(node, ToolNode)
+        out = self.V[(node.id, OUTPUT)][sl] if is_tool else 0
         t0, active = st.t, st.active
+        on = bool(active.all())
         t_end = t0 + lat
         r = self.spans[node.id]
-        r["status"][sl] = np.where(active, DONE, NOT_MADE)
-        r["t_start"][sl] = np.where(active, t0, np.nan)
-        r["t_end"][sl] = np.where(active, t_end, np.nan)
-        r["output"][sl] = np.where(active, out, 0)
-        st.t = np.where(active, t_end, t0)
-        slot = TOOL if isinstance(node, ToolNode) else WAIT
-        st.acc[slot] = np.where(active, st.acc[slot] + lat, st.acc[slot])
-        if isinstance(node, ToolNode):
-            st.ctx.add(out, active)
+        slot = TOOL if is_tool else WAIT
+        if on:
+            r["status"][sl] = DONE
+            r["t_start"][sl] = t0
+            r["t_end"][sl] = t_end
+            r["output"][sl] = out
+            st.t = t_end
+            st.acc[slot] = st.acc[slot] + lat
+        else:
+            r["status"][sl] = np.where(active, DONE, NOT_MADE)
+            r["t_start"][sl] = np.where(active, t0, np.nan)
+            r["t_end"][sl] = np.where(active, t_end, np.nan)
+            r["output"][sl] = np.where(active, out, 0)
+            st.t = np.where(active, t_end, t0)
+            st.acc[slot] = np.where(active, st.acc[slot] + lat, st.acc[slot])
+        if is_tool:
+            st.ctx.add(out, active, on)
 
     def repeat(self, node: RepeatNode, st: _State, ix: tuple):
         count = self.V[(node.id, COUNT)][(slice(None), *ix)]
         outer = st.active
-        for i in range(self.block.dims[node.id]):
+        dim = self.block.dims[node.id]
+        for i in range(dim):
             act = outer & (count > i)
             if not act.any():
+                # no run does iteration i or later: mark those instances "not made"
+                rest = (slice(None), *ix, slice(i, dim))
+                for member in self.members(node.body):
+                    clear(self.calls[member.id] if isinstance(member, CallNode) else self.spans[member.id], rest)
                 break
             st.active = act
             self.seq(node.body, st, (*ix, i))
@@ -309,11 +327,14 @@ class _Evaluator:
         for b, branch in enumerate(node.branches):
             self.seq(branch, states[b], ix)
         ends = np.stack([s.t for s in states], axis=-1)
-        order = np.argsort(ends, axis=-1, kind="stable")
-        critical = order[..., kk - 1]
+        if kk == nb:  # join all: the critical branch is the last one (in branch order) to reach the max
+            critical = nb - 1 - np.argmax(ends[..., ::-1], axis=-1)
+            winner = np.ones(ends.shape, dtype=bool)
+        else:
+            order = np.argsort(ends, axis=-1, kind="stable")
+            critical = order[..., kk - 1]
+            winner = np.argsort(order, axis=-1, kind="stable") < kk
         T = np.take_along_axis(ends, critical[..., None], axis=-1)[..., 0]
-        rank = np.argsort(order, axis=-1, kind="stable")
-        winner = rank < kk
         st.t = np.where(active, T, t_fork)
         for slot in range(5):
             stacked = np.stack([s.acc[slot] for s in states], axis=-1)
@@ -339,15 +360,18 @@ class _Evaluator:
         )
         self.seq(node.body, sub, (*ix, slice(None)))
         kk = n if node.join == "all" else np.minimum(n, node.join)
-        ends = np.where(act_c, sub.t, np.inf)
-        order = np.argsort(ends, axis=-1, kind="stable")
-        pos = np.maximum(kk - 1, 0)[..., None]
-        critical = np.take_along_axis(order, pos, axis=-1)
-        T_raw = np.take_along_axis(ends, critical, axis=-1)[..., 0]
         has = active & (kk > 0)
+        if node.join == "all":  # the critical copy is the last one (in copy order) to reach the max
+            ends = np.where(act_c, sub.t, -np.inf)
+            critical = (N - 1 - np.argmax(ends[..., ::-1], axis=-1))[..., None]
+            winner = act_c
+        else:
+            ends = np.where(act_c, sub.t, np.inf)
+            order = np.argsort(ends, axis=-1, kind="stable")
+            critical = np.take_along_axis(order, np.maximum(kk - 1, 0)[..., None], axis=-1)
+            winner = act_c & (np.argsort(order, axis=-1, kind="stable") < kk[..., None])
+        T_raw = np.take_along_axis(ends, critical, axis=-1)[..., 0]
         T = np.where(has, T_raw, t_fork)
-        rank = np.argsort(order, axis=-1, kind="stable")
-        winner = act_c & (rank < kk[..., None])
         st.t = T
         for slot in range(5):
             chosen = np.take_along_axis(sub.acc[slot], critical, axis=-1)[..., 0]
@@ -400,6 +424,21 @@ class _Evaluator:
                 r["t_start"][sl] = np.where(drop, np.nan, r["t_start"][sl])
             r["t_end"][sl] = np.where(cancel, Tfull, np.where(drop, np.nan, t_end))
             r["status"][sl] = np.where(cancel, CANCELLED, np.where(drop, NOT_MADE, status))
+
+
+# Node type -> evaluator method (a class-level table: a per-instance dict of bound methods would make a
+# reference cycle that keeps a whole block's tensors alive until the cyclic garbage collector runs).
+_DISPATCH = {
+    CallNode: _Evaluator.call,
+    ToolNode: _Evaluator.span,
+    WaitNode: _Evaluator.span,
+    SeqNode: _Evaluator.seq,
+    ParNode: _Evaluator.par,
+    FanoutNode: _Evaluator.fanout,
+    RepeatNode: _Evaluator.repeat,
+    ChooseNode: _Evaluator.choose,
+    SubagentNode: _Evaluator.subagent,
+}
 
 
 def run_block_fast(plan: Plan, block: Block, variant: int, speeds: dict) -> BlockResult:

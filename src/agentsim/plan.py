@@ -20,15 +20,16 @@ reported with the dotted path of the offending value.
 
 from __future__ import annotations
 
+import datetime as dt
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
 
 from .distributions import DistError, Sampler, sampler
 from .loading import ErrorItem, ScenarioError, _line, source_of
-from .pricing import PriceError, Rates, compile_price
+from .pricing import PriceError, Rates, compile_price, needs_default_date, today
 from .scenario import (
     CallStep,
     ChooseStep,
@@ -38,6 +39,7 @@ from .scenario import (
     ParallelStep,
     Problem,
     RepeatStep,
+    RetrySpec,
     Scenario,
     SubagentStep,
     ToolStep,
@@ -65,7 +67,7 @@ __all__ = [
 TTL_SECONDS = {"5m": 300.0, "1h": 3600.0}
 
 # What a draw is for; part of the random-stream key, so never renumber.
-U_TTFT, U_TPS, INPUT, OUTPUT, REASONING, LATENCY, COUNT, PICK = range(8)
+U_TTFT, U_TPS, INPUT, OUTPUT, REASONING, LATENCY, COUNT, PICK, ARRIVAL, THINK, U_ERROR, U_JITTER = range(12)
 
 
 @dataclass(frozen=True)
@@ -82,6 +84,16 @@ class Tier:
     prefill_tps: float  # math.inf when the model has no prefill term
     rates: Rates
     ttl_s: float | None  # the model's own cache TTL, overriding the context's
+    error_rate: float = 0.0
+    timeout_s: float | None = None
+    max_attempts: int = 3
+    backoff_base: float = 0.5
+    backoff_cap: float = 8.0
+    full_jitter: bool = True
+    honour_retry_after: bool = True
+    fallback: int | None = None  # tier index to use after `fallback_after` failures
+    fallback_after: int | None = None
+    accounts: tuple[int, ...] = ()  # indices into Plan.accounts
 
     @property
     def label(self) -> str:
@@ -184,8 +196,22 @@ class Draw:
     node: int
     purpose: int
     scope: tuple[int, ...]
-    sampler: Sampler | None  # None: keep the raw uniforms (TTFT, TPS: transformed per variant)
+    sampler: Sampler | None  # None: keep the raw normals (TTFT, TPS: transformed per variant; attempts)
     integer: bool = False
+    extra: tuple[int, ...] = ()  # trailing axes of fixed size (e.g. attempts of a call)
+
+
+@dataclass(frozen=True)
+class WorkloadCfg:
+    """Many agents over time, in one simulation (see agentsim.workload)."""
+
+    node: int  # pseudo-node id keying the arrival / think-time draws
+    kind: str  # "open" (Poisson arrivals) or "closed" (a fixed number of agents)
+    rate_per_s: float | None
+    concurrent: int | None
+    think: Sampler | None
+    duration_s: float
+    warmup_s: float
 
 
 @dataclass
@@ -197,6 +223,14 @@ class Plan:
     variants: list[str]
     nodes: list[Node]
     draws: list[Draw] = field(default_factory=list)
+    accounts: list = field(default_factory=list)  # agentsim.limits.AccountSpec
+    workload: WorkloadCfg | None = None
+    prices_as_of: dt.date | None = None  # date of catalog prices without their own date (None: none used)
+
+    @property
+    def needs_attempts(self) -> bool:
+        """Whether calls can fail or be refused (and so need the DES's retry logic)."""
+        return bool(self.accounts) or any(t.error_rate > 0 or t.timeout_s is not None for t in self.tiers)
 
     @property
     def calls(self) -> list[CallNode]:
@@ -218,6 +252,7 @@ class _Compiler:
         self._samplers: dict[tuple, Sampler] = {}
         self.variants = scenario.variant_specs()
         self._model_rates: dict[str, Rates] = {}
+        self.prices_as_of = scenario.prices_as_of or today()  # one date for the whole compile
         self._groups: list[str] = []  # names of the enclosing named steps, outermost first
 
     # ------------------------------------------------------------------ helpers
@@ -259,7 +294,7 @@ class _Compiler:
         if model not in self._model_rates:
             spec = self.sc.models[model].price
             try:
-                self._model_rates[model] = compile_price(spec, self.sc.prices_as_of)
+                self._model_rates[model] = compile_price(spec, self.prices_as_of)
             except PriceError as exc:
                 self.problem(("models", model, "price", *exc.subpath), exc.message, exc.hint)
                 self._model_rates[model] = compile_price(type(spec)(input_mtok=0, output_mtok=0))
@@ -293,16 +328,23 @@ class _Compiler:
             ttft_x, tps_x = sspec.ttft_x, sspec.output_tps_x
             if sspec.price is not None:
                 try:
-                    rates = compile_price(sspec.price, self.sc.prices_as_of)
+                    rates = compile_price(sspec.price, self.prices_as_of)
                 except PriceError as exc:
                     self.problem((*mpath, "speeds", speed, "price", *exc.subpath), exc.message, exc.hint)
             else:
                 rates = base_rates.scaled(sspec.price_x, f"{base_rates.source} x{sspec.price_x:g}")
         ttl = TTL_SECONDS[mspec.cache.ttl] if mspec.cache is not None else None
         prefill = mspec.prefill_tps if mspec.prefill_tps is not None else math.inf
-        t = Tier(len(self.tiers), model, speed, ttft, tps, ttft_x, tps_x, prefill, rates, ttl)
+        retry = mspec.retry or RetrySpec()
+        t = Tier(len(self.tiers), model, speed, ttft, tps, ttft_x, tps_x, prefill, rates, ttl,
+                 error_rate=mspec.error_rate, timeout_s=mspec.timeout, max_attempts=retry.max_attempts,
+                 backoff_base=retry.backoff_base, backoff_cap=retry.backoff_cap, full_jitter=retry.jitter == "full",
+                 honour_retry_after=retry.honour_retry_after)
         self.tiers.append(t)
         self._tier_index[key] = t.index
+        if mspec.fallback is not None:
+            fb = self.tier(mspec.fallback.model, "standard", ("models", model, "fallback", "model"))
+            self.tiers[t.index] = replace(t, fallback=fb, fallback_after=mspec.fallback.after)
         return t.index
 
     # ------------------------------------------------------------------ steps
@@ -462,13 +504,9 @@ def compile_plan(scenario: Scenario, *, file: str | None = None, lines: dict | N
         comp.tier(model, "standard", ("models", model))
         for speed in scenario.models[model].speeds:
             comp.tier(model, speed, ("models", model, "speeds", speed))
-    # Shared limits and many-agent workloads are simulated by agentsim.limits (not yet in this version).
-    if scenario.limits:
-        comp.problem(("limits",), "shared limits are not supported by this version of agentsim yet",
-                     "remove limits: to simulate one agent at a time")
-    if scenario.workload is not None and scenario.workload.simulates_many:
-        comp.problem(("workload",), "workloads of many agents are not supported by this version of agentsim yet",
-                     "keep only workload.volume for spend sizing")
+    accounts = _compile_accounts(comp, scenario)
+    workload = _compile_workload(comp, scenario)
+    _attempt_draws(comp, accounts)
     if comp.problems:
         file = file or src or "<scenario>"
         lines = lines or {}
@@ -479,4 +517,82 @@ def compile_plan(scenario: Scenario, *, file: str | None = None, lines: dict | N
             seen.add((p.path, p.message))
             items.append(ErrorItem(file, _line(lines, p.path), p.path, p.message, p.hint))
         raise ScenarioError(items)
-    return Plan(scenario, root, ctx, comp.tiers, list(comp.variants), comp.nodes, comp.draws)
+    specs = [s for m in scenario.models.values() for s in (m.price, *(t.price for t in m.speeds.values()))]
+    as_of = comp.prices_as_of if needs_default_date(specs) else scenario.prices_as_of
+    return Plan(scenario, root, ctx, comp.tiers, list(comp.variants), comp.nodes, comp.draws, accounts, workload,
+                as_of)
+
+
+def _compile_accounts(comp: _Compiler, scenario: Scenario) -> list:
+    """Account specs, and each tier's accounts (``opus`` covers every tier of opus, ``opus@fast`` one)."""
+    from .limits import AccountSpec
+    from .scenario import suggest
+
+    accounts = []
+    member: dict[int, list[int]] = {t.index: [] for t in comp.tiers}
+    for name, spec in (scenario.limits or {}).items():
+        idx = len(accounts)
+        accounts.append(AccountSpec(idx, name, spec.concurrency, spec.rpm, spec.input_tpm, spec.output_tpm,
+                                    spec.policy, spec.count_cache_reads))
+        if spec.concurrency is None and spec.rpm is None and spec.input_tpm is None and spec.output_tpm is None:
+            comp.problem(("limits", name), "this account sets no limit",
+                         "give at least one of concurrency, rpm, input_tpm, output_tpm")
+        for i, ref in enumerate(spec.models):
+            model, _, tier = ref.partition("@")
+            where = ("limits", name, "models", i)
+            if model not in scenario.models:
+                comp.problem(where, f"model '{model}' is not defined under models",
+                             suggest(model, list(scenario.models)) or "defined: " + ", ".join(scenario.models))
+                continue
+            tiers = ["standard", *scenario.models[model].speeds]
+            if tier and tier not in tiers:
+                comp.problem(where, f"model '{model}' has no speed tier '{tier}'",
+                             suggest(tier, tiers) or "its tiers: " + ", ".join(tiers))
+                continue
+            for t in comp.tiers:
+                if t.model == model and (not tier or t.speed == tier):
+                    member[t.index].append(idx)
+    for t in list(comp.tiers):
+        comp.tiers[t.index] = replace(t, accounts=tuple(sorted(set(member.get(t.index, ())))))
+    return accounts
+
+
+def _compile_workload(comp: _Compiler, scenario: Scenario) -> WorkloadCfg | None:
+    wl = scenario.workload
+    if wl is None or not wl.simulates_many:
+        return None
+    node = len(comp.nodes)  # a pseudo-node after all real ones keys the workload's own draws
+    duration = wl.duration.total_seconds
+    warmup = wl.warmup.total_seconds if wl.warmup is not None else 0.0
+    if warmup >= duration:
+        comp.problem(("workload", "warmup"), f"warmup ({warmup:g} s) is not shorter than duration ({duration:g} s)",
+                     "shorten warmup or lengthen duration")
+    think = None
+    if wl.arrivals is not None:
+        from .distributions import Sampler
+
+        rate = wl.arrivals.per_hour / 3600.0
+        gap = Sampler("exponential", {"mean": 1.0 / rate})
+        comp.draws.append(Draw(node, ARRIVAL, (), gap))
+        return WorkloadCfg(node, "open", rate, None, None, duration, warmup)
+    if wl.think_time is not None:
+        think = comp.sampler(wl.think_time, ("workload", "think_time"), "think time")
+        comp.draws.append(Draw(node, THINK, (), think))
+    return WorkloadCfg(node, "closed", None, wl.concurrent, think, duration, warmup)
+
+
+def _attempt_draws(comp: _Compiler, accounts: list) -> None:
+    """Per call and attempt: a draw deciding a server error, and one for back-off jitter."""
+    tiers = comp.tiers
+    if not accounts and not any(t.error_rate > 0 or t.timeout_s is not None for t in tiers):
+        return
+    for node in comp.nodes:
+        if not isinstance(node, CallNode):
+            continue
+        attempts = 1
+        for t in node.tiers:
+            attempts = max(attempts, tiers[t].max_attempts)
+            if tiers[t].fallback is not None:
+                attempts = max(attempts, tiers[tiers[t].fallback].max_attempts)
+        comp.draws.append(Draw(node.id, U_ERROR, node.scope, None, extra=(attempts,)))
+        comp.draws.append(Draw(node.id, U_JITTER, node.scope, None, extra=(attempts,)))

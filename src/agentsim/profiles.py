@@ -19,6 +19,9 @@ A profile file::
     speeds: {fast: {output_tps_x: 2.5}}           # optional: speed effects of tiers (no prices)
     notes: free text
     fit: {...}                                    # optional: calibration diagnostics (free form)
+    figures:                                      # optional: the published numbers behind it
+      - {quantity: output speed, value: 218, unit: tokens/s, kind: measured,
+         source: "Some benchmark article", published: 2026-01-14, url: "https://..."}
 """
 
 from __future__ import annotations
@@ -38,6 +41,20 @@ __all__ = ["PROFILE_KINDS", "Profile", "apply_profiles", "bundled_profiles", "lo
 PROFILE_KINDS = ("measured", "vendor-claimed", "calibrated", "assumption")
 
 
+class Figure(_Model):
+    """One published number behind a profile: what, how much, in what unit, from where and when."""
+
+    quantity: str = Field(description="What the number measures, e.g. 'output speed'.")
+    value: float
+    high: float | None = Field(None, description="Upper end, when the source gives a range.")
+    unit: str
+    kind: Literal["measured", "vendor-claimed", "derived"]
+    source: str = Field(description="The publication (and who measured or claimed the number).")
+    published: dt.date | None = Field(None, description="Publication date; omitted when the page shows none.")
+    url: str | None = None
+    note: str | None = None
+
+
 class SpeedEffect(_Model):
     output_tps_x: PosNum = 1.0
     ttft_x: PosNum = 1.0
@@ -55,6 +72,7 @@ class Profile(_Model):
     speeds: dict[str, SpeedEffect] = Field(default_factory=dict)
     notes: str | None = None
     fit: dict[str, Any] | None = None
+    figures: list[Figure] = Field(default_factory=list, description="The published numbers behind the profile.")
 
 
 def _bundled_dir():

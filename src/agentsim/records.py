@@ -36,8 +36,8 @@ __all__ = [
     "spans_frame",
 ]
 
-NOT_MADE, DONE, CANCELLED = 0, 1, 2
-STATUS_NAMES = {DONE: "ok", CANCELLED: "cancelled"}
+NOT_MADE, DONE, CANCELLED, FAILED = 0, 1, 2, 3
+STATUS_NAMES = {DONE: "ok", CANCELLED: "cancelled", FAILED: "failed"}
 
 # Fields an engine fills for every call (cost and tps are added by shared code).
 CALL_FLOAT = ("t_submit", "t_start", "t_first", "t_end", "ttft")
@@ -60,16 +60,24 @@ class BlockResult:
     extra: dict = field(default_factory=dict)
 
 
-def empty_call_tensors(shape: tuple[int, ...]) -> dict[str, np.ndarray]:
-    t = {"status": np.zeros(shape, dtype=np.int8)}
+def empty_call_tensors(shape: tuple[int, ...], fill: bool = True) -> dict[str, np.ndarray]:
+    """Call tensors filled with "not made" (status 0, NaN times, zero tokens); ``fill=False`` leaves
+    them uninitialised for a writer that sets every element."""
+    new_f = (lambda: np.full(shape, np.nan)) if fill else (lambda: np.empty(shape))
+    new_i = (lambda dt: np.zeros(shape, dtype=dt)) if fill else (lambda dt: np.empty(shape, dtype=dt))
+    t = {"status": new_i(np.int8)}
     for f in CALL_FLOAT:
-        t[f] = np.full(shape, np.nan)
+        t[f] = new_f()
     for f in CALL_INT:
-        t[f] = np.zeros(shape, dtype=np.int64)
+        t[f] = new_i(np.int64)
+    t["tier"] = new_i(np.int16)  # the model tier the call ran on (a fallback can change it)
     return t
 
 
-def empty_span_tensors(shape: tuple[int, ...]) -> dict[str, np.ndarray]:
+def empty_span_tensors(shape: tuple[int, ...], fill: bool = True) -> dict[str, np.ndarray]:
+    if not fill:
+        return {"status": np.empty(shape, dtype=np.int8), "t_start": np.empty(shape), "t_end": np.empty(shape),
+                "output": np.empty(shape, dtype=np.int64)}
     return {
         "status": np.zeros(shape, dtype=np.int8),
         "t_start": np.full(shape, np.nan),
@@ -78,24 +86,53 @@ def empty_span_tensors(shape: tuple[int, ...]) -> dict[str, np.ndarray]:
     }
 
 
+def clear(tensors: dict[str, np.ndarray], index) -> None:
+    """Mark ``tensors[index]`` as not made."""
+    for arr in tensors.values():
+        arr[index] = np.nan if arr.dtype.kind == "f" else 0
+
+
 def price_calls(plan: Plan, result: BlockResult, speeds: dict[int, tuple[np.ndarray, np.ndarray]]) -> None:
-    """Add ``cost`` (USD) and ``tps`` to every call tensor, in place."""
+    """Add ``cost`` (USD) and ``tps`` to every call tensor, in place.
+
+    A call is priced (and its speed read) on the tier it actually ran on: a fallback
+    moves it to another model.
+    """
+    from .sampling import tier_speeds
+
     for node in plan.calls:
         t = result.calls[node.id]
-        rates = plan.tiers[node.tiers[result.variant]].rates
+        static = node.tiers[result.variant]
+        made = t["status"] != NOT_MADE
+        used = np.unique(t["tier"][made]) if made.any() else np.array([static])
+        args = (t["input"], t["cache_read"], t["cache_write"], t["cache_write_1h"], t["output"], t["reasoning"])
         with np.errstate(invalid="ignore"):
-            t["cost"] = call_cost(
-                rates, t["input"], t["cache_read"], t["cache_write"], t["cache_write_1h"], t["output"], t["reasoning"]
-            )
-        t["cost"] = np.where(t["status"] != NOT_MADE, t["cost"], 0.0)
-        t["tps"] = speeds[node.id][1]
+            if len(used) == 1:
+                cost = call_cost(plan.tiers[int(used[0])].rates, *args)
+            else:
+                cost = np.zeros(t["status"].shape)
+                for tid in used:
+                    cost = np.where(t["tier"] == tid, call_cost(plan.tiers[int(tid)].rates, *args), cost)
+        t["cost"] = np.where(made, cost, 0.0)
+        tps = speeds[node.id][1]
+        for tid in used:
+            if int(tid) != static:
+                tps = np.where(t["tier"] == tid, tier_speeds(plan, result.block, node, int(tid))[1], tps)
+        t["tps"] = tps
 
 
 def _row_sum(x: np.ndarray) -> np.ndarray:
-    """Sum each run's instances strictly left to right (a cumulative sum), never pairwise."""
+    """Sum each run's instances strictly left to right (a cumulative sum), never pairwise.
+
+    Integer sums are exact in any order, so they use a plain sum.
+    """
     flat = x.reshape(x.shape[0], -1)
     if flat.shape[1] == 0:
         return np.zeros(x.shape[0], dtype=x.dtype)
+    if flat.shape[1] == 1:
+        return flat[:, 0]
+    if x.dtype.kind in "iub":
+        return flat.sum(axis=1)
     return np.cumsum(flat, axis=1)[:, -1]
 
 
@@ -107,20 +144,22 @@ def run_totals(plan: Plan, result: BlockResult) -> dict[str, np.ndarray]:
     tokens = {k: np.zeros(n, dtype=np.int64) for k in CALL_INT}
     for node in plan.calls:  # node order, then instance order: the one fixed summation order
         t = result.calls[node.id]
-        made = t["status"] != NOT_MADE
+        made = (t["status"] != NOT_MADE) & (t["status"] != FAILED)
         cost = cost + _row_sum(t["cost"])
-        calls += _row_sum(made.astype(np.int64))
+        calls += _row_sum(made.view(np.int8) if made.dtype == bool else made).astype(np.int64)
         for k in CALL_INT:
             tokens[k] += _row_sum(t[k])
+    extra = result.extra.get("failed_attempts_cost_usd")
+    if extra is not None and extra.any():
+        cost = cost + extra  # timed-out attempts are billed too
     return {"cost": cost, "calls": calls, **{f"{k}_tokens": v for k, v in tokens.items()}}
 
 
-def runs_frame(plan: Plan, result: BlockResult, variant_name: str) -> pd.DataFrame:
+def run_columns(plan: Plan, result: BlockResult) -> dict[str, np.ndarray]:
+    """The per-run columns of a block (everything in the runs table but ``variant`` and ``run``)."""
     tot = run_totals(plan, result)
     n = result.block.n
     data = {
-        "variant": np.full(n, variant_name, dtype=object),
-        "run": np.arange(result.block.start, result.block.start + n),
         "wall_time_s": result.wall,
         "cost_usd": tot["cost"],
         "calls": tot["calls"],
@@ -129,12 +168,21 @@ def runs_frame(plan: Plan, result: BlockResult, variant_name: str) -> pd.DataFra
         data[f"{k}_tokens"] = tot[f"{k}_tokens"]
     for k in BREAKDOWN:
         data[f"{k}_s"] = result.breakdown[k]
+    data["status"] = result.extra.get("run_status", np.zeros(n, dtype=np.int8))
     if result.start is not None:
         data["start_s"] = result.start
-    for k, v in result.extra.items():
-        if isinstance(v, np.ndarray) and v.shape == (n,):
-            data[k] = v
-    return pd.DataFrame(data)
+    if "counted" in result.extra:
+        data["counted"] = result.extra["counted"]
+    return data
+
+
+def runs_frame(plan: Plan, result: BlockResult, variant_name: str) -> pd.DataFrame:
+    n = result.block.n
+    return pd.DataFrame({
+        "variant": np.full(n, variant_name, dtype=object),
+        "run": np.arange(result.block.start, result.block.start + n),
+        **run_columns(plan, result),
+    })
 
 
 def _flat_index(shape: tuple[int, ...]) -> np.ndarray:
@@ -150,11 +198,12 @@ def calls_frame(plan: Plan, result: BlockResult, variant_name: str) -> pd.DataFr
         run_i, inst = np.nonzero(status)
         if run_i.size == 0:
             continue
-        tier = plan.tiers[node.tiers[result.variant]]
-
         def col(name, t=t, run_i=run_i, inst=inst):
             return t[name].reshape(result.block.n, -1)[run_i, inst]
 
+        tier_ids = col("tier").astype(np.int64)
+        models = np.array([tr.model for tr in plan.tiers], dtype=object)[tier_ids]
+        speeds = np.array([tr.speed for tr in plan.tiers], dtype=object)[tier_ids]
         t_first, t_end = col("t_first"), col("t_end")
         tps = col("tps")
         parts.append(
@@ -165,9 +214,9 @@ def calls_frame(plan: Plan, result: BlockResult, variant_name: str) -> pd.DataFr
                     "node": node.id,
                     "instance": inst,
                     "step": node.name,
-                    "model": tier.model,
-                    "speed": tier.speed,
-                    "status": np.where(col("status") == DONE, "ok", "cancelled"),
+                    "model": models,
+                    "speed": speeds,
+                    "status": np.array(["", "ok", "cancelled", "failed"], dtype=object)[col("status")],
                     "t_submit": col("t_submit"),
                     "t_start": col("t_start"),
                     "t_first_token": t_first,

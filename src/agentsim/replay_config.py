@@ -332,7 +332,7 @@ class Resolver:
                 base = compile_price(spec.price, day)
             elif t.catalog is not None:
                 fields, src = catalog_price_fields(t.catalog, None, day)
-                base = _rates_from(fields, src)
+                base = _rates_from(fields, src, day)
             else:
                 return None, f"{t.label} is not in the genai-prices catalog (give models.{t.label}.price in a config)"
             if tier == "standard":
@@ -349,15 +349,15 @@ class Resolver:
             if context is None:
                 return None, f"{t.catalog} has no {tier} tier in the genai-prices catalog on {day}"
             fields, src = catalog_price_fields(t.catalog, context, day)
-            return _rates_from(fields, src), src
+            return _rates_from(fields, src, day), src
         except PriceError as exc:
             return None, f"{t.label}: {exc.message}"
 
 
-def _rates_from(fields: dict, source: str) -> Rates:
+def _rates_from(fields: dict, source: str, day: dt.date) -> Rates:
     from .pricing import _from_fields
 
-    return _from_fields(fields, source)
+    return _from_fields(fields, source, day)
 
 
 def _undated(model: str) -> str:

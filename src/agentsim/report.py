@@ -25,6 +25,8 @@ def resolved_scenario(res: Results) -> dict:
     doc = res.scenario.model_dump(mode="json", exclude_none=True)
     doc["seed"] = res.seed
     doc["runs"] = res.n_runs
+    if res.plan.prices_as_of is not None:  # the date catalog prices were looked up as of (pins "today")
+        doc["prices_as_of"] = res.plan.prices_as_of.isoformat()
     return {"agentsim_version": version(), "engine": res.engine, **doc}
 
 
@@ -69,5 +71,9 @@ def write_results(res: Results, out_dir: str | os.PathLike, extra: dict | None =
         ),
         "tradeoff.png": fig_writer(res.plot_tradeoff),
     }
+    if res.plan.accounts or res.plan.workload is not None:
+        writers["wait_cdf.png"] = fig_writer(res.plot_wait_cdf)
+        if res.extra.get("outcomes"):
+            writers["limits.png"] = fig_writer(res.plot_limits)
     writers.update(extra or {})
     return write_files(out_dir, writers)

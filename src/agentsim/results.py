@@ -27,6 +27,7 @@ import pandas as pd
 from scipy import stats
 
 from .plan import Plan
+from .pricing import prices_summary
 from .records import CALL_INT
 
 __all__ = ["Results", "describe", "version"]
@@ -49,6 +50,10 @@ def _f(x) -> float | None:
     """A JSON-safe float (None for NaN/inf)."""
     x = float(x)
     return x if math.isfinite(x) else None
+
+
+def _mean(x: np.ndarray) -> float | None:
+    return _f(np.mean(x)) if len(x) else None
 
 
 def describe(x: np.ndarray, percentiles=PERCENTILES) -> dict[str, Any]:
@@ -154,24 +159,36 @@ class Results:
         variants: dict[str, Any] = {}
         base = None
         vot = self.value_of_time
+        variant_col = self.runs["variant"]
+        # Summaries describe runs that completed (and, in a workload, started inside the window).
+        keep = np.ones(len(self.runs), dtype=bool)
+        if "status" in self.runs:
+            keep &= (self.runs["status"] == 0).to_numpy()
+        if "counted" in self.runs:
+            keep &= self.runs["counted"].to_numpy(dtype=bool)
         for name in self.variants:
-            df = self.runs[self.runs["variant"] == name]
-            wall = describe(df["wall_time_s"].to_numpy())
-            cost_full = describe(df["cost_usd"].to_numpy())
+            mask = (variant_col == name).to_numpy() & keep
+
+            def col(column: str, mask=mask) -> np.ndarray:
+                # one column at a time, so the summary never copies the whole runs table
+                return self.runs[column].to_numpy()[mask]
+
+            wall = describe(col("wall_time_s"))
+            cost_full = describe(col("cost_usd"))
             cost = {k: cost_full[k] for k in ("mean", "ci95", "p50", "p90", "p95", "p99")}
             v: dict[str, Any] = {
                 "wall_time_s": wall,
                 "cost_usd": cost,
-                "calls": {"mean": _f(df["calls"].mean())},
+                "calls": {"mean": _mean(col("calls"))},
                 "tokens": {
-                    "input": _f(df["input_tokens"].mean()),
-                    "cache_read": _f(df["cache_read_tokens"].mean()),
-                    "cache_write": _f(df["cache_write_tokens"].mean()),
-                    "output": _f(df["output_tokens"].mean()),
-                    "reasoning": _f(df["reasoning_tokens"].mean()),
-                    "cache_write_1h": _f(df["cache_write_1h_tokens"].mean()),
+                    "input": _mean(col("input_tokens")),
+                    "cache_read": _mean(col("cache_read_tokens")),
+                    "cache_write": _mean(col("cache_write_tokens")),
+                    "output": _mean(col("output_tokens")),
+                    "reasoning": _mean(col("reasoning_tokens")),
+                    "cache_write_1h": _mean(col("cache_write_1h_tokens")),
                 },
-                "breakdown_s": {k: _f(df[f"{k}_s"].mean()) for k in ("queue", "ttft", "decode", "tool", "wait")},
+                "breakdown_s": {k: _mean(col(f"{k}_s")) for k in ("queue", "ttft", "decode", "tool", "wait")},
             }
             if base is None:
                 base = v
@@ -196,6 +213,9 @@ class Results:
             "value_of_time_usd_per_hour": vot,
             "variants": variants,
         }
+        # What the prices were: the date used for catalog look-ups, and each tier's rates and their source.
+        doc["prices_as_of"] = self.plan.prices_as_of.isoformat() if self.plan.prices_as_of else None
+        doc["prices"] = prices_summary(self.plan.tiers)
         return doc
 
     def to_json(self, indent: int = 2) -> str:
@@ -231,6 +251,43 @@ class Results:
                 }
             )
         return pd.DataFrame(rows).set_index("variant")
+
+    def limits_timeseries(self) -> pd.DataFrame:
+        """In-flight requests and bucket levels of each account over time (workloads only; else empty)."""
+        rows = []
+        for v, out in enumerate(self.extra.get("outcomes", [])):
+            name = self.variants[v]
+            for acc in out.accounts:
+                spec = acc.spec
+                if acc.slots is not None:
+                    rows.append(pd.DataFrame({"variant": name, "account": spec.name, "series": "in_flight",
+                                              "t_s": [0.0, *(t for t, _ in acc.inflight_log)],
+                                              "value": [0.0, *(x for _, x in acc.inflight_log)],
+                                              "limit": float(spec.concurrency)}))
+                for attr, label, limit in (("rpm", "rpm", spec.rpm), ("itpm", "input_tpm", spec.input_tpm),
+                                           ("otpm", "output_tpm", spec.output_tpm)):
+                    log = acc.level_logs.get(attr)
+                    if log is not None:
+                        rows.append(pd.DataFrame({"variant": name, "account": spec.name, "series": label,
+                                                  "t_s": [0.0, *(t for t, _ in log)],
+                                                  "value": [float(limit), *(x for _, x in log)],
+                                                  "limit": float(limit)}))
+        if not rows:
+            return pd.DataFrame(columns=["variant", "account", "series", "t_s", "value", "limit"])
+        return pd.concat(rows, ignore_index=True)
+
+    def plot_limits(self):
+        """Requests in flight and token-bucket levels per account over time (workloads)."""
+        from .plots_limits import limits_figure
+
+        outs = self.extra.get("outcomes")
+        return limits_figure(self.limits_timeseries(), outs[0].window if outs else None)
+
+    def plot_wait_cdf(self):
+        """CDF of the queue wait of every successful call, per variant."""
+        from .plots_limits import wait_cdf_figure
+
+        return wait_cdf_figure(self.calls)
 
     # ------------------------------------------------------------------ figures
     def plot_tradeoff(self):

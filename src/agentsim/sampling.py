@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import special
 
-from .plan import COUNT, PICK, U_TPS, U_TTFT, ChooseNode, Plan, RepeatNode
+from .plan import COUNT, PICK, U_ERROR, U_JITTER, U_TPS, U_TTFT, ChooseNode, Plan, RepeatNode
 
 __all__ = ["BLOCK_SIZE", "Block", "block_spans", "call_speeds", "sample_block"]
 
@@ -70,14 +70,14 @@ def sample_block(plan: Plan, seed: int, index: int, start: int, n: int) -> Block
     dims: dict[int, int] = {}
     values: dict[tuple[int, int], np.ndarray] = {}
     for d in plan.draws:
-        shape = tuple(dims[m] for m in d.scope)
+        shape = tuple(dims[m] for m in d.scope) + d.extra
         s = d.sampler
         if s is not None and s.is_constant:
             c = s.constant_value
             arr = np.full((n, *shape), np.rint(c) if d.integer else c, dtype=np.int64 if d.integer else np.float64)
         else:
             z = _normals(seed, index, d.node, d.purpose, shape, n)
-            node = plan.nodes[d.node]
+            node = plan.nodes[d.node] if d.node < len(plan.nodes) else None  # else the workload pseudo-node
             if s is not None:
                 arr = s.transform(z)
                 if d.integer:
@@ -88,6 +88,8 @@ def sample_block(plan: Plan, seed: int, index: int, start: int, n: int) -> Block
             elif d.purpose == PICK:
                 assert isinstance(node, ChooseNode)
                 arr = np.searchsorted(node.cum, special.ndtr(z), side="right").astype(np.int64)
+            elif d.purpose in (U_ERROR, U_JITTER):  # uniforms per attempt
+                arr = special.ndtr(z)
             else:  # raw normals for TTFT and TPS, transformed per variant
                 arr = np.ascontiguousarray(z)
         if d.purpose == COUNT:
@@ -115,15 +117,16 @@ def call_speeds(plan: Plan, block: Block, variant: int) -> dict[int, tuple[np.nd
     Transforms are cached on the block per (node, tier), so variants that keep a
     call on the same tier share the arrays instead of recomputing them.
     """
+    return {node.id: tier_speeds(plan, block, node, node.tiers[variant]) for node in plan.calls}
+
+
+def tier_speeds(plan: Plan, block: Block, node, tier_index: int) -> tuple[np.ndarray, np.ndarray]:
+    """(drawn TTFT x ttft_x, TPS x output_tps_x) of a call node on a given tier, cached on the block."""
+    key = (node.id, tier_index)
     cache = block.speed_cache
-    out = {}
-    for node in plan.calls:
-        tid = node.tiers[variant]
-        key = (node.id, tid)
-        if key not in cache:
-            tier = plan.tiers[tid]
-            ttft0 = tier.ttft.transform(block.get(node.id, U_TTFT)) * tier.ttft_x
-            tps = tier.output_tps.transform(block.get(node.id, U_TPS)) * tier.tps_x
-            cache[key] = (ttft0, tps)
-        out[node.id] = cache[key]
-    return out
+    if key not in cache:
+        tier = plan.tiers[tier_index]
+        ttft0 = tier.ttft.transform(block.get(node.id, U_TTFT)) * tier.ttft_x
+        tps = tier.output_tps.transform(block.get(node.id, U_TPS)) * tier.tps_x
+        cache[key] = (ttft0, tps)
+    return cache[key]

@@ -337,7 +337,12 @@ class TieredPrice(_Model):
         return tiers
 
 
-Rate = Annotated[NonNegNum | TieredPrice, Field(union_mode="left_to_right")]
+def _rate_tag(value: Any) -> str:
+    return "tiered" if isinstance(value, dict | TieredPrice) else "number"
+
+
+# A price: a number, or a mapping of long-context tiers (one error message either way, not one per form).
+Rate = Annotated[Annotated[NonNegNum, Tag("number")] | Annotated[TieredPrice, Tag("tiered")], Discriminator(_rate_tag)]
 
 PRICE_FIELDS = (
     "input_mtok",
@@ -346,6 +351,7 @@ PRICE_FIELDS = (
     "cache_write_mtok",
     "cache_write_1h_mtok",
     "output_reasoning_mtok",
+    "requests_kcount",
 )
 
 
@@ -367,6 +373,7 @@ class PriceSpec(_Model):
     cache_write_mtok: Rate | None = None
     cache_write_1h_mtok: Rate | None = None
     output_reasoning_mtok: Rate | None = Field(None, description="Defaults to output_mtok.")
+    requests_kcount: Rate | None = Field(None, description="USD per 1000 requests (a fee per call).")
 
     @model_validator(mode="after")
     def _something_given(self) -> PriceSpec:
@@ -409,6 +416,25 @@ class CacheSpec(_Model):
     ttl: Literal["5m", "1h"] = Field("5m", description="Prompt-cache time to live.")
 
 
+class RetrySpec(_Model):
+    """How a client retries a failed attempt (HTTP 429 rate limit, 5xx error, timeout).
+
+    Defaults are the official Anthropic and OpenAI SDKs': 3 attempts in all, exponential back-off
+    starting at 0.5 s, capped at 8 s, with full jitter, honouring a 429's retry-after time.
+    """
+
+    max_attempts: Annotated[int, Field(ge=1, le=50)] = Field(3, description="Attempts in all (1 = no retry).")
+    backoff_base: NonNegNum = Field(0.5, description="Seconds before the first retry (doubling each time).")
+    backoff_cap: NonNegNum = Field(8.0, description="Longest back-off, in seconds.")
+    jitter: Literal["full", "none"] = Field("full", description="full: sleep uniform(0, back-off).")
+    honour_retry_after: bool = Field(True, description="After a 429, wait the limiter's retry-after time.")
+
+
+class FallbackSpec(_Model):
+    model: str = Field(description="A key of models to use once this one has failed `after` times.")
+    after: Annotated[int, Field(ge=1)] = Field(description="Failed attempts on this model before falling back.")
+
+
 class ModelSpec(_Model):
     price: PriceSpec
     profile: str | None = Field(
@@ -421,6 +447,10 @@ class ModelSpec(_Model):
     )
     speeds: dict[str, SpeedSpec] = Field(default_factory=dict)
     cache: CacheSpec | None = None
+    error_rate: Prob = Field(0.0, description="Probability an attempt fails (HTTP 5xx) at its first token.")
+    timeout: PosNum | None = Field(None, description="Seconds after which the client cancels an attempt.")
+    retry: RetrySpec | None = Field(None, description="Retry policy (default: the official SDKs').")
+    fallback: FallbackSpec | None = Field(None, description="Switch to another model after repeated failures.")
 
     @field_validator("speeds")
     @classmethod
@@ -696,7 +726,11 @@ class LimitSpec(_Model):
     input_tpm: PosNum | None = Field(None, description="Input tokens per minute (a token bucket).")
     output_tpm: PosNum | None = Field(None, description="Output tokens per minute (a token bucket).")
     policy: Literal["queue", "reject"] = Field(
-        "queue", description="queue: wait for room (client-side limiter); reject: HTTP 429 (provider)."
+        "reject", description="reject: HTTP 429 when over a limit (how providers behave); queue: wait for room "
+        "(a client-side limiter)."
+    )
+    count_cache_reads: bool = Field(
+        False, description="Count cache reads towards input_tpm (Anthropic does not; OpenAI does)."
     )
 
 
@@ -891,6 +925,15 @@ def check_references(scenario: Scenario) -> list[Problem]:
                 )
 
     problems.extend(_check_subagent_cycles(scenario))
+
+    for mname, m in models.items():
+        if m.fallback is not None:
+            where = ("models", mname, "fallback", "model")
+            if m.fallback.model not in models:
+                problems.append(Problem(where, f"fallback model '{m.fallback.model}' is not defined under models",
+                                        suggest(m.fallback.model, model_names) or "defined: " + ", ".join(model_names)))
+            elif m.fallback.model == mname:
+                problems.append(Problem(where, "a model cannot fall back to itself", "name another model"))
 
     for vname, v in scenario.variant_specs().items():
         for kind, mapping in (("model", v.model), ("speed", v.speed)):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 from concurrent.futures import ProcessPoolExecutor
+from itertools import repeat
 from pathlib import Path
 
 import numpy as np
@@ -20,7 +21,7 @@ import pandas as pd
 
 from .loading import load
 from .plan import Plan, compile_plan
-from .records import DONE, BlockResult, calls_frame, price_calls, runs_frame, spans_frame
+from .records import DONE, BlockResult, calls_frame, price_calls, run_columns, spans_frame
 from .results import Results, _CallStats
 from .sampling import block_spans, call_speeds, sample_block
 from .scenario import Scenario
@@ -54,6 +55,8 @@ def des_reasons(plan: Plan) -> list[str]:
         reasons.append("it declares shared limits (limits:)")
     if sc.workload is not None and sc.workload.simulates_many:
         reasons.append("it runs a workload of many agents (workload: arrivals/concurrent)")
+    if any(t.error_rate > 0 or t.timeout_s is not None for t in plan.tiers):
+        reasons.append("its models can fail (error_rate or timeout) and be retried")
     return reasons
 
 
@@ -85,19 +88,20 @@ def _run_block(plan: Plan, seed: int, span: tuple[int, int, int], engine: str) -
 
 
 def _block_summary(plan: Plan, seed: int, span, engine: str, keep: bool):
+    """Simulate one block in every variant; return per-variant run columns, per-call samples, and
+    (when ``keep``) the full block results for the calls table."""
     results = _run_block(plan, seed, span, engine)
-    frames, stats = [], []
+    columns, samples = [], []
     for res in results:
-        name = plan.variants[res.variant]
-        frames.append(runs_frame(plan, res, name))
+        columns.append(run_columns(plan, res))
         ttft, tps = [], []
         for node in plan.calls:
             t = res.calls[node.id]
             done = t["status"] == DONE
             ttft.append(t["ttft"][done])
             tps.append(t["tps"][done])
-        stats.append((np.concatenate(ttft) if ttft else np.zeros(0), np.concatenate(tps) if tps else np.zeros(0)))
-    return frames, stats, (results if keep else None)
+        samples.append((np.concatenate(ttft) if ttft else np.zeros(0), np.concatenate(tps) if tps else np.zeros(0)))
+    return columns, samples, (results if keep else None)
 
 
 def _est_call_instances(plan: Plan, runs: int) -> int:
@@ -115,32 +119,40 @@ def _est_call_instances(plan: Plan, runs: int) -> int:
 
 def simulate_plan(plan: Plan, runs: int, seed: int, *, engine: str = "auto", workers: int = 1) -> Results:
     engine = choose_engine(plan, engine)
+    if plan.workload is not None:
+        return _simulate_workload(plan, seed)
     spans = block_spans(runs)
-    keep = _est_call_instances(plan, runs) * len(plan.variants) <= KEEP_CALLS_LIMIT
+    nv = len(plan.variants)
+    keep = _est_call_instances(plan, runs) * nv <= KEEP_CALLS_LIMIT or plan.needs_attempts
+    call_stats = {name: _CallStats() for name in plan.variants}
+    columns: dict[str, np.ndarray] = {}
+    kept = [] if keep else None
+
+    def consume(part) -> None:
+        # Stream each block into preallocated columns, so memory stays one copy of the runs table.
+        cols, samples, results = part
+        for v, block_cols in enumerate(cols):
+            first = v * runs + spans[len(seen)][1]
+            for name, arr in block_cols.items():
+                if name not in columns:
+                    columns[name] = np.empty(runs * nv, dtype=arr.dtype)
+                columns[name][first:first + len(arr)] = arr
+            call_stats[plan.variants[v]].add(*samples[v])
+        if kept is not None:
+            kept.append(results)
+        seen.append(1)
+
+    seen: list[int] = []
     if workers > 1 and len(spans) > 1:
         with ProcessPoolExecutor(max_workers=min(workers, len(spans))) as pool:
-            parts = list(
-                pool.map(
-                    _block_summary,
-                    [plan] * len(spans),
-                    [seed] * len(spans),
-                    spans,
-                    [engine] * len(spans),
-                    [keep] * len(spans),
-                )
-            )
+            for part in pool.map(_block_summary, repeat(plan), repeat(seed), spans, repeat(engine), repeat(keep)):
+                consume(part)
     else:
-        parts = [_block_summary(plan, seed, s, engine, keep) for s in spans]
+        for s in spans:
+            consume(_block_summary(plan, seed, s, engine, keep))
 
-    nv = len(plan.variants)
-    runs_df = pd.concat([p[0][v] for v in range(nv) for p in parts], ignore_index=True)
-    call_stats = {}
-    for v, name in enumerate(plan.variants):
-        cs = _CallStats()
-        for p in parts:
-            cs.add(*p[1][v])
-        call_stats[name] = cs
-    kept = [p[2] for p in parts] if keep else None
+    variant = pd.Categorical.from_codes(np.repeat(np.arange(nv), runs), categories=list(plan.variants))
+    runs_df = pd.DataFrame({"variant": variant, "run": np.tile(np.arange(runs), nv), **columns}, copy=False)
 
     def blocks():
         if kept is not None:
@@ -155,20 +167,159 @@ def simulate_plan(plan: Plan, runs: int, seed: int, *, engine: str = "auto", wor
             for results in blocks():
                 for res in results:
                     frames[res.variant].append(frame_fn(plan, res, plan.variants[res.variant]))
-            return pd.concat([f for fs in frames for f in fs], ignore_index=True)
+            df = pd.concat([f for fs in frames for f in fs], ignore_index=True)
+            df["variant"] = pd.Categorical(df["variant"], categories=list(plan.variants))
+            return df
 
         return _build
 
-    return Results(
-        plan,
-        seed=seed,
-        runs=runs,
-        engine=engine,
-        runs_df=runs_df,
-        call_stats=call_stats,
-        calls_builder=build(calls_frame),
-        spans_builder=build(spans_frame),
-    )
+    calls_builder = build(calls_frame)
+    extra = {}
+    if plan.needs_attempts:
+        extra["variant_sections"] = {"limits": _replication_limits_section(plan, runs_df, kept, calls_builder)}
+    return Results(plan, seed=seed, runs=runs, engine=engine, runs_df=runs_df, call_stats=call_stats,
+                   calls_builder=calls_builder, spans_builder=build(spans_frame), extra=extra)
+
+
+def _replication_limits_section(plan: Plan, runs_df: pd.DataFrame, kept: list, calls_builder):
+    """Queue waits and attempt counts when each replication runs alone against fresh accounts."""
+    from .loadstats import attempt_counts, queue_wait
+
+    cache: dict = {}
+
+    def section(name: str) -> dict:
+        v = plan.variants.index(name)
+        if "calls" not in cache:
+            cache["calls"] = calls_builder()
+        calls = cache["calls"]
+        calls = calls[calls["variant"] == name]
+        attempts = _concat_attempts([results[v].extra.get("attempts") for results in kept])
+        runs_v = runs_df[runs_df["variant"] == name]
+        return {"queue_wait_s": queue_wait(calls), "attempts": attempt_counts(attempts, calls, runs_v, plan, v)}
+
+    return section
+
+
+def _simulate_workload(plan: Plan, seed: int) -> Results:
+    """Each variant as one long simulation of many agents sharing accounts (common random numbers)."""
+    from .loadstats import attempt_counts, queue_wait, step_mean, window_admitted
+    from .workload import run_workload
+
+    nv = len(plan.variants)
+    outcomes = [run_workload(plan, seed, v) for v in range(nv)]
+    frames, call_stats = [], {name: _CallStats() for name in plan.variants}
+    for v, out in enumerate(outcomes):
+        for res in out.blocks:
+            speeds = call_speeds(plan, res.block, v)
+            price_calls(plan, res, speeds)
+            started = res.extra["started"]
+            cols = run_columns(plan, res)
+            n = res.block.n
+            frame = pd.DataFrame({"variant": plan.variants[v], "run": res.block.start + np.arange(n), **cols})
+            frames.append(frame[started])
+            counted_ok = res.extra["counted"] & (cols["status"] == 0)
+            for node in plan.calls:
+                t = res.calls[node.id]
+                done = (t["status"] == DONE) & counted_ok.reshape((-1,) + (1,) * (t["status"].ndim - 1))
+                call_stats[plan.variants[v]].add(t["ttft"][done], t["tps"][done])
+    runs_df = pd.concat(frames, ignore_index=True)
+    runs_df["variant"] = pd.Categorical(runs_df["variant"], categories=list(plan.variants))
+
+    def build(frame_fn):
+        def _build():
+            parts = [frame_fn(plan, res, plan.variants[v]) for v, out in enumerate(outcomes) for res in out.blocks]
+            df = pd.concat(parts, ignore_index=True)
+            df["variant"] = pd.Categorical(df["variant"], categories=list(plan.variants))
+            return df
+
+        return _build
+
+    calls_builder = build(calls_frame)
+    cache: dict = {}
+
+    def all_calls() -> pd.DataFrame:
+        if "calls" not in cache:
+            cache["calls"] = calls_builder()
+        return cache["calls"]
+
+    def calls_of(name: str) -> pd.DataFrame:
+        df = all_calls()
+        return df[df["variant"] == name]
+
+    def counted_runs(name: str) -> pd.DataFrame:
+        return runs_df[(runs_df["variant"] == name) & runs_df["counted"]]
+
+    def workload_section(name: str) -> dict:
+        out = outcomes[plan.variants.index(name)]
+        w0, w1 = out.window
+        hours = (w1 - w0) / 3600.0
+        r = runs_df[runs_df["variant"] == name]
+        end = r["start_s"] + r["wall_time_s"]
+        ok_in_window = (r["status"] == 0) & (end >= w0) & (end <= w1)
+        counted = r["counted"]
+        calls = calls_of(name)
+        in_window = calls[(calls["t_start"] >= w0) & (calls["t_start"] < w1)]
+        return {
+            "window_s": [w0, w1],
+            "simulated_until_s": out.end_s,
+            "runs_started": len(r),
+            "runs_counted": int(counted.sum()),
+            "runs_completed": int((counted & (r["status"] == 0)).sum()),
+            "runs_failed": int((counted & (r["status"] == 1)).sum()),
+            "runs_unfinished": int((counted & (r["status"] == 2)).sum()),
+            "runs_in_flight_at_end": int((r["status"] == 2).sum()),
+            "throughput_runs_per_hour": float(ok_in_window.sum() / hours),
+            "input_tokens_per_min": float(in_window["input_tokens"].sum() / (hours * 60)),
+            "output_tokens_per_min": float(
+                (in_window["output_tokens"] + in_window["reasoning_tokens"]).sum() / (hours * 60)
+            ),
+        }
+
+    def limits_section(name: str) -> dict:
+        v = plan.variants.index(name)
+        out = outcomes[v]
+        w0, w1 = out.window
+        runs_v = counted_runs(name)
+        calls = calls_of(name)
+        calls = calls[calls["run"].isin(runs_v["run"])]
+        attempts = _concat_attempts([b.extra.get("attempts") for b in out.blocks])
+        if attempts is not None:
+            keep = np.isin(attempts["run"], runs_v["run"].to_numpy())
+            attempts = {k: a[keep] for k, a in attempts.items()}
+        section = {"queue_wait_s": queue_wait(calls), "attempts": attempt_counts(attempts, calls, runs_v, plan, v),
+                   "accounts": {}}
+        for acc in out.accounts:
+            spec = acc.spec
+            a: dict = {"policy": spec.policy, "rejected_429": acc.rejections}
+            if acc.slots is not None:
+                mean, peak = step_mean(acc.inflight_log, w0, w1)
+                a["concurrency"] = {"limit": spec.concurrency, "mean_in_flight": mean, "max_in_flight": peak,
+                                    "utilisation": mean / spec.concurrency}
+            for attr, limit, label in (("rpm", spec.rpm, "rpm"), ("itpm", spec.input_tpm, "input_tpm"),
+                                       ("otpm", spec.output_tpm, "output_tpm")):
+                bucket = getattr(acc, attr)
+                if bucket is not None:
+                    per_min = window_admitted(bucket.admitted, w0, w1) / ((w1 - w0) / 60.0)
+                    a[label] = {"limit_per_min": limit, "admitted_per_min": per_min,
+                                "utilisation": per_min / limit}
+            section["accounts"][spec.name] = a
+        return section
+
+    sections = {"workload": workload_section}
+    if plan.accounts or plan.needs_attempts:
+        sections["limits"] = limits_section
+    base_counted = int(counted_runs(plan.variants[0]).shape[0])
+    res = Results(plan, seed=seed, runs=base_counted, engine="des", runs_df=runs_df, call_stats=call_stats,
+                  calls_builder=all_calls, spans_builder=build(spans_frame),
+                  extra={"variant_sections": sections, "outcomes": outcomes})
+    return res
+
+
+def _concat_attempts(parts: list) -> dict | None:
+    parts = [p for p in parts if p is not None]
+    if not parts:
+        return None
+    return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
 
 
 def simulate(

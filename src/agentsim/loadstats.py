@@ -1,0 +1,81 @@
+"""Figures about shared limits and workloads: throughput, utilisation, queue waits, 429s and retries.
+
+Definitions (all per variant):
+
+* **throughput** — runs that finished successfully during the window ``[warmup, duration]``,
+  per hour of window; tokens per minute count the calls that *started* in the window;
+* **utilisation of concurrency** — the time-weighted mean of requests in flight over the
+  window, divided by the limit; of a token bucket — tokens admitted during the window per
+  minute, divided by the per-minute limit;
+* **queue wait** — for each successful call of a counted run, the time from submitting it
+  to the start of its successful attempt (client-side queueing, 429 back-off and failed
+  attempts included);
+* **attempts** — 429 refusals, server errors, timeouts, retries (attempts beyond the
+  first), calls that fell back to another model, and calls and runs that failed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["attempt_counts", "queue_wait", "step_mean", "window_admitted"]
+
+
+def _f(x) -> float | None:
+    x = float(x)
+    return x if np.isfinite(x) else None
+
+
+def step_mean(log: list[tuple[float, float]], t0: float, t1: float, initial: float = 0.0) -> tuple[float, float]:
+    """Time-weighted mean and max over ``[t0, t1]`` of a step function given as ``(time, value)`` changes."""
+    if t1 <= t0:
+        return float("nan"), float("nan")
+    area, level, t_prev, peak = 0.0, initial, t0, initial
+    for t, v in log:
+        if t <= t0:
+            level = v
+            peak = v
+            continue
+        if t >= t1:
+            break
+        area += level * (t - t_prev)
+        t_prev, level = t, v
+        peak = max(peak, v)
+    area += level * (t1 - t_prev)
+    return area / (t1 - t0), peak
+
+
+def window_admitted(admitted: list[tuple[float, float]], t0: float, t1: float) -> float:
+    """Tokens admitted in ``[t0, t1)``."""
+    return float(sum(n for t, n in admitted if t0 <= t < t1))
+
+
+def queue_wait(calls: pd.DataFrame) -> dict[str, Any]:
+    ok = calls[calls["status"] == "ok"]
+    w = (ok["t_start"] - ok["t_submit"]).to_numpy(dtype=float)
+    if not len(w):
+        return {"mean": None, "p50": None, "p95": None, "share_waiting": None}
+    return {"mean": _f(w.mean()), "p50": _f(np.percentile(w, 50)), "p95": _f(np.percentile(w, 95)),
+            "share_waiting": _f(np.mean(w > 0))}
+
+
+def attempt_counts(attempts: dict[str, np.ndarray] | None, calls: pd.DataFrame, runs: pd.DataFrame,
+                   plan, variant: int) -> dict[str, Any]:
+    out = {"rejected_429": 0, "errors": 0, "timeouts": 0, "retries": 0, "fallbacks": 0, "failed_calls": 0,
+           "failed_runs": int((runs["status"] == 1).sum())}
+    if attempts is not None and len(attempts.get("outcome", ())):
+        o = attempts["outcome"]
+        out["rejected_429"] = int((o == 1).sum())
+        out["errors"] = int((o == 2).sum())
+        out["timeouts"] = int((o == 3).sum())
+        out["retries"] = int((o != 0).sum())  # every non-final attempt was retried (or ended the call)
+    if len(calls):
+        out["failed_calls"] = int((calls["status"] == "failed").sum())
+        static = {n.id: plan.tiers[n.tiers[variant]].label for n in plan.calls}
+        speed = calls["speed"].astype(str)
+        label = calls["model"].astype(str) + np.where(speed == "standard", "", "@" + speed)
+        out["fallbacks"] = int((label.to_numpy() != calls["node"].map(static).to_numpy()).sum())
+    return out
