@@ -128,6 +128,11 @@ def test_bad_input_exits_2(tmp_path):
     bad.write_text("variants:\n  x: {speed: 3}\n")
     r = run(FIX, "--config", bad)
     assert r.exit_code == 2 and f"{bad}:2" in r.output
+    bad.write_text("models:\n  claude-opus-4-8:\n    profile: no-such-profile\n")
+    r = run(FIX, "--config", bad)
+    assert r.exit_code == 2 and f"{bad}:3: models.claude-opus-4-8.profile" in r.output
+    r = run(FIX, "--speed-profile", "no-such-profile")
+    assert r.exit_code == 2 and "--speed-profile: models.*.profile" in r.output
 
 
 def test_default_folders(tmp_path):

@@ -104,6 +104,7 @@ def _speed_profiles(values: list[str], config) -> None:
             ref = str(Path(ref).resolve())  # a file: relative to where the command runs
         old = config.models.get(model)
         config.models[model] = old.model_copy(update={"profile": ref}) if old else ReplayModelSpec(profile=ref)
+        config._from_option.add(model)
 
 
 @app.command("replay")

@@ -43,7 +43,7 @@ import numpy as np
 from pydantic import Field, PrivateAttr, ValidationError, model_validator
 from pydantic_core import PydanticCustomError
 
-from .loading import ErrorItem, ScenarioError, _errors_from_validation, load_data
+from .loading import ErrorItem, ScenarioError, _errors_from_validation, _line, load_data
 from .pricing import PriceError, Rates, catalog_price_fields, compile_price, find_catalog_model
 from .profiles import Profile, bundled_profiles, load_profile
 from .scenario import PosNum, PriceSpec, ValueOfTime, _Model, suggest
@@ -123,6 +123,8 @@ class ReplayConfig(_Model):
 
     _base_dir: Path | None = PrivateAttr(None)
     _file: str = PrivateAttr("<replay config>")
+    _lines: dict = PrivateAttr(default_factory=dict)
+    _from_option: set = PrivateAttr(default_factory=set)  # model keys whose profile came from --speed-profile
 
 
 def load_replay_config(path: str | Path) -> ReplayConfig:
@@ -134,6 +136,7 @@ def load_replay_config(path: str | Path) -> ReplayConfig:
         raise ScenarioError(_errors_from_validation(exc, data, lines, str(path))) from None
     cfg._base_dir = Path(path).parent
     cfg._file = str(path)
+    cfg._lines = lines
     return cfg
 
 
@@ -260,6 +263,7 @@ class Resolver:
         self._speed: dict[str, SpeedModel] = {}
         self._rates: dict[tuple, tuple[Rates | None, str]] = {}
         self.bundled = bundled_profiles()
+        self.profiles = self._load_profiles()
 
     def catalog_ref(self, provider: str | None, model: str) -> str | None:
         key = (provider, model)
@@ -286,26 +290,30 @@ class Resolver:
         names = (model, ref, ref.split("/", 1)[1] if ref else None, f"{provider}/{model}" if provider else None)
         return Target(model, ref, self.spec_for(*names))
 
+    def _load_profiles(self) -> dict[str, Profile]:
+        """Every profile the config names, loaded up front so that a bad one is reported at its place."""
+        out = {}
+        for key, spec in self.config.models.items():
+            if spec.profile is None or spec.profile in out:
+                continue
+            where = ("models", key, "profile")
+            file = "--speed-profile" if key in self.config._from_option else self.config._file
+            try:
+                out[spec.profile], _ = load_profile(spec.profile, self.config._base_dir)
+            except LookupError as exc:
+                msg = f"'{spec.profile}' is neither a bundled profile nor a profile file"
+                raise ScenarioError(
+                    [ErrorItem(file, _line(self.config._lines, where), where, msg, exc.args[1])]
+                ) from None
+        return out
+
     def speed(self, t: Target) -> SpeedModel:
         if t.label in self._speed:
             return self._speed[t.label]
         star = self.config.models.get("*")
         ref = (t.spec.profile if t.spec and t.spec.profile else None) or (star.profile if star else None)
         if ref is not None:
-            try:
-                prof, _ = load_profile(ref, self.config._base_dir)
-            except LookupError as exc:
-                raise ScenarioError(
-                    [
-                        ErrorItem(
-                            self.config._file,
-                            None,
-                            ("models", t.label, "profile"),
-                            f"no bundled profile named '{ref}'",
-                            exc.args[1],
-                        )
-                    ]
-                ) from None
+            prof = self.profiles[ref]
         else:
             prof = DEFAULT_PROFILE
             catalog_id = t.catalog.split("/", 1)[1] if t.catalog else None
