@@ -250,4 +250,7 @@ def main() -> None:  # console-script entry point
 if __name__ == "__main__":  # pragma: no cover
     main()
 
-from . import cli_prices  # noqa: E402,F401
+from . import (  # noqa: E402
+    cli_prices,  # noqa: F401
+    cli_replay,  # noqa: F401
+)

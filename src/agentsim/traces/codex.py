@@ -1,0 +1,287 @@
+"""Codex CLI rollouts (``~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl``) as recorded sessions.
+
+A rollout is one JSON line per item, ``{"timestamp", "type", "payload"}``:
+``session_meta`` (session id, cwd, provider, and for a subagent its ``source``),
+``turn_context`` (the model of the turn that follows), ``response_item`` (messages,
+reasoning, ``function_call`` / ``custom_tool_call`` / ``local_shell_call`` and their
+``*_output``), and ``event_msg`` (``user_message``, ``task_started``,
+``task_complete``, ``token_count`` ...).
+
+How the items become calls, tools and human time:
+
+* **One API call** per ``token_count`` event whose ``info`` has usage: its
+  ``last_token_usage`` (``input_tokens`` includes ``cached_input_tokens``;
+  ``reasoning_output_tokens`` are part of ``output_tokens``), or when that is
+  missing the difference of ``total_token_usage`` from the previous event. An
+  event repeating the previous ``total_token_usage`` (Codex re-emits it with rate
+  limit updates) is not a new call. The model is the event's own, else the latest
+  ``turn_context`` model, else ``gpt-5`` (as ccusage does, and said in a note).
+* A call runs from the latest event that could have sent it — the turn's
+  ``task_started`` (or the ``user_message``), the previous call's end, or the
+  output of a tool the previous calls asked for — to its ``token_count``.
+* A **tool** runs from the end of the call that asked for it to its ``*_output``.
+* **Human time** runs from the end of the last node before a ``user_message`` to it.
+* A **subagent rollout** (``session_meta.source`` ``subagent``) starts with a
+  ``token_count`` that repeats the forked parent's history: that first count,
+  before the subagent's first ``task_started``, is skipped. When its parent's
+  rollout is read too (``parent_thread_id``), the subagent is placed in the parent's
+  session as a parallel branch (an ``agent`` container).
+
+Nothing of the content (prompts, messages, reasoning, tool arguments and outputs) is kept.
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .sessions import Call, FileReport, Node, Session, link_nodes, parse_timestamp
+
+__all__ = ["FORMAT", "looks_like", "read_codex"]
+
+FORMAT = "codex"
+FALLBACK_MODEL = "gpt-5"
+ROLLOUT_TYPES = ("session_meta", "response_item", "event_msg", "turn_context", "compacted")
+TOOL_CALLS = ("function_call", "custom_tool_call", "local_shell_call")
+TOOL_OUTPUTS = ("function_call_output", "custom_tool_call_output", "local_shell_call_output")
+PLAIN_TIERS = (None, "", "default", "auto", "standard")
+
+
+def looks_like(obj: dict) -> bool:
+    return isinstance(obj, dict) and obj.get("type") in ROLLOUT_TYPES and "payload" in obj
+
+
+def _num(v) -> int:
+    if v is None:
+        return 0
+    if isinstance(v, bool) or not isinstance(v, int | float) or v < 0:
+        raise ValueError("token count is not a non-negative number")
+    return int(v)
+
+
+def _usage(u) -> dict | None:
+    if u is None:
+        return None
+    if not isinstance(u, dict):
+        raise ValueError("usage is not an object")
+    return {
+        k: _num(u.get(k))
+        for k in ("input_tokens", "cached_input_tokens", "output_tokens", "reasoning_output_tokens", "total_tokens")
+    }
+
+
+@dataclass
+class _Rollout:
+    path: Path
+    report: FileReport
+    session: Session
+    subagent: bool = False
+    parent_thread_id: str | None = None
+    agent_label: str | None = None
+    fallback_model_calls: int = 0
+    skipped_replay: int = 0
+    repeats: int = 0
+    prompts: list[float] = field(default_factory=list)
+
+
+def _read_rollout(path: Path) -> _Rollout:
+    report = FileReport(str(path), FORMAT)
+    session = Session(id=path.stem, source=FORMAT, file=str(path))
+    ro = _Rollout(path, report, session)
+    provider = "openai"
+    model: str | None = None
+    tier = "standard"
+    service_tier: str | None = None
+    last_input: float | None = None
+    turn_started = False
+    first_count_done = False
+    prev_total: dict | None = None
+    pending: dict[str, tuple[float, str]] = {}  # tool call id -> (time asked, name), before its call ended
+    asked_by: dict[str, Node] = {}  # tool call id -> the call node that asked for it
+    held_outputs: dict[str, float] = {}  # outputs that arrived before their call's token_count
+    counts = {"c": 0, "t": 0, "h": 0}
+    nodes: list[Node] = []
+
+    def new_id(k: str) -> str:
+        counts[k] += 1
+        return f"{k}{counts[k]}"
+
+    def add_tool(cid: str, out_ts: float) -> None:
+        call = asked_by[cid]
+        asked_ts, name = pending.pop(cid)
+        start = max(asked_ts, call.end)
+        nodes.append(Node(new_id("t"), "tool", start, max(out_ts, start), name=name))
+
+    with path.open(encoding="utf-8", errors="replace") as fh:
+        for no, raw in enumerate(fh, start=1):
+            report.lines = no
+            if not raw.strip():
+                continue
+            try:
+                obj = json.loads(raw)
+                if not isinstance(obj, dict):
+                    raise ValueError("not a JSON object")
+                kind, payload = obj.get("type"), obj.get("payload")
+                if kind not in ROLLOUT_TYPES:
+                    continue
+                if not isinstance(payload, dict):
+                    raise ValueError("payload is not an object")
+                ts = parse_timestamp(obj.get("timestamp"))
+                ptype = payload.get("type")
+                if kind == "session_meta":
+                    if isinstance(payload.get("id"), str):
+                        session.id = payload["id"]
+                    cwd = payload.get("cwd")
+                    if isinstance(cwd, str) and cwd:
+                        session.project = Path(cwd.replace("\\", "/")).name or None
+                    if isinstance(payload.get("model_provider"), str):
+                        provider = payload["model_provider"]
+                    _subagent_source(ro, payload)
+                elif kind == "turn_context":
+                    if isinstance(payload.get("model"), str):
+                        model = payload["model"]
+                    st = payload.get("service_tier")
+                    service_tier = st if isinstance(st, str) else None
+                    tier = "standard" if service_tier in PLAIN_TIERS else str(service_tier)
+                elif kind == "response_item" and ptype in TOOL_CALLS and isinstance(payload.get("call_id"), str):
+                    name = payload.get("name") if isinstance(payload.get("name"), str) else ptype.removesuffix("_call")
+                    pending[payload["call_id"]] = (ts, name)
+                elif kind == "response_item" and ptype in TOOL_OUTPUTS and isinstance(payload.get("call_id"), str):
+                    cid = payload["call_id"]
+                    if cid in asked_by and cid in pending:
+                        add_tool(cid, ts)
+                        last_input = ts if last_input is None else max(last_input, ts)
+                    elif cid in pending:
+                        held_outputs[cid] = ts
+                elif kind == "event_msg" and ptype == "user_message":
+                    ro.prompts.append(ts)
+                    last_input = ts
+                elif kind == "event_msg" and ptype in ("task_started", "turn_started"):
+                    turn_started = True
+                    last_input = ts
+                elif kind == "event_msg" and ptype == "token_count":
+                    info = payload.get("info")
+                    if not isinstance(info, dict):
+                        continue  # rate limits only
+                    last, total = _usage(info.get("last_token_usage")), _usage(info.get("total_token_usage"))
+                    if ro.subagent and not turn_started and not first_count_done:
+                        first_count_done = True
+                        prev_total = total
+                        ro.skipped_replay += 1
+                        continue
+                    first_count_done = True
+                    if total is not None and total == prev_total:
+                        ro.repeats += 1
+                        continue
+                    if last is None and total is not None:
+                        last = {k: max(total[k] - (prev_total or {}).get(k, 0), 0) for k in total}
+                    if total is not None:
+                        prev_total = total
+                    if last is None or not any(last[k] for k in last if k != "total_tokens"):
+                        continue
+                    call_model = info.get("model") if isinstance(info.get("model"), str) else model
+                    if call_model is None:
+                        call_model = FALLBACK_MODEL
+                        ro.fallback_model_calls += 1
+                    cached = min(last["cached_input_tokens"], last["input_tokens"])
+                    call = Call(
+                        call_id=f"{session.id}#{counts['c'] + 1}",
+                        model=call_model,
+                        provider=provider,
+                        tier=tier,
+                        service_tier=service_tier,
+                        input_tokens=last["input_tokens"],
+                        cache_read_tokens=cached,
+                        output_tokens=last["output_tokens"],
+                        reasoning_tokens=min(last["reasoning_output_tokens"], last["output_tokens"]),
+                    )
+                    start = last_input if last_input is not None and last_input <= ts else ts
+                    node = Node(new_id("c"), "call", start, ts, call=call)
+                    nodes.append(node)
+                    for cid in [c for c in pending if c not in asked_by]:
+                        asked_by[cid] = node
+                    last_input = ts
+                    for cid in [c for c in held_outputs if c in asked_by]:
+                        out_ts = held_outputs.pop(cid)
+                        add_tool(cid, out_ts)
+                        last_input = max(last_input, out_ts)
+            except (ValueError, TypeError, KeyError, AttributeError):
+                report.bad_line(no)
+                continue
+    if nodes and ro.prompts and not ro.subagent:  # a subagent's prompts come from its parent agent
+        ends = sorted(n.end for n in nodes)
+        for p in ro.prompts:
+            i = bisect.bisect_right(ends, p)
+            if i and ends[i - 1] < p:
+                nodes.append(Node(new_id("h"), "human", ends[i - 1], p, name="human"))
+    session.nodes = nodes
+    report.calls = counts["c"]
+    if ro.fallback_model_calls:
+        report.notes.append(f"{ro.fallback_model_calls} calls name no model; assumed {FALLBACK_MODEL} (as ccusage)")
+    if ro.skipped_replay:
+        report.notes.append("skipped the subagent's first token count (it repeats the forked parent's history)")
+    if ro.repeats:
+        report.notes.append(f"{ro.repeats} token counts repeat the previous total and are not new calls")
+    return ro
+
+
+def _subagent_source(ro: _Rollout, payload: dict) -> None:
+    source = payload.get("source")
+    if not isinstance(source, dict):
+        return
+    sub = source.get("subagent", source.get("sub_agent", source.get("subAgent")))
+    if sub is None:
+        return
+    ro.subagent = True
+    spawn = sub.get("thread_spawn") if isinstance(sub, dict) else None
+    parent = (spawn or {}).get("parent_thread_id") or payload.get("parent_thread_id")
+    ro.parent_thread_id = parent if isinstance(parent, str) else None
+    label = None
+    if isinstance(spawn, dict):
+        label = spawn.get("agent_nickname") or spawn.get("agent_role") or spawn.get("agent_path")
+    elif isinstance(sub, str):
+        label = sub
+    ro.agent_label = label if isinstance(label, str) else None
+
+
+def _depth(ro: _Rollout, by_id: dict[str, _Rollout]) -> int:
+    depth, cur, hops = 0, ro, 0
+    while cur.subagent and cur.parent_thread_id in by_id and hops < 64:
+        cur = by_id[cur.parent_thread_id]
+        depth += 1
+        hops += 1
+    return depth
+
+
+def read_codex(files: list[Path]) -> tuple[list[Session], list[FileReport]]:
+    """Read Codex rollout files into sessions (subagents inside their parent's session when it is read too)."""
+    rollouts = [_read_rollout(f) for f in files]
+    by_id = {ro.session.id: ro for ro in rollouts}
+    merged: set[int] = set()
+    order = sorted(range(len(rollouts)), key=lambda k: -_depth(rollouts[k], by_id))  # deepest subagents first
+    for k in order:
+        ro = rollouts[k]
+        parent = by_id.get(ro.parent_thread_id or "")
+        if not ro.subagent or parent is None or parent is ro or not ro.session.nodes:
+            continue
+        agent = ro.agent_label or ro.session.id
+        container = Node(f"a{k + 1}", "agent", ro.session.start, ro.session.end, name="subagent", agent=agent)
+        for n in ro.session.nodes:
+            n.id = f"{container.id}.{n.id}"
+            n.parent = f"{container.id}.{n.parent}" if n.parent else container.id
+            if n.agent == "main":
+                n.agent = agent
+        parent.session.nodes.extend([container, *ro.session.nodes])
+        merged.add(k)
+    sessions = []
+    for k, ro in enumerate(rollouts):
+        if k in merged:
+            ro.report.notes.append(f"placed inside the parent session {ro.parent_thread_id}")
+            continue
+        if any(n.kind == "call" for n in ro.session.nodes):
+            link_nodes(ro.session.nodes)
+            sessions.append(ro.session)
+            ro.report.sessions = 1
+    return sessions, [ro.report for ro in rollouts]

@@ -1,0 +1,302 @@
+"""Recorded agent sessions: the one shape every session importer produces.
+
+A recorded session (a Claude Code conversation, a Codex CLI rollout, the spans of
+one OpenTelemetry conversation) becomes a set of timed **nodes**:
+
+* ``call``: one API request, with its model, speed tier and token usage;
+* ``tool``: a tool run, from the end of the call that asked for it to the moment
+  its result went back;
+* ``human``: the person's time, from the agent going quiet to their next prompt;
+* ``agent``: a container of another thread's nodes (a subagent, an agent span).
+
+A tool may also be a container: Claude Code's ``Task`` tool holds the subagent it
+ran, so replaying the subagent faster shortens the tool.
+
+**Order and parallelism** come from the recorded intervals, container by
+container. Node *B* waits for node *A* when *A* ended at or before *B* started and
+no other node that also ended before *B* started began after *A* ended: *A* is on
+*B*'s *frontier* (``preds``). Nodes whose intervals overlap ran in parallel (two
+tools of one call, two subagents). The time between a node's start and the end of
+its latest predecessor (or its container's start) is its *lag*: client overhead,
+retries, anything not recorded as a node; replay keeps it unchanged.
+
+Only timings, token counts, model names and tool names are kept: importers never
+copy prompts, tool inputs or outputs, or file contents into these records.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import heapq
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+__all__ = [
+    "CALL_COLUMNS",
+    "SPAN_COLUMNS",
+    "Call",
+    "FileReport",
+    "Node",
+    "Session",
+    "calls_table",
+    "link_nodes",
+    "parse_timestamp",
+    "spans_table",
+]
+
+MAX_BAD_LINES_SHOWN = 5
+
+
+@dataclass
+class Call:
+    """Usage of one API call. ``input_tokens`` counts all input, cached included;
+    ``output_tokens`` all output, reasoning included (as genai-prices counts them)."""
+
+    call_id: str  # the source's id (message id, request id, span id) — never content
+    model: str
+    provider: str | None
+    tier: str = "standard"  # speed tier used for speed and price: standard, fast, priority...
+    speed: str | None = None  # raw speed field of the source (Claude Code usage.speed)
+    service_tier: str | None = None  # raw service tier of the source
+    input_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_5m_tokens: int = 0
+    cache_write_1h_tokens: int = 0
+    output_tokens: int = 0
+    reasoning_tokens: int = 0
+    ttft_s: float | None = None  # recorded time to first token, when the source has it (OTel)
+
+    @property
+    def cache_write_tokens(self) -> int:
+        return self.cache_write_5m_tokens + self.cache_write_1h_tokens
+
+    @property
+    def uncached_input_tokens(self) -> int:
+        return self.input_tokens - self.cache_read_tokens - self.cache_write_tokens
+
+
+@dataclass
+class Node:
+    id: str  # unique within its session
+    kind: str  # call | tool | human | agent
+    start: float  # unix seconds
+    end: float
+    parent: str | None = None  # id of the containing node (None: the session itself)
+    name: str | None = None  # tool name, or agent name of a container
+    agent: str = "main"  # the thread it belongs to (main, or a subagent id)
+    call: Call | None = None
+    preds: tuple[str, ...] = ()
+    order: int = 0  # position in its container's processing order (set by link_nodes)
+
+    @property
+    def duration(self) -> float:
+        return self.end - self.start
+
+
+@dataclass
+class Session:
+    id: str
+    source: str  # claude-code | codex | otel
+    file: str
+    project: str | None = None
+    nodes: list[Node] = field(default_factory=list)
+
+    @property
+    def start(self) -> float:
+        """Start of the earliest top-level node (nested nodes lie inside their containers)."""
+        return min(n.start for n in self.nodes if n.parent is None)
+
+    @property
+    def end(self) -> float:
+        return max(n.end for n in self.nodes if n.parent is None)
+
+    @property
+    def wall_time_s(self) -> float:
+        return self.end - self.start
+
+    @property
+    def calls(self) -> list[Node]:
+        return [n for n in self.nodes if n.kind == "call"]
+
+    @property
+    def start_date(self) -> dt.date:
+        return dt.datetime.fromtimestamp(self.start, dt.UTC).date()
+
+
+@dataclass
+class FileReport:
+    """What reading one file gave: sessions and calls found, corrupt lines skipped, notes."""
+
+    path: str
+    format: str
+    lines: int = 0
+    sessions: int = 0
+    calls: int = 0
+    corrupt: int = 0
+    corrupt_lines: list[int] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def bad_line(self, line: int | None) -> None:
+        self.corrupt += 1
+        if line is not None and len(self.corrupt_lines) < MAX_BAD_LINES_SHOWN:
+            self.corrupt_lines.append(line)
+
+    def to_json(self) -> dict:
+        return {
+            "path": self.path,
+            "format": self.format,
+            "lines": self.lines,
+            "sessions": self.sessions,
+            "calls": self.calls,
+            "corrupt_lines_skipped": self.corrupt,
+            "first_corrupt_lines": list(self.corrupt_lines),
+            "notes": list(self.notes),
+        }
+
+
+def parse_timestamp(value) -> float:
+    """ISO 8601 (``2026-11-02T09:00:00.000Z``) to unix seconds; raises ValueError/TypeError."""
+    if not isinstance(value, str):
+        raise TypeError("timestamp is not a string")
+    t = dt.datetime.fromisoformat(value.replace("Z", "+00:00") if value.endswith("Z") else value)
+    if t.tzinfo is None:
+        t = t.replace(tzinfo=dt.UTC)
+    return t.timestamp()
+
+
+def link_nodes(nodes: list[Node]) -> None:
+    """Fill every node's ``preds`` (its frontier among its container's nodes) and ``order``.
+
+    Within each container, nodes are taken in order of (start, end); when a node is
+    reached, every earlier node that has ended by its start joins the frontier,
+    removing the frontier nodes it covers (those that ended before it started).
+    """
+    groups: dict[str | None, list[Node]] = defaultdict(list)
+    for seq, n in enumerate(nodes):
+        groups[n.parent].append(n)
+        n.order = seq  # provisional tie-breaker: creation order
+    for group in groups.values():
+        group.sort(key=lambda n: (n.start, n.end, n.order))
+        for i, n in enumerate(group):
+            n.order = i
+        ended: list[tuple[float, int, Node]] = []
+        frontier: list[Node] = []
+        for n in group:
+            while ended and ended[0][0] <= n.start:
+                _, _, m = heapq.heappop(ended)
+                frontier = [f for f in frontier if not (f.end <= m.start and f.order < m.order)]
+                frontier.append(m)
+            n.preds = tuple(f.id for f in frontier)
+            heapq.heappush(ended, (n.end, n.order, n))
+
+
+# --------------------------------------------------------------------------- tables
+
+CALL_COLUMNS = [
+    "session",
+    "project",
+    "source",
+    "agent",
+    "node",
+    "call_id",
+    "model",
+    "provider",
+    "tier",
+    "speed",
+    "service_tier",
+    "start_s",
+    "end_s",
+    "duration_s",
+    "parent",
+    "preds",
+    "input_tokens",
+    "cache_read_tokens",
+    "cache_write_tokens",
+    "cache_write_5m_tokens",
+    "cache_write_1h_tokens",
+    "output_tokens",
+    "reasoning_tokens",
+    "recorded_ttft_s",
+]
+
+SPAN_COLUMNS = [
+    "session",
+    "project",
+    "source",
+    "agent",
+    "node",
+    "kind",
+    "name",
+    "start_s",
+    "end_s",
+    "duration_s",
+    "parent",
+    "preds",
+]
+
+
+def calls_table(sessions: list[Session]) -> pd.DataFrame:
+    """One row per API call (recorded values only)."""
+    rows = []
+    for s in sessions:
+        for n in s.nodes:
+            if n.kind != "call" or n.call is None:
+                continue
+            c = n.call
+            rows.append(
+                (
+                    s.id,
+                    s.project,
+                    s.source,
+                    n.agent,
+                    n.id,
+                    c.call_id,
+                    c.model,
+                    c.provider,
+                    c.tier,
+                    c.speed,
+                    c.service_tier,
+                    n.start,
+                    n.end,
+                    n.duration,
+                    n.parent,
+                    " ".join(n.preds),
+                    c.input_tokens,
+                    c.cache_read_tokens,
+                    c.cache_write_tokens,
+                    c.cache_write_5m_tokens,
+                    c.cache_write_1h_tokens,
+                    c.output_tokens,
+                    c.reasoning_tokens,
+                    c.ttft_s,
+                )
+            )
+    return pd.DataFrame(rows, columns=CALL_COLUMNS)
+
+
+def spans_table(sessions: list[Session]) -> pd.DataFrame:
+    """One row per tool run, human gap and agent container."""
+    rows = []
+    for s in sessions:
+        for n in s.nodes:
+            if n.kind == "call":
+                continue
+            rows.append(
+                (
+                    s.id,
+                    s.project,
+                    s.source,
+                    n.agent,
+                    n.id,
+                    n.kind,
+                    n.name,
+                    n.start,
+                    n.end,
+                    n.duration,
+                    n.parent,
+                    " ".join(n.preds),
+                )
+            )
+    return pd.DataFrame(rows, columns=SPAN_COLUMNS)
