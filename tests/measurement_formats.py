@@ -322,6 +322,12 @@ def write_fixtures(folder: Path = FIXTURE_DIR) -> list[Path]:
     return out
 
 
+def sample_file(folder: Path, fmt: str, n_ok: int = 23, n_failed: int = 2, seed: int = 0) -> Path:
+    """A small synthetic file of one format (for malformed-input tests to break)."""
+    writer, name = WRITERS[fmt]
+    return writer(draw(Truth(), n_ok, n_failed, seed), folder / name)
+
+
 def oracle_tolerances(s: Sample, z: float = 4.0) -> dict[str, float]:
     """How far estimates may fall from the truth for this sample size (z standard errors).
 

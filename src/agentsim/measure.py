@@ -54,12 +54,13 @@ ANTHROPIC_VERSION = "2023-06-01"
 FORMAT_VERSION = 1
 ERROR_BODY_CHARS = 300
 
-_WORDS = tuple(
+_WORD_TEXT = (
     "time year people way day man thing woman life child world school state family student group country "
     "problem hand part place case week company system program question work government number night point "
     "home water room mother area money story fact month lot right study book eye job word business issue "
     "side kind head house service friend father power hour game line end member law car city community name"
-).split()
+)
+_WORDS = tuple(_WORD_TEXT.split())
 
 
 @dataclass(frozen=True)
@@ -136,6 +137,17 @@ def _body(config: MeasureConfig, prompt: str) -> dict[str, Any]:
 
 
 _KEYLIKE = re.compile(r"\b(sk|pk|key|api|token)[-_][-_A-Za-z0-9*.]{6,}", re.IGNORECASE)
+
+
+def _error_message(body: str) -> str:
+    """The message of a JSON error body (OpenAI and Anthropic: ``error.message``), else the text."""
+    try:
+        err = json.loads(body).get("error")
+        if isinstance(err, dict) and err.get("message"):
+            return str(err["message"])[:ERROR_BODY_CHARS]
+    except (ValueError, AttributeError):
+        pass
+    return " ".join(body.split())[:ERROR_BODY_CHARS]
 
 
 def _scrub(text: str, api_key: str | None) -> str:
@@ -228,7 +240,9 @@ async def _one_request(client, config: MeasureConfig, i: int, n_input: int, api_
             status = src.response.status_code
             if status != 200:
                 text = (await src.response.aread()).decode("utf-8", "replace")
-                s.error = f"HTTP {status}: {' '.join(text.split())[:ERROR_BODY_CHARS]}"
+                s.error = f"HTTP {status}: {_error_message(text)}"
+                if src.response.headers.get("retry-after"):
+                    rec["retry_after"] = src.response.headers["retry-after"]
             else:
                 async for sse in src.aiter_sse():
                     now = time.perf_counter()

@@ -132,8 +132,10 @@ def parse_json(path: str | Path, text: str) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        hint = "the file looks truncated" if exc.pos >= len(text.rstrip()) else "fix the JSON at that place"
-        raise fail(path, f"not valid JSON: {exc.msg} at column {exc.colno}", hint, line=exc.lineno) from None
+        last_line = len(text.rstrip().splitlines())
+        at_end = exc.pos >= len(text.rstrip()) or exc.lineno >= last_line
+        hint = "the file looks truncated" if at_end else "fix the JSON at that place"
+        raise fail(path, f"not valid JSON at column {exc.colno}: {exc.msg}", hint, line=exc.lineno) from None
 
 
 def parse_json_lines(path: str | Path, text: str) -> list[tuple[int, Any]]:
@@ -148,7 +150,7 @@ def parse_json_lines(path: str | Path, text: str) -> list[tuple[int, Any]]:
         except json.JSONDecodeError as exc:
             last = all(not rest.strip() for rest in lines[i:])
             hint = "the last line looks truncated" if last else "every line must be one JSON document"
-            raise fail(path, f"not valid JSON: {exc.msg} at column {exc.colno}", hint, line=i) from None
+            raise fail(path, f"not valid JSON at column {exc.colno}: {exc.msg}", hint, line=i) from None
     return out
 
 
@@ -269,7 +271,7 @@ def _check_units(df: pd.DataFrame, file: str) -> None:
         raise fail(
             file,
             f"the median time to first token is {med:,.0f} s, which is implausible",
-            "the values look like milliseconds: name the column or unit as milliseconds (e.g. ttft_ms)",
+            "the values look like milliseconds where seconds are expected (in a CSV, name the column ttft_ms)",
         )
     both = ok[ok["latency_s"].notna()]
     if len(both):
