@@ -224,3 +224,25 @@ def test_llmperf_without_end_to_end_latency_uses_itl_with_ttft(tmp_path):
     # reading it as "first token excluded" (decode = itl x (n - 1)) would count the TTFT as decode time
     wrong_tps = s.output_tokens / (table["latency_s"] / s.output_tokens * (s.output_tokens - 1))
     assert not np.allclose(wrong_tps, s.tps, rtol=0.05)
+
+
+def test_example_profile_and_scenario(tmp_path, monkeypatch):
+    """scenarios/profiles/example-calibrated.yaml is exactly what calibrate writes from the example files."""
+    from pathlib import Path
+
+    from agentsim.plan import compile_plan
+
+    root = Path(__file__).resolve().parents[1]
+    monkeypatch.chdir(root)
+    names = [name for _, name in WRITERS.values()]
+    res = runner.invoke(app, ["calibrate", *[f"tests/fixtures/measurements/{n}" for n in names],
+                              "--name", "example-calibrated", "-o", str(tmp_path / "p.yaml")])
+    assert res.exit_code == 0, res.output
+    committed = (root / "scenarios/profiles/example-calibrated.yaml").read_text()
+    body = "".join(line for line in committed.splitlines(keepends=True) if not line.startswith("#"))
+    assert body == (tmp_path / "p.yaml").read_text()
+
+    sc = agentsim.load(root / "scenarios/measured-vs-assumed.yaml")
+    prof, _ = load_profile("example-calibrated.yaml", root / "scenarios/profiles")
+    tiers = {t.model: t for t in compile_plan(sc).tiers}
+    assert tiers["measured"].prefill_tps == prof.prefill_tps and tiers["assumed"].prefill_tps == float("inf")
