@@ -92,10 +92,19 @@ def write_llmperf(s: Sample, path: Path, with_e2e: bool = True) -> Path:
     recs = []
     for i in range(s.n):
         if s.failed[i]:
-            recs.append({"error_code": 429 if i % 2 else 500, "error_msg": s.errors[i], "inter_token_latency_s": 0,
-                         "ttft_s": 0, "end_to_end_latency_s": 0, "request_output_throughput_token_per_s": 0,
-                         "number_total_tokens": int(s.input_tokens[i]), "number_output_tokens": 0,
-                         "number_input_tokens": int(s.input_tokens[i])})
+            recs.append(
+                {
+                    "error_code": 429 if i % 2 else 500,
+                    "error_msg": s.errors[i],
+                    "inter_token_latency_s": 0,
+                    "ttft_s": 0,
+                    "end_to_end_latency_s": 0,
+                    "request_output_throughput_token_per_s": 0,
+                    "number_total_tokens": int(s.input_tokens[i]),
+                    "number_output_tokens": 0,
+                    "number_input_tokens": int(s.input_tokens[i]),
+                }
+            )
             continue
         n_out = int(s.output_tokens[i])
         rec = {
@@ -150,43 +159,69 @@ def write_guidellm(s: Sample, path: Path) -> Path:
     for i in range(s.n):
         start = float(s.start[i])
         if s.failed[i]:
-            errored.append({"type_": "generative_text_error", "request_id": f"r{i}", "request_type": "chat_completions",
-                            "prompt_tokens": int(s.input_tokens[i]), "output_tokens": 0, "start_time": start,
-                            "end_time": start + 0.05, "first_token_time": None, "last_token_time": None,
-                            "request_latency": 0.05, "time_to_first_token_ms": None,
-                            "time_per_output_token_ms": None, "inter_token_latency_ms": None,
-                            "error": s.errors[i]})
+            errored.append(
+                {
+                    "type_": "generative_text_error",
+                    "request_id": f"r{i}",
+                    "request_type": "chat_completions",
+                    "prompt_tokens": int(s.input_tokens[i]),
+                    "output_tokens": 0,
+                    "start_time": start,
+                    "end_time": start + 0.05,
+                    "first_token_time": None,
+                    "last_token_time": None,
+                    "request_latency": 0.05,
+                    "time_to_first_token_ms": None,
+                    "time_per_output_token_ms": None,
+                    "inter_token_latency_ms": None,
+                    "error": s.errors[i],
+                }
+            )
             continue
         n_out = int(s.output_tokens[i])
         first, last = start + float(s.ttft[i]), start + float(s.latency[i])
-        successful.append({
-            "type_": "generative_text_response",
-            "request_id": f"r{i}",
-            "request_type": "chat_completions",
-            "prompt_tokens": int(s.input_tokens[i]),
-            "output_tokens": n_out,
-            "start_time": start,
-            "end_time": last,
-            "first_token_time": first,
-            "last_token_time": last,
-            "request_latency": last - start,
-            "time_to_first_token_ms": 1000 * (first - start),
-            "time_per_output_token_ms": 1000 * (last - first) / n_out,  # GuideLLM: includes the first token
-            "inter_token_latency_ms": 1000 * (last - first) / (n_out - 1),  # GuideLLM: excludes the first token
-            "tokens_per_second": (int(s.input_tokens[i]) + n_out) / (last - start),
-            "output_tokens_per_second": n_out / (last - start),
-        })
-    doc = {"benchmarks": [{
-        "type_": "generative_benchmark",
-        "run_id": "run-1",
-        "worker": {"type_": "generative_requests_worker", "backend_type": "openai_http",
-                   "backend_target": "http://localhost:8000", "backend_model": s.truth.model},
-        "start_time": float(s.start[0]),
-        "end_time": float(s.start[-1] + s.latency[-1]),
-        "request_totals": {"successful": len(successful), "incomplete": 0, "errored": len(errored),
-                           "total": s.n},
-        "requests": {"successful": successful, "incomplete": [], "errored": errored},
-    }]}
+        successful.append(
+            {
+                "type_": "generative_text_response",
+                "request_id": f"r{i}",
+                "request_type": "chat_completions",
+                "prompt_tokens": int(s.input_tokens[i]),
+                "output_tokens": n_out,
+                "start_time": start,
+                "end_time": last,
+                "first_token_time": first,
+                "last_token_time": last,
+                "request_latency": last - start,
+                "time_to_first_token_ms": 1000 * (first - start),
+                "time_per_output_token_ms": 1000 * (last - first) / n_out,  # GuideLLM: includes the first token
+                "inter_token_latency_ms": 1000 * (last - first) / (n_out - 1),  # GuideLLM: excludes the first token
+                "tokens_per_second": (int(s.input_tokens[i]) + n_out) / (last - start),
+                "output_tokens_per_second": n_out / (last - start),
+            }
+        )
+    doc = {
+        "benchmarks": [
+            {
+                "type_": "generative_benchmark",
+                "run_id": "run-1",
+                "worker": {
+                    "type_": "generative_requests_worker",
+                    "backend_type": "openai_http",
+                    "backend_target": "http://localhost:8000",
+                    "backend_model": s.truth.model,
+                },
+                "start_time": float(s.start[0]),
+                "end_time": float(s.start[-1] + s.latency[-1]),
+                "request_totals": {
+                    "successful": len(successful),
+                    "incomplete": 0,
+                    "errored": len(errored),
+                    "total": s.n,
+                },
+                "requests": {"successful": successful, "incomplete": [], "errored": errored},
+            }
+        ]
+    }
     path.write_text(json.dumps(doc, indent=2))
     return path
 
@@ -195,27 +230,47 @@ def write_aiperf(s: Sample, path: Path) -> Path:
     lines = []
     for i in range(s.n):
         start_ns = int(s.start[i] * 1e9)
-        meta = {"session_num": i, "x_request_id": f"req-{i}", "turn_index": 0, "request_start_ns": start_ns,
-                "request_end_ns": start_ns + int(s.latency[i] * 1e9), "worker_id": "worker_1",
-                "benchmark_phase": "profiling", "was_cancelled": False, "cancellation_time_ns": None}
+        meta = {
+            "session_num": i,
+            "x_request_id": f"req-{i}",
+            "turn_index": 0,
+            "request_start_ns": start_ns,
+            "request_end_ns": start_ns + int(s.latency[i] * 1e9),
+            "worker_id": "worker_1",
+            "benchmark_phase": "profiling",
+            "was_cancelled": False,
+            "cancellation_time_ns": None,
+        }
         if s.failed[i]:
-            lines.append({"metadata": meta, "metrics": {"error_isl": {"value": int(s.input_tokens[i]),
-                                                                      "unit": "tokens"}},
-                          "error": {"code": 500, "type": "InternalServerError", "message": s.errors[i]}})
+            lines.append(
+                {
+                    "metadata": meta,
+                    "metrics": {"error_isl": {"value": int(s.input_tokens[i]), "unit": "tokens"}},
+                    "error": {"code": 500, "type": "InternalServerError", "message": s.errors[i]},
+                }
+            )
             continue
         n_out = int(s.output_tokens[i])
         ttft_ms, lat_ms = 1000 * float(s.ttft[i]), 1000 * float(s.latency[i])
-        lines.append({"metadata": meta, "metrics": {
-            "input_sequence_length": {"value": int(s.input_tokens[i]), "unit": "tokens"},
-            "time_to_first_token": {"value": ttft_ms, "unit": "ms"},
-            "request_latency": {"value": lat_ms, "unit": "ms"},
-            "output_token_count": {"value": n_out, "unit": "tokens"},
-            "inter_chunk_latency": {"value": [round(1000 * g, 4) for g in s.gaps[i]], "unit": "ms"},
-            "output_sequence_length": {"value": n_out, "unit": "tokens"},
-            "inter_token_latency": {"value": (lat_ms - ttft_ms) / (n_out - 1), "unit": "ms"},
-            "output_token_throughput_per_user": {"value": 1000 * (n_out - 1) / (lat_ms - ttft_ms),
-                                                 "unit": "tokens/sec/user"},
-        }, "error": None})
+        lines.append(
+            {
+                "metadata": meta,
+                "metrics": {
+                    "input_sequence_length": {"value": int(s.input_tokens[i]), "unit": "tokens"},
+                    "time_to_first_token": {"value": ttft_ms, "unit": "ms"},
+                    "request_latency": {"value": lat_ms, "unit": "ms"},
+                    "output_token_count": {"value": n_out, "unit": "tokens"},
+                    "inter_chunk_latency": {"value": [round(1000 * g, 4) for g in s.gaps[i]], "unit": "ms"},
+                    "output_sequence_length": {"value": n_out, "unit": "tokens"},
+                    "inter_token_latency": {"value": (lat_ms - ttft_ms) / (n_out - 1), "unit": "ms"},
+                    "output_token_throughput_per_user": {
+                        "value": 1000 * (n_out - 1) / (lat_ms - ttft_ms),
+                        "unit": "tokens/sec/user",
+                    },
+                },
+                "error": None,
+            }
+        )
     path.write_text("".join(json.dumps(x) + "\n" for x in lines))
     return path
 
@@ -247,20 +302,46 @@ def write_otel(s: Sample, path: Path) -> Path:
             status = {"code": 2, "message": s.errors[i]}
             attrs.append(_kv("error.type", "429" if i % 2 else "500"))
         else:
-            attrs.append(_kv("gen_ai.usage.completion_tokens" if old else "gen_ai.usage.output_tokens",
-                             int(s.output_tokens[i])))
+            attrs.append(
+                _kv("gen_ai.usage.completion_tokens" if old else "gen_ai.usage.output_tokens", int(s.output_tokens[i]))
+            )
             attrs.append(_kv("gen_ai.response.time_to_first_chunk", float(s.ttft[i])))
             attrs.append(_kv("gen_ai.response.model", s.truth.model))
         trace = f"{i + 1:032x}"
-        spans.append({"traceId": trace, "spanId": f"{2 * i + 1:016x}", "parentSpanId": f"{2 * i + 2:016x}",
-                      "name": f"chat {s.truth.model}", "kind": 3, "startTimeUnixNano": str(start_ns),
-                      "endTimeUnixNano": str(end_ns), "attributes": attrs, "status": status})
+        spans.append(
+            {
+                "traceId": trace,
+                "spanId": f"{2 * i + 1:016x}",
+                "parentSpanId": f"{2 * i + 2:016x}",
+                "name": f"chat {s.truth.model}",
+                "kind": 3,
+                "startTimeUnixNano": str(start_ns),
+                "endTimeUnixNano": str(end_ns),
+                "attributes": attrs,
+                "status": status,
+            }
+        )
         # the agent span around it is not a model call and must be skipped
-        spans.append({"traceId": trace, "spanId": f"{2 * i + 2:016x}", "name": "invoke_agent coder", "kind": 1,
-                      "startTimeUnixNano": str(start_ns - 1000), "endTimeUnixNano": str(end_ns + 1000),
-                      "attributes": [_kv("gen_ai.operation.name", "invoke_agent")], "status": {"code": 0}})
-    doc = {"resourceSpans": [{"resource": {"attributes": [_kv("service.name", "coder")]},
-                              "scopeSpans": [{"scope": {"name": "synthetic"}, "spans": spans}]}]}
+        spans.append(
+            {
+                "traceId": trace,
+                "spanId": f"{2 * i + 2:016x}",
+                "name": "invoke_agent coder",
+                "kind": 1,
+                "startTimeUnixNano": str(start_ns - 1000),
+                "endTimeUnixNano": str(end_ns + 1000),
+                "attributes": [_kv("gen_ai.operation.name", "invoke_agent")],
+                "status": {"code": 0},
+            }
+        )
+    doc = {
+        "resourceSpans": [
+            {
+                "resource": {"attributes": [_kv("service.name", "coder")]},
+                "scopeSpans": [{"scope": {"name": "synthetic"}, "spans": spans}],
+            }
+        ]
+    }
     path.write_text(json.dumps(doc))
     return path
 
@@ -271,26 +352,64 @@ def write_csv(s: Sample, path: Path) -> Path:
         if s.failed[i]:
             out.append(f"{float(s.start[i])!r},{s.truth.model},,,{int(s.input_tokens[i])},,,{s.errors[i]}")
             continue
-        out.append(f"{float(s.start[i])!r},{s.truth.model},{1000 * float(s.ttft[i])!r},{1000 * float(s.latency[i])!r},"
-                   f"{int(s.input_tokens[i])},{int(s.cached_tokens[i])},{int(s.output_tokens[i])},")
+        out.append(
+            f"{float(s.start[i])!r},{s.truth.model},{1000 * float(s.ttft[i])!r},{1000 * float(s.latency[i])!r},"
+            f"{int(s.input_tokens[i])},{int(s.cached_tokens[i])},{int(s.output_tokens[i])},"
+        )
     path.write_text("\n".join(out) + "\n")
     return path
 
 
 def write_measure(s: Sample, path: Path) -> Path:
-    lines = [{"agentsim_measure": 1, "kind": "run", "started_at": "2026-03-02T10:00:00+00:00",
-              "base_url": "http://127.0.0.1:8000/v1", "model": s.truth.model, "api": "openai", "requests": s.n}]
+    lines = [
+        {
+            "agentsim_measure": 1,
+            "kind": "run",
+            "started_at": "2026-03-02T10:00:00+00:00",
+            "base_url": "http://127.0.0.1:8000/v1",
+            "model": s.truth.model,
+            "api": "openai",
+            "requests": s.n,
+        }
+    ]
     for i in range(s.n):
-        rec = {"agentsim_measure": 1, "kind": "request", "i": i, "api": "openai", "model": s.truth.model,
-               "input_tokens_requested": int(s.input_tokens[i]), "start_s": float(s.start[i])}
+        rec = {
+            "agentsim_measure": 1,
+            "kind": "request",
+            "i": i,
+            "api": "openai",
+            "model": s.truth.model,
+            "input_tokens_requested": int(s.input_tokens[i]),
+            "start_s": float(s.start[i]),
+        }
         if s.failed[i]:
-            rec.update(status=429, ok=False, error=s.errors[i], ttft_s=None, latency_s=0.2, gaps_s=[], chunks=0,
-                       input_tokens=None, cached_input_tokens=None, output_tokens=None, tokens_source="chunks")
+            rec.update(
+                status=429,
+                ok=False,
+                error=s.errors[i],
+                ttft_s=None,
+                latency_s=0.2,
+                gaps_s=[],
+                chunks=0,
+                input_tokens=None,
+                cached_input_tokens=None,
+                output_tokens=None,
+                tokens_source="chunks",
+            )
         else:
-            rec.update(status=200, ok=True, error=None, ttft_s=float(s.ttft[i]), latency_s=float(s.latency[i]),
-                       gaps_s=[round(g, 7) for g in s.gaps[i]], chunks=int(s.output_tokens[i]),
-                       input_tokens=int(s.input_tokens[i]), cached_input_tokens=int(s.cached_tokens[i]),
-                       output_tokens=int(s.output_tokens[i]), tokens_source="usage")
+            rec.update(
+                status=200,
+                ok=True,
+                error=None,
+                ttft_s=float(s.ttft[i]),
+                latency_s=float(s.latency[i]),
+                gaps_s=[round(g, 7) for g in s.gaps[i]],
+                chunks=int(s.output_tokens[i]),
+                input_tokens=int(s.input_tokens[i]),
+                cached_input_tokens=int(s.cached_tokens[i]),
+                output_tokens=int(s.output_tokens[i]),
+                tokens_source="usage",
+            )
         lines.append(rec)
     path.write_text("".join(json.dumps(x) + "\n" for x in lines))
     return path
@@ -307,8 +426,16 @@ WRITERS = {
 }
 
 # the example files: a plausible mid-size model, 28 usable and 2 failed requests per file
-FIXTURE_TRUTH = Truth(base_median_s=0.45, base_sigma=0.35, prefill_tps=12000.0, tps_shape=12.0, tps_mean=95.0,
-                      input_range=(300, 12000), output_range=(40, 160), cached_share=0.0)
+FIXTURE_TRUTH = Truth(
+    base_median_s=0.45,
+    base_sigma=0.35,
+    prefill_tps=12000.0,
+    tps_shape=12.0,
+    tps_mean=95.0,
+    input_range=(300, 12000),
+    output_range=(40, 160),
+    cached_share=0.0,
+)
 FIXTURE_DIR = Path(__file__).resolve().parent / "fixtures" / "measurements"
 
 

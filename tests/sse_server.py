@@ -47,18 +47,24 @@ class _Server:
             def do_POST(self):
                 t_request = time.monotonic()
                 body = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))) or b"{}")
-                seen = {"path": self.path, "authorization": self.headers.get("authorization"),
-                        "x-api-key": self.headers.get("x-api-key"), "body": body}
+                seen = {
+                    "path": self.path,
+                    "authorization": self.headers.get("authorization"),
+                    "x-api-key": self.headers.get("x-api-key"),
+                    "body": body,
+                }
                 with log.open("a") as fh:
                     fh.write(json.dumps(seen) + "\n")
                 parts = self.path.strip("/").split("/")
                 mode, api = parts[0], ("anthropic" if self.path.endswith("/messages") else "openai")
-                key = self.headers.get("x-api-key") or (self.headers.get("authorization") or "").removeprefix(
-                    "Bearer ")
+                key = self.headers.get("x-api-key") or (self.headers.get("authorization") or "").removeprefix("Bearer ")
                 if mode in ("unauthorized", "ratelimited", "broken"):
                     status = {"unauthorized": 401, "ratelimited": 429, "broken": 500}[mode]
-                    msg = {401: f"Incorrect API key provided: {key}", 429: "Rate limit reached",
-                           500: "The server had an error"}[status]
+                    msg = {
+                        401: f"Incorrect API key provided: {key}",
+                        429: "Rate limit reached",
+                        500: "The server had an error",
+                    }[status]
                     data = json.dumps({"error": {"message": msg, "type": "error"}}).encode()
                     self.send_response(status)
                     self.send_header("content-type", "application/json")
@@ -100,35 +106,91 @@ class _Server:
             @staticmethod
             def _start(api, model, words):
                 if api == "openai":
-                    return json.dumps({"id": "c1", "object": "chat.completion.chunk", "model": model,
-                                       "choices": [{"index": 0, "delta": {"role": "assistant"}}]})
-                return json.dumps({"type": "message_start", "message": {
-                    "id": "m1", "type": "message", "role": "assistant", "model": model, "content": [],
-                    "usage": {"input_tokens": words, "cache_read_input_tokens": CACHED,
-                              "cache_creation_input_tokens": 0, "output_tokens": 1}}})
+                    return json.dumps(
+                        {
+                            "id": "c1",
+                            "object": "chat.completion.chunk",
+                            "model": model,
+                            "choices": [{"index": 0, "delta": {"role": "assistant"}}],
+                        }
+                    )
+                return json.dumps(
+                    {
+                        "type": "message_start",
+                        "message": {
+                            "id": "m1",
+                            "type": "message",
+                            "role": "assistant",
+                            "model": model,
+                            "content": [],
+                            "usage": {
+                                "input_tokens": words,
+                                "cache_read_input_tokens": CACHED,
+                                "cache_creation_input_tokens": 0,
+                                "output_tokens": 1,
+                            },
+                        },
+                    }
+                )
 
             @staticmethod
             def _token(api, model, k):
                 if api == "openai":
-                    return None, json.dumps({"id": "c1", "object": "chat.completion.chunk", "model": model,
-                                             "choices": [{"index": 0, "delta": {"content": f"tok{k} "}}]})
-                return "content_block_delta", json.dumps({"type": "content_block_delta", "index": 0,
-                                                          "delta": {"type": "text_delta", "text": f"tok{k} "}})
+                    return None, json.dumps(
+                        {
+                            "id": "c1",
+                            "object": "chat.completion.chunk",
+                            "model": model,
+                            "choices": [{"index": 0, "delta": {"content": f"tok{k} "}}],
+                        }
+                    )
+                return "content_block_delta", json.dumps(
+                    {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": f"tok{k} "}}
+                )
 
             @staticmethod
             def _end(api, model, words):
                 n = server.tokens
                 if api == "openai":
-                    yield None, json.dumps({"id": "c1", "model": model,
-                                            "choices": [{"index": 0, "delta": {}, "finish_reason": "length"}]})
-                    yield None, json.dumps({"id": "c1", "model": model, "choices": [], "usage": {
-                        "prompt_tokens": words + CACHED, "completion_tokens": n, "total_tokens": words + CACHED + n,
-                        "prompt_tokens_details": {"cached_tokens": CACHED}}})
+                    yield (
+                        None,
+                        json.dumps(
+                            {
+                                "id": "c1",
+                                "model": model,
+                                "choices": [{"index": 0, "delta": {}, "finish_reason": "length"}],
+                            }
+                        ),
+                    )
+                    yield (
+                        None,
+                        json.dumps(
+                            {
+                                "id": "c1",
+                                "model": model,
+                                "choices": [],
+                                "usage": {
+                                    "prompt_tokens": words + CACHED,
+                                    "completion_tokens": n,
+                                    "total_tokens": words + CACHED + n,
+                                    "prompt_tokens_details": {"cached_tokens": CACHED},
+                                },
+                            }
+                        ),
+                    )
                     yield None, "[DONE]"
                 else:
                     yield "content_block_stop", json.dumps({"type": "content_block_stop", "index": 0})
-                    yield "message_delta", json.dumps({"type": "message_delta", "delta": {"stop_reason": "max_tokens"},
-                                                       "usage": {"output_tokens": n}})
+                    yield (
+                        "message_delta",
+                        json.dumps(
+                            {
+                                "type": "message_delta",
+                                "delta": {"stop_reason": "max_tokens"},
+                                "usage": {"output_tokens": n},
+                            }
+                        ),
+                    )
                     yield "message_stop", json.dumps({"type": "message_stop"})
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
@@ -138,8 +200,7 @@ class _Server:
 class SSEServer:
     """The server in its own process, for a ``with`` block."""
 
-    def __init__(self, ttft_s: float = 0.15, delay_s: float = 0.02, tokens: int = 20,
-                 prefill_tps: float | None = None):
+    def __init__(self, ttft_s: float = 0.15, delay_s: float = 0.02, tokens: int = 20, prefill_tps: float | None = None):
         self._args = ["--ttft", str(ttft_s), "--delay", str(delay_s), "--tokens", str(tokens)]
         if prefill_tps:
             self._args += ["--prefill-tps", str(prefill_tps)]
@@ -148,8 +209,9 @@ class SSEServer:
         self.url = ""
 
     def __enter__(self) -> SSEServer:
-        self._proc = subprocess.Popen([sys.executable, __file__, *self._args, "--log", str(self._log)],
-                                      stdout=subprocess.PIPE, text=True)
+        self._proc = subprocess.Popen(
+            [sys.executable, __file__, *self._args, "--log", str(self._log)], stdout=subprocess.PIPE, text=True
+        )
         assert self._proc.stdout is not None
         self.url = self._proc.stdout.readline().strip()
         if not self.url.startswith("http://127.0.0.1:"):

@@ -41,8 +41,9 @@ def test_recovery_in_each_format(tmp_path, fmt):
     # per request, the definitions are reconciled exactly: tps = output / (latency - ttft)
     np.testing.assert_allclose(use["ttft_s"], sample.ttft[ok], rtol=0, atol=1e-6)  # Unix-time floats: ~0.2 µs
     np.testing.assert_allclose(use["tps"], sample.tps[ok], rtol=1e-4)
-    np.testing.assert_allclose(use["uncached_input_tokens"], sample.uncached[ok] if fmt in CACHE_AWARE
-                               else sample.input_tokens[ok])
+    np.testing.assert_allclose(
+        use["uncached_input_tokens"], sample.uncached[ok] if fmt in CACHE_AWARE else sample.input_tokens[ok]
+    )
 
     cal = calibrate(table)
     tol = oracle_tolerances(sample)
@@ -68,8 +69,10 @@ def test_tps_family_is_chosen_by_likelihood():
     ttft = 0.5 * np.exp(0.3 * rng.standard_normal(n))
     out = rng.integers(100, 400, n).astype(float)
     for family, tps in (("gamma", rng.gamma(4.0, 20.0, n)), ("lognormal", 80 * np.exp(0.5 * rng.standard_normal(n)))):
-        rows = [{"ttft_s": a, "latency_s": a + o / t, "output_tokens": o, "input_tokens": 1000.0, "ok": True}
-                for a, o, t in zip(ttft, out, tps, strict=True)]
+        rows = [
+            {"ttft_s": a, "latency_s": a + o / t, "output_tokens": o, "input_tokens": 1000.0, "ok": True}
+            for a, o, t in zip(ttft, out, tps, strict=True)
+        ]
         cal = calibrate(measurement_table(Rows(rows, "csv", "x.csv")))
         assert cal.tps.family == family
         assert cal.tps.loglik[family] > cal.tps.loglik["gamma" if family == "lognormal" else "lognormal"]
@@ -78,8 +81,10 @@ def test_tps_family_is_chosen_by_likelihood():
 def test_prefill_dropped_when_input_sizes_do_not_vary():
     truth = Truth(input_range=(4000, 4000))
     s = draw(truth, 300, 0, seed=3)
-    rows = [{"ttft_s": a, "latency_s": b, "input_tokens": c, "output_tokens": d, "ok": True}
-            for a, b, c, d in zip(s.ttft, s.latency, s.input_tokens, s.output_tokens, strict=True)]
+    rows = [
+        {"ttft_s": a, "latency_s": b, "input_tokens": c, "output_tokens": d, "ok": True}
+        for a, b, c, d in zip(s.ttft, s.latency, s.input_tokens, s.output_tokens, strict=True)
+    ]
     cal = calibrate(measurement_table(Rows(rows, "csv", "x.csv")))
     assert cal.ttft.prefill_tps is None and "vary too little" in cal.ttft.prefill_note
     # the whole TTFT (base + 0.5 s of prefill) is now the lognormal: its median is the data's
@@ -92,8 +97,10 @@ def test_prefill_dropped_when_input_sizes_do_not_vary():
 
 def test_prefill_dropped_when_ttft_does_not_grow_with_input():
     s = draw(Truth(prefill_tps=1e15), 300, 0, seed=4)
-    rows = [{"ttft_s": a, "latency_s": b, "input_tokens": c, "output_tokens": d, "ok": True}
-            for a, b, c, d in zip(s.ttft, s.latency, s.input_tokens, s.output_tokens, strict=True)]
+    rows = [
+        {"ttft_s": a, "latency_s": b, "input_tokens": c, "output_tokens": d, "ok": True}
+        for a, b, c, d in zip(s.ttft, s.latency, s.input_tokens, s.output_tokens, strict=True)
+    ]
     cal = calibrate(measurement_table(Rows(rows, "csv", "x.csv")))
     assert cal.ttft.prefill_tps is None and "no clearly positive prefill effect" in cal.ttft.prefill_note
 
@@ -197,8 +204,13 @@ def test_fixtures_are_the_documented_formats_and_calibrate(tmp_path):
         res = runner.invoke(app, ["calibrate", str(path), "-o", str(tmp_path / f"{fmt}.yaml")])
         assert res.exit_code == 0, (fmt, res.output)
         doc = yaml.safe_load((tmp_path / f"{fmt}.yaml").read_text())
-        assert doc["fit"]["requests"] == {"requests": 30, "failed": 2, "incomplete": 0, "usable": 28,
-                                          "excluded_because": {"error": 2}}
+        assert doc["fit"]["requests"] == {
+            "requests": 30,
+            "failed": 2,
+            "incomplete": 0,
+            "usable": 28,
+            "excluded_because": {"error": 2},
+        }
 
 
 def test_date_falls_back_to_the_file_and_can_be_given(tmp_path):
@@ -235,8 +247,17 @@ def test_example_profile_and_scenario(tmp_path, monkeypatch):
     root = Path(__file__).resolve().parents[1]
     monkeypatch.chdir(root)
     names = [name for _, name in WRITERS.values()]
-    res = runner.invoke(app, ["calibrate", *[f"tests/fixtures/measurements/{n}" for n in names],
-                              "--name", "example-calibrated", "-o", str(tmp_path / "p.yaml")])
+    res = runner.invoke(
+        app,
+        [
+            "calibrate",
+            *[f"tests/fixtures/measurements/{n}" for n in names],
+            "--name",
+            "example-calibrated",
+            "-o",
+            str(tmp_path / "p.yaml"),
+        ],
+    )
     assert res.exit_code == 0, res.output
     committed = (root / "scenarios/profiles/example-calibrated.yaml").read_text()
     body = "".join(line for line in committed.splitlines(keepends=True) if not line.startswith("#"))

@@ -81,53 +81,109 @@ GOOD_CSV_ROW = "0.5,1.5,1000,100\n"
 
 CASES = {
     # llmperf
-    "llmperf-truncated": (lambda t: _truncate(sample_file(t, "llmperf")), [],
-                          ["not valid JSON", "the file looks truncated"]),
-    "llmperf-milliseconds": (lambda t: _edit_json(sample_file(t, "llmperf"), _scale_llmperf), [],
-                             ["implausible", "look like milliseconds"]),
-    "llmperf-no-ttft": (lambda t: _edit_json(sample_file(t, "llmperf"), _drop_key("ttft_s")), ["--format", "llmperf"],
-                        ["no record has ttft_s"]),
+    "llmperf-truncated": (
+        lambda t: _truncate(sample_file(t, "llmperf")),
+        [],
+        ["not valid JSON", "the file looks truncated"],
+    ),
+    "llmperf-milliseconds": (
+        lambda t: _edit_json(sample_file(t, "llmperf"), _scale_llmperf),
+        [],
+        ["implausible", "look like milliseconds"],
+    ),
+    "llmperf-no-ttft": (
+        lambda t: _edit_json(sample_file(t, "llmperf"), _drop_key("ttft_s")),
+        ["--format", "llmperf"],
+        ["no record has ttft_s"],
+    ),
     # vLLM
     "vllm-truncated": (lambda t: _truncate(sample_file(t, "vllm")), [], ["not valid JSON", "truncated"]),
-    "vllm-no-itls": (lambda t: _edit_json(sample_file(t, "vllm"), lambda d: d.pop("itls")), [],
-                     ["itls: missing 'itls'", "--save-detailed"]),
-    "vllm-ragged": (lambda t: _edit_json(sample_file(t, "vllm"), lambda d: d["output_lens"].pop()), [],
-                    ["output_lens: 'output_lens' has 24 entries but 'ttfts' has 25"]),
+    "vllm-no-itls": (
+        lambda t: _edit_json(sample_file(t, "vllm"), lambda d: d.pop("itls")),
+        [],
+        ["itls: missing 'itls'", "--save-detailed"],
+    ),
+    "vllm-ragged": (
+        lambda t: _edit_json(sample_file(t, "vllm"), lambda d: d["output_lens"].pop()),
+        [],
+        ["output_lens: 'output_lens' has 24 entries but 'ttfts' has 25"],
+    ),
     # GuideLLM
     "guidellm-truncated": (lambda t: _truncate(sample_file(t, "guidellm")), [], ["not valid JSON", "truncated"]),
-    "guidellm-no-requests": (lambda t: _edit_json(sample_file(t, "guidellm"), lambda d: d["benchmarks"][0].pop(
-        "requests")), [], ["benchmarks[0].requests: a benchmark has no 'requests' breakdown"]),
-    "guidellm-no-ttft": (lambda t: _edit_json(sample_file(t, "guidellm"), lambda d: [
-        r.pop("time_to_first_token_ms") for r in d["benchmarks"][0]["requests"]["successful"]]), [],
-        ["no record has time_to_first_token_ms"]),
+    "guidellm-no-requests": (
+        lambda t: _edit_json(sample_file(t, "guidellm"), lambda d: d["benchmarks"][0].pop("requests")),
+        [],
+        ["benchmarks[0].requests: a benchmark has no 'requests' breakdown"],
+    ),
+    "guidellm-no-ttft": (
+        lambda t: _edit_json(
+            sample_file(t, "guidellm"),
+            lambda d: [r.pop("time_to_first_token_ms") for r in d["benchmarks"][0]["requests"]["successful"]],
+        ),
+        [],
+        ["no record has time_to_first_token_ms"],
+    ),
     # AIPerf
-    "aiperf-unit": (lambda t: _edit_lines(sample_file(t, "aiperf"), _aiperf_unit), [],
-                    [":1: metrics.time_to_first_token: unknown time unit 'furlongs'"]),
-    "aiperf-truncated": (lambda t: _truncate(sample_file(t, "aiperf"), 0.5), [],
-                         ["not valid JSON", "the last line looks truncated"]),
-    "aiperf-no-ttft": (lambda t: _edit_lines(sample_file(t, "aiperf"), _aiperf_no_ttft), [],
-                       ["no record has metrics.time_to_first_token", "--streaming"]),
+    "aiperf-unit": (
+        lambda t: _edit_lines(sample_file(t, "aiperf"), _aiperf_unit),
+        [],
+        [":1: metrics.time_to_first_token: unknown time unit 'furlongs'"],
+    ),
+    "aiperf-truncated": (
+        lambda t: _truncate(sample_file(t, "aiperf"), 0.5),
+        [],
+        ["not valid JSON", "the last line looks truncated"],
+    ),
+    "aiperf-no-ttft": (
+        lambda t: _edit_lines(sample_file(t, "aiperf"), _aiperf_no_ttft),
+        [],
+        ["no record has metrics.time_to_first_token", "--streaming"],
+    ),
     # OTLP GenAI spans
     "otel-truncated": (lambda t: _truncate(sample_file(t, "otel")), ["--format", "otel"], ["not OTLP JSON"]),
-    "otel-no-ttft": (lambda t: _edit_json(sample_file(t, "otel"), _otel_no_ttft), [],
-                     ["no record has gen_ai.response.time_to_first_chunk"]),
-    "otel-no-model-calls": (lambda t: _edit_json(sample_file(t, "otel"), _otel_no_genai), [],
-                            ["none of the 2 spans is a GenAI model call"]),
+    "otel-no-ttft": (
+        lambda t: _edit_json(sample_file(t, "otel"), _otel_no_ttft),
+        [],
+        ["no record has gen_ai.response.time_to_first_chunk"],
+    ),
+    "otel-no-model-calls": (
+        lambda t: _edit_json(sample_file(t, "otel"), _otel_no_genai),
+        [],
+        ["none of the 2 spans is a GenAI model call"],
+    ),
     # CSV
-    "csv-unitless": (_csv("ttft,latency_s,input_tokens,output_tokens\n" + GOOD_CSV_ROW), ["--format", "csv"],
-                     [":1: column 'ttft' has no unit", "ttft_s or ttft_ms"]),
-    "csv-ms-in-seconds": (_csv("ttft_s,latency_s,input_tokens,output_tokens\n" + "450,1500,1000,100\n" * 30), [],
-                          ["implausible", "milliseconds"]),
-    "csv-mixed-units": (_csv("ttft_s,latency_ms,input_tokens,output_tokens\n" + GOOD_CSV_ROW * 30), [],
-                        ["exceeds the end-to-end latency in 30 of 30", "different units"]),
+    "csv-unitless": (
+        _csv("ttft,latency_s,input_tokens,output_tokens\n" + GOOD_CSV_ROW),
+        ["--format", "csv"],
+        [":1: column 'ttft' has no unit", "ttft_s or ttft_ms"],
+    ),
+    "csv-ms-in-seconds": (
+        _csv("ttft_s,latency_s,input_tokens,output_tokens\n" + "450,1500,1000,100\n" * 30),
+        [],
+        ["implausible", "milliseconds"],
+    ),
+    "csv-mixed-units": (
+        _csv("ttft_s,latency_ms,input_tokens,output_tokens\n" + GOOD_CSV_ROW * 30),
+        [],
+        ["exceeds the end-to-end latency in 30 of 30", "different units"],
+    ),
     "csv-no-output": (_csv("ttft_s,latency_s,input_tokens\n0.5,1.5,1000\n"), [], [":1: missing column output_tokens"]),
-    "csv-not-a-number": (_csv("ttft_ms,latency_ms,input_tokens,output_tokens\n500,1500,1000,100\nabc,1,1,1\n"), [],
-                         [":3: column ttft_ms: expected a number, got 'abc'"]),
+    "csv-not-a-number": (
+        _csv("ttft_ms,latency_ms,input_tokens,output_tokens\n500,1500,1000,100\nabc,1,1,1\n"),
+        [],
+        [":3: column ttft_ms: expected a number, got 'abc'"],
+    ),
     # agentsim measure JSONL, and detection
-    "measure-truncated": (lambda t: _truncate(sample_file(t, "measure"), 0.7), [],
-                          ["not valid JSON", "the last line looks truncated"]),
-    "unknown-json": (_csv('{"hello": [1, 2, 3]}\n'), [],
-                     ["cannot tell which benchmark tool wrote this JSON", "--format"]),
+    "measure-truncated": (
+        lambda t: _truncate(sample_file(t, "measure"), 0.7),
+        [],
+        ["not valid JSON", "the last line looks truncated"],
+    ),
+    "unknown-json": (
+        _csv('{"hello": [1, 2, 3]}\n'),
+        [],
+        ["cannot tell which benchmark tool wrote this JSON", "--format"],
+    ),
     "empty": (_csv(""), [], ["the file is empty"]),
 }
 

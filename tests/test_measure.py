@@ -48,8 +48,9 @@ def _requests(path: Path) -> list[dict]:
 
 def _measure(tmp_path: Path, base_url: str, *args: str, name: str = "m.jsonl", env=None):
     out = tmp_path / name
-    res = runner.invoke(app, ["measure", "--base-url", base_url, "--model", "test-model", "-o", str(out), *args],
-                        env=env)
+    res = runner.invoke(
+        app, ["measure", "--base-url", base_url, "--model", "test-model", "-o", str(out), *args], env=env
+    )
     return res, out
 
 
@@ -58,8 +59,20 @@ def test_measured_ttft_and_speed_match_the_server(tmp_path, api):
     ttft, delay, tokens = 0.15, 0.02, 20
     with SSEServer(ttft_s=ttft, delay_s=delay, tokens=tokens) as srv:
         base = f"{srv.url}/ok" + ("/v1" if api == "openai" else "")
-        res, out = _measure(tmp_path, base, "--api", api, "--requests", "8", "--concurrency", "4",
-                            "--input-tokens", "200", "--output-tokens", str(tokens))
+        res, out = _measure(
+            tmp_path,
+            base,
+            "--api",
+            api,
+            "--requests",
+            "8",
+            "--concurrency",
+            "4",
+            "--input-tokens",
+            "200",
+            "--output-tokens",
+            str(tokens),
+        )
     assert res.exit_code == 0, res.output
     recs = _requests(out)
     assert len(recs) == 8 and all(r["ok"] for r in recs), recs
@@ -91,8 +104,18 @@ def test_measured_ttft_and_speed_match_the_server(tmp_path, api):
 def test_measure_then_calibrate_recovers_the_server_prefill_rate(tmp_path):
     """The server's TTFT is 0.05 s + prompt words / 20,000: calibration finds both terms."""
     with SSEServer(ttft_s=0.05, delay_s=0.01, tokens=10, prefill_tps=20000) as srv:
-        res, out = _measure(tmp_path, f"{srv.url}/ok/v1", "--requests", "24", "--concurrency", "6",
-                            "--input-tokens", "500-4000", "--output-tokens", "10")
+        res, out = _measure(
+            tmp_path,
+            f"{srv.url}/ok/v1",
+            "--requests",
+            "24",
+            "--concurrency",
+            "6",
+            "--input-tokens",
+            "500-4000",
+            "--output-tokens",
+            "10",
+        )
     assert res.exit_code == 0, res.output
     sent = sorted(int(r["input_tokens_requested"]) for r in _requests(out))
     assert sent[0] == 500 and sent[-1] == 4000  # the range is covered
@@ -106,16 +129,28 @@ def test_measure_then_calibrate_recovers_the_server_prefill_rate(tmp_path):
     assert res.exit_code == 0, res.output
 
 
-@pytest.mark.parametrize(("mode", "status", "fragment"), [
-    ("unauthorized", 401, "HTTP 401"),
-    ("ratelimited", 429, "HTTP 429: Rate limit reached"),
-    ("broken", 500, "HTTP 500: The server had an error"),
-    ("cut", 200, "the stream was cut"),
-])
+@pytest.mark.parametrize(
+    ("mode", "status", "fragment"),
+    [
+        ("unauthorized", 401, "HTTP 401"),
+        ("ratelimited", 429, "HTTP 429: Rate limit reached"),
+        ("broken", 500, "HTTP 500: The server had an error"),
+        ("cut", 200, "the stream was cut"),
+    ],
+)
 def test_http_errors_and_cut_streams_are_recorded(tmp_path, mode, status, fragment):
     with SSEServer(ttft_s=0.02, delay_s=0.005, tokens=10) as srv:
-        res, out = _measure(tmp_path, f"{srv.url}/{mode}/v1", "--requests", "3", "--concurrency", "2",
-                            "--api-key-env", "AGENTSIM_TEST_KEY", env={"AGENTSIM_TEST_KEY": KEY})
+        res, out = _measure(
+            tmp_path,
+            f"{srv.url}/{mode}/v1",
+            "--requests",
+            "3",
+            "--concurrency",
+            "2",
+            "--api-key-env",
+            "AGENTSIM_TEST_KEY",
+            env={"AGENTSIM_TEST_KEY": KEY},
+        )
     assert res.exit_code == 0, res.output
     assert "3 requests (3 failed)" in " ".join(res.output.split())
     recs = _requests(out)
@@ -133,8 +168,17 @@ def test_http_errors_and_cut_streams_are_recorded(tmp_path, mode, status, fragme
 
 def test_anthropic_key_header_and_cut_stream(tmp_path):
     with SSEServer(ttft_s=0.02, delay_s=0.005, tokens=10) as srv:
-        res, out = _measure(tmp_path, f"{srv.url}/cut", "--api", "anthropic", "--requests", "2",
-                            "--api-key-env", "AGENTSIM_TEST_KEY", env={"AGENTSIM_TEST_KEY": KEY})
+        res, out = _measure(
+            tmp_path,
+            f"{srv.url}/cut",
+            "--api",
+            "anthropic",
+            "--requests",
+            "2",
+            "--api-key-env",
+            "AGENTSIM_TEST_KEY",
+            env={"AGENTSIM_TEST_KEY": KEY},
+        )
     assert res.exit_code == 0, res.output
     assert srv.received[0]["x-api-key"] == KEY and srv.received[0]["authorization"] is None
     recs = _requests(out)
@@ -160,8 +204,9 @@ def test_connection_refused_is_recorded(tmp_path):
 
 
 def test_bad_options_exit_2(tmp_path):
-    res, _ = _measure(tmp_path, "http://127.0.0.1:9/v1", "--api-key-env", "AGENTSIM_NO_SUCH_VAR",
-                      env={"AGENTSIM_NO_SUCH_VAR": ""})
+    res, _ = _measure(
+        tmp_path, "http://127.0.0.1:9/v1", "--api-key-env", "AGENTSIM_NO_SUCH_VAR", env={"AGENTSIM_NO_SUCH_VAR": ""}
+    )
     assert res.exit_code == 2 and "AGENTSIM_NO_SUCH_VAR" in res.output
     res, _ = _measure(tmp_path, "127.0.0.1:9")
     assert res.exit_code == 2 and "http://" in res.output
@@ -185,9 +230,25 @@ def test_ctrl_c_keeps_what_was_measured(tmp_path):
     out = tmp_path / "m.jsonl"
     with SSEServer(ttft_s=0.05, delay_s=0.03, tokens=20) as srv:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "agentsim", "measure", "--base-url", f"{srv.url}/ok/v1", "--model", "m",
-             "--requests", "40", "--concurrency", "1", "-o", str(out)],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            [
+                sys.executable,
+                "-m",
+                "agentsim",
+                "measure",
+                "--base-url",
+                f"{srv.url}/ok/v1",
+                "--model",
+                "m",
+                "--requests",
+                "40",
+                "--concurrency",
+                "1",
+                "-o",
+                str(out),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
         )
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
@@ -214,9 +275,28 @@ def llm_mock_api(tmp_path_factory):
     port = _free_port()
     text = "The quick brown fox jumps over the lazy dog, again and again and again."
     proc = subprocess.Popen(
-        [sys.executable, "-m", "llm_mock_api.cli", "start", "-p", str(port), "-H", "127.0.0.1", "-l", "40",
-         "-c", "8", "-f", text, "--log-level", "none"],
-        cwd=tmp_path_factory.mktemp("mock"), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-m",
+            "llm_mock_api.cli",
+            "start",
+            "-p",
+            str(port),
+            "-H",
+            "127.0.0.1",
+            "-l",
+            "40",
+            "-c",
+            "8",
+            "-f",
+            text,
+            "--log-level",
+            "none",
+        ],
+        cwd=tmp_path_factory.mktemp("mock"),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     deadline = time.monotonic() + 30
     while True:

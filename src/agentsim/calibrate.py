@@ -172,7 +172,11 @@ def calibrate(table: pd.DataFrame, model: str | None = None) -> Calibration:
         "output_tps": _goodness(use["tps"].to_numpy(float), tps.dist()),
     }
     return Calibration(
-        ttft=ttft, tps=tps, goodness=goodness, counts=counts, itl=_itl_summary(use),
+        ttft=ttft,
+        tps=tps,
+        goodness=goodness,
+        counts=counts,
+        itl=_itl_summary(use),
         model=model or (names[0] if names else None),
     )
 
@@ -190,19 +194,25 @@ def fit_ttft(ttft_s: np.ndarray, uncached_input: np.ndarray) -> TtftFit:
         mean = float(np.mean(xs))
         cv = float(np.std(xs) / mean) if mean > 0 else 0.0
         if cv < MIN_INPUT_CV:
-            note = (f"input sizes vary too little (coefficient of variation {cv:.3f} < {MIN_INPUT_CV}) to "
-                    f"separate prefill from the base TTFT: prefill_tps left out, so the base TTFT includes the "
-                    f"prefill of about {mean:,.0f} uncached input tokens")
+            note = (
+                f"input sizes vary too little (coefficient of variation {cv:.3f} < {MIN_INPUT_CV}) to "
+                f"separate prefill from the base TTFT: prefill_tps left out, so the base TTFT includes the "
+                f"prefill of about {mean:,.0f} uncached input tokens"
+            )
         else:
             slope, se = _robust_slope(xs, ys)
             if not slope > 0 or slope < MIN_SLOPE_T * se:
-                note = (f"no clearly positive prefill effect (slope {slope * 1e3:.3g} ± {se * 1e3:.2g} s per "
-                        f"1k input tokens, needs {MIN_SLOPE_T:g} standard errors): prefill_tps left out, "
-                        "the base TTFT includes prefill")
+                note = (
+                    f"no clearly positive prefill effect (slope {slope * 1e3:.3g} ± {se * 1e3:.2g} s per "
+                    f"1k input tokens, needs {MIN_SLOPE_T:g} standard errors): prefill_tps left out, "
+                    "the base TTFT includes prefill"
+                )
                 slope = 0.0
             else:
-                note = (f"robust (Huber) regression of TTFT on uncached input tokens: "
-                        f"{slope * 1e3:.4g} ± {se * 1e3:.2g} s per 1k tokens")
+                note = (
+                    f"robust (Huber) regression of TTFT on uncached input tokens: "
+                    f"{slope * 1e3:.4g} ± {se * 1e3:.2g} s per 1k tokens"
+                )
     base = y - slope * np.where(known, x, 0.0) if slope > 0 else y
     positive = base > 0
     logs = np.log(base[positive])
@@ -316,9 +326,18 @@ def _itl_summary(use: pd.DataFrame) -> dict[str, Any] | None:
             "requests": len(cvs),
             "cv_within_request_median": float(np.median(cvs)),
             "gap_over_request_mean": {f"p{p}": float(np.percentile(r, p)) for p in (5, 50, 95, 99)},
-            "share_of_gaps_below_1ms": float(np.mean(np.concatenate(
-                [np.asarray(g, dtype=float) for g in use["gaps_s"] if isinstance(g, list | tuple | np.ndarray)
-                 and len(g) >= 3]) < 1e-3)),
+            "share_of_gaps_below_1ms": float(
+                np.mean(
+                    np.concatenate(
+                        [
+                            np.asarray(g, dtype=float)
+                            for g in use["gaps_s"]
+                            if isinstance(g, list | tuple | np.ndarray) and len(g) >= 3
+                        ]
+                    )
+                    < 1e-3
+                )
+            ),
         }
     return out
 
@@ -423,6 +442,7 @@ def write_profile(path: str | Path, doc: dict[str, Any]) -> Path:
     from .report import write_files
 
     path = Path(path)
+
     class _Dumper(yaml.SafeDumper):
         pass
 

@@ -113,8 +113,11 @@ def calibrate(
     lines = [
         f"requests: {c['requests']} read, {c['usable']} used, {c['failed']} failed, {c['incomplete']} incomplete",
         f"TTFT base: lognormal median {cal.ttft.median_s:.3g} s, p90 {cal.ttft.p90_s:.3g} s",
-        ("prefill: " + (f"{cal.ttft.prefill_tps:,.0f} uncached input tokens/s" if cal.ttft.prefill_tps else "left out")
-         + f" ({cal.ttft.prefill_note})"),
+        (
+            "prefill: "
+            + (f"{cal.ttft.prefill_tps:,.0f} uncached input tokens/s" if cal.ttft.prefill_tps else "left out")
+            + f" ({cal.ttft.prefill_note})"
+        ),
         f"output tokens/s: {cal.tps.family} "
         + ", ".join(f"{k} {v:g}" for k, v in cal.tps.spec()[cal.tps.family].items()),
         f"wrote {out}" + (f" and {plot}" if plot is not None else ""),
@@ -138,8 +141,12 @@ def _input_range(text: str) -> tuple[int, int]:
 @app.command()
 @handle_errors
 def measure(
-    base_url: Annotated[str, typer.Option(help="API base URL, e.g. https://api.openai.com/v1 or "
-                                          "https://api.anthropic.com.", show_default=False)],
+    base_url: Annotated[
+        str,
+        typer.Option(
+            help="API base URL, e.g. https://api.openai.com/v1 or https://api.anthropic.com.", show_default=False
+        ),
+    ],
     model: Annotated[str, typer.Option(help="Model name to request.", show_default=False)],
     out: Annotated[Path, typer.Option("-o", "--out", help="JSONL file to write.", show_default=False)],
     api: Annotated[str, typer.Option(help="openai (Chat Completions) or anthropic (Messages).")] = "openai",
@@ -150,8 +157,9 @@ def measure(
     api_key_env: Annotated[str | None, typer.Option(help="Environment variable holding the API key.")] = None,
     timeout: Annotated[float, typer.Option(min=0.1, help="Seconds before a request is abandoned.")] = 120.0,
     seed: Annotated[int, typer.Option(min=0, help="Seed for prompts and the order of input sizes.")] = 0,
-    max_tokens_field: Annotated[str, typer.Option(help="OpenAI body field for the output limit "
-                                                  "(max_tokens or max_completion_tokens).")] = "max_tokens",
+    max_tokens_field: Annotated[
+        str, typer.Option(help="OpenAI body field for the output limit (max_tokens or max_completion_tokens).")
+    ] = "max_tokens",
 ) -> None:
     """Stream real requests to an endpoint and record TTFT, every token gap and usage (costs money)."""
     from .measure import APIS, MeasureConfig, write_measurements
@@ -166,19 +174,36 @@ def measure(
         if not key:
             raise BadInput(f"the environment variable {api_key_env} named by --api-key-env is not set or empty")
     config = MeasureConfig(
-        base_url=base_url, model=model, api=api, requests=requests, concurrency=concurrency,
-        input_tokens=_input_range(input_tokens), output_tokens=output_tokens, timeout_s=timeout, seed=seed,
+        base_url=base_url,
+        model=model,
+        api=api,
+        requests=requests,
+        concurrency=concurrency,
+        input_tokens=_input_range(input_tokens),
+        output_tokens=output_tokens,
+        timeout_s=timeout,
+        seed=seed,
         max_tokens_field=max_tokens_field,
     )
-    err_console.print(f"sending {requests} real streaming requests to {config.url} (model {model}); "
-                      "they are billed like any other request", markup=False)
+    err_console.print(
+        f"sending {requests} real streaming requests to {config.url} (model {model}); "
+        "they are billed like any other request",
+        markup=False,
+    )
     done = {"n": 0, "failed": 0}
     progress = None
     if err_console.is_terminal:
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-        progress = Progress(TextColumn("measuring"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[f]}"),
-                            TimeElapsedColumn(), console=err_console, transient=True)
+        progress = Progress(
+            TextColumn("measuring"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[f]}"),
+            TimeElapsedColumn(),
+            console=err_console,
+            transient=True,
+        )
         task = progress.add_task("measure", total=requests, f="")
 
     def on_record(rec: dict) -> None:
@@ -194,8 +219,12 @@ def measure(
         else:
             counts = write_measurements(out, config, key, on_record)
     except KeyboardInterrupt:
-        err_console.print(f"interrupted: the {done['n']} requests that finished are in {out} (valid JSON Lines)",
-                          markup=False)
+        err_console.print(
+            f"interrupted: the {done['n']} requests that finished are in {out} (valid JSON Lines)", markup=False
+        )
         raise typer.Exit(130) from None
-    err_console.print(f"measured {counts['ok'] + counts['failed']} requests ({counts['failed']} failed) into {out}; "
-                      f"next: agentsim calibrate {out} -o profile.yaml", markup=False)
+    err_console.print(
+        f"measured {counts['ok'] + counts['failed']} requests ({counts['failed']} failed) into {out}; "
+        f"next: agentsim calibrate {out} -o profile.yaml",
+        markup=False,
+    )

@@ -104,8 +104,10 @@ def input_sizes(config: MeasureConfig) -> list[int]:
 def build_prompt(i: int, n_tokens: int, output_tokens: int, seed: int = 0) -> str:
     """A prompt of about ``n_tokens`` tokens that asks for a long answer, unique per request."""
     rng = np.random.default_rng([seed, i])
-    head = (f"Request {i}-{rng.integers(1 << 62):x}. Write a long, detailed story of at least "
-            f"{output_tokens} words that uses the following words; do not stop early.\n")
+    head = (
+        f"Request {i}-{rng.integers(1 << 62):x}. Write a long, detailed story of at least "
+        f"{output_tokens} words that uses the following words; do not stop early.\n"
+    )
     n_words = max(1, n_tokens - 30)
     words = rng.choice(_WORDS, size=n_words)
     return head + " ".join(words)
@@ -228,8 +230,14 @@ async def _one_request(client, config: MeasureConfig, i: int, n_input: int, api_
     import httpx
     from httpx_sse import SSEError, aconnect_sse
 
-    rec: dict[str, Any] = {"agentsim_measure": FORMAT_VERSION, "kind": "request", "i": i, "api": config.api,
-                           "model": config.model, "input_tokens_requested": n_input}
+    rec: dict[str, Any] = {
+        "agentsim_measure": FORMAT_VERSION,
+        "kind": "request",
+        "i": i,
+        "api": config.api,
+        "model": config.model,
+        "input_tokens_requested": n_input,
+    }
     s = _Stream(token_times=[])
     body = _body(config, build_prompt(i, n_input, config.output_tokens, config.seed))
     status = None
@@ -305,8 +313,12 @@ async def measure(config: MeasureConfig, api_key: str | None, on_record: Callabl
 def run_header(config: MeasureConfig) -> dict[str, Any]:
     settings = asdict(config)
     settings["input_tokens"] = list(config.input_tokens)
-    return {"agentsim_measure": FORMAT_VERSION, "kind": "run",
-            "started_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), **settings}
+    return {
+        "agentsim_measure": FORMAT_VERSION,
+        "kind": "run",
+        "started_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        **settings,
+    }
 
 
 def write_measurements(

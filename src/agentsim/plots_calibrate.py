@@ -57,8 +57,11 @@ def calibration_figure(measurements: pd.DataFrame, cal: Calibration, title: str 
     line = t.median_s + t.slope_s_per_token * xs
     lo = t.median_s * math.exp(-Z90 * t.sigma) + t.slope_s_per_token * xs
     hi = t.p90_s + t.slope_s_per_token * xs
-    label = (f"fit: {t.median_s:.3g} s + input / {t.prefill_tps:,.0f} tok/s" if t.prefill_tps
-             else f"fit: {t.median_s:.3g} s (no prefill term)")
+    label = (
+        f"fit: {t.median_s:.3g} s + input / {t.prefill_tps:,.0f} tok/s"
+        if t.prefill_tps
+        else f"fit: {t.median_s:.3g} s (no prefill term)"
+    )
     a_scatter.plot(xs, line, color="tab:orange", lw=1.8, label=label)
     a_scatter.fill_between(xs, lo, hi, color="tab:orange", alpha=0.15, label="fitted 10–90%")
     a_scatter.set_xlabel("uncached input tokens")

@@ -63,8 +63,11 @@ def read_llmperf(path: Path) -> Rows:
     file = str(path)
     doc = parse_json(path, read_text(path))
     if not isinstance(doc, list):
-        raise fail(file, "an llmperf individual-responses file is a JSON list of requests",
-                   "use the *_individual_responses.json file, not the summary")
+        raise fail(
+            file,
+            "an llmperf individual-responses file is a JSON list of requests",
+            "use the *_individual_responses.json file, not the summary",
+        )
     rows = []
     for i, rec in enumerate(doc):
         if not isinstance(rec, dict):
@@ -78,22 +81,30 @@ def read_llmperf(path: Path) -> Rows:
         code = rec.get("error_code")
         failed = code is not None and code != ""
         error = (f"{code}: {rec.get('error_msg') or ''}".strip(": ")) if failed else None
-        rows.append({
-            "ttft_s": ttft or None,  # llmperf writes 0 when no token came
-            "latency_s": e2e,
-            "input_tokens": _tokens(rec.get("number_input_tokens"), file, None, (i, "number_input_tokens")),
-            "output_tokens": n_out,
-            "ok": not failed,
-            "error": error,
-            "model": rec.get("model"),
-            "place": f"[{i}]",
-        })
+        rows.append(
+            {
+                "ttft_s": ttft or None,  # llmperf writes 0 when no token came
+                "latency_s": e2e,
+                "input_tokens": _tokens(rec.get("number_input_tokens"), file, None, (i, "number_input_tokens")),
+                "output_tokens": n_out,
+                "ok": not failed,
+                "error": error,
+                "model": rec.get("model"),
+                "place": f"[{i}]",
+            }
+        )
     require_somewhere(rows, "ttft_s", file, "ttft_s", "is this an llmperf individual-responses file?")
     require_somewhere(rows, "output_tokens", file, "number_output_tokens")
     require_somewhere(rows, "latency_s", file, "end_to_end_latency_s or inter_token_latency_s")
-    return Rows(rows, "llmperf", file, notes=(
-        "llmperf inter_token_latency_s includes the TTFT (end-to-end / output tokens); "
-        "decode time taken as end_to_end_latency_s - ttft_s",))
+    return Rows(
+        rows,
+        "llmperf",
+        file,
+        notes=(
+            "llmperf inter_token_latency_s includes the TTFT (end-to-end / output tokens); "
+            "decode time taken as end_to_end_latency_s - ttft_s",
+        ),
+    )
 
 
 # --------------------------------------------------------------------------- vLLM bench serve
@@ -106,20 +117,24 @@ def read_vllm(path: Path) -> Rows:
         raise fail(file, "a vLLM bench serve result is one JSON object")
     for key in ("ttfts", "output_lens", "input_lens"):
         if key not in doc:
-            raise fail(file, f"missing '{key}'", "run `vllm bench serve` with --save-result --save-detailed",
-                       path=(key,))
+            raise fail(
+                file, f"missing '{key}'", "run `vllm bench serve` with --save-result --save-detailed", path=(key,)
+            )
     latency_key = next((k for k in ("latencies", "e2els") if k in doc), None)
     if "itls" not in doc and latency_key is None:
-        raise fail(file, "missing 'itls' (and no 'latencies')", "run `vllm bench serve` with --save-detailed",
-                   path=("itls",))
+        raise fail(
+            file, "missing 'itls' (and no 'latencies')", "run `vllm bench serve` with --save-detailed", path=("itls",)
+        )
     n = len(doc["ttfts"])
-    arrays = ["ttfts", "output_lens", "input_lens"] + [k for k in ("itls", latency_key, "start_times", "errors")
-                                                       if k and k in doc]
+    arrays = ["ttfts", "output_lens", "input_lens"] + [
+        k for k in ("itls", latency_key, "start_times", "errors") if k and k in doc
+    ]
     for key in arrays:
         if not isinstance(doc[key], list) or len(doc[key]) != n:
             got = len(doc[key]) if isinstance(doc[key], list) else type(doc[key]).__name__
-            raise fail(file, f"'{key}' has {got} entries but 'ttfts' has {n}", "the arrays must be parallel",
-                       path=(key,))
+            raise fail(
+                file, f"'{key}' has {got} entries but 'ttfts' has {n}", "the arrays must be parallel", path=(key,)
+            )
     model = doc.get("model_id")
     rows = []
     for i in range(n):
@@ -131,26 +146,36 @@ def read_vllm(path: Path) -> Rows:
             gaps = [number(g, file, None, ("itls", i, j)) for j, g in enumerate(gaps)]
         ttft = number(doc["ttfts"][i], file, None, ("ttfts", i))
         latency = number(doc[latency_key][i], file, None, (latency_key, i)) if latency_key else None
-        rows.append({
-            "ttft_s": ttft or None,  # vLLM writes 0.0 for a request that produced nothing
-            "latency_s": latency or None,
-            "gaps_s": gaps or None,
-            "input_tokens": _tokens(doc["input_lens"][i], file, None, ("input_lens", i)),
-            "output_tokens": _tokens(doc["output_lens"][i], file, None, ("output_lens", i)),
-            "start_s": number(doc["start_times"][i], file, None, ("start_times", i)) if "start_times" in doc else None,
-            "ok": not err,
-            "error": err or None,
-            "model": model,
-            "place": f"[{i}]",
-        })
+        rows.append(
+            {
+                "ttft_s": ttft or None,  # vLLM writes 0.0 for a request that produced nothing
+                "latency_s": latency or None,
+                "gaps_s": gaps or None,
+                "input_tokens": _tokens(doc["input_lens"][i], file, None, ("input_lens", i)),
+                "output_tokens": _tokens(doc["output_lens"][i], file, None, ("output_lens", i)),
+                "start_s": number(doc["start_times"][i], file, None, ("start_times", i))
+                if "start_times" in doc
+                else None,
+                "ok": not err,
+                "error": err or None,
+                "model": model,
+                "place": f"[{i}]",
+            }
+        )
     date = None
     if isinstance(doc.get("date"), str):
         try:
             date = dt.datetime.strptime(doc["date"], "%Y%m%d-%H%M%S").date()
         except ValueError:
             date = None
-    return Rows(rows, "vllm", file, date=date, date_note="the result's 'date'" if date else None, notes=(
-        "vLLM itls exclude the first token; latency = ttft + sum(itls) where no per-request latency is given",))
+    return Rows(
+        rows,
+        "vllm",
+        file,
+        date=date,
+        date_note="the result's 'date'" if date else None,
+        notes=("vLLM itls exclude the first token; latency = ttft + sum(itls) where no per-request latency is given",),
+    )
 
 
 # --------------------------------------------------------------------------- GuideLLM
@@ -183,14 +208,21 @@ def read_guidellm(path: Path) -> Rows:
     file = str(path)
     doc = parse_json(path, read_text(path))
     if not isinstance(doc, dict) or not isinstance(doc.get("benchmarks"), list):
-        raise fail(file, "a GuideLLM report is a JSON object with a 'benchmarks' list",
-                   "use the file written by `guidellm benchmark --output-path x.json`")
+        raise fail(
+            file,
+            "a GuideLLM report is a JSON object with a 'benchmarks' list",
+            "use the file written by `guidellm benchmark --output-path x.json`",
+        )
     rows = []
     for b, bench in enumerate(doc["benchmarks"]):
         reqs = bench.get("requests") if isinstance(bench, dict) else None
         if not isinstance(reqs, dict):
-            raise fail(file, "a benchmark has no 'requests' breakdown", "GuideLLM writes "
-                       "requests: {successful, incomplete, errored}", path=("benchmarks", b, "requests"))
+            raise fail(
+                file,
+                "a benchmark has no 'requests' breakdown",
+                "GuideLLM writes requests: {successful, incomplete, errored}",
+                path=("benchmarks", b, "requests"),
+            )
         model = _guidellm_model(bench, doc)
         for status in ("successful", "incomplete", "errored"):
             for i, rec in enumerate(reqs.get(status) or []):
@@ -206,27 +238,39 @@ def read_guidellm(path: Path) -> Rows:
                 error = None
                 if status != "successful":
                     error = rec.get("error") or status
-                rows.append({
-                    "ttft_s": ttft_ms / 1000 if ttft_ms is not None else None,
-                    "itl_s": itl_ms / 1000 if itl_ms is not None else None,
-                    "latency_s": number(rec.get("request_latency"), file, None, (*where, "request_latency")),
-                    "input_tokens": _tokens(_first(rec, "prompt_tokens", "prompt_token_count"), file, None,
-                                            (*where, "prompt_tokens")),
-                    "output_tokens": _tokens(_first(rec, "output_tokens", "output_token_count"), file, None,
-                                             (*where, "output_tokens")),
-                    "start_s": number(start, file, None, (*where, "start_time")),
-                    "ok": status == "successful",
-                    "error": str(error) if error is not None else None,
-                    "model": model,
-                    "place": f"benchmarks[{b}].requests.{status}[{i}]",
-                })
+                rows.append(
+                    {
+                        "ttft_s": ttft_ms / 1000 if ttft_ms is not None else None,
+                        "itl_s": itl_ms / 1000 if itl_ms is not None else None,
+                        "latency_s": number(rec.get("request_latency"), file, None, (*where, "request_latency")),
+                        "input_tokens": _tokens(
+                            _first(rec, "prompt_tokens", "prompt_token_count"), file, None, (*where, "prompt_tokens")
+                        ),
+                        "output_tokens": _tokens(
+                            _first(rec, "output_tokens", "output_token_count"), file, None, (*where, "output_tokens")
+                        ),
+                        "start_s": number(start, file, None, (*where, "start_time")),
+                        "ok": status == "successful",
+                        "error": str(error) if error is not None else None,
+                        "model": model,
+                        "place": f"benchmarks[{b}].requests.{status}[{i}]",
+                    }
+                )
     ok_rows = [r for r in rows if r["ok"]]
     require_somewhere(ok_rows, "ttft_s", file, "time_to_first_token_ms", "was the benchmark run with streaming?")
     require_somewhere(ok_rows, "output_tokens", file, "output_tokens (or output_token_count)")
     date = epoch_date(r["start_s"] for r in rows)
-    return Rows(rows, "guidellm", file, date=date, date_note="request start times" if date else None, notes=(
-        "GuideLLM time_per_output_token_ms includes the first token and is not used; "
-        "inter_token_latency_ms excludes it",))
+    return Rows(
+        rows,
+        "guidellm",
+        file,
+        date=date,
+        date_note="request start times" if date else None,
+        notes=(
+            "GuideLLM time_per_output_token_ms includes the first token and is not used; "
+            "inter_token_latency_ms excludes it",
+        ),
+    )
 
 
 # --------------------------------------------------------------------------- AIPerf
@@ -243,8 +287,9 @@ def _metric(rec: dict, name: str, kind: str, file: str, line: int) -> Any:
     value, unit = entry["value"], entry.get("unit")
     if kind == "time":
         if unit is None:
-            raise fail(file, "a time metric without a unit", "AIPerf writes e.g. {value: 250, unit: ms}",
-                       path=where, line=line)
+            raise fail(
+                file, "a time metric without a unit", "AIPerf writes e.g. {value: 250, unit: ms}", path=where, line=line
+            )
         if isinstance(value, list):
             return [seconds(v, unit, file, line, where) for v in value]
         return seconds(value, unit, file, line, where)
@@ -263,28 +308,45 @@ def read_aiperf(path: Path) -> Rows:
         meta = rec.get("metadata") or {}
         start_ns = meta.get("request_start_ns")
         gaps = _metric(rec, "inter_chunk_latency", "time", file, line)
-        rows.append({
-            "ttft_s": _metric(rec, "time_to_first_token", "time", file, line),
-            "latency_s": _metric(rec, "request_latency", "time", file, line),
-            "itl_s": _metric(rec, "inter_token_latency", "time", file, line),
-            "input_tokens": _metric(rec, "input_sequence_length", "tokens", file, line),
-            "output_tokens": _first({
-                "osl": _metric(rec, "output_sequence_length", "tokens", file, line),
-                "otc": _metric(rec, "output_token_count", "tokens", file, line),
-            }, "osl", "otc"),
-            "gaps_s": gaps if isinstance(gaps, list) and gaps else None,
-            "start_s": start_ns / 1e9 if isinstance(start_ns, int | float) else None,
-            "ok": err is None and not meta.get("was_cancelled", False),
-            "error": (f"{err.get('code')} {err.get('type')}: {err.get('message')}" if isinstance(err, dict)
-                      else (str(err) if err is not None else ("cancelled" if meta.get("was_cancelled") else None))),
-            "model": meta.get("model_name"),
-            "place": f"line {line}",
-        })
+        rows.append(
+            {
+                "ttft_s": _metric(rec, "time_to_first_token", "time", file, line),
+                "latency_s": _metric(rec, "request_latency", "time", file, line),
+                "itl_s": _metric(rec, "inter_token_latency", "time", file, line),
+                "input_tokens": _metric(rec, "input_sequence_length", "tokens", file, line),
+                "output_tokens": _first(
+                    {
+                        "osl": _metric(rec, "output_sequence_length", "tokens", file, line),
+                        "otc": _metric(rec, "output_token_count", "tokens", file, line),
+                    },
+                    "osl",
+                    "otc",
+                ),
+                "gaps_s": gaps if isinstance(gaps, list) and gaps else None,
+                "start_s": start_ns / 1e9 if isinstance(start_ns, int | float) else None,
+                "ok": err is None and not meta.get("was_cancelled", False),
+                "error": (
+                    f"{err.get('code')} {err.get('type')}: {err.get('message')}"
+                    if isinstance(err, dict)
+                    else (str(err) if err is not None else ("cancelled" if meta.get("was_cancelled") else None))
+                ),
+                "model": meta.get("model_name"),
+                "place": f"line {line}",
+            }
+        )
     if not rows:
         raise fail(file, "the file has no records")
     ok_rows = [r for r in rows if r["ok"]]
     require_somewhere(ok_rows, "ttft_s", file, "metrics.time_to_first_token", "was AIPerf run with --streaming?")
     require_somewhere(ok_rows, "output_tokens", file, "metrics.output_sequence_length")
     date = epoch_date(r["start_s"] for r in rows)
-    return Rows(rows, "aiperf", file, date=date, date_note="request start times" if date else None, notes=(
-        "AIPerf inter_token_latency excludes the first token; decode time = request_latency - time_to_first_token",))
+    return Rows(
+        rows,
+        "aiperf",
+        file,
+        date=date,
+        date_note="request start times" if date else None,
+        notes=(
+            "AIPerf inter_token_latency excludes the first token; decode time = request_latency - time_to_first_token",
+        ),
+    )

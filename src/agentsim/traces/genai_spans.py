@@ -43,8 +43,7 @@ def read_genai_spans(path: Path) -> Rows:
     if problems:
         line, message = problems[0]
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
-        raise fail(file, f"not OTLP JSON: {message}{more}", "the file looks truncated or is not OTLP JSON",
-                   line=line)
+        raise fail(file, f"not OTLP JSON: {message}{more}", "the file looks truncated or is not OTLP JSON", line=line)
     rows = []
     for sp in spans:
         op = attr(sp, "operation")
@@ -52,25 +51,41 @@ def read_genai_spans(path: Path) -> Rows:
             continue
         failed = sp.status == "error" or "error.type" in sp.attributes
         ttft = _num(attr(sp, "ttft"))
-        rows.append({
-            "ttft_s": ttft,
-            "latency_s": sp.duration_s,
-            "input_tokens": _num(attr(sp, "input_tokens")),
-            "cached_input_tokens": _num(attr(sp, "cache_read_tokens")),
-            "output_tokens": _num(attr(sp, "output_tokens")),
-            "start_s": sp.start_s,
-            "ok": not failed,
-            "error": (str(sp.attributes.get("error.type") or "span status error")) if failed else None,
-            "model": attr(sp, "response_model") or attr(sp, "request_model"),
-            "place": f"span {sp.span_id}" + (f" (line {sp.source_line})" if sp.source_line else ""),
-        })
+        rows.append(
+            {
+                "ttft_s": ttft,
+                "latency_s": sp.duration_s,
+                "input_tokens": _num(attr(sp, "input_tokens")),
+                "cached_input_tokens": _num(attr(sp, "cache_read_tokens")),
+                "output_tokens": _num(attr(sp, "output_tokens")),
+                "start_s": sp.start_s,
+                "ok": not failed,
+                "error": (str(sp.attributes.get("error.type") or "span status error")) if failed else None,
+                "model": attr(sp, "response_model") or attr(sp, "request_model"),
+                "place": f"span {sp.span_id}" + (f" (line {sp.source_line})" if sp.source_line else ""),
+            }
+        )
     if not rows:
-        raise fail(file, f"none of the {len(spans)} spans is a GenAI model call",
-                   "expected spans with gen_ai.operation.name = chat (or gen_ai.usage.output_tokens)")
+        raise fail(
+            file,
+            f"none of the {len(spans)} spans is a GenAI model call",
+            "expected spans with gen_ai.operation.name = chat (or gen_ai.usage.output_tokens)",
+        )
     ok_rows = [r for r in rows if r["ok"]]
-    require_somewhere(ok_rows, "ttft_s", file, "gen_ai.response.time_to_first_chunk",
-                      "TTFT is only recorded for streamed calls by instrumentations that support it")
+    require_somewhere(
+        ok_rows,
+        "ttft_s",
+        file,
+        "gen_ai.response.time_to_first_chunk",
+        "TTFT is only recorded for streamed calls by instrumentations that support it",
+    )
     require_somewhere(ok_rows, "output_tokens", file, "gen_ai.usage.output_tokens")
     date = epoch_date(r["start_s"] for r in rows)
-    return Rows(rows, "otel", file, date=date, date_note="span start times" if date else None, notes=(
-        "gen_ai.usage.input_tokens includes cached tokens; uncached = input - cache_read",))
+    return Rows(
+        rows,
+        "otel",
+        file,
+        date=date,
+        date_note="span start times" if date else None,
+        notes=("gen_ai.usage.input_tokens includes cached tokens; uncached = input - cache_read",),
+    )

@@ -204,8 +204,18 @@ def measurement_table(found: Rows) -> pd.DataFrame:
     df = pd.DataFrame.from_records(recs, columns=list(COLUMNS))
     df["source_format"] = found.source_format
     df["source_file"] = found.file
-    for col in ("ttft_s", "input_tokens", "cached_input_tokens", "uncached_input_tokens", "output_tokens",
-                "latency_s", "decode_s", "tps", "itl_s", "start_s"):
+    for col in (
+        "ttft_s",
+        "input_tokens",
+        "cached_input_tokens",
+        "uncached_input_tokens",
+        "output_tokens",
+        "latency_s",
+        "decode_s",
+        "tps",
+        "itl_s",
+        "start_s",
+    ):
         df[col] = pd.to_numeric(df[col], errors="coerce").astype("float64")
     df["ok"] = df["ok"].astype(bool)
     df["usable"] = df["usable"].astype(bool)
@@ -333,8 +343,13 @@ def detect_format(path: str | Path) -> str:
 
 
 def _kind_of(doc: Any) -> str | None:
-    if (isinstance(doc, list) and doc and isinstance(doc[0], dict) and "ttft_s" in doc[0]
-            and ("end_to_end_latency_s" in doc[0] or "number_output_tokens" in doc[0])):
+    if (
+        isinstance(doc, list)
+        and doc
+        and isinstance(doc[0], dict)
+        and "ttft_s" in doc[0]
+        and ("end_to_end_latency_s" in doc[0] or "number_output_tokens" in doc[0])
+    ):
         return "llmperf"
     if isinstance(doc, dict):
         if "resourceSpans" in doc:

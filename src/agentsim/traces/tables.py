@@ -84,15 +84,23 @@ def read_csv(path: Path) -> Rows:
     for col, (field, _) in CSV_COLUMNS.items():
         if col in lower:
             if field in fields:
-                raise fail(file, f"columns '{fields[field]}' and '{lower[col]}' give the same quantity",
-                           "keep one of them", line=1)
+                raise fail(
+                    file,
+                    f"columns '{fields[field]}' and '{lower[col]}' give the same quantity",
+                    "keep one of them",
+                    line=1,
+                )
             fields[field] = lower[col]
     for need, options in (("ttft_s", "ttft_s or ttft_ms"), ("output_tokens", "output_tokens")):
         if need not in fields:
             raise fail(file, f"missing column {options}", "see docs/measure.md for the column names", line=1)
     if not {"latency_s", "decode_s", "itl_s", "tps"} & set(fields):
-        raise fail(file, "no column gives the time after the first token",
-                   "add latency_s/latency_ms, decode_s/decode_ms, itl_s/itl_ms or tps", line=1)
+        raise fail(
+            file,
+            "no column gives the time after the first token",
+            "add latency_s/latency_ms, decode_s/decode_ms, itl_s/itl_ms or tps",
+            line=1,
+        )
     factor = {CSV_COLUMNS[c][0]: CSV_COLUMNS[c][1] for c in CSV_COLUMNS if c in lower}
     rows = []
     for rec in reader:
@@ -148,19 +156,21 @@ def read_measure_jsonl(path: Path) -> Rows:
         gaps = rec.get("gaps_s")
         if gaps is not None and not isinstance(gaps, list):
             raise fail(file, "gaps_s must be a list", line=line, path=("gaps_s",))
-        rows.append({
-            "ttft_s": number(rec.get("ttft_s"), file, *where("ttft_s")),
-            "latency_s": number(rec.get("latency_s"), file, *where("latency_s")),
-            "gaps_s": [number(g, file, *where("gaps_s")) for g in gaps] if gaps else None,
-            "input_tokens": number(rec.get("input_tokens"), file, *where("input_tokens")),
-            "cached_input_tokens": number(rec.get("cached_input_tokens"), file, *where("cached_input_tokens")),
-            "output_tokens": number(rec.get("output_tokens"), file, *where("output_tokens")),
-            "start_s": number(rec.get("start_s"), file, *where("start_s")),
-            "ok": bool(rec.get("ok")),
-            "error": rec.get("error"),
-            "model": rec.get("model") or run.get("model"),
-            "place": f"line {line}",
-        })
+        rows.append(
+            {
+                "ttft_s": number(rec.get("ttft_s"), file, *where("ttft_s")),
+                "latency_s": number(rec.get("latency_s"), file, *where("latency_s")),
+                "gaps_s": [number(g, file, *where("gaps_s")) for g in gaps] if gaps else None,
+                "input_tokens": number(rec.get("input_tokens"), file, *where("input_tokens")),
+                "cached_input_tokens": number(rec.get("cached_input_tokens"), file, *where("cached_input_tokens")),
+                "output_tokens": number(rec.get("output_tokens"), file, *where("output_tokens")),
+                "start_s": number(rec.get("start_s"), file, *where("start_s")),
+                "ok": bool(rec.get("ok")),
+                "error": rec.get("error"),
+                "model": rec.get("model") or run.get("model"),
+                "place": f"line {line}",
+            }
+        )
     if not rows:
         raise fail(file, "no measured requests in the file", "was `agentsim measure` interrupted before any finished?")
     require_somewhere([r for r in rows if r["ok"]], "ttft_s", file, "ttft_s")
