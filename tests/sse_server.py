@@ -9,7 +9,9 @@ accumulate over a response. ``mode`` chooses the behaviour:
 * ``ok``: a complete response (a role chunk first, which carries no token);
 * ``unauthorized`` / ``ratelimited`` / ``broken``: HTTP 401 / 429 / 500 (the 401 body echoes
   the key it was sent, as some providers do, to check that ``measure`` scrubs it);
-* ``cut``: the connection is closed after 3 tokens, without ending the chunked body.
+* ``cut``: the connection is closed after 3 tokens, without ending the chunked body;
+* ``errorevent``: an error event after 3 tokens (``{"error": ...}`` / ``event: error``);
+* ``stall``: the first token only comes after 5 s (for client timeouts).
 
 With ``prefill_tps`` set, the TTFT grows by ``prompt words / prefill_tps``. Usage reports
 ``input = words + 64`` tokens of which 64 cached, and ``output = tokens``.
@@ -77,6 +79,8 @@ class _Server:
                 prompt = body["messages"][0]["content"]
                 words = len(prompt.split())
                 ttft = server.ttft_s + (words / server.prefill_tps if server.prefill_tps else 0.0)
+                if mode == "stall":
+                    ttft = 5.0
                 self.send_response(200)
                 self.send_header("content-type", "text/event-stream")
                 self.send_header("transfer-encoding", "chunked")
@@ -90,6 +94,19 @@ class _Server:
                     self._event(*self._token(api, model, k))
                     if mode == "cut" and k == 2:
                         self.close_connection = True  # no terminating chunk: the body is cut
+                        return
+                    if mode == "errorevent" and k == 2:
+                        if api == "openai":
+                            self._event(None, json.dumps({"error": {"message": "Overloaded", "type": "server_error"}}))
+                        else:
+                            self._event(
+                                "error",
+                                json.dumps(
+                                    {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
+                                ),
+                            )
+                        self.wfile.write(b"0\r\n\r\n")
+                        self.wfile.flush()
                         return
                 for event in self._end(api, model, words):
                     self._event(*event)

@@ -166,6 +166,23 @@ def test_http_errors_and_cut_streams_are_recorded(tmp_path, mode, status, fragme
         assert "Incorrect API key provided: [redacted]" in recs[0]["error"]
 
 
+@pytest.mark.parametrize("api", ["openai", "anthropic"])
+def test_error_events_and_timeouts_are_recorded(tmp_path, api):
+    with SSEServer(ttft_s=0.02, delay_s=0.005, tokens=10) as srv:
+        suffix = "/v1" if api == "openai" else ""
+        res, out = _measure(tmp_path, f"{srv.url}/errorevent{suffix}", "--api", api, "--requests", "2")
+        assert res.exit_code == 0, res.output
+        recs = _requests(out)
+        assert all(not r["ok"] and "error event" in r["error"] and "Overloaded" in r["error"] for r in recs)
+        assert all(r["chunks"] == 3 for r in recs)
+        res, out = _measure(
+            tmp_path, f"{srv.url}/stall{suffix}", "--api", api, "--requests", "1", "--timeout", "0.5", name="t.jsonl"
+        )
+    assert res.exit_code == 0, res.output
+    (r,) = _requests(out)
+    assert not r["ok"] and r["error"] == "timed out after 0.5 s" and r["ttft_s"] is None
+
+
 def test_anthropic_key_header_and_cut_stream(tmp_path):
     with SSEServer(ttft_s=0.02, delay_s=0.005, tokens=10) as srv:
         res, out = _measure(

@@ -138,14 +138,17 @@ class Calibration:
 
 
 def select_model(table: pd.DataFrame, model: str | None) -> pd.DataFrame:
-    """The rows of one model: ``model`` if given, else the only model in the table."""
+    """The rows of one model: ``model`` if given, else the only model in the table.
+
+    Rows whose file names no model (llmperf, a CSV without a ``model`` column) are kept either way.
+    """
     names = sorted({str(m) for m in table["model"].dropna()})
     if model is not None:
         if not names:
             return table
         if model not in names:
             raise CalibrationError(f"model '{model}' is not in the measurements; they hold: {', '.join(names)}")
-        return table[table["model"] == model]
+        return table[(table["model"] == model) | table["model"].isna()]
     if len(names) > 1:
         raise CalibrationError(
             f"the measurements hold {len(names)} models ({', '.join(names)}); choose one with --model"
@@ -312,32 +315,23 @@ def _itl_summary(use: pd.DataFrame) -> dict[str, Any] | None:
     if itl.size == 0:
         return None
     out: dict[str, Any] = {"mean_gap_s": {f"p{p}": float(np.percentile(itl, p)) for p in (50, 95)}}
-    cvs, ratios = [], []
+    cvs, ratios, gaps_all = [], [], []
     for gaps in use["gaps_s"]:
-        if isinstance(gaps, list | tuple | np.ndarray) and len(gaps) >= 3:
-            g = np.asarray(gaps, dtype=float)
-            m = float(np.mean(g))
-            if m > 0:
-                cvs.append(float(np.std(g) / m))
-                ratios.append(g / m)
+        if not isinstance(gaps, list | tuple | np.ndarray) or len(gaps) < 3:
+            continue
+        g = np.asarray(gaps, dtype=float)
+        m = float(np.mean(g))
+        if m > 0:
+            cvs.append(float(np.std(g) / m))
+            ratios.append(g / m)
+            gaps_all.append(g)
     if cvs:
         r = np.concatenate(ratios)
         out["jitter"] = {
             "requests": len(cvs),
             "cv_within_request_median": float(np.median(cvs)),
             "gap_over_request_mean": {f"p{p}": float(np.percentile(r, p)) for p in (5, 50, 95, 99)},
-            "share_of_gaps_below_1ms": float(
-                np.mean(
-                    np.concatenate(
-                        [
-                            np.asarray(g, dtype=float)
-                            for g in use["gaps_s"]
-                            if isinstance(g, list | tuple | np.ndarray) and len(g) >= 3
-                        ]
-                    )
-                    < 1e-3
-                )
-            ),
+            "share_of_gaps_below_1ms": float(np.mean(np.concatenate(gaps_all) < 1e-3)),
         }
     return out
 

@@ -333,6 +333,7 @@ def write_measurements(
     exception propagates; every line already written is complete.
     """
     counts = {"ok": 0, "failed": 0}
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
     with Path(path).open("w", encoding="utf-8") as fh:
         fh.write(json.dumps(run_header(config)) + "\n")
         fh.flush()

@@ -50,7 +50,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from ..loading import ErrorItem, ScenarioError
@@ -198,10 +197,7 @@ def require_somewhere(rows: list[dict], key: str, file: str | Path, what: str, h
 
 def measurement_table(found: Rows) -> pd.DataFrame:
     """The common table (see the module docstring) of one file's rows."""
-    recs = []
-    for raw in found.rows:
-        recs.append(_finish_row(raw))
-    df = pd.DataFrame.from_records(recs, columns=list(COLUMNS))
+    df = pd.DataFrame.from_records([_finish_row(raw) for raw in found.rows], columns=list(COLUMNS))
     df["source_format"] = found.source_format
     df["source_file"] = found.file
     for col in (
@@ -396,7 +392,3 @@ def rows_summary(df: pd.DataFrame) -> dict[str, Any]:
         "usable": int(df["usable"].sum()),
         "excluded_because": {k: int(v) for k, v in sorted(reasons.value_counts().items())},
     }
-
-
-def finite(x: Any) -> bool:
-    return x is not None and isinstance(x, float | int | np.floating | np.integer) and math.isfinite(float(x))
