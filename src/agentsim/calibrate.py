@@ -10,8 +10,9 @@ those three quantities to a table of measured requests (see
    Because the base TTFT does not depend on the input size, the slope is
    estimated without bias whatever the shape of the base distribution; the
    Huber loss keeps a few queueing spikes from tilting it. The base TTFTs
-   ``ttft - slope x uncached_input`` are then fitted with a lognormal (maximum
-   likelihood on their logarithms). When the input sizes barely vary
+   ``ttft - slope x uncached_input`` are then fitted with a lognormal: location and
+   scale of their logarithms by Huber's proposal 2, so that a few bases pushed near
+   zero by the slope's error do not inflate the spread. When the input sizes barely vary
    (coefficient of variation below :data:`MIN_INPUT_CV`), or the slope is not
    clearly positive (below :data:`MIN_SLOPE_T` standard errors), the prefill
    term is dropped and the lognormal is fitted to the whole TTFT; the profile
@@ -218,10 +219,9 @@ def fit_ttft(ttft_s: np.ndarray, uncached_input: np.ndarray) -> TtftFit:
                 )
     base = y - slope * np.where(known, x, 0.0) if slope > 0 else y
     positive = base > 0
-    logs = np.log(base[positive])
-    sigma = float(np.std(logs, ddof=1)) if logs.size > 1 else 0.0
+    mu, sigma = _robust_log_location_scale(np.log(base[positive]))
     return TtftFit(
-        median_s=float(np.exp(np.mean(logs))),
+        median_s=math.exp(mu),
         sigma=sigma,
         prefill_tps=(1.0 / slope) if slope > 0 else None,
         slope_s_per_token=slope,
@@ -230,6 +230,25 @@ def fit_ttft(ttft_s: np.ndarray, uncached_input: np.ndarray) -> TtftFit:
         prefill_note=note,
         nonpositive_base=int((~positive).sum()),
     )
+
+
+def _robust_log_location_scale(logs: np.ndarray) -> tuple[float, float]:
+    """Mean and sd of log base TTFTs by Huber's proposal 2 (robust joint location and scale).
+
+    A base TTFT is a measured TTFT minus its fitted prefill time; when the slope is a little too
+    steep, a request with a small base and a long prompt gets a base near zero, whose logarithm
+    would inflate a plain standard deviation. Huber's estimator bounds that influence, at about
+    94% (location) and 72% (scale) of the plain estimators' efficiency on clean lognormal data.
+    """
+    import statsmodels.api as sm
+
+    if logs.size < 3 or float(np.ptp(logs)) == 0.0:
+        return float(np.mean(logs)), float(np.std(logs, ddof=1)) if logs.size > 1 else 0.0
+    try:
+        loc, scale = sm.robust.scale.Huber()(logs)
+    except (ValueError, FloatingPointError):  # no convergence (e.g. most values equal): plain estimates
+        return float(np.mean(logs)), float(np.std(logs, ddof=1))
+    return float(loc), float(scale)
 
 
 def _robust_slope(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
