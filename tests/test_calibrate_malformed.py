@@ -208,3 +208,5 @@ def test_missing_file_and_unknown_format(tmp_path):
     f = sample_file(tmp_path, "csv")
     res = runner.invoke(app, ["calibrate", str(f), "--format", "excel", "-o", str(tmp_path / "p.yaml")])
     assert res.exit_code == 2 and "--format 'excel' is not a known format" in res.output
+    res = runner.invoke(app, ["calibrate", str(f), "-o", str(tmp_path)])
+    assert res.exit_code == 2 and "is a folder" in res.output

@@ -76,6 +76,9 @@ def calibrate(
     from .profiles import Profile
     from .traces.measurements import FORMATS, read_file
 
+    for target, option in ((out, "-o"), (plot, "--plot")):
+        if target is not None and target.is_dir():
+            raise BadInput(f"{option} {target} is a folder: give a file name, e.g. {target / 'profile.yaml'}")
     if fmt != "auto" and fmt not in FORMATS:
         raise BadInput(f"--format {fmt!r} is not a known format: use {FORMAT_CHOICES}")
     tables, found = [], []
@@ -164,6 +167,8 @@ def measure(
     """Stream real requests to an endpoint and record TTFT, every token gap and usage (costs money)."""
     from .measure import APIS, MeasureConfig, write_measurements
 
+    if out.is_dir():
+        raise BadInput(f"-o {out} is a folder: give a file name, e.g. {out / 'measurements.jsonl'}")
     if api not in APIS:
         raise BadInput(f"--api {api!r}: use openai or anthropic")
     if not base_url.startswith(("http://", "https://")):
