@@ -2,15 +2,19 @@
 
 Timing tolerances. The in-suite server runs in its own process and sends each token at an
 absolute target time (``t_request + ttft + k * delay``), so a late wake-up delays one token
-but never the ones after it. A measured TTFT can only be *longer* than the configured one:
-the client clock starts before the request is built and sent, and the server must read and
-parse it. That overhead is under 5 ms on an idle machine; with two other test suites
-running on the same 2 cores (load average 4.5) we measured up to +30 ms on the median TTFT
-and 0.0200 s on every median gap. So: the median TTFT must lie between the configured value
-(minus 1 ms of clock granularity) and 60 ms above it; the median gap within 25% (5 ms) of
-the configured delay; the median output speed within 10% of ``tokens / ((tokens - 1) x
-delay)``, since the decode time spans 19 gaps but depends on only two wake-ups (first and
-last token). Medians over 8 requests are robust to one stalled request.
+but never the ones after it. A measured TTFT can only be *longer* than the configured one
+(the client clock starts before the connection is made and the request sent): the lower
+bound is hard (1 ms of clock granularity), and it is what fails if the role chunk that
+precedes the first token were counted. The excess is overhead: under 5 ms on an idle
+machine, but with two other test suites and two busy loops on the same 2 cores we measured
+medians up to +100 ms, mostly connection set-up and request upload. So the check that the
+client sees the *server's* TTFT uses ``ttft_s - headers_s`` (first token minus response
+headers, both timed by the client within one response): it must be within 30 ms of the
+configured TTFT (what remains is the wake-up delay of the client's event loop at the two
+events); the plain median TTFT only has a sanity bound (+150 ms). Gaps: the median within 25%
+(5 ms) of the configured delay. Output speed: the median within 10% of ``tokens / ((tokens -
+1) x delay)``; the decode time spans 19 gaps but depends on two wake-ups only (first and last
+token); under the load above it stayed within 2%. Medians over 8 requests absorb one stall.
 """
 
 from __future__ import annotations
@@ -78,7 +82,9 @@ def test_measured_ttft_and_speed_match_the_server(tmp_path, api):
     assert len(recs) == 8 and all(r["ok"] for r in recs), recs
     # the role chunk / message_start carry no token: TTFT waits for the first text delta
     t = np.array([r["ttft_s"] for r in recs])
-    assert t.min() >= ttft - 0.001 and np.median(t) <= ttft + 0.06
+    assert t.min() >= ttft - 0.001 and np.median(t) <= ttft + 0.15
+    server_side = t - np.array([r["headers_s"] for r in recs])
+    assert abs(np.median(server_side) - ttft) <= 0.03
     gaps = np.concatenate([r["gaps_s"] for r in recs])
     assert len(gaps) == 8 * (tokens - 1)
     assert abs(np.median(gaps) - delay) <= 0.25 * delay
@@ -123,7 +129,7 @@ def test_measure_then_calibrate_recovers_the_server_prefill_rate(tmp_path):
     assert cal.ttft.prefill_tps is not None
     # slope noise: a few ms of scheduling over a 0.175 s spread of prefill times, i.e. a few %
     assert abs(cal.ttft.prefill_tps / 20000 - 1) < 0.15
-    assert 0.05 - 0.001 <= cal.ttft.median_s <= 0.05 + 0.06  # the same overhead as above
+    assert 0.05 - 0.001 <= cal.ttft.median_s <= 0.05 + 0.15  # the same overhead as above
     prof = tmp_path / "p.yaml"
     res = runner.invoke(app, ["calibrate", str(out), "-o", str(prof)])
     assert res.exit_code == 0, res.output

@@ -8,6 +8,9 @@ an Anthropic Messages endpoint, and writes one JSON line per finished request:
   reasoning or tool-call delta);
 * ``gaps_s``: every gap between consecutive output events after the first;
 * ``latency_s``: seconds from sending to the end of the stream;
+* ``headers_s``: seconds from sending to the response headers (the server accepted the
+  request; ``ttft_s - headers_s`` is the server's own time to the first token, without
+  connection set-up and request upload);
 * ``input_tokens`` (cached ones included), ``cached_input_tokens`` and
   ``output_tokens`` from the usage block (OpenAI: ``stream_options.include_usage``;
   Anthropic: ``message_start`` and ``message_delta``); when a server sends no
@@ -240,11 +243,12 @@ async def _one_request(client, config: MeasureConfig, i: int, n_input: int, api_
     }
     s = _Stream(token_times=[])
     body = _body(config, build_prompt(i, n_input, config.output_tokens, config.seed))
-    status = None
+    status = t_headers = None
     rec["start_s"] = round(time.time(), 6)
     t0 = time.perf_counter()
     try:
         async with aconnect_sse(client, "POST", config.url, json=body, headers=_headers(config, api_key)) as src:
+            t_headers = time.perf_counter()
             status = src.response.status_code
             if status != 200:
                 text = (await src.response.aread()).decode("utf-8", "replace")
@@ -278,6 +282,7 @@ async def _one_request(client, config: MeasureConfig, i: int, n_input: int, api_
         status=status,
         ok=s.error is None,
         error=_scrub(s.error, api_key) if s.error else None,
+        headers_s=round(t_headers - t0, 6) if t_headers is not None else None,
         ttft_s=round(times[0] - t0, 6) if times else None,
         latency_s=round(end - t0, 6),
         gaps_s=[round(b - a, 6) for a, b in itertools.pairwise(times)],
