@@ -155,7 +155,7 @@ def test_written_profile_loads_and_simulates(tmp_path):
 
     sc = tmp_path / "s.yaml"
     sc.write_text(
-        "name: s\nseed: 1\nruns: 4000\n"
+        "name: s\nseed: 1\nruns: 2000\n"
         "models:\n  x: {profile: ./profile.yaml, price: {input_mtok: 1, output_mtok: 4}}\n"
         "agent: {steps: [{call: {model: x, input: 6000, output: 200}}]}\n"
     )
