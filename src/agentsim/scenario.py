@@ -789,6 +789,27 @@ class Workload(_Model):
         return self.arrivals is not None or self.concurrent is not None
 
 
+class SweepRange(_Model):
+    start: Num
+    stop: Num = Field(description="Included when it lies on the grid start + k * step.")
+    step: Num
+
+
+class SweepSpec(_Model):
+    """One swept place (see agentsim.sweeps): ``{set: path, values: [...]}`` or ``{set: path, range: {...}}``."""
+
+    set: str = Field(description="Dotted path into the scenario, e.g. agent.steps[1].repeat.times.")
+    values: list[Any] | None = Field(None, min_length=1)
+    range: SweepRange | None = None
+    label: str | None = Field(None, description="Axis label for figures, with its unit.")
+
+    @model_validator(mode="after")
+    def _one(self) -> SweepSpec:
+        if (self.values is None) == (self.range is None):
+            raise PydanticCustomError("sweep_values", "a sweep takes one of values or range", {})
+        return self
+
+
 class Scenario(_Model):
     name: str
     description: str | None = None
@@ -802,6 +823,7 @@ class Scenario(_Model):
     prices_as_of: dt.date | None = Field(None, description="Date for catalog prices; default: today (UTC).")
     limits: dict[str, LimitSpec] | None = Field(None, description="Shared provider accounts and their limits.")
     workload: Workload | None = None
+    sweeps: list[SweepSpec] | None = Field(None, description="Grid of values to sweep (agentsim sweep).")
 
     _source: str | None = PrivateAttr(None)  # the file it was loaded from (for relative paths)
 

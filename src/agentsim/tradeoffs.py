@@ -1,0 +1,267 @@
+"""Trade-offs for a buying decision: Pareto frontier, break-even value of time, monthly spend.
+
+Every option (a variant, or a variant at one grid point of a sweep) is a point
+(wall time, cost per run). The questions a team lead asks, and how they are answered:
+
+* **Which options are worth considering at all?** The *Pareto frontier*: the points
+  that no other point beats on both time and cost. A point is *dominated* when another
+  is at least as fast and at least as cheap, and strictly better on one of them.
+  Time is the mean or the p95 wall time; cost is always the mean (what you pay in
+  total is the mean times the number of runs).
+* **Is the faster option worth its price?** With ``Δt`` and ``Δc`` the differences of
+  mean wall time (s) and mean cost (USD) of a variant against the baseline, the
+  variant costs ``Δc / (-Δt / 3600)`` USD per hour of waiting saved. Valuing an hour of
+  waiting at ``V`` USD, a run's *total cost* is ``API cost + V × wall time / 3600``;
+  the variant beats the baseline when ``Δc + V × Δt / 3600 < 0``, i.e. (for a faster
+  variant) when ``V`` is above the *break-even value of time* ``V* = -3600 Δc / Δt``,
+  which is the same number as the USD per hour saved. A slower variant pays off
+  below ``V*`` (it is the cheaper choice when time is worth little).
+* **Which option is cheapest overall at my value of time?** Each option's total cost
+  is a line in ``V``; the lower envelope of the lines says which option is cheapest
+  for each range of ``V`` (:func:`cheapest_intervals`).
+* **What will it cost per month?** With ``N`` runs per month (``workload.volume`` or an
+  option): API spend ``N × mean cost``, waiting ``N × mean wall time / 3600`` hours,
+  hours saved against the baseline, and the premium paid per saved hour
+  (:func:`spend_sizing`). This counts every run's wall time as someone's waiting.
+
+Sweeps (:mod:`agentsim.sweeps`) are re-exported here.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from .scenario import Scenario
+from .sweeps import Sweep, SweepAxis, parse_set, run_sweep, summary_rows
+
+__all__ = [
+    "Sweep",
+    "SweepAxis",
+    "break_even",
+    "cheapest_intervals",
+    "mark_pareto",
+    "paired_deltas",
+    "pareto_mask",
+    "parse_set",
+    "run_sweep",
+    "runs_per_month",
+    "spend_sizing",
+    "summary_rows",
+    "variant_table",
+]
+
+TIME_COLUMNS = {"mean": "wall_mean_s", "p95": "wall_p95_s"}
+
+
+# --------------------------------------------------------------------------- Pareto
+
+
+def pareto_mask(time, cost) -> np.ndarray:
+    """Which points are on the Pareto frontier of (time, cost), both to be minimised.
+
+    A point is on the frontier when no other point is at least as good on both and
+    strictly better on one. Identical points are all on it (none beats the other).
+    Points with a NaN coordinate are never on it.
+    """
+    t = np.asarray(time, dtype=np.float64)
+    c = np.asarray(cost, dtype=np.float64)
+    if t.shape != c.shape or t.ndim != 1:
+        raise ValueError("time and cost must be 1-d and of the same length")
+    mask = np.zeros(t.size, dtype=bool)
+    idx = np.flatnonzero(np.isfinite(t) & np.isfinite(c))
+    order = idx[np.lexsort((c[idx], t[idx]))]  # by time, then cost
+    best = math.inf  # lowest cost among strictly faster points
+    i = 0
+    while i < order.size:
+        j = i
+        while j < order.size and t[order[j]] == t[order[i]]:
+            j += 1
+        group = order[i:j]
+        low = c[group[0]]
+        if low < best:
+            mask[group[c[group] == low]] = True
+            best = low
+        i = j
+    return mask
+
+
+def mark_pareto(table: pd.DataFrame) -> pd.DataFrame:
+    """Add ``pareto_mean`` and ``pareto_p95`` columns: on the frontier of (mean or p95 wall time, mean cost)."""
+    out = table.copy()
+    for key, col in TIME_COLUMNS.items():
+        out[f"pareto_{key}"] = pareto_mask(out[col].to_numpy(), out["cost_mean_usd"].to_numpy())
+    return out
+
+
+# --------------------------------------------------------------------------- per-variant tables
+
+
+def variant_table(res) -> pd.DataFrame:
+    """One row per variant (index) with every summary figure (:func:`summary_rows`) and Pareto marks."""
+    return mark_pareto(pd.DataFrame(summary_rows(res))).set_index("variant")
+
+
+def paired_deltas(runs: pd.DataFrame, baseline: str | None = None) -> pd.DataFrame:
+    """Δ mean wall time and Δ mean cost against the baseline with 95% CIs from paired runs.
+
+    Variants share their random numbers (common random numbers), so run *r* of two
+    variants differ only by the variant: the per-run differences have a much smaller
+    spread than either variant, and their Student-t interval is the honest CI of Δ.
+    """
+    names = list(dict.fromkeys(runs["variant"]))
+    baseline = baseline or names[0]
+    base = runs[runs["variant"] == baseline].set_index("run").sort_index()
+    rows = []
+    for name in names:
+        df = runs[runs["variant"] == name].set_index("run").sort_index()
+        row: dict[str, Any] = {"variant": name}
+        for col, key in (("wall_time_s", "delta_time_s"), ("cost_usd", "delta_cost_usd")):
+            d = (df[col] - base[col]).to_numpy()
+            mean = float(d.mean())
+            half = float(stats.t.ppf(0.975, d.size - 1) * d.std(ddof=1) / math.sqrt(d.size)) if d.size > 1 else 0.0
+            row[key] = mean
+            row[f"{key}_lo"] = mean - half
+            row[f"{key}_hi"] = mean + half
+        rows.append(row)
+    return pd.DataFrame(rows).set_index("variant")
+
+
+# --------------------------------------------------------------------------- break-even
+
+
+def break_even(
+    table: pd.DataFrame, baseline: str | None = None, value_of_time: float | None = None
+) -> pd.DataFrame:
+    """Per variant against the baseline: Δ time, Δ cost, USD per hour saved, break-even value of time.
+
+    ``table`` has one row per variant (index) with ``wall_mean_s`` and ``cost_mean_usd``.
+    Columns: ``delta_time_s``, ``delta_cost_usd``, ``usd_per_hour_saved`` (NaN unless the
+    variant is faster), ``break_even_usd_per_hour`` (``V*``; NaN when Δt = 0),
+    ``pays_off_when`` (``above``/``below`` V*, ``always``, ``never``, or ``baseline``) and,
+    with a ``value_of_time``, ``pays_off`` and ``total_usd_per_run`` at that value.
+    """
+    baseline = baseline if baseline is not None else table.index[0]
+    t0, c0 = float(table.loc[baseline, "wall_mean_s"]), float(table.loc[baseline, "cost_mean_usd"])
+    rows = []
+    for name, r in table.iterrows():
+        dt, dc = float(r["wall_mean_s"]) - t0, float(r["cost_mean_usd"]) - c0
+        per_hour = dc / (-dt / 3600.0) if dt < 0 else math.nan
+        v_star = -3600.0 * dc / dt if dt != 0 else math.nan
+        if name == baseline:
+            when = "baseline"
+        elif dt < 0:
+            when = "always" if dc <= 0 else "above"
+        elif dt > 0:
+            when = "below" if dc < 0 else "never"
+        else:
+            when = "always" if dc < 0 else "never"
+        row = {
+            "variant": name,
+            "delta_time_s": dt,
+            "delta_cost_usd": dc,
+            "usd_per_hour_saved": per_hour,
+            "break_even_usd_per_hour": v_star if when in ("above", "below") else math.nan,
+            "pays_off_when": when,
+        }
+        if value_of_time is not None:
+            row["pays_off"] = bool(dc + value_of_time * dt / 3600.0 < 0) if name != baseline else None
+            row["total_usd_per_run"] = float(r["cost_mean_usd"]) + value_of_time * float(r["wall_mean_s"]) / 3600.0
+        rows.append(row)
+    return pd.DataFrame(rows).set_index("variant")
+
+
+def cheapest_intervals(table: pd.DataFrame) -> pd.DataFrame:
+    """For which values of time (USD/h) each variant has the lowest total cost per run.
+
+    Total cost of variant *i* at value ``V``: ``cost_i + V × wall_i / 3600``, a line in
+    ``V``. Returns the lower envelope on ``[0, ∞)`` as rows ``variant, from_usd_per_hour,
+    to_usd_per_hour`` (the last ``to`` is ``inf``). Ties go to the earlier variant.
+    """
+    names = list(table.index)
+    c = table["cost_mean_usd"].to_numpy(dtype=np.float64)
+    t = table["wall_mean_s"].to_numpy(dtype=np.float64) / 3600.0
+    cuts = {0.0}
+    for i in range(len(names)):
+        for j in range(i + 1, len(names)):
+            if t[i] != t[j]:
+                v = (c[j] - c[i]) / (t[i] - t[j])
+                if v > 0 and math.isfinite(v):
+                    cuts.add(float(v))
+    edges = sorted(cuts)
+    probes = [(a + b) / 2 for a, b in zip(edges, edges[1:], strict=False)] + [edges[-1] + max(1.0, edges[-1])]
+    rows: list[dict[str, Any]] = []
+    for lo, probe in zip(edges, probes, strict=True):
+        best = int(np.argmin(c + probe * t))
+        if rows and rows[-1]["variant"] == names[best]:
+            continue
+        if rows:
+            rows[-1]["to_usd_per_hour"] = lo
+        rows.append({"variant": names[best], "from_usd_per_hour": lo, "to_usd_per_hour": math.inf})
+    return pd.DataFrame(rows)
+
+
+# --------------------------------------------------------------------------- monthly spend
+
+
+def runs_per_month(scenario: Scenario, override: float | None = None) -> float:
+    """Runs per month from an explicit number, else ``workload.volume``; ValueError when neither is given."""
+    if override is not None:
+        if not override > 0:
+            raise ValueError("runs per month must be above 0")
+        return float(override)
+    wl = scenario.workload
+    if wl is not None and wl.volume is not None:
+        return float(wl.volume.per_month)
+    raise ValueError(
+        "the scenario has no workload.volume: add `workload: {volume: {runs_per_month: 20000}}` "
+        "(or runs_per_day) to the scenario, or give --runs-per-month"
+    )
+
+
+def spend_sizing(
+    table: pd.DataFrame, per_month: float, baseline: str | None = None, value_of_time: float | None = None
+) -> pd.DataFrame:
+    """Monthly API spend, hours of waiting, hours saved and the premium per saved hour, per variant.
+
+    ``table``: one row per variant (index) with ``wall_mean_s``, ``wall_p95_s``,
+    ``cost_mean_usd`` and optionally ``cost_ci95_lo_usd``/``cost_ci95_hi_usd``.
+    ``premium_usd_per_saved_hour`` = extra spend / hours saved (NaN unless hours are
+    saved); ``net_usd_per_month`` = hours saved × value of time − extra spend (with a
+    value of time; positive means the variant is worth it).
+    """
+    baseline = baseline if baseline is not None else table.index[0]
+    n = float(per_month)
+    base_cost = float(table.loc[baseline, "cost_mean_usd"]) * n
+    base_hours = float(table.loc[baseline, "wall_mean_s"]) * n / 3600.0
+    rows = []
+    for name, r in table.iterrows():
+        spend = float(r["cost_mean_usd"]) * n
+        hours = float(r["wall_mean_s"]) * n / 3600.0
+        saved = base_hours - hours
+        extra = spend - base_cost
+        row: dict[str, Any] = {
+            "variant": name,
+            "runs_per_month": n,
+            "api_usd_per_month": spend,
+        }
+        if "cost_ci95_lo_usd" in table.columns:
+            row["api_usd_per_month_lo"] = float(r["cost_ci95_lo_usd"]) * n
+            row["api_usd_per_month_hi"] = float(r["cost_ci95_hi_usd"]) * n
+        row.update(
+            {
+                "wait_hours_per_month": hours,
+                "p95_wait_s": float(r["wall_p95_s"]),
+                "hours_saved_per_month": saved,
+                "extra_usd_per_month": extra,
+                "premium_usd_per_saved_hour": extra / saved if saved > 0 else math.nan,
+            }
+        )
+        if value_of_time is not None:
+            row["net_usd_per_month"] = saved * value_of_time - extra
+        rows.append(row)
+    return pd.DataFrame(rows).set_index("variant")
