@@ -49,7 +49,7 @@ from .simulation import simulate_plan
 from .sweeps import summary_rows
 from .tradeoffs import pareto_mask
 
-__all__ = ["Option", "Optimum", "Unit", "decision_units", "optimize"]
+__all__ = ["Option", "Optimum", "Unit", "critical_table", "decision_units", "optimize", "variant_for"]
 
 METRICS = {"p95": "wall_p95_s", "mean": "wall_mean_s"}
 CHUNK = 32  # candidates simulated together (one plan with this many variants)
@@ -423,3 +423,23 @@ def _greedy(units, ev, start, mode, col, limit, metric):
         key, a, r = max(scored, key=lambda s: s[0])
         take(a, r, "improve")
     return cur, pd.DataFrame(path), True
+
+
+def critical_table(scenario: Scenario, opt: Optimum, runs: int = 500, seed: int | None = None) -> pd.DataFrame:
+    """Per step, its share of the wall time on the critical path in the base and in the chosen assignment.
+
+    Columns: ``step, kind, base_share, chosen_share, base_on_path, chosen_on_path`` (see
+    :func:`agentsim.timeline.critical_share`).
+    """
+    from .timeline import critical_share
+
+    base = scenario.variant_specs()[opt.base_variant]
+    chosen = variant_for(base, opt.units, opt.assignment)
+    sc = scenario.model_copy(update={"variants": {"base": base, "chosen": chosen}})
+    res = simulate_plan(compile_plan(sc), runs, scenario.seed if seed is None else seed)
+    share = critical_share(res.calls, res.spans, res.runs, max_runs=runs)
+    parts = [share[share["variant"] == v][["step", "kind", "share", "on_path"]]
+             .rename(columns={"share": f"{v}_share", "on_path": f"{v}_on_path"}).set_index(["step", "kind"])
+             for v in ("base", "chosen")]
+    order = list(dict.fromkeys([*parts[0].index, *parts[1].index]))  # plan order
+    return parts[0].reindex(order).join(parts[1].reindex(order)).reset_index()

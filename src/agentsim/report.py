@@ -1,8 +1,13 @@
-"""Writing a result folder: tables, the summary, the resolved scenario and figures.
+"""Writing a result folder (tables, the summary, the resolved scenario, figures) and the HTML report.
 
 Everything is first written into a temporary folder next to the target and only
 moved into place once every file is complete, so an interrupted or failed write
 never leaves a half-written result behind.
+
+:func:`build_report` makes one self-contained HTML page (figures embedded as SVG
+``data:`` URIs, no external files, scripts or fonts) that a person can open in a
+browser or send by mail; :func:`write_report` writes it atomically. The page is a
+deterministic function of the scenario file, the runs and the seed.
 """
 
 from __future__ import annotations
@@ -13,11 +18,21 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
 import yaml
 
 from .results import Results, version
 
-__all__ = ["resolved_scenario", "write_files", "write_results"]
+__all__ = [
+    "build_report",
+    "figure_data_uri",
+    "resolved_scenario",
+    "sweep_document",
+    "write_files",
+    "write_report",
+    "write_results",
+    "write_sweep",
+]
 
 
 def resolved_scenario(res: Results) -> dict:
@@ -76,4 +91,366 @@ def write_results(res: Results, out_dir: str | os.PathLike, extra: dict | None =
         if res.extra.get("outcomes"):
             writers["limits.png"] = fig_writer(res.plot_limits)
     writers.update(extra or {})
+    return write_files(out_dir, writers)
+
+
+# --------------------------------------------------------------------------- the HTML report
+
+
+def figure_data_uri(fig) -> str:
+    """A figure as an SVG ``data:`` URI (deterministic: no date, fixed element ids)."""
+    import base64
+    import io
+
+    import matplotlib
+
+    buf = io.BytesIO()
+    with matplotlib.rc_context({"svg.hashsalt": "agentsim", "svg.fonttype": "path"}):
+        fig.savefig(buf, format="svg", metadata={"Date": None})
+    return "data:image/svg+xml;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def write_report(html_text: str, path: str | os.PathLike) -> Path:
+    """Write an HTML report to ``path`` atomically (nothing half-written on failure)."""
+    path = Path(path)
+    if path.is_dir():
+        raise IsADirectoryError(f"{path} is a folder; give a file name such as {path / 'report.html'}")
+    (written,) = write_files(path.parent if str(path.parent) else ".", {
+        path.name: lambda p: p.write_text(html_text, encoding="utf-8")
+    })
+    return written
+
+
+def build_report(
+    scenario_file: str | os.PathLike,
+    *,
+    runs: int | None = None,
+    seed: int | None = None,
+    workers: int = 1,
+    runs_per_month: float | None = None,
+    sweep: bool = True,
+    progress: Callable[[str, int, int | None], None] | None = None,
+) -> str:
+    """Simulate a scenario file and return one self-contained HTML page about it.
+
+    The page has the headline comparison, the figures (trade-off with Pareto
+    frontier, wall-time CDFs, critical-path breakdown, a sampled run as a Gantt
+    chart, break-even lines), break-even, cheapest-variant and monthly spend tables
+    (with ``workload.volume`` or ``runs_per_month``), the critical-path share of each
+    step, the scenario's ``sweeps:`` when it has any (and ``sweep`` is true), and the
+    scenario file itself with its comments (assumptions, sources). ``progress(stage,
+    done, total)`` is called as the work advances.
+    """
+    from . import plots
+    from .loading import load
+    from .simulation import simulate
+    from .timeline import critical_share, run_timeline
+    from .tradeoffs import break_even, cheapest_intervals, runs_per_month as _rpm, spend_sizing, variant_table
+
+    def step(stage: str, done: int = 0, total: int | None = None) -> None:
+        if progress is not None:
+            progress(stage, done, total)
+
+    path = Path(scenario_file)
+    step("simulating")
+    sc = load(path)
+    res = simulate(sc, runs=runs, seed=seed, workers=workers)
+    name = sc.name
+    vt = variant_table(res)
+    vot = res.value_of_time
+    be = break_even(vt, value_of_time=vot)
+    env = cheapest_intervals(vt)
+    try:
+        per_month = _rpm(sc, runs_per_month)
+    except ValueError:
+        per_month = None
+    sizing = spend_sizing(vt, per_month, value_of_time=vot) if per_month else None
+    step("critical paths")
+    share = critical_share(res.calls, res.spans, res.runs)
+    figures: list[tuple[str, str, Callable]] = [
+        ("Cost against wall time", "Each variant's mean cost per run against its mean (left) and p95 (right) wall "
+         "time. The dashed line is the Pareto frontier; grey points are dominated (another variant is at least as "
+         "fast and as cheap).", lambda: plots.tradeoff_figure(res.summary(), name)),
+        ("Distribution of wall time", "The fraction of runs finished by each time. The dotted line marks the p95.",
+         lambda: plots.cdf_figure(res.runs, name)),
+        ("Where the time goes", "Mean time on the critical path per run, split into queueing, time to first token, "
+         "decoding, tools and waits.", lambda: plots.breakdown_figure(res.runs, name)),
+        ("One sampled run", "Run 0 of every variant (the same random numbers). Each parallel branch has a lane; the "
+         "activities outlined are on the critical path, the faint ones are not (speeding them up gains nothing).",
+         lambda: plots.timeline_figure(run_timeline(res.calls, res.spans, 0, res.plan), name)),
+        ("Total cost against the value of time", "API cost plus the value of the waiting time, per run. The lowest "
+         "line is the cheapest variant overall at that value of time; circles mark where it changes.",
+         lambda: plots.breakeven_figure(vt, vot, name)),
+    ]
+    sweep_part = ""
+    if sweep and sc.sweeps:
+        from .sweeps import run_sweep
+
+        sw = run_sweep(path, runs=res.n_runs, seed=res.seed, workers=workers,
+                       progress=lambda d, t: step("sweep", d, t))
+        sweep_part = _sweep_section(sw, name)
+    html_figs = []
+    for i, (title, caption, make) in enumerate(figures):
+        step("figures", i, len(figures))
+        html_figs.append(_figure_html(title, caption, make()))
+    step("figures", len(figures), len(figures))
+    return _page(path, sc, res, vt, be, env, sizing, share, html_figs, sweep_part)
+
+
+def _esc(x) -> str:
+    import html
+
+    return html.escape(str(x), quote=True)
+
+
+def _s(x) -> str:
+    if x is None or (isinstance(x, float) and not np.isfinite(x)):
+        return "–"
+    ax = abs(x)
+    if ax >= 3600:
+        return f"{x / 3600:,.2f} h"
+    if ax >= 120:
+        return f"{x / 60:,.1f} min"
+    return f"{x:,.1f} s" if ax >= 10 else f"{x:,.2f} s"
+
+
+def _usd(x) -> str:
+    if x is None or (isinstance(x, float) and not np.isfinite(x)):
+        return "–"
+    ax = abs(x)
+    sign = "−" if x < 0 else ""
+    if ax >= 100:
+        return f"{sign}${ax:,.0f}"
+    if ax >= 1:
+        return f"{sign}${ax:,.2f}"
+    return f"{sign}${ax:.4f}"
+
+
+def _num(x) -> str:
+    if x is None or (isinstance(x, float) and not np.isfinite(x)):
+        return "–"
+    return f"{x:,.0f}" if abs(x) >= 100 else f"{x:,.2f}"
+
+
+def _pct(x) -> str:
+    return "–" if x is None or not np.isfinite(x) else f"{100 * x:.1f}%"
+
+
+def _yes(x) -> str:
+    return "✓" if x is True or x is np.True_ else ""
+
+
+def _table(rows: list[list[str]], header: list[str] | None, cls: str = "") -> str:
+    head = "<thead><tr>" + "".join(f"<th>{_esc(h)}</th>" for h in header) + "</tr></thead>" if header else ""
+    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>" for r in rows)
+    return f'<table class="{cls}">{head}<tbody>{body}</tbody></table>'
+
+
+def _figure_html(title: str, caption: str, fig) -> str:
+    uri = figure_data_uri(fig)
+    return (f"<figure><img src=\"{uri}\" alt=\"{_esc(title)}\"><figcaption><b>{_esc(title)}.</b> "
+            f"{_esc(caption)}</figcaption></figure>")
+
+
+def _sweep_section(sw, name: str) -> str:
+    from . import plots
+
+    parts = [f"<h2>Sweep</h2><p>{len(sw.points)} grid points × {len(sw.variants)} variants, {sw.runs:,} runs each "
+             f"(seed {sw.seed}, common random numbers across points). Swept: "
+             + ", ".join(f"<code>{_esc(a.text)}</code> ∈ {{{_esc(', '.join(map(str, a.values)))}}}" for a in sw.axes)
+             + ".</p>"]
+    parts.append(_figure_html("Frontier over the sweep", "Every grid point and variant; the frontier is dashed and "
+                              "dominated configurations are grey.", plots.frontier_figure(sw.table, "mean", name)))
+    for a in sw.axes:
+        parts.append(_figure_html(f"Against {a.title}", "Mean wall time (band: 95% CI), p95 (dashed) and mean cost "
+                                  "(band: 95% CI) per variant.", plots.sweep_figure(sw.table, a.text, a.label, name)))
+    t = sw.table
+    shown = t if len(t) <= 300 else t[t["pareto_mean"] | t["pareto_p95"]]
+    rows = [[_esc(r["point"]), *[_esc(r[a.text]) for a in sw.axes], _esc(r["variant"]), _s(r["wall_mean_s"]),
+             _s(r["wall_p95_s"]), _usd(r["cost_mean_usd"]), _yes(r["pareto_mean"]), _yes(r["pareto_p95"])]
+            for _, r in shown.iterrows()]
+    note = "" if shown is t else f"<p>Only the {len(shown)} configurations on a frontier are listed (of {len(t)}).</p>"
+    parts.append(note + _table(rows, ["point", *[a.text for a in sw.axes], "variant", "mean wall", "p95 wall",
+                                      "mean cost", "frontier (mean)", "frontier (p95)"], "num"))
+    return "".join(parts)
+
+
+_CSS = """
+body{font:15px/1.45 system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;color:#1d1d1f;max-width:1100px;
+margin:2em auto;padding:0 1.2em}
+h1{font-size:1.6em;margin-bottom:.1em}h2{font-size:1.25em;margin-top:2em;border-bottom:1px solid #ddd}
+table{border-collapse:collapse;margin:.6em 0 1.2em;font-size:.9em}th,td{padding:.3em .7em;border-bottom:1px solid #e5e5e5}
+th{background:#f5f5f7;text-align:left}table.num td:not(:first-child){text-align:right;font-variant-numeric:tabular-nums}
+figure{margin:1.2em 0}figure img{max-width:100%;height:auto;border:1px solid #eee}
+figcaption{font-size:.88em;color:#444;margin-top:.3em}pre{background:#f7f7f7;padding:1em;overflow-x:auto;font-size:.82em}
+.meta td:first-child{color:#555}.lead{font-size:1.05em;background:#f3f8fc;border-left:4px solid #3d7ea6;padding:.6em 1em}
+code{background:#f2f2f2;padding:0 .25em}details{margin:1em 0}
+"""
+
+
+def _page(path, sc, res, vt, be, env, sizing, share, figs, sweep_part) -> str:
+    vot = res.value_of_time
+    title = f"agentsim report: {sc.name}"
+    meta = [
+        ["scenario file", f"<code>{_esc(path)}</code>"],
+        ["runs per variant", f"{res.n_runs:,}"],
+        ["seed", str(res.seed)],
+        ["engine", _esc(res.engine)],
+        ["agentsim version", _esc(version())],
+        ["prices as of", _esc(sc.prices_as_of or "today (catalog prices)")],
+        ["value of time", _usd(vot) + "/h" if vot is not None else "not given"],
+    ]
+    out = [f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{_esc(title)}</title>"
+           f"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><style>{_CSS}</style></head><body>",
+           f"<h1>{_esc(title)}</h1>"]
+    if sc.description:
+        out.append(f"<p>{_esc(sc.description)}</p>")
+    out.append(f"<p class=\"lead\">{_verdict(vt, be, env, vot)}</p>")
+    out.append(_table(meta, None, "meta"))
+
+    out.append("<h2>Variants compared</h2>")
+    rows = []
+    for name, r in vt.iterrows():
+        rows.append([f"<b>{_esc(name)}</b>", _s(r["wall_mean_s"]),
+                     f"± {_s((r['wall_ci95_hi_s'] - r['wall_ci95_lo_s']) / 2)}", _s(r["wall_p50_s"]),
+                     _s(r["wall_p95_s"]), _s(r["wall_p99_s"]), _usd(r["cost_mean_usd"]), _usd(r["cost_p95_usd"]),
+                     f"{r['calls_mean']:,.1f}", _yes(r["pareto_mean"]), _yes(r["pareto_p95"])])
+    out.append(_table(rows, ["variant", "mean wall", "95% CI", "p50", "p95", "p99", "mean cost", "p95 cost",
+                             "calls", "frontier (mean)", "frontier (p95)"], "num"))
+    out.append(figs[0] + figs[1] + figs[2])
+
+    out.append("<h2>Break-even</h2><p>Against the first variant: the extra API cost per hour of waiting saved, and "
+               "the value of time at which the variant pays off (total cost = API cost + value of time × wall "
+               "time).</p>")
+    rows = []
+    when = {"above": "above {v}", "below": "below {v}", "always": "always", "never": "never", "baseline": "baseline"}
+    for name, r in be.iterrows():
+        v = _usd(r["break_even_usd_per_hour"]) + "/h"
+        rows.append([f"<b>{_esc(name)}</b>", _s(r["delta_time_s"]), _usd(r["delta_cost_usd"]),
+                     _usd(r["usd_per_hour_saved"]) + ("/h" if np.isfinite(r["usd_per_hour_saved"]) else ""),
+                     _esc(when[r["pays_off_when"]].format(v=v)),
+                     ("yes" if r.get("pays_off") else "no") if vot is not None and r["pays_off_when"] != "baseline"
+                     else "–"])
+    out.append(_table(rows, ["variant", "Δ mean wall", "Δ mean cost", "USD per hour saved", "pays off when value "
+                             "of time is", f"pays off at {_usd(vot)}/h" if vot is not None else "pays off"], "num"))
+    rows = [[f"<b>{_esc(r['variant'])}</b>", _usd(r["from_usd_per_hour"]) + "/h",
+             (_usd(r["to_usd_per_hour"]) + "/h") if np.isfinite(r["to_usd_per_hour"]) else "and above"]
+            for _, r in env.iterrows()]
+    out.append("<p>Cheapest overall, by value of time:</p>" + _table(rows, ["variant", "from", "to"], "num"))
+    out.append(figs[4])
+
+    out.append("<h2>Monthly spend</h2>")
+    if sizing is None:
+        out.append("<p>No volume given: add <code>workload: {volume: {runs_per_month: N}}</code> to the scenario "
+                   "(or use <code>--runs-per-month</code>) to size the monthly spend.</p>")
+    else:
+        rows = []
+        for name, r in sizing.iterrows():
+            row = [f"<b>{_esc(name)}</b>", _usd(r["api_usd_per_month"]),
+                   f"{_usd(r['api_usd_per_month_lo'])} – {_usd(r['api_usd_per_month_hi'])}",
+                   _num(r["wait_hours_per_month"]), _num(r["hours_saved_per_month"]), _usd(r["extra_usd_per_month"]),
+                   _usd(r["premium_usd_per_saved_hour"])]
+            if "net_usd_per_month" in sizing.columns:
+                row.append(_usd(r["net_usd_per_month"]))
+            rows.append(row)
+        header = ["variant", "API spend / month", "95% CI", "hours waiting", "hours saved", "extra spend",
+                  "premium per saved hour"] + (["net at value of time"] if "net_usd_per_month" in sizing.columns else [])
+        out.append(f"<p>{_num(float(sizing['runs_per_month'].iloc[0]))} runs per month; every run's wall time counts "
+                   "as waiting.</p>" + _table(rows, header, "num"))
+
+    out.append("<h2>Critical path</h2><p>Per step: mean time it takes per run, mean time it spends on the critical "
+               "path (what decides the wall time), that as a share of the wall time, and the fraction of runs in "
+               "which it is on the critical path at all. Speeding up a step with a small share buys little.</p>")
+    rows = [[_esc(r["variant"]), f"<b>{_esc(r['step'])}</b>", _esc(r["kind"]), _s(r["busy_s"]), _s(r["critical_s"]),
+             _pct(r["share"]), _pct(r["on_path"])] for _, r in share.iterrows()]
+    out.append(_table(rows, ["variant", "step", "kind", "busy", "on critical path", "share of wall", "runs on path"],
+                      "num"))
+    out.append(figs[3])
+    out.append(sweep_part)
+
+    out.append("<h2>The scenario</h2>")
+    text = _source_text(path)
+    notes = [ln.strip().lstrip("#").strip() for ln in text.splitlines() if ln.strip().startswith("#")]
+    if notes:
+        out.append("<p>Assumptions and sources, as the scenario file states them:</p><ul>"
+                   + "".join(f"<li>{_esc(n)}</li>" for n in notes if n) + "</ul>")
+    out.append(f"<pre>{_esc(text)}</pre>")
+    resolved = yaml.safe_dump(resolved_scenario(res), sort_keys=False, allow_unicode=True)
+    out.append(f"<details><summary>The scenario as run (every default filled in)</summary><pre>{_esc(resolved)}</pre>"
+               "</details>")
+    out.append(f"<p><small>Made by agentsim {_esc(version())} with seed {res.seed} and {res.n_runs:,} runs per "
+               f"variant: <code>agentsim report {_esc(path)} --runs {res.n_runs} --seed {res.seed}</code> makes the "
+               "same page.</small></p></body></html>\n")
+    return "".join(out)
+
+
+def _source_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError:  # pragma: no cover - it was just loaded
+        return ""
+
+
+def _verdict(vt, be, env, vot) -> str:
+    """One or two sentences a team lead can forward."""
+    fastest = vt["wall_mean_s"].idxmin()
+    cheapest = vt["cost_mean_usd"].idxmin()
+    parts = [f"Fastest: <b>{_esc(fastest)}</b> ({_s(vt.loc[fastest, 'wall_mean_s'])} mean, "
+             f"{_usd(vt.loc[fastest, 'cost_mean_usd'])} per run). Cheapest: <b>{_esc(cheapest)}</b> "
+             f"({_s(vt.loc[cheapest, 'wall_mean_s'])}, {_usd(vt.loc[cheapest, 'cost_mean_usd'])} per run)."]
+    if vot is not None:
+        row = env[(env["from_usd_per_hour"] <= vot) & (vot < env["to_usd_per_hour"])]
+        if len(row):
+            best = row["variant"].iloc[0]
+            parts.append(f"At your value of time ({_usd(vot)}/h) the cheapest overall is <b>{_esc(best)}</b>.")
+    for name, r in be.iterrows():
+        if r["pays_off_when"] == "above":
+            parts.append(f"{_esc(name)} pays off when an hour of waiting is worth more than "
+                         f"{_usd(r['break_even_usd_per_hour'])}.")
+    return " ".join(parts)
+
+
+def sweep_document(sw) -> dict:
+    """A sweep as JSON-ready data: what was swept, with which seed and runs, and the table's rows."""
+    import json
+
+    rows = json.loads(sw.table.to_json(orient="records", double_precision=15))
+    return {
+        "scenario": sw.scenario.name,
+        "seed": sw.seed,
+        "runs": sw.runs,
+        "engine": sw.engine,
+        "agentsim_version": version(),
+        "axes": [{"set": a.text, "values": list(a.values), "label": a.label} for a in sw.axes],
+        "rows": rows,
+    }
+
+
+def write_sweep(sw, out_dir: str | os.PathLike) -> list[Path]:
+    """Write ``sweep.parquet``, ``sweep.csv``, ``sweep.json``, the frontier figures and one figure per axis."""
+    import json
+    import re
+
+    from . import plots
+
+    name = sw.scenario.name
+
+    def fig_writer(make):
+        def write(path: Path):
+            make().savefig(path, dpi=120, metadata={"Software": None})
+
+        return write
+
+    writers: dict[str, Callable[[Path], None]] = {
+        "sweep.parquet": lambda p: sw.table.to_parquet(p, index=False),
+        "sweep.csv": lambda p: sw.table.to_csv(p, index=False),
+        "sweep.json": lambda p: p.write_text(json.dumps(sweep_document(sw), indent=2, allow_nan=False) + "\n",
+                                             encoding="utf-8"),
+        "frontier-mean.png": fig_writer(lambda: plots.frontier_figure(sw.table, "mean", name)),
+        "frontier-p95.png": fig_writer(lambda: plots.frontier_figure(sw.table, "p95", name)),
+    }
+    for i, a in enumerate(sw.axes):
+        slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", a.text).strip("-")
+        writers[f"sweep-{i + 1}-{slug}.png"] = fig_writer(lambda a=a: plots.sweep_figure(sw.table, a.text, a.label,
+                                                                                          name))
     return write_files(out_dir, writers)

@@ -241,22 +241,21 @@ def grid(axes: list[SweepAxis]) -> list[dict[str, Any]]:
 
 
 def _set_in(data: Any, axis: SweepAxis, value: Any, file: str, lines: dict) -> None:
+    """Put ``value`` at the axis' path; the last key may be new, everything before it must exist."""
     cur = data
     for depth, key in enumerate(axis.path):
         last = depth == len(axis.path) - 1
         here = axis.path[:depth]
-        where = format_path(here) or "the top level"
         problem = None
         if isinstance(key, int):
             if not isinstance(cur, list):
-                problem = (f"{where} is not a list, so [{key}] does not exist", "")
+                problem = (f"[{key}]: this is not a list", "")
             elif not 0 <= key < len(cur):
-                problem = (f"{where} has {len(cur)} items, so [{key}] does not exist",
-                           f"use an index from 0 to {len(cur) - 1}")
+                problem = (f"[{key}]: there are {len(cur)} items here", f"use an index from 0 to {len(cur) - 1}")
         elif not isinstance(cur, dict):
-            problem = (f"{where} is not a mapping, so it has no key '{key}'", "")
+            problem = (f"'{key}': this is not a mapping", "")
         elif key not in cur and not last:
-            problem = (f"{where} has no key '{key}'", suggest(key, list(cur)) or "keys: " + ", ".join(map(str, cur)))
+            problem = (f"there is no key '{key}' here", suggest(key, list(cur)) or "keys: " + ", ".join(map(str, cur)))
         if problem is not None:
             msg, hint = problem
             raise ScenarioError(
@@ -485,7 +484,7 @@ def _execute(tasks: list[_Task], workers: int, executor: str, scheduler: str | N
         try:
             futures = client.map(_run_task, tasks, pure=False)
             index = {f.key: i for i, f in enumerate(futures)}
-            for fut in dask_completed(futures):
+            for fut in dask_completed(futures, loop=client.loop):
                 tick(index[fut.key], fut.result())
         finally:
             client.close()
