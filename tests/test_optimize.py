@@ -141,8 +141,11 @@ def test_units_of_the_coding_agent():
     # a base variant already on fast: its option is the base
     units, _ = decision_units(plan, base="fast")
     assert [u.options[u.base].label for u in units] == ["fast", "fast"]
-    for bad, kw in (("did you mean 'plan'", {"steps": ["plna"]}), ("did you mean 'haiku'", {"models": ["haiku2"]}),
-                    ("did you mean 'fast'", {"base": "fats"})):
+    for bad, kw in (
+        ("did you mean 'plan'", {"steps": ["plna"]}),
+        ("did you mean 'haiku'", {"models": ["haiku2"]}),
+        ("did you mean 'fast'", {"base": "fats"}),
+    ):
         with pytest.raises(ValueError, match=bad):
             decision_units(plan, **kw)
 

@@ -49,14 +49,10 @@ def test_pareto_empty_and_single():
 
 
 def _dominated(i, t, c) -> bool:
-    return any(
-        t[j] <= t[i] and c[j] <= c[i] and (t[j] < t[i] or c[j] < c[i]) for j in range(len(t)) if j != i
-    )
+    return any(t[j] <= t[i] and c[j] <= c[i] and (t[j] < t[i] or c[j] < c[i]) for j in range(len(t)) if j != i)
 
 
-coords = st.lists(
-    st.tuples(st.integers(0, 12).map(float), st.integers(0, 12).map(float)), min_size=1, max_size=40
-)
+coords = st.lists(st.tuples(st.integers(0, 12).map(float), st.integers(0, 12).map(float)), min_size=1, max_size=40)
 
 
 @given(coords)
@@ -166,8 +162,11 @@ def test_runs_per_month_sources():
 def test_variant_table_and_paired_deltas_agree_with_the_runs():
     doc = scenario(
         [{"call": {"name": "a", "output": {"lognormal": {"median": 400, "p90": 900}}}}],
-        models={"m": model(ttft={"lognormal": {"median": 1, "p90": 3}}, tps=50,
-                           speeds={"fast": {"output_tps_x": 2, "price_x": 3}})},
+        models={
+            "m": model(
+                ttft={"lognormal": {"median": 1, "p90": 3}}, tps=50, speeds={"fast": {"output_tps_x": 2, "price_x": 3}}
+            )
+        },
         variants={"std": {}, "fast": {"speed": {"m": "fast"}}},
         runs=400,
     )

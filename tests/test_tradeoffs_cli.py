@@ -18,21 +18,30 @@ CODING = str(SCENARIOS / "coding-agent.yaml")
 
 def test_sweep_writes_tables_and_figures(tmp_path):
     out = tmp_path / "sw"
-    r = runner.invoke(app, ["sweep", CHAT, "--set", "models.flash.output_tps=100,300", "--runs", "50",
-                            "--workers", "1", "-o", str(out)])
+    r = runner.invoke(
+        app,
+        ["sweep", CHAT, "--set", "models.flash.output_tps=100,300", "--runs", "50", "--workers", "1", "-o", str(out)],
+    )
     assert r.exit_code == 0, r.output
     assert "◆" in r.stdout and "models.flash.output_tps" in r.stdout
     names = sorted(p.name for p in out.iterdir())
-    assert names == ["frontier-mean.png", "frontier-p95.png", "sweep-1-models.flash.output_tps.png", "sweep.csv",
-                     "sweep.json", "sweep.parquet"]
+    assert names == [
+        "frontier-mean.png",
+        "frontier-p95.png",
+        "sweep-1-models.flash.output_tps.png",
+        "sweep.csv",
+        "sweep.json",
+        "sweep.parquet",
+    ]
     a, b = pd.read_parquet(out / "sweep.parquet"), pd.read_csv(out / "sweep.csv")
     assert len(a) == len(b) == 2 * 2
     assert a["wall_mean_s"].tolist() == b["wall_mean_s"].tolist()
 
 
 def test_sweep_json_is_only_json():
-    r = runner.invoke(app, ["sweep", CHAT, "--set", "models.flash.output_tps=100,300", "--runs", "30",
-                            "--workers", "1", "--json"])
+    r = runner.invoke(
+        app, ["sweep", CHAT, "--set", "models.flash.output_tps=100,300", "--runs", "30", "--workers", "1", "--json"]
+    )
     assert r.exit_code == 0, r.output
     doc = json.loads(r.stdout)
     assert doc["axes"] == [{"set": "models.flash.output_tps", "values": [100, 300], "label": None}]

@@ -106,14 +106,21 @@ def test_sweeps_section_matches_set_options(tmp_path):
     doc = yaml.safe_load(CHAT.read_text())
     doc["sweeps"] = [
         {"set": "agent.steps[0].call.input", "values": [500, 4000]},
-        {"set": "models.flash.output_tps", "range": {"start": 100, "stop": 300, "step": 100},
-         "label": "Flash output speed (tokens/s)"},
+        {
+            "set": "models.flash.output_tps",
+            "range": {"start": 100, "stop": 300, "step": 100},
+            "label": "Flash output speed (tokens/s)",
+        },
     ]
     f = tmp_path / "chat-sweep.yaml"
     f.write_text(yaml.safe_dump(doc))
     from_file = run_sweep(f, runs=300, workers=1)
-    from_opts = run_sweep(f, [parse_set("agent.steps[0].call.input=500,4000"),
-                              parse_set("models.flash.output_tps=100:300:100")], runs=300, workers=1)
+    from_opts = run_sweep(
+        f,
+        [parse_set("agent.steps[0].call.input=500,4000"), parse_set("models.flash.output_tps=100:300:100")],
+        runs=300,
+        workers=1,
+    )
     assert [a.values for a in from_file.axes] == [(500, 4000), (100, 200, 300)]
     assert from_file.axes[1].title == "Flash output speed (tokens/s)"
     assert_frames_identical(from_file.table, from_opts.table)
@@ -181,8 +188,11 @@ def test_dask_local_cluster_gives_the_same_table():
 
 
 def test_sweep_of_a_model_name_and_progress():
-    doc = scenario([{"call": {"name": "a", "model": "slow", "output": 100}}],
-                   models={"slow": model(tps=10), "quick": model(tps=100)}, runs=10)
+    doc = scenario(
+        [{"call": {"name": "a", "model": "slow", "output": 100}}],
+        models={"slow": model(tps=10), "quick": model(tps=100)},
+        runs=10,
+    )
     import tempfile
     from pathlib import Path
 
@@ -190,8 +200,12 @@ def test_sweep_of_a_model_name_and_progress():
         f = Path(d) / "s.yaml"
         f.write_text(yaml.safe_dump(doc))
         seen = []
-        sw = run_sweep(f, [parse_set("agent.steps[0].call.model=slow,quick")], workers=1,
-                       progress=lambda done, total: seen.append((done, total)))
+        sw = run_sweep(
+            f,
+            [parse_set("agent.steps[0].call.model=slow,quick")],
+            workers=1,
+            progress=lambda done, total: seen.append((done, total)),
+        )
     assert sw.table["agent.steps[0].call.model"].tolist() == ["slow", "quick"]
     # constant times: 1 s TTFT + 100 tokens at 10 or 100 tokens/s
     assert sw.table["wall_mean_s"].tolist() == [11.0, 2.0]

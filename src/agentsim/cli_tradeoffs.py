@@ -38,8 +38,14 @@ def progress_bar(quiet: bool, description: str) -> Iterator:
         return
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=err_console, transient=True) as prog:
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err_console,
+        transient=True,
+    ) as prog:
         task = prog.add_task(description, total=None)
 
         def update(done: int, total: int | None, stage: str | None = None) -> None:
@@ -80,17 +86,27 @@ def sweep(
     file: FileArg,
     set_: Annotated[
         list[str] | None,
-        typer.Option("--set", help="PATH=VALUES: a range start:stop:step (stop included when on the grid), a list "
-                     "a,b,c or one YAML value. Repeat for a grid. Replaces the file's sweeps:."),
+        typer.Option(
+            "--set",
+            help="PATH=VALUES: a range start:stop:step (stop included when on the grid), a list "
+            "a,b,c or one YAML value. Repeat for a grid. Replaces the file's sweeps:.",
+        ),
     ] = None,
     runs: RunsOpt = None,
     seed: SeedOpt = None,
     workers: Annotated[int | None, typer.Option(min=1, help="Processes (default: all cores).")] = None,
     executor: Annotated[str, typer.Option(help="process or dask.")] = "process",
-    scheduler: Annotated[str | None, typer.Option(help="Dask scheduler address, e.g. tcp://host:8786 (default: "
-                                                  "start a local cluster).")] = None,
-    out: Annotated[Path | None, typer.Option("--out", "-o", help="Folder for sweep.parquet, sweep.csv, sweep.json "
-                                             "and figures (default: results/<scenario>-sweep).")] = None,
+    scheduler: Annotated[
+        str | None, typer.Option(help="Dask scheduler address, e.g. tcp://host:8786 (default: start a local cluster).")
+    ] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out",
+            "-o",
+            help="Folder for sweep.parquet, sweep.csv, sweep.json and figures (default: results/<scenario>-sweep).",
+        ),
+    ] = None,
     time: Annotated[str, typer.Option(help="Frontier on mean or p95 wall time (for the printed table).")] = "mean",
     json_out: Annotated[bool, typer.Option("--json", help="Print only the sweep as JSON; write no files.")] = False,
     quiet: QuietOpt = False,
@@ -111,8 +127,9 @@ def sweep(
         raise _bad(exc) from None
     with progress_bar(quiet or json_out, "sweep") as bar:
         try:
-            sw = run_sweep(file, axes, runs=runs, seed=seed, workers=workers, executor=executor, scheduler=scheduler,
-                           progress=bar)
+            sw = run_sweep(
+                file, axes, runs=runs, seed=seed, workers=workers, executor=executor, scheduler=scheduler, progress=bar
+            )
         except ValueError as exc:
             raise _bad(exc) from None
     if json_out:
@@ -128,8 +145,10 @@ def sweep_table(sw, time: str = "mean", max_rows: int = 60) -> Table:
     t = sw.table
     col = f"pareto_{time}"
     shown = t if len(t) <= max_rows else t[t[col]]
-    title = (f"{sw.scenario.name}: {len(sw.points)} grid points × {len(sw.variants)} variants, {sw.runs:,} runs, "
-             f"seed {sw.seed}; ◆ = on the Pareto frontier ({time} wall time, mean cost)")
+    title = (
+        f"{sw.scenario.name}: {len(sw.points)} grid points × {len(sw.variants)} variants, {sw.runs:,} runs, "
+        f"seed {sw.seed}; ◆ = on the Pareto frontier ({time} wall time, mean cost)"
+    )
     if shown is not t:
         title += f"; showing the {len(shown)} frontier rows of {len(t)}"
     table = Table(title=title, title_justify="left")
@@ -138,9 +157,15 @@ def sweep_table(sw, time: str = "mean", max_rows: int = 60) -> Table:
     for name in ("variant", "mean wall", "p95 wall", "mean cost", "Δ cost", ""):
         table.add_column(name, justify="left" if name == "variant" else "right", no_wrap=True)
     for _, r in shown.iterrows():
-        table.add_row(*[str(r[a.text]) for a in sw.axes], str(r["variant"]), _fmt_s(r["wall_mean_s"]),
-                      _fmt_s(r["wall_p95_s"]), _money(r["cost_mean_usd"]), _money(r["delta_cost_usd"]),
-                      "◆" if r[col] else "")
+        table.add_row(
+            *[str(r[a.text]) for a in sw.axes],
+            str(r["variant"]),
+            _fmt_s(r["wall_mean_s"]),
+            _fmt_s(r["wall_p95_s"]),
+            _money(r["cost_mean_usd"]),
+            _money(r["delta_cost_usd"]),
+            "◆" if r[col] else "",
+        )
     return table
 
 
@@ -159,7 +184,8 @@ def size(
 ) -> None:
     """Monthly API spend, hours of waiting saved and the premium per saved hour, per variant."""
     from .simulation import simulate
-    from .tradeoffs import break_even, cheapest_intervals, runs_per_month as rpm, spend_sizing, variant_table
+    from .tradeoffs import break_even, cheapest_intervals, spend_sizing, variant_table
+    from .tradeoffs import runs_per_month as rpm
 
     sc = load(file)
     try:
@@ -202,9 +228,12 @@ def _clean_records(df) -> list[dict]:
 
 def buyers_table(name, res, sizing, be, env, vot) -> Table:
     n = float(sizing["runs_per_month"].iloc[0])
-    t = Table(title=f"{name}: spend at {n:,.0f} runs per month ({res.n_runs:,} runs simulated, seed {res.seed})",
-              title_justify="left",
-              caption="every run's wall time counts as waiting; Δ against the first variant", caption_justify="left")
+    t = Table(
+        title=f"{name}: spend at {n:,.0f} runs per month ({res.n_runs:,} runs simulated, seed {res.seed})",
+        title_justify="left",
+        caption="every run's wall time counts as waiting; Δ against the first variant",
+        caption_justify="left",
+    )
     t.add_column("", style="bold", no_wrap=True)
     variants = list(sizing.index)
     for v in variants:
@@ -214,20 +243,30 @@ def buyers_table(name, res, sizing, be, env, vot) -> Table:
         t.add_row(label, *[fn(v) for v in variants])
 
     row("API spend per month", lambda v: _money(sizing.loc[v, "api_usd_per_month"]))
-    row("  95% CI", lambda v: f"{_money(sizing.loc[v, 'api_usd_per_month_lo'])}–"
-        f"{_money(sizing.loc[v, 'api_usd_per_month_hi'])}")
+    row(
+        "  95% CI",
+        lambda v: f"{_money(sizing.loc[v, 'api_usd_per_month_lo'])}–{_money(sizing.loc[v, 'api_usd_per_month_hi'])}",
+    )
     row("hours waiting per month", lambda v: f"{sizing.loc[v, 'wait_hours_per_month']:,.0f} h")
-    row("mean / p95 wait per run", lambda v: f"{_fmt_s(res.runs[res.runs.variant == v].wall_time_s.mean())} / "
-        f"{_fmt_s(sizing.loc[v, 'p95_wait_s'])}")
+    row(
+        "mean / p95 wait per run",
+        lambda v: (
+            f"{_fmt_s(res.runs[res.runs.variant == v].wall_time_s.mean())} / {_fmt_s(sizing.loc[v, 'p95_wait_s'])}"
+        ),
+    )
     row("hours saved per month", lambda v: f"{sizing.loc[v, 'hours_saved_per_month']:,.0f} h")
     row("extra spend per month", lambda v: _money(sizing.loc[v, "extra_usd_per_month"]))
     row("premium per saved hour", lambda v: _usd_h(sizing.loc[v, "premium_usd_per_saved_hour"]))
     when = {"above": "V ≥ {v}", "below": "V ≤ {v}", "always": "always", "never": "never", "baseline": "–"}
-    row("pays off when", lambda v: when[be.loc[v, "pays_off_when"]].format(v=_usd_h(be.loc[v, "break_even_usd_per_hour"])))
+    row(
+        "pays off when",
+        lambda v: when[be.loc[v, "pays_off_when"]].format(v=_usd_h(be.loc[v, "break_even_usd_per_hour"])),
+    )
     if vot is not None:
         row(f"net per month at ${vot:,.0f}/h", lambda v: _money(sizing.loc[v, "net_usd_per_month"]))
     cheapest = ", ".join(
-        f"{r.variant} {_usd_h(r.from_usd_per_hour)}–{_usd_h(r.to_usd_per_hour) if math.isfinite(r.to_usd_per_hour) else '∞'}"
+        f"{r.variant} {_usd_h(r.from_usd_per_hour)}–"
+        + (_usd_h(r.to_usd_per_hour) if math.isfinite(r.to_usd_per_hour) else "∞")
         for r in env.itertuples()
     )
     t.caption += f"\ncheapest overall by value of time V: {cheapest}"
@@ -241,13 +280,16 @@ def buyers_table(name, res, sizing, be, env, vot) -> Table:
 @handle_errors
 def optimize(
     file: FileArg,
-    budget_usd_per_run: Annotated[float | None, typer.Option(help="Minimise wall time with mean cost per run at "
-                                                             "most this (USD).")] = None,
+    budget_usd_per_run: Annotated[
+        float | None, typer.Option(help="Minimise wall time with mean cost per run at most this (USD).")
+    ] = None,
     max_p95: Annotated[float | None, typer.Option(help="Minimise cost with p95 wall time at most this (s).")] = None,
     max_mean: Annotated[float | None, typer.Option(help="Minimise cost with mean wall time at most this (s).")] = None,
     metric: Annotated[str, typer.Option(help="With a budget: minimise p95 or mean wall time.")] = "p95",
-    steps: Annotated[str | None, typer.Option(help="Comma-separated step or group names to decide on (default: "
-                                              "the outermost named steps).")] = None,
+    steps: Annotated[
+        str | None,
+        typer.Option(help="Comma-separated step or group names to decide on (default: the outermost named steps)."),
+    ] = None,
     models: Annotated[str | None, typer.Option(help="Comma-separated models a unit may also move to.")] = None,
     base: Annotated[str | None, typer.Option(help="Variant to start from (default: the first).")] = None,
     method: Annotated[str, typer.Option(help="auto, exhaustive or greedy.")] = "auto",
@@ -261,11 +303,16 @@ def optimize(
     from .optimize import critical_table
     from .optimize import optimize as run_optimize
 
-    given = [o for o, v in (("--budget-usd-per-run", budget_usd_per_run), ("--max-p95", max_p95),
-                            ("--max-mean", max_mean)) if v is not None]
+    given = [
+        o
+        for o, v in (("--budget-usd-per-run", budget_usd_per_run), ("--max-p95", max_p95), ("--max-mean", max_mean))
+        if v is not None
+    ]
     if len(given) != 1:
-        raise BadInput("give exactly one of --budget-usd-per-run, --max-p95 or --max-mean"
-                       + (f" (got {', '.join(given)})" if given else ""))
+        raise BadInput(
+            "give exactly one of --budget-usd-per-run, --max-p95 or --max-mean"
+            + (f" (got {', '.join(given)})" if given else "")
+        )
     if max_mean is not None:
         metric = "mean"
     elif max_p95 is not None:
@@ -274,9 +321,18 @@ def optimize(
     with progress_bar(quiet or json_out, "candidates") as bar:
         try:
             opt = run_optimize(
-                sc, budget_usd_per_run=budget_usd_per_run, max_time_s=max_p95 if max_p95 is not None else max_mean,
-                metric=metric, base=base, steps=_names(steps), models=_names(models), runs=runs, seed=seed,
-                method=method, workers=workers, progress=bar,
+                sc,
+                budget_usd_per_run=budget_usd_per_run,
+                max_time_s=max_p95 if max_p95 is not None else max_mean,
+                metric=metric,
+                base=base,
+                steps=_names(steps),
+                models=_names(models),
+                runs=runs,
+                seed=seed,
+                method=method,
+                workers=workers,
+                progress=bar,
             )
         except ValueError as exc:
             raise BadInput(f"{file}: {exc}") from None
@@ -294,8 +350,11 @@ def optimize(
     console = _console()
     for t in optimize_tables(sc.name, opt, crit):
         console.print(t)
-    console.print("as a variant (paste under variants:):  chosen: "
-                  + yaml.safe_dump(opt.variant or {}, default_flow_style=True, sort_keys=False).strip(), markup=False)
+    console.print(
+        "as a variant (paste under variants:):  chosen: "
+        + yaml.safe_dump(opt.variant or {}, default_flow_style=True, sort_keys=False).strip(),
+        markup=False,
+    )
 
 
 def _names(text: str | None) -> list[str] | None:
@@ -306,43 +365,67 @@ def _names(text: str | None) -> list[str] | None:
 
 
 def optimize_tables(name: str, opt, crit) -> list[Table]:
-    goal = (f"minimise {opt.metric} wall time with mean cost ≤ {_money(opt.limit)} per run" if opt.mode == "budget"
-            else f"minimise mean cost with {opt.metric} wall time ≤ {_fmt_s(opt.limit)}")
-    head = Table(title=f"{name}: {goal} ({opt.method}, {opt.evaluated} assignments simulated)"
-                 + ("" if opt.feasible else " — NO assignment meets the constraint; the closest is shown"),
-                 title_justify="left")
+    goal = (
+        f"minimise {opt.metric} wall time with mean cost ≤ {_money(opt.limit)} per run"
+        if opt.mode == "budget"
+        else f"minimise mean cost with {opt.metric} wall time ≤ {_fmt_s(opt.limit)}"
+    )
+    head = Table(
+        title=f"{name}: {goal} ({opt.method}, {opt.evaluated} assignments simulated)"
+        + ("" if opt.feasible else " — NO assignment meets the constraint; the closest is shown"),
+        title_justify="left",
+    )
     head.add_column("step / group")
     head.add_column("kind")
     head.add_column("options")
     head.add_column(f"base ({opt.base_variant})")
     head.add_column("chosen", style="bold")
     for u, k in zip(opt.units, opt.assignment, strict=True):
-        head.add_row(u.name, u.kind, ", ".join(o.label for o in u.options), u.options[u.base].label,
-                     u.options[k].label + ("" if k != u.base else " (unchanged)"))
+        head.add_row(
+            u.name,
+            u.kind,
+            ", ".join(o.label for o in u.options),
+            u.options[u.base].label,
+            u.options[k].label + ("" if k != u.base else " (unchanged)"),
+        )
     res = Table(title="result", title_justify="left")
     for c in ("", "base", "chosen", "Δ"):
         res.add_column(c, justify="right" if c else "left")
-    for label, key, fmt in (("mean wall time", "wall_mean_s", _fmt_s), ("p95 wall time", "wall_p95_s", _fmt_s),
-                            ("mean cost per run", "cost_mean_usd", _fmt_usd)):
+    for label, key, fmt in (
+        ("mean wall time", "wall_mean_s", _fmt_s),
+        ("p95 wall time", "wall_p95_s", _fmt_s),
+        ("mean cost per run", "cost_mean_usd", _fmt_usd),
+    ):
         b, c = opt.baseline[key], opt.chosen[key]
         res.add_row(label, fmt(b), fmt(c), ("+" if c - b > 0 else "−" if c - b < 0 else "±") + fmt(abs(c - b)))
-    front = Table(title="frontier walked" if opt.method == "greedy" else "Pareto frontier of all assignments",
-                  title_justify="left")
+    front = Table(
+        title="frontier walked" if opt.method == "greedy" else "Pareto frontier of all assignments",
+        title_justify="left",
+    )
     front.add_column("assignment")
     front.add_column(f"{opt.metric} wall", justify="right")
     front.add_column("mean cost", justify="right")
     extra = "move" if opt.method == "greedy" else "chosen"
     front.add_column(extra)
     for r in opt.frontier.itertuples():
-        front.add_row(r.assignment, _fmt_s(r.time_s), _money(r.cost_mean_usd),
-                      r.move if extra == "move" else ("◀" if r.chosen else ""))
-    crit_t = Table(title="critical path: share of the wall time per step (and runs where it is on the path)",
-                   title_justify="left")
+        front.add_row(
+            r.assignment,
+            _fmt_s(r.time_s),
+            _money(r.cost_mean_usd),
+            r.move if extra == "move" else ("◀" if r.chosen else ""),
+        )
+    crit_t = Table(
+        title="critical path: share of the wall time per step (and runs where it is on the path)", title_justify="left"
+    )
     for c in ("step", "kind", "base", "chosen"):
         crit_t.add_column(c, justify="left" if c in ("step", "kind") else "right")
     for r in crit.itertuples():
-        crit_t.add_row(r.step, r.kind, f"{_pct(r.base_share)} ({_pct(r.base_on_path)})",
-                       f"{_pct(r.chosen_share)} ({_pct(r.chosen_on_path)})")
+        crit_t.add_row(
+            r.step,
+            r.kind,
+            f"{_pct(r.base_share)} ({_pct(r.base_on_path)})",
+            f"{_pct(r.chosen_share)} ({_pct(r.chosen_on_path)})",
+        )
     if opt.uncovered:
         crit_t.caption = "left as in the base variant: " + ", ".join(opt.uncovered)
         crit_t.caption_justify = "left"
@@ -364,8 +447,9 @@ def report(
     runs: RunsOpt = None,
     seed: SeedOpt = None,
     workers: Annotated[int, typer.Option(min=1, help="Worker processes (results do not depend on it).")] = 1,
-    runs_per_month: Annotated[float | None, typer.Option(help="Runs per month for spend sizing (default: "
-                                                         "workload.volume).")] = None,
+    runs_per_month: Annotated[
+        float | None, typer.Option(help="Runs per month for spend sizing (default: workload.volume).")
+    ] = None,
     sweep: Annotated[bool, typer.Option("--sweep/--no-sweep", help="Include the scenario's sweeps:.")] = True,
     quiet: QuietOpt = False,
 ) -> None:
@@ -377,7 +461,14 @@ def report(
     if runs_per_month is not None and not runs_per_month > 0:
         raise BadInput(f"--runs-per-month {runs_per_month:g}: give a number of runs above 0")
     with progress_bar(quiet, "report") as bar:
-        page = build_report(file, runs=runs, seed=seed, workers=workers, runs_per_month=runs_per_month, sweep=sweep,
-                            progress=(lambda stage, d, t: bar(d, t, stage)) if bar else None)
+        page = build_report(
+            file,
+            runs=runs,
+            seed=seed,
+            workers=workers,
+            runs_per_month=runs_per_month,
+            sweep=sweep,
+            progress=(lambda stage, d, t: bar(d, t, stage)) if bar else None,
+        )
     write_report(page, out)
     err_console.print(f"wrote {out}", markup=False)

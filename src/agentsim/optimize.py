@@ -49,7 +49,7 @@ from .simulation import simulate_plan
 from .sweeps import summary_rows
 from .tradeoffs import pareto_mask
 
-__all__ = ["Option", "Optimum", "Unit", "critical_table", "decision_units", "optimize", "variant_for"]
+__all__ = ["Optimum", "Option", "Unit", "critical_table", "decision_units", "optimize", "variant_for"]
 
 METRICS = {"p95": "wall_p95_s", "mean": "wall_mean_s"}
 CHUNK = 32  # candidates simulated together (one plan with this many variants)
@@ -111,14 +111,19 @@ def decision_units(
     declared = _declared_names(sc)
     base = base or plan.variants[0]
     if base not in plan.variants:
-        raise ValueError(f"there is no variant '{base}' ({suggest(base, plan.variants) or 'variants: ' + ', '.join(plan.variants)})")
+        raise ValueError(
+            f"there is no variant '{base}' ({suggest(base, plan.variants) or 'variants: ' + ', '.join(plan.variants)})"
+        )
     bv = plan.variants.index(base)
     for name in steps or []:
         if name not in declared:
-            raise ValueError(f"there is no step or group named '{name}' ({suggest(name, sorted(declared)) or 'named: ' + ', '.join(sorted(declared))})")
+            hint = suggest(name, sorted(declared)) or "named: " + ", ".join(sorted(declared))
+            raise ValueError(f"there is no step or group named '{name}' ({hint})")
     for m in models or []:
         if m not in sc.models:
-            raise ValueError(f"there is no model '{m}' ({suggest(m, list(sc.models)) or 'models: ' + ', '.join(sc.models)})")
+            raise ValueError(
+                f"there is no model '{m}' ({suggest(m, list(sc.models)) or 'models: ' + ', '.join(sc.models)})"
+            )
 
     selected = set(steps) if steps else None
     owner: dict[int, str] = {}  # call id -> unit name
@@ -154,8 +159,11 @@ def decision_units(
         calls = tuple(cid for cid, u in owner.items() if u == name)
         tiers = [plan.tiers[plan.nodes[c].tiers[bv]] for c in calls]
         base_models = list(dict.fromkeys(t.model for t in tiers))
-        speeds = [s for s in ["standard", *sc.models[base_models[0]].speeds]
-                  if all(s == "standard" or s in sc.models[m].speeds for m in base_models)]
+        speeds = [
+            s
+            for s in ["standard", *sc.models[base_models[0]].speeds]
+            if all(s == "standard" or s in sc.models[m].speeds for m in base_models)
+        ]
         options = [Option(s) for s in speeds]
         for m in models or []:
             if len(base_models) == 1 and m == base_models[0]:
@@ -170,8 +178,16 @@ def decision_units(
         if len(options) < 2:  # nothing to choose: it stays as it is
             uncovered.append(name)
             continue
-        units.append(Unit(name, kinds.get(name, "call"), calls, tuple(sorted(inner.get(name, set()) - set(order))),
-                          tuple(options), base_index))
+        units.append(
+            Unit(
+                name,
+                kinds.get(name, "call"),
+                calls,
+                tuple(sorted(inner.get(name, set()) - set(order))),
+                tuple(options),
+                base_index,
+            )
+        )
     return units, list(dict.fromkeys(uncovered))
 
 
@@ -334,8 +350,12 @@ def optimize(
     if method == "exhaustive":
         space = list(itertools.product(*[range(len(u.options)) for u in units]))
         rows = ev(space)
-        key_time = [(r[col], r["cost_mean_usd"], changes(a), i) for i, (a, r) in enumerate(zip(space, rows, strict=True))]
-        key_cost = [(r["cost_mean_usd"], r[col], changes(a), i) for i, (a, r) in enumerate(zip(space, rows, strict=True))]
+        key_time = [
+            (r[col], r["cost_mean_usd"], changes(a), i) for i, (a, r) in enumerate(zip(space, rows, strict=True))
+        ]
+        key_cost = [
+            (r["cost_mean_usd"], r[col], changes(a), i) for i, (a, r) in enumerate(zip(space, rows, strict=True))
+        ]
         keys = key_time if mode == "budget" else key_cost
         ok = [i for i, r in enumerate(rows) if feasible(r)]
         if ok:
@@ -343,8 +363,11 @@ def optimize(
         else:  # nothing meets the constraint: the closest to it
             best = min(range(len(rows)), key=lambda i: key_cost[i] if mode == "budget" else key_time[i])
         mask = pareto_mask([r[col] for r in rows], [r["cost_mean_usd"] for r in rows])
-        front = [_row_of(units, space[i], rows[i], metric) | {"feasible": feasible(rows[i]), "chosen": i == best}
-                 for i in range(len(rows)) if mask[i]]
+        front = [
+            _row_of(units, space[i], rows[i], metric) | {"feasible": feasible(rows[i]), "chosen": i == best}
+            for i in range(len(rows))
+            if mask[i]
+        ]
         frontier = pd.DataFrame(front).sort_values(["cost_mean_usd", "time_s"], kind="stable", ignore_index=True)
         chosen_a, chosen = space[best], rows[best]
         is_ok = feasible(chosen)
@@ -373,8 +396,11 @@ def _greedy(units, ev, start, mode, col, limit, metric):
         return out
 
     def moved(a, b) -> str:
-        return "; ".join(f"{u.name}: {u.options[x].label} → {u.options[y].label}"
-                         for u, x, y in zip(units, a, b, strict=True) if x != y)
+        return "; ".join(
+            f"{u.name}: {u.options[x].label} → {u.options[y].label}"
+            for u, x, y in zip(units, a, b, strict=True)
+            if x != y
+        )
 
     def feasible(m):
         return m["cost_mean_usd"] <= limit if mode == "budget" else m[col] <= limit
@@ -403,7 +429,7 @@ def _greedy(units, ev, start, mode, col, limit, metric):
                 scored.append(((dc <= eps, -dt / max(dc, eps) if dc > eps else -dt), a, r))
         if not scored:
             return cur, pd.DataFrame(path), False
-        key, a, r = max(scored, key=lambda s: s[0])
+        _, a, r = max(scored, key=lambda s: s[0])
         take(a, r, "reach")
     # Phase 2: improve the objective within the constraint.
     while True:
@@ -420,7 +446,7 @@ def _greedy(units, ev, start, mode, col, limit, metric):
                 scored.append(((dt <= 0, -dc / dt if dt > 0 else -dc), a, r))
         if not scored:
             break
-        key, a, r = max(scored, key=lambda s: s[0])
+        _key, a, r = max(scored, key=lambda s: s[0])
         take(a, r, "improve")
     return cur, pd.DataFrame(path), True
 
@@ -438,8 +464,11 @@ def critical_table(scenario: Scenario, opt: Optimum, runs: int = 500, seed: int 
     sc = scenario.model_copy(update={"variants": {"base": base, "chosen": chosen}})
     res = simulate_plan(compile_plan(sc), runs, scenario.seed if seed is None else seed)
     share = critical_share(res.calls, res.spans, res.runs, max_runs=runs)
-    parts = [share[share["variant"] == v][["step", "kind", "share", "on_path"]]
-             .rename(columns={"share": f"{v}_share", "on_path": f"{v}_on_path"}).set_index(["step", "kind"])
-             for v in ("base", "chosen")]
+    parts = [
+        share[share["variant"] == v][["step", "kind", "share", "on_path"]]
+        .rename(columns={"share": f"{v}_share", "on_path": f"{v}_on_path"})
+        .set_index(["step", "kind"])
+        for v in ("base", "chosen")
+    ]
     order = list(dict.fromkeys([*parts[0].index, *parts[1].index]))  # plan order
     return parts[0].reindex(order).join(parts[1].reindex(order)).reset_index()

@@ -79,8 +79,17 @@ def _frontier(time, cost) -> np.ndarray:
 def _draw_frontier(ax, x, y) -> None:
     """A staircase through the frontier points (sorted by time): the best cost reachable at each time."""
     order = np.argsort(x, kind="stable")
-    ax.step(np.asarray(x)[order], np.asarray(y)[order], where="post", color="0.25", lw=1.2, ls="--",
-            zorder=2, gid="frontier", label="Pareto frontier")
+    ax.step(
+        np.asarray(x)[order],
+        np.asarray(y)[order],
+        where="post",
+        color="0.25",
+        lw=1.2,
+        ls="--",
+        zorder=2,
+        gid="frontier",
+        label="Pareto frontier",
+    )
 
 
 # Offsets (points) tried for a label, in order; (dx, dy, ha, va).
@@ -100,8 +109,17 @@ def _place_labels(fig: Figure, ax, xs, ys, texts, colors=None) -> list:
     placed = []
     for i, text in enumerate(texts):
         for dx, dy, ha, va in _OFFSETS:
-            ann = ax.annotate(text, (xs[i], ys[i]), textcoords="offset points", xytext=(dx, dy), ha=ha, va=va,
-                              fontsize=8.5, color=(colors[i] if colors else "0.15"), zorder=5)
+            ann = ax.annotate(
+                text,
+                (xs[i], ys[i]),
+                textcoords="offset points",
+                xytext=(dx, dy),
+                ha=ha,
+                va=va,
+                fontsize=8.5,
+                color=(colors[i] if colors else "0.15"),
+                zorder=5,
+            )
             ann.set_in_layout(False)
             bb = ann.get_window_extent(renderer)
             box = (bb.x0 - 1, bb.y0 - 1, bb.x1 + 1, bb.y1 + 1)
@@ -139,15 +157,30 @@ def tradeoff_figure(summary: pd.DataFrame, title: str = "") -> Figure:
         front = _frontier(x, y)
         for i, name in enumerate(summary.index):
             face = colors[name] if front[i] else DOMINATED
-            ax.scatter(x[i], y[i], s=70 if front[i] else 45, color=face, edgecolors=colors[name], linewidths=1.5,
-                       zorder=3, label=str(name), gid="frontier-points" if front[i] else "dominated-points")
+            ax.scatter(
+                x[i],
+                y[i],
+                s=70 if front[i] else 45,
+                color=face,
+                edgecolors=colors[name],
+                linewidths=1.5,
+                zorder=3,
+                label=str(name),
+                gid="frontier-points" if front[i] else "dominated-points",
+            )
         if front.sum() > 1:
             _draw_frontier(ax, x[front], y[front])
         ax.set_xlabel(label)
         ax.grid(True, alpha=0.3)
         ax.margins(0.25)
-        _place_labels(fig, ax, x, y, [str(n) for n in summary.index],
-                      [colors[n] if front[i] else "0.45" for i, n in enumerate(summary.index)])
+        _place_labels(
+            fig,
+            ax,
+            x,
+            y,
+            [str(n) for n in summary.index],
+            [colors[n] if front[i] else "0.45" for i, n in enumerate(summary.index)],
+        )
     axes[0].set_ylabel("mean cost per run (USD)")
     handles = [Line2D([], [], marker="o", ls="", color=colors[n], label=str(n)) for n in summary.index]
     handles.append(Line2D([], [], marker="o", ls="", color=DOMINATED, label="dominated (grey)"))
@@ -173,8 +206,17 @@ def frontier_figure(table: pd.DataFrame, time: str = "mean", title: str = "") ->
     ax = fig.subplots()
     ax.scatter(x[~front], y[~front], s=18, color=DOMINATED, zorder=2, gid="dominated-points", label="dominated")
     fx, fy, fv = x[front], y[front], table["variant"].to_numpy()[front]
-    ax.scatter(fx, fy, s=55, c=[colors[v] for v in fv], edgecolors="black", linewidths=0.7, zorder=3,
-               gid="frontier-points", label="on the frontier")
+    ax.scatter(
+        fx,
+        fy,
+        s=55,
+        c=[colors[v] for v in fv],
+        edgecolors="black",
+        linewidths=0.7,
+        zorder=3,
+        gid="frontier-points",
+        label="on the frontier",
+    )
     if front.sum() > 1:
         _draw_frontier(ax, fx, fy)
     ax.set_xlabel(f"{time} wall time per run (s)")
@@ -184,12 +226,16 @@ def frontier_figure(table: pd.DataFrame, time: str = "mean", title: str = "") ->
     swept = [c for c in table.columns if c not in _NOT_SWEPT and not c.startswith("pareto_")]
     idx = np.flatnonzero(front)
     if len(idx) <= 8:
-        texts = [f"{table['variant'].iloc[i]}" + "".join(f", {_short(c)}={_fmt(table[c].iloc[i])}" for c in swept)
-                 for i in idx]
+        texts = [
+            f"{table['variant'].iloc[i]}" + "".join(f", {_short(c)}={_fmt(table[c].iloc[i])}" for c in swept)
+            for i in idx
+        ]
         _place_labels(fig, ax, x[idx], y[idx], texts, [colors[table["variant"].iloc[i]] for i in idx])
     handles = [Line2D([], [], marker="o", ls="", color=colors[v], label=str(v)) for v in variants]
-    handles += [Line2D([], [], marker="o", ls="", color=DOMINATED, label="dominated"),
-                Line2D([], [], color="0.25", ls="--", label="Pareto frontier")]
+    handles += [
+        Line2D([], [], marker="o", ls="", color=DOMINATED, label="dominated"),
+        Line2D([], [], color="0.25", ls="--", label="Pareto frontier"),
+    ]
     ax.legend(handles=handles, loc="best", fontsize=8)
     if title:
         ax.set_title(f"{title}: {int(front.sum())} of {len(x)} configurations on the frontier", fontsize=10)
@@ -249,12 +295,14 @@ def sweep_figure(table: pd.DataFrame, column: str, label: str | None = None, tit
                 xv = np.array([cats.index(v) for v in d[column]], dtype=float)
             color = colors[name]
             ax_t.plot(xv, d["wall_mean_s"], color=color, marker="o", ms=3.5, label=f"{name} mean", gid=f"line:{name}")
-            ax_t.fill_between(xv, d["wall_ci95_lo_s"], d["wall_ci95_hi_s"], color=color, alpha=0.2, lw=0,
-                              gid=f"band:{name}")
+            ax_t.fill_between(
+                xv, d["wall_ci95_lo_s"], d["wall_ci95_hi_s"], color=color, alpha=0.2, lw=0, gid=f"band:{name}"
+            )
             ax_t.plot(xv, d["wall_p95_s"], color=color, ls="--", lw=1, label=f"{name} p95", gid=f"p95:{name}")
             ax_c.plot(xv, d["cost_mean_usd"], color=color, marker="o", ms=3.5, label=name, gid=f"line:{name}")
-            ax_c.fill_between(xv, d["cost_ci95_lo_usd"], d["cost_ci95_hi_usd"], color=color, alpha=0.2, lw=0,
-                              gid=f"band:{name}")
+            ax_c.fill_between(
+                xv, d["cost_ci95_lo_usd"], d["cost_ci95_hi_usd"], color=color, alpha=0.2, lw=0, gid=f"band:{name}"
+            )
         for ax in (ax_t, ax_c):
             ax.set_xlabel(xlabel)
             ax.grid(True, alpha=0.3)
@@ -264,11 +312,16 @@ def sweep_figure(table: pd.DataFrame, column: str, label: str | None = None, tit
         ax_t.set_ylabel("wall time per run (s)")
         ax_c.set_ylabel("mean cost per run (USD)")
         if others:
-            ax_t.set_title(", ".join(f"{_short(c)} = {_fmt(v)}" for c, v in zip(others, combo, strict=True)),
-                           fontsize=9, loc="left")
+            ax_t.set_title(
+                ", ".join(f"{_short(c)} = {_fmt(v)}" for c, v in zip(others, combo, strict=True)),
+                fontsize=9,
+                loc="left",
+            )
     handles = [Line2D([], [], color=colors[n], marker="o", ms=3.5, label=str(n)) for n in variants]
-    handles += [Line2D([], [], color="0.3", label="mean (band: 95% CI)"), Line2D([], [], color="0.3", ls="--",
-                                                                                  label="p95")]
+    handles += [
+        Line2D([], [], color="0.3", label="mean (band: 95% CI)"),
+        Line2D([], [], color="0.3", ls="--", label="p95"),
+    ]
     grid[0][0].legend(handles=handles, loc="best", fontsize=8)
     if title:
         fig.suptitle(f"{title}: wall time and cost vs {xlabel}")
@@ -322,8 +375,13 @@ def breakdown_figure(runs: pd.DataFrame, title: str = "") -> Figure:
     ax.set_xlabel("mean time on the critical path per run (s)")
     ax.set_xlim(0, left.max() * 1.15 if left.max() > 0 else 1)
     ax.grid(True, axis="x", alpha=0.3)
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.35 if len(variants) < 3 else -0.2), ncols=len(used),
-              fontsize=8, frameon=False)
+    ax.legend(
+        loc="upper center",
+        bbox_to_anchor=(0.5, -0.35 if len(variants) < 3 else -0.2),
+        ncols=len(used),
+        fontsize=8,
+        frameon=False,
+    )
     if title:
         ax.set_title(f"{title}: where the time goes", fontsize=10)
     return fig
@@ -339,8 +397,9 @@ def timeline_figure(timeline: pd.DataFrame, title: str = "") -> Figure:
     colors = variant_colors(variants)
     lanes = [int(timeline.loc[timeline["variant"] == v, "lane"].max()) + 1 for v in variants]
     fig = _figure((10, 0.9 + sum(0.45 * n + 0.75 for n in lanes)))
-    axes = fig.subplots(len(variants), 1, sharex=True, squeeze=False,
-                        gridspec_kw={"height_ratios": [n + 1.2 for n in lanes]})[:, 0]
+    axes = fig.subplots(
+        len(variants), 1, sharex=True, squeeze=False, gridspec_kw={"height_ratios": [n + 1.2 for n in lanes]}
+    )[:, 0]
     for ax, name, n_lanes in zip(axes, variants, lanes, strict=True):
         d = timeline[timeline["variant"] == name]
         for crit in (False, True):
@@ -348,7 +407,9 @@ def timeline_figure(timeline: pd.DataFrame, title: str = "") -> Figure:
             for seg in SEGMENT_COLORS:
                 if seg in ("queue", "ttft", "decode"):
                     rows = part[part["kind"] == "call"]
-                    lo = {"queue": rows["start"], "ttft": rows["t_start"], "decode": rows["t_start"] + rows["ttft"]}[seg]
+                    lo = {"queue": rows["start"], "ttft": rows["t_start"], "decode": rows["t_start"] + rows["ttft"]}[
+                        seg
+                    ]
                 else:
                     rows = part[part["kind"] == seg]
                     lo = rows["start"]
@@ -356,15 +417,26 @@ def timeline_figure(timeline: pd.DataFrame, title: str = "") -> Figure:
                 keep = width > 0
                 if not keep.any():
                     continue
-                ax.barh(-rows["lane"].to_numpy()[keep], width[keep], left=lo.to_numpy(float)[keep], height=0.62,
-                        color=SEGMENT_COLORS[seg], alpha=1.0 if crit else 0.35,
-                        edgecolor="black" if crit else "none", linewidth=0.6 if crit else 0,
-                        gid=f"{'critical' if crit else 'other'}:{seg}")
+                ax.barh(
+                    -rows["lane"].to_numpy()[keep],
+                    width[keep],
+                    left=lo.to_numpy(float)[keep],
+                    height=0.62,
+                    color=SEGMENT_COLORS[seg],
+                    alpha=1.0 if crit else 0.35,
+                    edgecolor="black" if crit else "none",
+                    linewidth=0.6 if crit else 0,
+                    gid=f"{'critical' if crit else 'other'}:{seg}",
+                )
         ax.set_yticks(-np.arange(n_lanes), ["main" if i == 0 else f"branch {i + 1}" for i in range(n_lanes)])
         ax.set_ylim(-n_lanes + 0.4, 0.6)
         wall = float(d["end"].max()) if len(d) else 0.0
-        ax.set_title(f"{name}: run {int(d['run'].iloc[0]) if len(d) else 0}, wall time {wall:,.1f} s",
-                     fontsize=9, loc="left", color=colors[name])
+        ax.set_title(
+            f"{name}: run {int(d['run'].iloc[0]) if len(d) else 0}, wall time {wall:,.1f} s",
+            fontsize=9,
+            loc="left",
+            color=colors[name],
+        )
         ax.grid(True, axis="x", alpha=0.3)
     axes[-1].set_xlabel("time since the run started (s)")
     used = [k for k in SEGMENT_COLORS if (timeline[k] > 0).any()]
@@ -412,8 +484,16 @@ def breakeven_figure(table: pd.DataFrame, value_of_time: float | None = None, ti
         texts.append(f"${s:,.0f}/h")
     if value_of_time is not None:
         ax.axvline(value_of_time, color="0.35", ls=":", lw=1.2, gid="value-of-time")
-        ax.text(value_of_time, 0.98, f" your value of time: ${value_of_time:,.0f}/h", transform=ax.get_xaxis_transform(),
-                va="top", ha="left", fontsize=8, color="0.3")
+        ax.text(
+            value_of_time,
+            0.98,
+            f" your value of time: ${value_of_time:,.0f}/h",
+            transform=ax.get_xaxis_transform(),
+            va="top",
+            ha="left",
+            fontsize=8,
+            color="0.3",
+        )
     ax.set_xlim(0, top)
     ax.set_ylim(0, None)
     ax.set_xlabel("value of an hour of waiting (USD/h)")
@@ -424,4 +504,3 @@ def breakeven_figure(table: pd.DataFrame, value_of_time: float | None = None, ti
     if title:
         ax.set_title(f"{title}: which variant is cheapest overall", fontsize=10, pad=14)
     return fig
-

@@ -115,9 +115,9 @@ def write_report(html_text: str, path: str | os.PathLike) -> Path:
     path = Path(path)
     if path.is_dir():
         raise IsADirectoryError(f"{path} is a folder; give a file name such as {path / 'report.html'}")
-    (written,) = write_files(path.parent if str(path.parent) else ".", {
-        path.name: lambda p: p.write_text(html_text, encoding="utf-8")
-    })
+    (written,) = write_files(
+        path.parent if str(path.parent) else ".", {path.name: lambda p: p.write_text(html_text, encoding="utf-8")}
+    )
     return written
 
 
@@ -145,7 +145,8 @@ def build_report(
     from .loading import load
     from .simulation import simulate
     from .timeline import critical_share, run_timeline
-    from .tradeoffs import break_even, cheapest_intervals, runs_per_month as _rpm, spend_sizing, variant_table
+    from .tradeoffs import break_even, cheapest_intervals, spend_sizing, variant_table
+    from .tradeoffs import runs_per_month as _rpm
 
     def step(stage: str, done: int = 0, total: int | None = None) -> None:
         if progress is not None:
@@ -168,26 +169,42 @@ def build_report(
     step("critical paths")
     share = critical_share(res.calls, res.spans, res.runs)
     figures: list[tuple[str, str, Callable]] = [
-        ("Cost against wall time", "Each variant's mean cost per run against its mean (left) and p95 (right) wall "
-         "time. The dashed line is the Pareto frontier; grey points are dominated (another variant is at least as "
-         "fast and as cheap).", lambda: plots.tradeoff_figure(res.summary(), name)),
-        ("Distribution of wall time", "The fraction of runs finished by each time. The dotted line marks the p95.",
-         lambda: plots.cdf_figure(res.runs, name)),
-        ("Where the time goes", "Mean time on the critical path per run, split into queueing, time to first token, "
-         "decoding, tools and waits.", lambda: plots.breakdown_figure(res.runs, name)),
-        ("One sampled run", "Run 0 of every variant (the same random numbers). Each parallel branch has a lane; the "
-         "activities outlined are on the critical path, the faint ones are not (speeding them up gains nothing).",
-         lambda: plots.timeline_figure(run_timeline(res.calls, res.spans, 0, res.plan), name)),
-        ("Total cost against the value of time", "API cost plus the value of the waiting time, per run. The lowest "
-         "line is the cheapest variant overall at that value of time; circles mark where it changes.",
-         lambda: plots.breakeven_figure(vt, vot, name)),
+        (
+            "Cost against wall time",
+            "Each variant's mean cost per run against its mean (left) and p95 (right) wall "
+            "time. The dashed line is the Pareto frontier; grey points are dominated (another variant is at least as "
+            "fast and as cheap).",
+            lambda: plots.tradeoff_figure(res.summary(), name),
+        ),
+        (
+            "Distribution of wall time",
+            "The fraction of runs finished by each time. The dotted line marks the p95.",
+            lambda: plots.cdf_figure(res.runs, name),
+        ),
+        (
+            "Where the time goes",
+            "Mean time on the critical path per run, split into queueing, time to first token, "
+            "decoding, tools and waits.",
+            lambda: plots.breakdown_figure(res.runs, name),
+        ),
+        (
+            "One sampled run",
+            "Run 0 of every variant (the same random numbers). Each parallel branch has a lane; the "
+            "activities outlined are on the critical path, the faint ones are not (speeding them up gains nothing).",
+            lambda: plots.timeline_figure(run_timeline(res.calls, res.spans, 0, res.plan), name),
+        ),
+        (
+            "Total cost against the value of time",
+            "API cost plus the value of the waiting time, per run. The lowest "
+            "line is the cheapest variant overall at that value of time; circles mark where it changes.",
+            lambda: plots.breakeven_figure(vt, vot, name),
+        ),
     ]
     sweep_part = ""
     if sweep and sc.sweeps:
         from .sweeps import run_sweep
 
-        sw = run_sweep(path, runs=res.n_runs, seed=res.seed, workers=workers,
-                       progress=lambda d, t: step("sweep", d, t))
+        sw = run_sweep(path, runs=res.n_runs, seed=res.seed, workers=workers, progress=lambda d, t: step("sweep", d, t))
         sweep_part = _sweep_section(sw, name)
     html_figs = []
     for i, (title, caption, make) in enumerate(figures):
@@ -248,30 +265,69 @@ def _table(rows: list[list[str]], header: list[str] | None, cls: str = "") -> st
 
 def _figure_html(title: str, caption: str, fig) -> str:
     uri = figure_data_uri(fig)
-    return (f"<figure><img src=\"{uri}\" alt=\"{_esc(title)}\"><figcaption><b>{_esc(title)}.</b> "
-            f"{_esc(caption)}</figcaption></figure>")
+    return (
+        f'<figure><img src="{uri}" alt="{_esc(title)}"><figcaption><b>{_esc(title)}.</b> '
+        f"{_esc(caption)}</figcaption></figure>"
+    )
 
 
 def _sweep_section(sw, name: str) -> str:
     from . import plots
 
-    parts = [f"<h2>Sweep</h2><p>{len(sw.points)} grid points × {len(sw.variants)} variants, {sw.runs:,} runs each "
-             f"(seed {sw.seed}, common random numbers across points). Swept: "
-             + ", ".join(f"<code>{_esc(a.text)}</code> ∈ {{{_esc(', '.join(map(str, a.values)))}}}" for a in sw.axes)
-             + ".</p>"]
-    parts.append(_figure_html("Frontier over the sweep", "Every grid point and variant; the frontier is dashed and "
-                              "dominated configurations are grey.", plots.frontier_figure(sw.table, "mean", name)))
+    parts = [
+        f"<h2>Sweep</h2><p>{len(sw.points)} grid points × {len(sw.variants)} variants, {sw.runs:,} runs each "
+        f"(seed {sw.seed}, common random numbers across points). Swept: "
+        + ", ".join(f"<code>{_esc(a.text)}</code> ∈ {{{_esc(', '.join(map(str, a.values)))}}}" for a in sw.axes)
+        + ".</p>"
+    ]
+    parts.append(
+        _figure_html(
+            "Frontier over the sweep",
+            "Every grid point and variant; the frontier is dashed and dominated configurations are grey.",
+            plots.frontier_figure(sw.table, "mean", name),
+        )
+    )
     for a in sw.axes:
-        parts.append(_figure_html(f"Against {a.title}", "Mean wall time (band: 95% CI), p95 (dashed) and mean cost "
-                                  "(band: 95% CI) per variant.", plots.sweep_figure(sw.table, a.text, a.label, name)))
+        parts.append(
+            _figure_html(
+                f"Against {a.title}",
+                "Mean wall time (band: 95% CI), p95 (dashed) and mean cost (band: 95% CI) per variant.",
+                plots.sweep_figure(sw.table, a.text, a.label, name),
+            )
+        )
     t = sw.table
     shown = t if len(t) <= 300 else t[t["pareto_mean"] | t["pareto_p95"]]
-    rows = [[_esc(r["point"]), *[_esc(r[a.text]) for a in sw.axes], _esc(r["variant"]), _s(r["wall_mean_s"]),
-             _s(r["wall_p95_s"]), _usd(r["cost_mean_usd"]), _yes(r["pareto_mean"]), _yes(r["pareto_p95"])]
-            for _, r in shown.iterrows()]
+    rows = [
+        [
+            _esc(r["point"]),
+            *[_esc(r[a.text]) for a in sw.axes],
+            _esc(r["variant"]),
+            _s(r["wall_mean_s"]),
+            _s(r["wall_p95_s"]),
+            _usd(r["cost_mean_usd"]),
+            _yes(r["pareto_mean"]),
+            _yes(r["pareto_p95"]),
+        ]
+        for _, r in shown.iterrows()
+    ]
     note = "" if shown is t else f"<p>Only the {len(shown)} configurations on a frontier are listed (of {len(t)}).</p>"
-    parts.append(note + _table(rows, ["point", *[a.text for a in sw.axes], "variant", "mean wall", "p95 wall",
-                                      "mean cost", "frontier (mean)", "frontier (p95)"], "num"))
+    parts.append(
+        note
+        + _table(
+            rows,
+            [
+                "point",
+                *[a.text for a in sw.axes],
+                "variant",
+                "mean wall",
+                "p95 wall",
+                "mean cost",
+                "frontier (mean)",
+                "frontier (p95)",
+            ],
+            "num",
+        )
+    )
     return "".join(parts)
 
 
@@ -279,11 +335,13 @@ _CSS = """
 body{font:15px/1.45 system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;color:#1d1d1f;max-width:1100px;
 margin:2em auto;padding:0 1.2em}
 h1{font-size:1.6em;margin-bottom:.1em}h2{font-size:1.25em;margin-top:2em;border-bottom:1px solid #ddd}
-table{border-collapse:collapse;margin:.6em 0 1.2em;font-size:.9em}th,td{padding:.3em .7em;border-bottom:1px solid #e5e5e5}
-th{background:#f5f5f7;text-align:left}table.num td:not(:first-child){text-align:right;font-variant-numeric:tabular-nums}
+table{border-collapse:collapse;margin:.6em 0 1.2em;font-size:.9em}
+th,td{padding:.3em .7em;border-bottom:1px solid #e5e5e5}th{background:#f5f5f7;text-align:left}
+table.num td:not(:first-child){text-align:right;font-variant-numeric:tabular-nums}
 figure{margin:1.2em 0}figure img{max-width:100%;height:auto;border:1px solid #eee}
-figcaption{font-size:.88em;color:#444;margin-top:.3em}pre{background:#f7f7f7;padding:1em;overflow-x:auto;font-size:.82em}
-.meta td:first-child{color:#555}.lead{font-size:1.05em;background:#f3f8fc;border-left:4px solid #3d7ea6;padding:.6em 1em}
+figcaption{font-size:.88em;color:#444;margin-top:.3em}
+pre{background:#f7f7f7;padding:1em;overflow-x:auto;font-size:.82em}.meta td:first-child{color:#555}
+.lead{font-size:1.05em;background:#f3f8fc;border-left:4px solid #3d7ea6;padding:.6em 1em}
 code{background:#f2f2f2;padding:0 .25em}details{margin:1em 0}
 """
 
@@ -300,71 +358,154 @@ def _page(path, sc, res, vt, be, env, sizing, share, figs, sweep_part) -> str:
         ["prices as of", _esc(sc.prices_as_of or "today (catalog prices)")],
         ["value of time", _usd(vot) + "/h" if vot is not None else "not given"],
     ]
-    out = [f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{_esc(title)}</title>"
-           f"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><style>{_CSS}</style></head><body>",
-           f"<h1>{_esc(title)}</h1>"]
+    out = [
+        f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{_esc(title)}</title>'
+        f'<meta name="viewport" content="width=device-width, initial-scale=1"><style>{_CSS}</style></head><body>',
+        f"<h1>{_esc(title)}</h1>",
+    ]
     if sc.description:
         out.append(f"<p>{_esc(sc.description)}</p>")
-    out.append(f"<p class=\"lead\">{_verdict(vt, be, env, vot)}</p>")
+    out.append(f'<p class="lead">{_verdict(vt, be, env, vot)}</p>')
     out.append(_table(meta, None, "meta"))
 
     out.append("<h2>Variants compared</h2>")
     rows = []
     for name, r in vt.iterrows():
-        rows.append([f"<b>{_esc(name)}</b>", _s(r["wall_mean_s"]),
-                     f"± {_s((r['wall_ci95_hi_s'] - r['wall_ci95_lo_s']) / 2)}", _s(r["wall_p50_s"]),
-                     _s(r["wall_p95_s"]), _s(r["wall_p99_s"]), _usd(r["cost_mean_usd"]), _usd(r["cost_p95_usd"]),
-                     f"{r['calls_mean']:,.1f}", _yes(r["pareto_mean"]), _yes(r["pareto_p95"])])
-    out.append(_table(rows, ["variant", "mean wall", "95% CI", "p50", "p95", "p99", "mean cost", "p95 cost",
-                             "calls", "frontier (mean)", "frontier (p95)"], "num"))
+        rows.append(
+            [
+                f"<b>{_esc(name)}</b>",
+                _s(r["wall_mean_s"]),
+                f"± {_s((r['wall_ci95_hi_s'] - r['wall_ci95_lo_s']) / 2)}",
+                _s(r["wall_p50_s"]),
+                _s(r["wall_p95_s"]),
+                _s(r["wall_p99_s"]),
+                _usd(r["cost_mean_usd"]),
+                _usd(r["cost_p95_usd"]),
+                f"{r['calls_mean']:,.1f}",
+                _yes(r["pareto_mean"]),
+                _yes(r["pareto_p95"]),
+            ]
+        )
+    out.append(
+        _table(
+            rows,
+            [
+                "variant",
+                "mean wall",
+                "95% CI",
+                "p50",
+                "p95",
+                "p99",
+                "mean cost",
+                "p95 cost",
+                "calls",
+                "frontier (mean)",
+                "frontier (p95)",
+            ],
+            "num",
+        )
+    )
     out.append(figs[0] + figs[1] + figs[2])
 
-    out.append("<h2>Break-even</h2><p>Against the first variant: the extra API cost per hour of waiting saved, and "
-               "the value of time at which the variant pays off (total cost = API cost + value of time × wall "
-               "time).</p>")
+    out.append(
+        "<h2>Break-even</h2><p>Against the first variant: the extra API cost per hour of waiting saved, and "
+        "the value of time at which the variant pays off (total cost = API cost + value of time × wall "
+        "time).</p>"
+    )
     rows = []
     when = {"above": "above {v}", "below": "below {v}", "always": "always", "never": "never", "baseline": "baseline"}
     for name, r in be.iterrows():
         v = _usd(r["break_even_usd_per_hour"]) + "/h"
-        rows.append([f"<b>{_esc(name)}</b>", _s(r["delta_time_s"]), _usd(r["delta_cost_usd"]),
-                     _usd(r["usd_per_hour_saved"]) + ("/h" if np.isfinite(r["usd_per_hour_saved"]) else ""),
-                     _esc(when[r["pays_off_when"]].format(v=v)),
-                     ("yes" if r.get("pays_off") else "no") if vot is not None and r["pays_off_when"] != "baseline"
-                     else "–"])
-    out.append(_table(rows, ["variant", "Δ mean wall", "Δ mean cost", "USD per hour saved", "pays off when value "
-                             "of time is", f"pays off at {_usd(vot)}/h" if vot is not None else "pays off"], "num"))
-    rows = [[f"<b>{_esc(r['variant'])}</b>", _usd(r["from_usd_per_hour"]) + "/h",
-             (_usd(r["to_usd_per_hour"]) + "/h") if np.isfinite(r["to_usd_per_hour"]) else "and above"]
-            for _, r in env.iterrows()]
+        rows.append(
+            [
+                f"<b>{_esc(name)}</b>",
+                _s(r["delta_time_s"]),
+                _usd(r["delta_cost_usd"]),
+                _usd(r["usd_per_hour_saved"]) + ("/h" if np.isfinite(r["usd_per_hour_saved"]) else ""),
+                _esc(when[r["pays_off_when"]].format(v=v)),
+                ("yes" if r.get("pays_off") else "no") if vot is not None and r["pays_off_when"] != "baseline" else "–",
+            ]
+        )
+    out.append(
+        _table(
+            rows,
+            [
+                "variant",
+                "Δ mean wall",
+                "Δ mean cost",
+                "USD per hour saved",
+                "pays off when value of time is",
+                f"pays off at {_usd(vot)}/h" if vot is not None else "pays off",
+            ],
+            "num",
+        )
+    )
+    rows = [
+        [
+            f"<b>{_esc(r['variant'])}</b>",
+            _usd(r["from_usd_per_hour"]) + "/h",
+            (_usd(r["to_usd_per_hour"]) + "/h") if np.isfinite(r["to_usd_per_hour"]) else "and above",
+        ]
+        for _, r in env.iterrows()
+    ]
     out.append("<p>Cheapest overall, by value of time:</p>" + _table(rows, ["variant", "from", "to"], "num"))
     out.append(figs[4])
 
     out.append("<h2>Monthly spend</h2>")
     if sizing is None:
-        out.append("<p>No volume given: add <code>workload: {volume: {runs_per_month: N}}</code> to the scenario "
-                   "(or use <code>--runs-per-month</code>) to size the monthly spend.</p>")
+        out.append(
+            "<p>No volume given: add <code>workload: {volume: {runs_per_month: N}}</code> to the scenario "
+            "(or use <code>--runs-per-month</code>) to size the monthly spend.</p>"
+        )
     else:
         rows = []
         for name, r in sizing.iterrows():
-            row = [f"<b>{_esc(name)}</b>", _usd(r["api_usd_per_month"]),
-                   f"{_usd(r['api_usd_per_month_lo'])} – {_usd(r['api_usd_per_month_hi'])}",
-                   _num(r["wait_hours_per_month"]), _num(r["hours_saved_per_month"]), _usd(r["extra_usd_per_month"]),
-                   _usd(r["premium_usd_per_saved_hour"])]
+            row = [
+                f"<b>{_esc(name)}</b>",
+                _usd(r["api_usd_per_month"]),
+                f"{_usd(r['api_usd_per_month_lo'])} – {_usd(r['api_usd_per_month_hi'])}",
+                _num(r["wait_hours_per_month"]),
+                _num(r["hours_saved_per_month"]),
+                _usd(r["extra_usd_per_month"]),
+                _usd(r["premium_usd_per_saved_hour"]),
+            ]
             if "net_usd_per_month" in sizing.columns:
                 row.append(_usd(r["net_usd_per_month"]))
             rows.append(row)
-        header = ["variant", "API spend / month", "95% CI", "hours waiting", "hours saved", "extra spend",
-                  "premium per saved hour"] + (["net at value of time"] if "net_usd_per_month" in sizing.columns else [])
-        out.append(f"<p>{_num(float(sizing['runs_per_month'].iloc[0]))} runs per month; every run's wall time counts "
-                   "as waiting.</p>" + _table(rows, header, "num"))
+        header = [
+            "variant",
+            "API spend / month",
+            "95% CI",
+            "hours waiting",
+            "hours saved",
+            "extra spend",
+            "premium per saved hour",
+        ] + (["net at value of time"] if "net_usd_per_month" in sizing.columns else [])
+        out.append(
+            f"<p>{_num(float(sizing['runs_per_month'].iloc[0]))} runs per month; every run's wall time counts "
+            "as waiting.</p>" + _table(rows, header, "num")
+        )
 
-    out.append("<h2>Critical path</h2><p>Per step: mean time it takes per run, mean time it spends on the critical "
-               "path (what decides the wall time), that as a share of the wall time, and the fraction of runs in "
-               "which it is on the critical path at all. Speeding up a step with a small share buys little.</p>")
-    rows = [[_esc(r["variant"]), f"<b>{_esc(r['step'])}</b>", _esc(r["kind"]), _s(r["busy_s"]), _s(r["critical_s"]),
-             _pct(r["share"]), _pct(r["on_path"])] for _, r in share.iterrows()]
-    out.append(_table(rows, ["variant", "step", "kind", "busy", "on critical path", "share of wall", "runs on path"],
-                      "num"))
+    out.append(
+        "<h2>Critical path</h2><p>Per step: mean time it takes per run, mean time it spends on the critical "
+        "path (what decides the wall time), that as a share of the wall time, and the fraction of runs in "
+        "which it is on the critical path at all. Speeding up a step with a small share buys little.</p>"
+    )
+    rows = [
+        [
+            _esc(r["variant"]),
+            f"<b>{_esc(r['step'])}</b>",
+            _esc(r["kind"]),
+            _s(r["busy_s"]),
+            _s(r["critical_s"]),
+            _pct(r["share"]),
+            _pct(r["on_path"]),
+        ]
+        for _, r in share.iterrows()
+    ]
+    out.append(
+        _table(rows, ["variant", "step", "kind", "busy", "on critical path", "share of wall", "runs on path"], "num")
+    )
     out.append(figs[3])
     out.append(sweep_part)
 
@@ -372,15 +513,22 @@ def _page(path, sc, res, vt, be, env, sizing, share, figs, sweep_part) -> str:
     text = _source_text(path)
     notes = [ln.strip().lstrip("#").strip() for ln in text.splitlines() if ln.strip().startswith("#")]
     if notes:
-        out.append("<p>Assumptions and sources, as the scenario file states them:</p><ul>"
-                   + "".join(f"<li>{_esc(n)}</li>" for n in notes if n) + "</ul>")
+        out.append(
+            "<p>Assumptions and sources, as the scenario file states them:</p><ul>"
+            + "".join(f"<li>{_esc(n)}</li>" for n in notes if n)
+            + "</ul>"
+        )
     out.append(f"<pre>{_esc(text)}</pre>")
     resolved = yaml.safe_dump(resolved_scenario(res), sort_keys=False, allow_unicode=True)
-    out.append(f"<details><summary>The scenario as run (every default filled in)</summary><pre>{_esc(resolved)}</pre>"
-               "</details>")
-    out.append(f"<p><small>Made by agentsim {_esc(version())} with seed {res.seed} and {res.n_runs:,} runs per "
-               f"variant: <code>agentsim report {_esc(path)} --runs {res.n_runs} --seed {res.seed}</code> makes the "
-               "same page.</small></p></body></html>\n")
+    out.append(
+        f"<details><summary>The scenario as run (every default filled in)</summary><pre>{_esc(resolved)}</pre>"
+        "</details>"
+    )
+    out.append(
+        f"<p><small>Made by agentsim {_esc(version())} with seed {res.seed} and {res.n_runs:,} runs per "
+        f"variant: <code>agentsim report {_esc(path)} --runs {res.n_runs} --seed {res.seed}</code> makes the "
+        "same page.</small></p></body></html>\n"
+    )
     return "".join(out)
 
 
@@ -395,9 +543,11 @@ def _verdict(vt, be, env, vot) -> str:
     """One or two sentences a team lead can forward."""
     fastest = vt["wall_mean_s"].idxmin()
     cheapest = vt["cost_mean_usd"].idxmin()
-    parts = [f"Fastest: <b>{_esc(fastest)}</b> ({_s(vt.loc[fastest, 'wall_mean_s'])} mean, "
-             f"{_usd(vt.loc[fastest, 'cost_mean_usd'])} per run). Cheapest: <b>{_esc(cheapest)}</b> "
-             f"({_s(vt.loc[cheapest, 'wall_mean_s'])}, {_usd(vt.loc[cheapest, 'cost_mean_usd'])} per run)."]
+    parts = [
+        f"Fastest: <b>{_esc(fastest)}</b> ({_s(vt.loc[fastest, 'wall_mean_s'])} mean, "
+        f"{_usd(vt.loc[fastest, 'cost_mean_usd'])} per run). Cheapest: <b>{_esc(cheapest)}</b> "
+        f"({_s(vt.loc[cheapest, 'wall_mean_s'])}, {_usd(vt.loc[cheapest, 'cost_mean_usd'])} per run)."
+    ]
     if vot is not None:
         row = env[(env["from_usd_per_hour"] <= vot) & (vot < env["to_usd_per_hour"])]
         if len(row):
@@ -405,8 +555,10 @@ def _verdict(vt, be, env, vot) -> str:
             parts.append(f"At your value of time ({_usd(vot)}/h) the cheapest overall is <b>{_esc(best)}</b>.")
     for name, r in be.iterrows():
         if r["pays_off_when"] == "above":
-            parts.append(f"{_esc(name)} pays off when an hour of waiting is worth more than "
-                         f"{_usd(r['break_even_usd_per_hour'])}.")
+            parts.append(
+                f"{_esc(name)} pays off when an hour of waiting is worth more than "
+                f"{_usd(r['break_even_usd_per_hour'])}."
+            )
     return " ".join(parts)
 
 
@@ -444,13 +596,15 @@ def write_sweep(sw, out_dir: str | os.PathLike) -> list[Path]:
     writers: dict[str, Callable[[Path], None]] = {
         "sweep.parquet": lambda p: sw.table.to_parquet(p, index=False),
         "sweep.csv": lambda p: sw.table.to_csv(p, index=False),
-        "sweep.json": lambda p: p.write_text(json.dumps(sweep_document(sw), indent=2, allow_nan=False) + "\n",
-                                             encoding="utf-8"),
+        "sweep.json": lambda p: p.write_text(
+            json.dumps(sweep_document(sw), indent=2, allow_nan=False) + "\n", encoding="utf-8"
+        ),
         "frontier-mean.png": fig_writer(lambda: plots.frontier_figure(sw.table, "mean", name)),
         "frontier-p95.png": fig_writer(lambda: plots.frontier_figure(sw.table, "p95", name)),
     }
     for i, a in enumerate(sw.axes):
         slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", a.text).strip("-")
-        writers[f"sweep-{i + 1}-{slug}.png"] = fig_writer(lambda a=a: plots.sweep_figure(sw.table, a.text, a.label,
-                                                                                          name))
+        writers[f"sweep-{i + 1}-{slug}.png"] = fig_writer(
+            lambda a=a: plots.sweep_figure(sw.table, a.text, a.label, name)
+        )
     return write_files(out_dir, writers)

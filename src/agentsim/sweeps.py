@@ -51,12 +51,12 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from .loading import ErrorItem, ScenarioError, _line, format_path, load_data, parse
+from .loading import ErrorItem, ScenarioError, _line, load_data, parse
 from .plan import Plan, compile_plan
 from .results import Results, _CallStats
+from .sampling import block_spans
 from .scenario import Scenario, suggest
 from .simulation import _block_summary, _est_call_instances, choose_engine, simulate_plan
-from .sampling import block_spans
 
 __all__ = [
     "EXECUTORS",
@@ -157,8 +157,9 @@ def range_values(start: Any, stop: Any, step: Any) -> list[float | int]:
     count = int((b - a) / s) + 1
     if count > MAX_POINTS:
         raise ValueError(f"the range {start}:{stop}:{step} has {count:,} values (more than {MAX_POINTS:,})")
-    integral = all(isinstance(x, int) or (isinstance(x, str) and x.strip().lstrip("+-").isdigit())
-                   for x in (start, stop, step))
+    integral = all(
+        isinstance(x, int) or (isinstance(x, str) and x.strip().lstrip("+-").isdigit()) for x in (start, stop, step)
+    )
     vals = [a + i * s for i in range(count)]
     return [int(v) for v in vals] if integral else [float(v) for v in vals]
 
@@ -234,7 +235,9 @@ def grid(axes: list[SweepAxis]) -> list[dict[str, Any]]:
     total = math.prod(len(a.values) for a in axes)
     if total > MAX_POINTS:
         raise ValueError(f"the grid has {total:,} points (more than {MAX_POINTS:,}); use fewer values")
-    return [dict(zip([a.text for a in axes], combo, strict=True)) for combo in itertools.product(*[a.values for a in axes])]
+    return [
+        dict(zip([a.text for a in axes], combo, strict=True)) for combo in itertools.product(*[a.values for a in axes])
+    ]
 
 
 # --------------------------------------------------------------------------- applying values
@@ -268,7 +271,12 @@ def _set_in(data: Any, axis: SweepAxis, value: Any, file: str, lines: dict) -> N
 
 
 def apply_values(
-    data: dict, axes: list[SweepAxis], point: dict[str, Any], *, file: str, lines: dict | None = None,
+    data: dict,
+    axes: list[SweepAxis],
+    point: dict[str, Any],
+    *,
+    file: str,
+    lines: dict | None = None,
     source: str | os.PathLike | None = None,
 ) -> Scenario:
     """The scenario at one grid point: ``data`` with the point's values put in place, validated again."""
@@ -322,8 +330,10 @@ def summary_rows(res: Results) -> list[dict[str, Any]]:
                 "cost_ci95_hi_usd": c["ci95"][1],
                 "cost_p95_usd": c["p95"],
                 "calls_mean": v["calls"]["mean"],
-                **{f"{k}_tokens_mean": v["tokens"][k] for k in ("input", "cache_read", "cache_write", "output",
-                                                                "reasoning")},
+                **{
+                    f"{k}_tokens_mean": v["tokens"][k]
+                    for k in ("input", "cache_read", "cache_write", "output", "reasoning")
+                },
                 **{f"{k}_s": v["breakdown_s"][k] for k in ("queue", "ttft", "decode", "tool", "wait")},
                 "delta_time_s": vs["delta_time_s"],
                 "delta_cost_usd": vs["delta_cost_usd"],
@@ -437,12 +447,12 @@ def _batch(points: list[_Point], seed: int, runs: int, workers: int, per_instanc
             for s in p.spans:
                 group.append(s)
                 if est(p, group) >= target:
-                    tasks.append(_Task(seed, runs, [(p.index, p.plan, p.engine, group, False)], est(p, group),
-                                       len(group)))
+                    tasks.append(
+                        _Task(seed, runs, [(p.index, p.plan, p.engine, group, False)], est(p, group), len(group))
+                    )
                     group = []
             if group:
-                tasks.append(_Task(seed, runs, [(p.index, p.plan, p.engine, group, False)], est(p, group),
-                                   len(group)))
+                tasks.append(_Task(seed, runs, [(p.index, p.plan, p.engine, group, False)], est(p, group), len(group)))
             continue
         if cur.cost >= target:
             tasks.append(cur)
@@ -452,8 +462,9 @@ def _batch(points: list[_Point], seed: int, runs: int, workers: int, per_instanc
     return tasks
 
 
-def _execute(tasks: list[_Task], workers: int, executor: str, scheduler: str | None,
-             progress: Callable[[int, int], None] | None) -> list[list]:
+def _execute(
+    tasks: list[_Task], workers: int, executor: str, scheduler: str | None, progress: Callable[[int, int], None] | None
+) -> list[list]:
     """Run the tasks; return their outputs in task order."""
     total = sum(t.pieces for t in tasks)
     done = 0
@@ -469,8 +480,11 @@ def _execute(tasks: list[_Task], workers: int, executor: str, scheduler: str | N
     if progress is not None:
         progress(0, total)
     if executor == "dask":
-        from dask.distributed import Client, LocalCluster
-        from dask.distributed import as_completed as dask_completed
+        try:
+            from dask.distributed import Client, LocalCluster
+            from dask.distributed import as_completed as dask_completed
+        except ImportError:
+            raise ValueError("the dask executor needs dask.distributed: pip install 'agentsim[dask]'") from None
 
         cluster = None
         if scheduler:
@@ -478,8 +492,13 @@ def _execute(tasks: list[_Task], workers: int, executor: str, scheduler: str | N
         else:
             import logging
 
-            cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                                   dashboard_address=None, silence_logs=logging.ERROR)
+            cluster = LocalCluster(
+                n_workers=workers,
+                threads_per_worker=1,
+                processes=True,
+                dashboard_address=None,
+                silence_logs=logging.ERROR,
+            )
             client = Client(cluster, set_as_default=False)
         try:
             futures = client.map(_run_task, tasks, pure=False)
@@ -565,8 +584,9 @@ def run_sweep(
     if axes is None:
         axes = axes_from_scenario(base, file, lines)
     if not axes:
-        raise ScenarioError([ErrorItem(file, None, ("sweeps",), "nothing to sweep",
-                                       "add a sweeps: section or give --set PATH=VALUES")])
+        raise ScenarioError(
+            [ErrorItem(file, None, ("sweeps",), "nothing to sweep", "add a sweeps: section or give --set PATH=VALUES")]
+        )
     seen = set()
     for a in axes:
         if a.text in seen:

@@ -24,6 +24,7 @@ and steps outside any branch are on lane 0 (``main``).
 from __future__ import annotations
 
 import bisect
+import itertools
 from typing import Any
 
 import numpy as np
@@ -91,8 +92,11 @@ def activities(calls: pd.DataFrame, spans: pd.DataFrame) -> pd.DataFrame:
     if not parts:
         return c
     out = pd.concat(parts, ignore_index=True)
-    out["_v"] = pd.Categorical(out["variant"], categories=list(dict.fromkeys(calls["variant"]).keys())
-                               + [v for v in dict.fromkeys(spans["variant"]) if v not in set(calls["variant"])])
+    out["_v"] = pd.Categorical(
+        out["variant"],
+        categories=list(dict.fromkeys(calls["variant"]).keys())
+        + [v for v in dict.fromkeys(spans["variant"]) if v not in set(calls["variant"])],
+    )
     out = out.sort_values(["_v", "run", "start", "node", "instance"], kind="stable", ignore_index=True)
     return out.drop(columns="_v")
 
@@ -221,7 +225,9 @@ def run_timeline(calls: pd.DataFrame, spans: pd.DataFrame, run: int = 0, plan=No
     return pd.concat(frames, ignore_index=True)
 
 
-def critical_share(calls: pd.DataFrame, spans: pd.DataFrame, runs: pd.DataFrame, max_runs: int | None = 500) -> pd.DataFrame:
+def critical_share(
+    calls: pd.DataFrame, spans: pd.DataFrame, runs: pd.DataFrame, max_runs: int | None = 500
+) -> pd.DataFrame:
     """Per variant and step: time spent, time on the critical path, and its share of the wall time.
 
     Columns: ``variant, step, kind, busy_s`` (mean seconds per run the step's activities
@@ -242,7 +248,7 @@ def critical_share(calls: pd.DataFrame, spans: pd.DataFrame, runs: pd.DataFrame,
     bounds = np.flatnonzero((keys != keys.shift()).any(axis=1).to_numpy())
     bounds = np.append(bounds, len(acts))
     start, end, ok = acts["start"].to_numpy(), acts["end"].to_numpy(), (acts["status"] == "ok").to_numpy()
-    for a, b in zip(bounds[:-1], bounds[1:], strict=True):
+    for a, b in itertools.pairwise(bounds):
         crit_col[a + critical_path(start[a:b], end[a:b], ok[a:b])] = True
     acts["critical"] = crit_col
     acts["dur"] = acts["end"] - acts["start"]

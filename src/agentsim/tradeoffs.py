@@ -29,6 +29,7 @@ Sweeps (:mod:`agentsim.sweeps`) are re-exported here.
 
 from __future__ import annotations
 
+import itertools
 import math
 from typing import Any
 
@@ -134,9 +135,7 @@ def paired_deltas(runs: pd.DataFrame, baseline: str | None = None) -> pd.DataFra
 # --------------------------------------------------------------------------- break-even
 
 
-def break_even(
-    table: pd.DataFrame, baseline: str | None = None, value_of_time: float | None = None
-) -> pd.DataFrame:
+def break_even(table: pd.DataFrame, baseline: str | None = None, value_of_time: float | None = None) -> pd.DataFrame:
     """Per variant against the baseline: Δ time, Δ cost, USD per hour saved, break-even value of time.
 
     ``table`` has one row per variant (index) with ``wall_mean_s`` and ``cost_mean_usd``.
@@ -193,7 +192,7 @@ def cheapest_intervals(table: pd.DataFrame) -> pd.DataFrame:
                 if v > 0 and math.isfinite(v):
                     cuts.add(float(v))
     edges = sorted(cuts)
-    probes = [(a + b) / 2 for a, b in zip(edges, edges[1:], strict=False)] + [edges[-1] + max(1.0, edges[-1])]
+    probes = [(a + b) / 2 for a, b in itertools.pairwise(edges)] + [edges[-1] + max(1.0, edges[-1])]
     rows: list[dict[str, Any]] = []
     for lo, probe in zip(edges, probes, strict=True):
         best = int(np.argmin(c + probe * t))
