@@ -9,7 +9,6 @@ import pandas as pd
 import pytest
 import yaml
 
-from agentsim import sweeps
 from agentsim.loading import ScenarioError, load_data, parse
 from agentsim.plan import compile_plan
 from agentsim.simulation import simulate_plan
@@ -147,12 +146,12 @@ def test_bad_sweeps_section_is_a_scenario_error(tmp_path):
 # --------------------------------------------------------------------------- the same numbers as simulate
 
 
-def test_each_row_is_the_simulation_at_that_point(monkeypatch):
-    # Force tiny tasks, so that points are split across tasks block by block and reassembled.
-    monkeypatch.setattr(sweeps, "TASK_SECONDS", 1e-9)
+@pytest.mark.parametrize("workers", [1, 2])
+def test_each_row_is_the_simulation_at_that_point(workers):
+    # with 2 workers and 2 points the blocks of each point (two here) are spread over the processes
     axis = parse_set("models.flash.output_tps=150,300")
-    runs = 4096 + 500  # two blocks per point
-    sw = run_sweep(CHAT, [axis], runs=runs, workers=1)
+    runs = 4096 + 500
+    sw = run_sweep(CHAT, [axis], runs=runs, workers=workers)
     data, lines = load_data(CHAT)
     for i, v in enumerate(axis.values):
         sc = apply_values(data, [axis], {axis.text: v}, file=str(CHAT), lines=lines, source=CHAT)

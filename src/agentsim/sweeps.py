@@ -25,12 +25,13 @@ reported like any other scenario error, naming the axis that set it. Every point
 uses the same seed: the points share their random numbers (common random numbers),
 so differences between neighbouring points are not noise.
 
-Running: the work is cut into *pieces*, one per (grid point, block of runs)
-(:mod:`agentsim.sampling`), each a deterministic function of the point's plan, the
-seed and the block. Pieces are batched into tasks of at least ~100 ms and run on a
-process pool (``workers``) or a Dask cluster; the results are put back together in
-grid order, so the table is the same bytes whatever the number of workers or the
-executor.
+Running: each grid point is one :func:`~agentsim.simulation.simulate_plan` call, a
+deterministic function of the point's plan, the runs and the seed (whatever the
+processes it uses). Points are batched into tasks of at least ~100 ms (sized by a
+short pilot run) and run on a process pool (``workers``) or a Dask cluster; the
+rows are put back together in grid order, so the table is the same bytes whatever
+the number of workers or the executor. A grid of fewer points than workers runs
+one point at a time with its blocks of runs spread over the processes instead.
 """
 
 from __future__ import annotations
@@ -53,10 +54,10 @@ import yaml
 
 from .loading import ErrorItem, ScenarioError, _line, load_data, parse
 from .plan import Plan, compile_plan
-from .results import Results, _CallStats
+from .results import Results
 from .sampling import block_spans
 from .scenario import Scenario, suggest
-from .simulation import _block_summary, _est_call_instances, choose_engine, simulate_plan
+from .simulation import choose_engine, simulate_plan
 
 __all__ = [
     "EXECUTORS",
@@ -344,66 +345,27 @@ def summary_rows(res: Results) -> list[dict[str, Any]]:
     return rows
 
 
-def _assemble(plan: Plan, seed: int, runs: int, engine: str, parts: list) -> Results:
-    """A :class:`Results` from the block parts of one point, exactly as ``simulate_plan`` assembles them."""
-    nv = len(plan.variants)
-    runs_df = pd.concat([p[0][v] for v in range(nv) for p in parts], ignore_index=True)
-    call_stats = {}
-    for v, name in enumerate(plan.variants):
-        cs = _CallStats()
-        for p in parts:
-            cs.add(*p[1][v])
-        call_stats[name] = cs
-    cache: dict[str, Results] = {}
-
-    def full() -> Results:  # tables of single calls: simulated again on demand
-        if "r" not in cache:
-            cache["r"] = simulate_plan(plan, runs, seed, engine=engine)
-        return cache["r"]
-
-    return Results(
-        plan,
-        seed=seed,
-        runs=runs,
-        engine=engine,
-        runs_df=runs_df,
-        call_stats=call_stats,
-        calls_builder=lambda: full().calls,
-        spans_builder=lambda: full().spans,
-    )
-
-
 # --------------------------------------------------------------------------- the work
 
 
 @dataclass
-class _Point:
-    index: int
-    plan: Plan
-    engine: str
-    spans: list[tuple[int, int, int]]
-
-
-@dataclass
 class _Task:
+    """Grid points simulated one after the other by one worker."""
+
     seed: int
     runs: int
-    # (point, plan, engine, first block, last block exclusive, all blocks of the point?)
-    items: list[tuple[int, Plan, str, list[tuple[int, int, int]], bool]] = field(default_factory=list)
+    engine: str
+    items: list[tuple[int, Plan]] = field(default_factory=list)
     cost: float = 0.0
-    pieces: int = 0
+    inner_workers: int = 1  # processes simulate_plan may use for the blocks of one point
 
 
-def _run_task(task: _Task) -> list[tuple[int, str, Any]]:
-    """Run a task's pieces; a point complete in this task comes back as rows, otherwise as block parts."""
-    out = []
-    for point, plan, engine, spans, complete in task.items:
-        parts = [_block_summary(plan, task.seed, s, engine, False) for s in spans]
-        if complete:
-            out.append((point, "rows", summary_rows(_assemble(plan, task.seed, task.runs, engine, parts))))
-        else:
-            out.append((point, "parts", [(p[0], p[1]) for p in parts]))
-    return out
+def _run_task(task: _Task) -> list[tuple[int, list[dict[str, Any]]]]:
+    """Simulate each point of a task; return its summary rows."""
+    return [
+        (i, summary_rows(simulate_plan(plan, task.runs, task.seed, engine=task.engine, workers=task.inner_workers)))
+        for i, plan in task.items
+    ]
 
 
 def default_workers() -> int:
@@ -414,68 +376,51 @@ def default_workers() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def _seconds_per_instance(plan: Plan, seed: int, engine: str, runs: int) -> float:
-    """Time a small pilot block to turn the estimated work of a piece into seconds (only for batching)."""
-    n = max(1, min(runs, 64))
-    t = time.perf_counter()
-    _block_summary(plan, seed, (0, 0, n), engine, False)
-    dt = time.perf_counter() - t
-    return dt / max(1, _est_call_instances(plan, n) * len(plan.variants))
+def _work(plan: Plan) -> float:
+    """Relative cost of one run of a plan: expected call instances x variants (for batching only)."""
+    per_run = 0.0
+    for node in plan.calls:
+        mult = 1.0
+        for m in node.scope:
+            count = getattr(plan.nodes[m], "times", None) or getattr(plan.nodes[m], "n", None)
+            mult *= count.mean if count is not None else (getattr(plan.nodes[m], "max", None) or 10)
+        per_run += mult
+    return max(per_run, 1.0) * len(plan.variants)
 
 
-def _batch(points: list[_Point], seed: int, runs: int, workers: int, per_instance: float) -> list[_Task]:
-    """Cut the pieces into tasks of at least TASK_SECONDS, and a few per worker for balance."""
-
-    def est(p: _Point, spans) -> float:
-        return sum(_est_call_instances(p.plan, s[2]) for s in spans) * len(p.plan.variants) * per_instance
-
-    total = sum(est(p, p.spans) for p in points)
-    target = max(TASK_SECONDS, min(2.0, total / max(1, workers * 8)))
+def _batch(plans: list[Plan], seed: int, runs: int, engine: str, workers: int, seconds_per_work: float) -> list[_Task]:
+    """Whole grid points in tasks of at least TASK_SECONDS, and several tasks per worker for balance."""
+    cost = [_work(p) * runs * seconds_per_work for p in plans]
+    target = max(TASK_SECONDS, min(2.0, sum(cost) / max(1, workers * 8)))
     tasks: list[_Task] = []
-    cur = _Task(seed, runs)
-    for p in points:
-        whole = est(p, p.spans)
-        if whole <= target or len(p.spans) == 1:
-            cur.items.append((p.index, p.plan, p.engine, p.spans, True))
-            cur.cost += whole
-            cur.pieces += len(p.spans)
-        else:  # a big point: its blocks in tasks of their own
-            if cur.items:
-                tasks.append(cur)
-                cur = _Task(seed, runs)
-            group: list = []
-            for s in p.spans:
-                group.append(s)
-                if est(p, group) >= target:
-                    tasks.append(
-                        _Task(seed, runs, [(p.index, p.plan, p.engine, group, False)], est(p, group), len(group))
-                    )
-                    group = []
-            if group:
-                tasks.append(_Task(seed, runs, [(p.index, p.plan, p.engine, group, False)], est(p, group), len(group)))
-            continue
+    cur = _Task(seed, runs, engine)
+    for i, plan in enumerate(plans):
+        cur.items.append((i, plan))
+        cur.cost += cost[i]
         if cur.cost >= target:
             tasks.append(cur)
-            cur = _Task(seed, runs)
+            cur = _Task(seed, runs, engine)
     if cur.items:
         tasks.append(cur)
     return tasks
 
 
 def _execute(
-    tasks: list[_Task], workers: int, executor: str, scheduler: str | None, progress: Callable[[int, int], None] | None
-) -> list[list]:
-    """Run the tasks; return their outputs in task order."""
-    total = sum(t.pieces for t in tasks)
-    done = 0
-    outputs: list[Any] = [None] * len(tasks)
+    tasks: list[_Task],
+    workers: int,
+    executor: str,
+    scheduler: str | None,
+    progress: Callable[[int, int], None] | None,
+) -> dict[int, list]:
+    """Run the tasks anywhere, in any order; return the rows of every point by its index."""
+    total = sum(len(t.items) for t in tasks)
+    rows: dict[int, list] = {}
 
-    def tick(i: int, out) -> None:
-        nonlocal done
-        outputs[i] = out
-        done += tasks[i].pieces
+    def collect(out) -> None:
+        for i, r in out:
+            rows[i] = r
         if progress is not None:
-            progress(done, total)
+            progress(len(rows), total)
 
     if progress is not None:
         progress(0, total)
@@ -485,7 +430,6 @@ def _execute(
             from dask.distributed import as_completed as dask_completed
         except ImportError:
             raise ValueError("the dask executor needs dask.distributed: pip install 'agentsim[dask]'") from None
-
         cluster = None
         if scheduler:
             client = Client(scheduler, set_as_default=False)
@@ -501,23 +445,20 @@ def _execute(
             )
             client = Client(cluster, set_as_default=False)
         try:
-            futures = client.map(_run_task, tasks, pure=False)
-            index = {f.key: i for i, f in enumerate(futures)}
-            for fut in dask_completed(futures, loop=client.loop):
-                tick(index[fut.key], fut.result())
+            for fut in dask_completed(client.map(_run_task, tasks, pure=False), loop=client.loop):
+                collect(fut.result())
         finally:
             client.close()
             if cluster is not None:
                 cluster.close()
     elif workers > 1 and len(tasks) > 1:
         with ProcessPoolExecutor(max_workers=min(workers, len(tasks))) as pool:
-            futs = {pool.submit(_run_task, t): i for i, t in enumerate(tasks)}
-            for fut in as_completed(futs):
-                tick(futs[fut], fut.result())
+            for fut in as_completed([pool.submit(_run_task, t) for t in tasks]):
+                collect(fut.result())
     else:
-        for i, t in enumerate(tasks):
-            tick(i, _run_task(t))
-    return outputs
+        for t in tasks:
+            collect(_run_task(t))
+    return rows
 
 
 # --------------------------------------------------------------------------- the sweep
@@ -573,7 +514,7 @@ def run_sweep(
     ``seed`` override the scenario's; ``workers`` (default: all cores) processes,
     or a Dask cluster with ``executor="dask"`` (``scheduler`` an address such as
     ``tcp://host:8786``, or None to start a local cluster of ``workers`` processes).
-    ``progress(done, total)`` is called as pieces of work finish.
+    ``progress(done, total)`` is called as grid points finish.
     """
     if executor not in EXECUTORS:
         raise ValueError(f"unknown executor '{executor}' (choose one of {', '.join(EXECUTORS)})")
@@ -601,27 +542,26 @@ def run_sweep(
     if workers < 1:
         raise ValueError("workers must be at least 1")
 
-    compiled: list[_Point] = []
-    spans = block_spans(runs)
-    for i, pt in enumerate(points):
+    plans = []
+    for pt in points:
         sc = apply_values(data, axes, pt, file=file, lines=lines, source=path)
-        plan = compile_plan(sc, file=file, lines=lines)
-        compiled.append(_Point(i, plan, choose_engine(plan, engine), spans))
-    per_instance = _seconds_per_instance(compiled[0].plan, seed, compiled[0].engine, runs)
-    tasks = _batch(compiled, seed, runs, workers, per_instance)
-    outputs = _execute(tasks, workers, executor, scheduler, progress)
-
-    rows_of: dict[int, list] = {}
-    parts_of: dict[int, list] = {}
-    for out in outputs:  # task order = grid order
-        for point, kind, payload in out:
-            if kind == "rows":
-                rows_of[point] = payload
-            else:
-                parts_of.setdefault(point, []).extend(payload)
-    for point, parts in parts_of.items():
-        p = compiled[point]
-        rows_of[point] = summary_rows(_assemble(p.plan, seed, runs, p.engine, parts))
+        plans.append(compile_plan(sc, file=file, lines=lines))
+    engines = {choose_engine(p, engine) for p in plans}
+    used_engine = engines.pop() if len(engines) == 1 else "mixed"
+    if plans[0].workload is None:
+        n_pilot = min(runs, 64)
+        t0 = time.perf_counter()
+        simulate_plan(plans[0], n_pilot, seed, engine=engine)  # only to size the tasks
+        seconds_per_work = (time.perf_counter() - t0) / (_work(plans[0]) * n_pilot)
+    else:  # a workload is one long simulation per point: a task each
+        seconds_per_work = math.inf
+    tasks = _batch(plans, seed, runs, engine, workers, seconds_per_work)
+    if executor == "process" and workers > 1 and len(plans) < workers and len(block_spans(runs)) > 1:
+        # Few points of many runs: one point at a time, its blocks spread over the processes.
+        tasks = [_Task(seed, runs, engine, [(i, p)], inner_workers=workers) for i, p in enumerate(plans)]
+        rows_of = _execute(tasks, 1, "process", None, progress)
+    else:
+        rows_of = _execute(tasks, workers, executor, scheduler, progress)
 
     frames = []
     for i in range(len(points)):
@@ -636,4 +576,4 @@ def run_sweep(
     from .tradeoffs import mark_pareto
 
     table = mark_pareto(table)
-    return Sweep(compiled[0].plan.scenario, axes, points, table, seed, runs, compiled[0].engine)
+    return Sweep(plans[0].scenario, axes, points, table, seed, runs, used_engine)
