@@ -26,7 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from agentsim.sweeps import _batch, _work, parse_set, run_sweep  # noqa: E402
+from agentsim.sweeps import parse_set, run_sweep  # noqa: E402
 
 SCENARIO = ROOT / "scenarios" / "coding-agent.yaml"
 GRID = ["models.opus.speeds.fast.output_tps_x=1.5:3.4:0.1", "agent.steps[1].repeat.times=5:50:5"]
@@ -80,10 +80,7 @@ def main() -> None:
 
         on_dask()  # warm-up: the workers import agentsim once
         td, dask = timed(on_dask, args.repeat)
-        # the same batching as run_sweep: how many tasks went to the cluster
-        plans = [p.plan for p in _points(axes)]
-        per_work = t1 / sum(_work(p) * args.runs for p in plans)
-        n_tasks = len(_batch(plans, 0, args.runs, "auto", args.workers, per_work))
+        n_tasks = dask.tasks
         empty = []
         for _ in range(args.repeat):
             t = time.perf_counter()
@@ -91,32 +88,20 @@ def main() -> None:
             empty.append((time.perf_counter() - t) / 200)
         client.close()
         cluster.close()
-        print(f"  dask ({args.workers} workers)    {td:8.2f} s   vs process pool {td / tn:.2f}x; "
-              f"cluster start {start:.1f} s (not included)")
-        print(f"  dask overhead       {(td - tn) / n_tasks * 1000:8.1f} ms per task ({n_tasks} tasks); "
-              f"empty task round trip {statistics.median(empty) * 1000:.2f} ms")
+        print(
+            f"  dask ({args.workers} workers)    {td:8.2f} s   vs process pool {td / tn:.2f}x; "
+            f"cluster start {start:.1f} s (not included)"
+        )
+        print(
+            f"  dask overhead       {(td - tn) / n_tasks * 1000:8.1f} ms per task ({n_tasks} tasks); "
+            f"empty task round trip {statistics.median(empty) * 1000:.2f} ms"
+        )
         same = same and one.table.equals(dask.table)
     print(f"  tables identical    {'yes' if same else 'NO'}")
 
 
 def _noop(x):
     return x
-
-
-def _points(axes):
-    """The compiled plans of the grid (as run_sweep builds them)."""
-    from types import SimpleNamespace
-
-    from agentsim.loading import load_data
-    from agentsim.plan import compile_plan
-    from agentsim.sweeps import apply_values, grid
-
-    data, lines = load_data(SCENARIO)
-    out = []
-    for pt in grid(axes):
-        sc = apply_values(data, axes, pt, file=str(SCENARIO), lines=lines, source=SCENARIO)
-        out.append(SimpleNamespace(plan=compile_plan(sc)))
-    return out
 
 
 if __name__ == "__main__":

@@ -54,6 +54,7 @@ def test_sweep_json_is_only_json():
         (["--set", "models.flash.output_tps"], "PATH=VALUES"),
         (["--set", "models.flahs.output_tps=1,2"], "did you mean 'flash'"),
         (["--set", "models.flash.output_tps=0"], "above zero"),
+        (["--set", "models.flash.output_tps=100,0", "--workers", "2"], "output_tps=0)"),  # found in a worker
         (["--set", "models.flash.output_tps=1:5"], "start:stop:step"),
         (["--executor", "spark"], "choose process or dask"),
         ([], "nothing to sweep"),

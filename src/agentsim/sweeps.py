@@ -281,7 +281,10 @@ def apply_values(
     source: str | os.PathLike | None = None,
 ) -> Scenario:
     """The scenario at one grid point: ``data`` with the point's values put in place, validated again."""
-    lines = lines or {}
+    return _apply(data, axes, point, file, lines or {}, source)[0]
+
+
+def _apply(data, axes, point, file, lines, source) -> tuple[Scenario, Plan]:
     d = copy.deepcopy(data)
     for a in axes:
         if a.path and a.path[0] == "sweeps":
@@ -290,13 +293,13 @@ def apply_values(
     d.pop("sweeps", None)
     try:
         sc = parse(d, file=file, lines=lines, source=source)
-        compile_plan(sc, file=file, lines=lines)
+        plan = compile_plan(sc, file=file, lines=lines)
     except ScenarioError as exc:
         setting = ", ".join(f"{a.origin.split('=')[0]}={_show(point[a.text])}" for a in axes)
         raise ScenarioError(
             [ErrorItem(i.file, i.line, i.path, f"{i.message} (with {setting})", i.hint) for i in exc.items]
         ) from None
-    return sc
+    return sc, plan
 
 
 def _show(v: Any) -> str:
@@ -348,24 +351,45 @@ def summary_rows(res: Results) -> list[dict[str, Any]]:
 # --------------------------------------------------------------------------- the work
 
 
+@dataclass(frozen=True)
+class _Grid:
+    """What a worker needs to build any grid point: the file's data and the axes."""
+
+    data: dict
+    lines: dict
+    axes: list[SweepAxis]
+    file: str
+    source: str
+
+    def plan(self, point: dict[str, Any]) -> Plan:
+        return _apply(self.data, self.axes, point, self.file, self.lines, self.source)[1]
+
+
 @dataclass
 class _Task:
-    """Grid points simulated one after the other by one worker."""
+    """Grid points built and simulated one after the other by one worker."""
 
+    grid: _Grid
     seed: int
     runs: int
     engine: str
-    items: list[tuple[int, Plan]] = field(default_factory=list)
+    items: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
     cost: float = 0.0
     inner_workers: int = 1  # processes simulate_plan may use for the blocks of one point
 
 
-def _run_task(task: _Task) -> list[tuple[int, list[dict[str, Any]]]]:
-    """Simulate each point of a task; return its summary rows."""
-    return [
-        (i, summary_rows(simulate_plan(plan, task.runs, task.seed, engine=task.engine, workers=task.inner_workers)))
-        for i, plan in task.items
-    ]
+def _run_task(task: _Task) -> list[tuple[int, str, Any]]:
+    """Build and simulate each point of a task: ``(index, "rows", rows)`` or ``(index, "error", items)``."""
+    out: list[tuple[int, str, Any]] = []
+    for i, point in task.items:
+        try:
+            plan = task.grid.plan(point)
+        except ScenarioError as exc:
+            out.append((i, "error", exc.items))
+            continue
+        res = simulate_plan(plan, task.runs, task.seed, engine=task.engine, workers=task.inner_workers)
+        out.append((i, "rows", summary_rows(res)))
+    return out
 
 
 def default_workers() -> int:
@@ -376,33 +400,16 @@ def default_workers() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def _work(plan: Plan) -> float:
-    """Relative cost of one run of a plan: expected call instances x variants (for batching only)."""
-    per_run = 0.0
-    for node in plan.calls:
-        mult = 1.0
-        for m in node.scope:
-            count = getattr(plan.nodes[m], "times", None) or getattr(plan.nodes[m], "n", None)
-            mult *= count.mean if count is not None else (getattr(plan.nodes[m], "max", None) or 10)
-        per_run += mult
-    return max(per_run, 1.0) * len(plan.variants)
-
-
-def _batch(plans: list[Plan], seed: int, runs: int, engine: str, workers: int, seconds_per_work: float) -> list[_Task]:
-    """Whole grid points in tasks of at least TASK_SECONDS, and several tasks per worker for balance."""
-    cost = [_work(p) * runs * seconds_per_work for p in plans]
-    target = max(TASK_SECONDS, min(2.0, sum(cost) / max(1, workers * 8)))
-    tasks: list[_Task] = []
-    cur = _Task(seed, runs, engine)
-    for i, plan in enumerate(plans):
-        cur.items.append((i, plan))
-        cur.cost += cost[i]
-        if cur.cost >= target:
-            tasks.append(cur)
-            cur = _Task(seed, runs, engine)
-    if cur.items:
-        tasks.append(cur)
-    return tasks
+def _batch(
+    grid_: _Grid, points: list[dict], seed: int, runs: int, engine: str, workers: int, point_seconds: float
+) -> list[_Task]:
+    """Grid points in tasks of at least TASK_SECONDS, and several tasks per worker for balance."""
+    target = max(TASK_SECONDS, min(2.0, point_seconds * len(points) / max(1, workers * 8)))
+    per_task = max(1, math.ceil(target / max(point_seconds, 1e-9)))
+    return [
+        _Task(grid_, seed, runs, engine, [(i, points[i]) for i in range(k, min(k + per_task, len(points)))])
+        for k in range(0, len(points), per_task)
+    ]
 
 
 def _execute(
@@ -412,13 +419,13 @@ def _execute(
     scheduler: str | None,
     progress: Callable[[int, int], None] | None,
 ) -> dict[int, list]:
-    """Run the tasks anywhere, in any order; return the rows of every point by its index."""
+    """Run the tasks anywhere, in any order; return ``(kind, payload)`` of every point by its index."""
     total = sum(len(t.items) for t in tasks)
-    rows: dict[int, list] = {}
+    rows: dict[int, Any] = {}
 
     def collect(out) -> None:
-        for i, r in out:
-            rows[i] = r
+        for i, kind, payload in out:
+            rows[i] = (kind, payload)
         if progress is not None:
             progress(len(rows), total)
 
@@ -475,6 +482,7 @@ class Sweep:
     seed: int
     runs: int
     engine: str
+    tasks: int = 0  # how many tasks the work was cut into (depends on timing, never on the results)
 
     @property
     def variants(self) -> list[str]:
@@ -542,26 +550,27 @@ def run_sweep(
     if workers < 1:
         raise ValueError("workers must be at least 1")
 
-    plans = []
-    for pt in points:
-        sc = apply_values(data, axes, pt, file=file, lines=lines, source=path)
-        plans.append(compile_plan(sc, file=file, lines=lines))
-    engines = {choose_engine(p, engine) for p in plans}
-    used_engine = engines.pop() if len(engines) == 1 else "mixed"
-    if plans[0].workload is None:
+    grid_ = _Grid(data, lines, list(axes), file, str(path))
+    first = grid_.plan(points[0])  # the first point is checked here, the others where they run
+    used_engine = choose_engine(first, engine)
+    if first.workload is None:
         n_pilot = min(runs, 64)
         t0 = time.perf_counter()
-        simulate_plan(plans[0], n_pilot, seed, engine=engine)  # only to size the tasks
-        seconds_per_work = (time.perf_counter() - t0) / (_work(plans[0]) * n_pilot)
+        simulate_plan(first, n_pilot, seed, engine=engine)  # only to size the tasks
+        point_seconds = (time.perf_counter() - t0) / n_pilot * runs
     else:  # a workload is one long simulation per point: a task each
-        seconds_per_work = math.inf
-    tasks = _batch(plans, seed, runs, engine, workers, seconds_per_work)
-    if executor == "process" and workers > 1 and len(plans) < workers and len(block_spans(runs)) > 1:
+        point_seconds = math.inf
+    if executor == "process" and workers > 1 and len(points) < workers and len(block_spans(runs)) > 1:
         # Few points of many runs: one point at a time, its blocks spread over the processes.
-        tasks = [_Task(seed, runs, engine, [(i, p)], inner_workers=workers) for i, p in enumerate(plans)]
-        rows_of = _execute(tasks, 1, "process", None, progress)
+        tasks = [_Task(grid_, seed, runs, engine, [(i, p)], inner_workers=workers) for i, p in enumerate(points)]
+        done = _execute(tasks, 1, "process", None, progress)
     else:
-        rows_of = _execute(tasks, workers, executor, scheduler, progress)
+        tasks = _batch(grid_, points, seed, runs, engine, workers, point_seconds)
+        done = _execute(tasks, workers, executor, scheduler, progress)
+    failed = sorted(i for i, (kind, _) in done.items() if kind == "error")
+    if failed:
+        raise ScenarioError(done[failed[0]][1])
+    rows_of = {i: payload for i, (_, payload) in done.items()}
 
     frames = []
     for i in range(len(points)):
@@ -576,4 +585,4 @@ def run_sweep(
     from .tradeoffs import mark_pareto
 
     table = mark_pareto(table)
-    return Sweep(plans[0].scenario, axes, points, table, seed, runs, used_engine)
+    return Sweep(first.scenario, axes, points, table, seed, runs, used_engine, len(tasks))
