@@ -170,3 +170,18 @@ def test_bad_requests():
         optimize(sc, budget_usd_per_run=1, max_time_s=3)
     with pytest.raises(ValueError, match="metric"):
         optimize(sc, budget_usd_per_run=1, metric="p99")
+
+
+def test_parallel_evaluation_gives_the_same_answer():
+    # six units of two options: 64 candidates, two chunks, evaluated by two processes
+    steps = [{"call": {"name": f"s{i}", "input": 1000 * i, "output": 300 + 50 * i}} for i in range(6)]
+    doc = small_doc()
+    doc["agent"]["steps"] = steps
+    doc["runs"] = 100
+    sc = make(doc)
+    one = optimize(sc, budget_usd_per_run=0.1, method="exhaustive")
+    two = optimize(sc, budget_usd_per_run=0.1, method="exhaustive", workers=2)
+    assert one.evaluated == two.evaluated == 64
+    assert one.choices == two.choices and one.chosen == two.chosen
+    assert set(one.choices.values()) == {"fast", "standard"}  # a mixed answer, not a corner
+    assert one.frontier.equals(two.frontier)

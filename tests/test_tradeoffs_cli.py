@@ -9,6 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from agentsim.cli import app
+from agentsim.sweeps import parse_set, run_sweep
 from conftest import SCENARIOS
 
 runner = CliRunner()
@@ -46,6 +47,11 @@ def test_sweep_json_is_only_json():
     doc = json.loads(r.stdout)
     assert doc["axes"] == [{"set": "models.flash.output_tps", "values": [100, 300], "label": None}]
     assert len(doc["rows"]) == 4 and {"pareto_mean", "pareto_p95", "wall_p95_s"} <= set(doc["rows"][0])
+    # full precision: the very numbers of the sweep table
+    table = run_sweep(CHAT, [parse_set("models.flash.output_tps=100,300")], runs=30, workers=1).table
+    assert [r["wall_mean_s"] for r in doc["rows"]] == table["wall_mean_s"].tolist()
+    assert [r["cost_ci95_hi_usd"] for r in doc["rows"]] == table["cost_ci95_hi_usd"].tolist()
+    assert doc["rows"][0]["usd_per_hour_saved"] is None and doc["rows"][0]["pays_off"] is None  # baseline
 
 
 @pytest.mark.parametrize(

@@ -564,9 +564,18 @@ def _verdict(vt, be, env, vot) -> str:
 
 def sweep_document(sw) -> dict:
     """A sweep as JSON-ready data: what was swept, with which seed and runs, and the table's rows."""
-    import json
+    import pandas as pd
 
-    rows = json.loads(sw.table.to_json(orient="records", double_precision=15))
+    def plain(v):
+        if v is None or v is pd.NA:
+            return None
+        if isinstance(v, np.generic):
+            v = v.item()
+        if isinstance(v, float) and not np.isfinite(v):
+            return None
+        return v
+
+    rows = [{k: plain(v) for k, v in r.items()} for r in sw.table.to_dict(orient="records")]
     return {
         "scenario": sw.scenario.name,
         "seed": sw.seed,
