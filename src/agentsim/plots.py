@@ -98,11 +98,15 @@ _OFFSETS = [(7, 7, "left", "bottom"), (7, -7, "left", "top"), (-7, 7, "right", "
             (-12, 0, "right", "center"), (14, 16, "left", "bottom"), (-14, -16, "right", "top")]  # fmt: skip
 
 
-def _place_labels(fig: Figure, ax, xs, ys, texts, colors=None) -> list:
-    """Annotate points without overlapping each other or the points; labels that do not fit are left out."""
+def _place_labels(fig: Figure, ax, xs, ys, texts, colors=None, avoid=None) -> list:
+    """Annotate points without overlapping each other or the points (and the ``avoid`` points, an
+    (n, 2) array in data units); labels that do not fit are left out."""
     fig.draw_without_rendering()
     renderer = fig.canvas.get_renderer()
-    pts = ax.transData.transform(np.column_stack([xs, ys])) if len(xs) else np.zeros((0, 2))
+    pts = np.column_stack([xs, ys]) if len(xs) else np.zeros((0, 2))
+    if avoid is not None and len(avoid):
+        pts = np.vstack([pts, np.asarray(avoid, dtype=float)])
+    pts = ax.transData.transform(pts) if len(pts) else pts
     r = 5.0 * fig.dpi / 72  # marker radius, pixels
     taken = [(p[0] - r, p[1] - r, p[0] + r, p[1] + r) for p in pts]
     axbox = ax.get_window_extent(renderer)
@@ -225,12 +229,26 @@ def frontier_figure(table: pd.DataFrame, time: str = "mean", title: str = "") ->
     ax.margins(0.08)
     swept = [c for c in table.columns if c not in _NOT_SWEPT and not c.startswith("pareto_")]
     idx = np.flatnonzero(front)
-    if len(idx) <= 8:
+    first: dict[tuple, list] = {}  # identical frontier points (a parameter that does not matter): one label
+    for i in idx:
+        first.setdefault((x[i], y[i]), []).append(i)
+    if len(first) <= 8:
+        lead = [g[0] for g in first.values()]
         texts = [
-            f"{table['variant'].iloc[i]}" + "".join(f", {_short(c)}={_fmt(table[c].iloc[i])}" for c in swept)
-            for i in idx
+            f"{table['variant'].iloc[i]}"
+            + "".join(f", {_short(c)}={_fmt(table[c].iloc[i])}" for c in swept)
+            + (f" (+{len(g) - 1} identical)" if len(g) > 1 else "")
+            for i, g in zip(lead, first.values(), strict=True)
         ]
-        _place_labels(fig, ax, x[idx], y[idx], texts, [colors[table["variant"].iloc[i]] for i in idx])
+        _place_labels(
+            fig,
+            ax,
+            x[lead],
+            y[lead],
+            texts,
+            [colors[table["variant"].iloc[i]] for i in lead],
+            avoid=np.column_stack([x[~front], y[~front]]),
+        )
     handles = [Line2D([], [], marker="o", ls="", color=colors[v], label=str(v)) for v in variants]
     handles += [
         Line2D([], [], marker="o", ls="", color=DOMINATED, label="dominated"),
