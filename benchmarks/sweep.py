@@ -12,7 +12,10 @@ in one process:
 * seconds on a local Dask cluster of ``--workers`` processes (started once, then
   warmed up, so its start-up is reported separately), the Dask overhead per task
   ((Dask - process pool) / tasks), and the round trip of an empty Dask task;
-* whether the three tables are identical (they must be).
+* whether the three tables are identical (they must be);
+* a control: the speed-up of a pure-Python loop on the same number of processes, i.e.
+  what the machine gives right now (on a shared machine other jobs take cores too;
+  compare the sweep's speed-up with this, not only with the goal).
 """
 
 from __future__ import annotations
@@ -98,6 +101,26 @@ def main() -> None:
         )
         same = same and one.table.equals(dask.table)
     print(f"  tables identical    {'yes' if same else 'NO'}")
+    c1, _ = timed(lambda: [_burn(n) for n in [2_000_000] * 16], args.repeat)
+    cn, _ = timed(lambda: _burn_pool(args.workers), args.repeat)
+    print(
+        f"  control: a pure-Python loop on {args.workers} processes runs {c1 / cn:.2f}x faster than on 1 "
+        f"(the machine's speed-up right now)"
+    )
+
+
+def _burn(n: int) -> int:
+    s = 0
+    for i in range(n):
+        s += i * i
+    return s
+
+
+def _burn_pool(workers: int) -> None:
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(workers) as pool:
+        list(pool.map(_burn, [2_000_000] * 16))
 
 
 def _noop(x):
