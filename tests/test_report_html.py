@@ -87,6 +87,7 @@ def test_report_opens_in_headless_chromium(tmp_path):
     html_text = build_report(src, runs=60, workers=1)
     assert "No volume given" in html_text and "runs_per_month" in html_text  # how to add one
     assert "<h2>Sweep</h2>" in html_text
+    assert "Opus 4.6 fast mode" in html_text  # the comments (sources) of the file it extends are shown too
     page_file = write_report(html_text, tmp_path / "report.html")
 
     errors: list[str] = []

@@ -221,19 +221,22 @@ def _esc(x) -> str:
 
 
 def _s(x) -> str:
+    """Seconds, in the unit that reads best, with a real minus sign."""
     if x is None or (isinstance(x, float) and not np.isfinite(x)):
         return "–"
-    ax = abs(x)
+    sign, ax = ("−" if x < 0 else ""), abs(x)
     if ax >= 3600:
-        return f"{x / 3600:,.2f} h"
+        return f"{sign}{ax / 3600:,.2f} h"
     if ax >= 120:
-        return f"{x / 60:,.1f} min"
-    return f"{x:,.1f} s" if ax >= 10 else f"{x:,.2f} s"
+        return f"{sign}{ax / 60:,.1f} min"
+    return f"{sign}{ax:,.1f} s" if ax >= 10 else f"{sign}{ax:,.2f} s"
 
 
 def _usd(x) -> str:
     if x is None or (isinstance(x, float) and not np.isfinite(x)):
         return "–"
+    if x == 0:
+        return "$0"
     ax = abs(x)
     sign = "−" if x < 0 else ""
     if ax >= 100:
@@ -510,15 +513,20 @@ def _page(path, sc, res, vt, be, env, sizing, share, figs, sweep_part) -> str:
     out.append(sweep_part)
 
     out.append("<h2>The scenario</h2>")
-    text = _source_text(path)
-    notes = [ln.strip().lstrip("#").strip() for ln in text.splitlines() if ln.strip().startswith("#")]
+    files = _source_files(path)
+    notes = [
+        ln.strip().lstrip("#").strip() for _, text in files for ln in text.splitlines() if ln.strip().startswith("#")
+    ]
     if notes:
         out.append(
             "<p>Assumptions and sources, as the scenario file states them:</p><ul>"
             + "".join(f"<li>{_esc(n)}</li>" for n in notes if n)
             + "</ul>"
         )
-    out.append(f"<pre>{_esc(text)}</pre>")
+    for i, (f, text) in enumerate(files):
+        if len(files) > 1:
+            out.append(f"<p><code>{_esc(f)}</code>{' (extended by the file above)' if i else ''}:</p>")
+        out.append(f"<pre>{_esc(text)}</pre>")
     resolved = yaml.safe_dump(resolved_scenario(res), sort_keys=False, allow_unicode=True)
     out.append(
         f"<details><summary>The scenario as run (every default filled in)</summary><pre>{_esc(resolved)}</pre>"
@@ -532,11 +540,24 @@ def _page(path, sc, res, vt, be, env, sizing, share, figs, sweep_part) -> str:
     return "".join(out)
 
 
-def _source_text(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8")
-    except OSError:  # pragma: no cover - it was just loaded
-        return ""
+def _source_files(path: Path) -> list[tuple[Path, str]]:
+    """The scenario file and the files it extends (``extends:``), each with its text and comments."""
+    out: list[tuple[Path, str]] = []
+    seen: set[Path] = set()
+    while path is not None and path.resolve() not in seen:
+        seen.add(path.resolve())
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError:  # pragma: no cover - it was just loaded
+            break
+        out.append((path, text))
+        try:
+            data = yaml.safe_load(text) if path.suffix.lower() != ".toml" else None
+        except yaml.YAMLError:  # pragma: no cover - it was just loaded
+            data = None
+        base = data.get("extends") if isinstance(data, dict) else None
+        path = (path.parent / base) if isinstance(base, str) else None
+    return out
 
 
 def _verdict(vt, be, env, vot) -> str:

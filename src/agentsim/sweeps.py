@@ -374,7 +374,6 @@ class _Task:
     runs: int
     engine: str
     items: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
-    cost: float = 0.0
     inner_workers: int = 1  # processes simulate_plan may use for the blocks of one point
 
 
@@ -418,10 +417,10 @@ def _execute(
     executor: str,
     scheduler: str | None,
     progress: Callable[[int, int], None] | None,
-) -> dict[int, list]:
+) -> dict[int, tuple[str, Any]]:
     """Run the tasks anywhere, in any order; return ``(kind, payload)`` of every point by its index."""
     total = sum(len(t.items) for t in tasks)
-    rows: dict[int, Any] = {}
+    rows: dict[int, tuple[str, Any]] = {}
 
     def collect(out) -> None:
         for i, kind, payload in out:
