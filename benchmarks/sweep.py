@@ -8,7 +8,8 @@ in steps of 0.1 (20 values) and the act/observe loop run 5, 10, ..., 50 times
 in one process:
 
 * seconds for the sweep on 1 process and on ``--workers`` processes, and the
-  speed-up (the goal on 2 cores is >= 1.8x);
+  speed-up (the goal on 2 cores is >= 1.8x); the CPU seconds the parent spends
+  itself (the serial part) and the speed-up that leaves possible on idle cores;
 * seconds on a local Dask cluster of ``--workers`` processes (started once, then
   warmed up, so its start-up is reported separately), the Dask overhead per task
   ((Dask - process pool) / tasks), and the round trip of an empty Dask task;
@@ -57,8 +58,18 @@ def main() -> None:
 
     t1, one = timed(lambda: run_sweep(SCENARIO, axes, runs=args.runs, workers=1), args.repeat)
     print(f"  1 process           {t1:8.2f} s   ({t1 / n_points * 1000:.1f} ms per point)")
+    c0 = time.process_time()
     tn, many = timed(lambda: run_sweep(SCENARIO, axes, runs=args.runs, workers=args.workers), args.repeat)
+    serial = (time.process_time() - c0) / args.repeat  # CPU the parent itself spends (not the workers)
+    c0 = time.process_time()
+    run_sweep(SCENARIO, axes, runs=args.runs, workers=1)
+    cpu1 = time.process_time() - c0  # all the CPU work, done in one process
     print(f"  {args.workers} processes         {tn:8.2f} s   speed-up {t1 / tn:.2f}x (goal >= 1.8x on 2 cores)")
+    bound = cpu1 / (serial + (cpu1 - serial) / args.workers)
+    print(
+        f"  serial part         {serial:8.2f} s CPU in the parent of {cpu1:.2f} s in all: at most "
+        f"{bound:.2f}x on {args.workers} idle cores (Amdahl)"
+    )
     same = one.table.equals(many.table)
 
     if not args.no_dask:
