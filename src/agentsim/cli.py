@@ -249,6 +249,7 @@ def main() -> None:  # console-script entry point
 
 if __name__ == "__main__":  # pragma: no cover
     main()
+
 from . import (  # noqa: E402
     cli_measure,  # noqa: F401
     cli_prices,  # noqa: F401

@@ -12,10 +12,11 @@ Every option (a variant, or a variant at one grid point of a sweep) is a point
   mean wall time (s) and mean cost (USD) of a variant against the baseline, the
   variant costs ``Δc / (-Δt / 3600)`` USD per hour of waiting saved. Valuing an hour of
   waiting at ``V`` USD, a run's *total cost* is ``API cost + V × wall time / 3600``;
-  the variant beats the baseline when ``Δc + V × Δt / 3600 < 0``, i.e. (for a faster
-  variant) when ``V`` is above the *break-even value of time* ``V* = -3600 Δc / Δt``,
-  which is the same number as the USD per hour saved. A slower variant pays off
-  below ``V*`` (it is the cheaper choice when time is worth little).
+  the variant pays off when ``Δc + V × Δt / 3600 <= 0``, i.e. (for a faster variant)
+  when ``V`` is at or above the *break-even value of time* ``V* = -3600 Δc / Δt``,
+  which is the same number as the USD per hour saved. A slower variant pays off at
+  or below ``V*`` (it is the cheaper choice when time is worth little). This is the
+  rule of ``summary.json``'s ``pays_off``.
 * **Which option is cheapest overall at my value of time?** Each option's total cost
   is a line in ``V``; the lower envelope of the lines says which option is cheapest
   for each range of ``V`` (:func:`cheapest_intervals`).
@@ -168,10 +169,19 @@ def break_even(table: pd.DataFrame, baseline: str | None = None, value_of_time: 
             "pays_off_when": when,
         }
         if value_of_time is not None:
-            row["pays_off"] = bool(dc + value_of_time * dt / 3600.0 < 0) if name != baseline else None
+            row["pays_off"] = _pays_off(dt, dc, value_of_time) if name != baseline else None
             row["total_usd_per_run"] = float(r["cost_mean_usd"]) + value_of_time * float(r["wall_mean_s"]) / 3600.0
         rows.append(row)
     return pd.DataFrame(rows).set_index("variant")
+
+
+def _pays_off(dt: float, dc: float, vot: float) -> bool:
+    """The rule of ``summary.json`` (:func:`agentsim.results.compare`): total cost not above the baseline's
+    (ties pay off), except a variant identical in time and cost, which has nothing to gain."""
+    if dt == 0 and dc == 0:
+        return False
+    time_value = vot * dt / 3600.0
+    return bool(dc + time_value <= 1e-9 * max(abs(dc), abs(time_value)))
 
 
 def cheapest_intervals(table: pd.DataFrame) -> pd.DataFrame:
