@@ -81,21 +81,24 @@ def test_apply_values_changes_only_the_target():
 
 
 @pytest.mark.parametrize(
-    ("option", "line", "words"),
+    ("option", "where", "words"),
     [
-        ("models.opus.speeds.fsat.output_tps_x=2", 25, "did you mean 'fast'"),
-        ("agent.steps[7].call.output=5", 36, "there are 3 items here"),
-        ("models.opus.output_tps=0", 24, "above zero"),
-        ("models.opus.output_tsp=50", 20, "did you mean 'output_tps'"),
+        # where: the place whose line the message must give
+        ("models.opus.speeds.fsat.output_tps_x=2", ("models", "opus", "speeds"), "did you mean 'fast'"),
+        ("agent.steps[7].call.output=5", ("agent", "steps"), "there are 3 items here"),
+        ("models.opus.output_tps=0", ("models", "opus", "output_tps"), "above zero"),
+        ("models.opus.output_tsp=50", ("models", "opus"), "did you mean 'output_tps'"),
     ],
 )
-def test_errors_name_the_set_option_file_line_and_path(option, line, words):
+def test_errors_name_the_set_option_file_line_and_path(option, where, words):
     data, lines = load_data(CODING)
     axis = parse_set(option)
     with pytest.raises(ScenarioError) as exc:
         apply_values(data, [axis], {axis.text: axis.values[0]}, file=str(CODING), lines=lines, source=CODING)
     (item,) = exc.value.items
     text = str(item)
+    line = lines[where]
+    assert CODING.read_text().splitlines()[line - 1].strip().startswith(str(where[-1]))  # the line is that key's
     assert text.startswith(f"{CODING}:{line}:"), text
     assert "--set " + option.split("=")[0] in text
     assert words in text

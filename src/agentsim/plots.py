@@ -349,9 +349,19 @@ def sweep_figure(table: pd.DataFrame, column: str, label: str | None = None, tit
 # --------------------------------------------------------------------------- distributions and breakdowns
 
 
+def _summarised(runs: pd.DataFrame) -> pd.DataFrame:
+    from .timeline import summarised
+
+    return summarised(runs)
+
+
 def cdf_figure(runs: pd.DataFrame, title: str = "") -> Figure:
-    """Empirical CDF of the wall time of a run, one line per variant, with the p95 level dotted."""
+    """Empirical CDF of the wall time of a run, one line per variant, with the p95 level dotted.
+
+    Like the summaries, it shows completed runs (and, in a workload, those counted).
+    """
     variants = list(dict.fromkeys(runs["variant"]))
+    runs = _summarised(runs)
     colors = variant_colors(variants)
     fig = _figure((8, 4.4))
     ax = fig.subplots()
@@ -372,8 +382,12 @@ def cdf_figure(runs: pd.DataFrame, title: str = "") -> Figure:
 
 
 def breakdown_figure(runs: pd.DataFrame, title: str = "") -> Figure:
-    """Mean critical-path time per run split into queue / TTFT / decode / tool / wait, a bar per variant."""
+    """Mean critical-path time per run split into queue / TTFT / decode / tool / wait, a bar per variant.
+
+    Like the summaries, it averages completed runs (and, in a workload, those counted).
+    """
     variants = list(dict.fromkeys(runs["variant"]))
+    runs = _summarised(runs)
     colors = variant_colors(variants)
     means = runs.groupby("variant", sort=False)[[f"{k}_s" for k in SEGMENT_COLORS]].mean().loc[variants]
     used = [k for k in SEGMENT_COLORS if (means[f"{k}_s"] > 0).any()]

@@ -30,9 +30,28 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["SEGMENTS", "activities", "branch_context", "critical_path", "critical_share", "run_timeline"]
+__all__ = [
+    "SEGMENTS",
+    "activities",
+    "branch_context",
+    "critical_path",
+    "critical_share",
+    "run_timeline",
+    "summarised",
+]
 
 SEGMENTS = ("queue", "ttft", "decode", "tool", "wait")  # the critical-path breakdown categories
+
+
+def summarised(runs: pd.DataFrame) -> pd.DataFrame:
+    """The runs that summaries describe: completed ones (and, in a workload, those counted in its window),
+    as ``Results.summary_dict`` selects them."""
+    keep = np.ones(len(runs), dtype=bool)
+    if "status" in runs:
+        keep &= (runs["status"] == 0).to_numpy()
+    if "counted" in runs:
+        keep &= runs["counted"].to_numpy(dtype=bool)
+    return runs if keep.all() else runs[keep]
 
 
 def activities(calls: pd.DataFrame, spans: pd.DataFrame) -> pd.DataFrame:
@@ -204,13 +223,17 @@ def _children(node) -> list:
 def run_timeline(calls: pd.DataFrame, spans: pd.DataFrame, run: int = 0, plan=None) -> pd.DataFrame:
     """The activities of one run in every variant, with ``lane`` and ``critical`` columns.
 
-    With the ``plan`` (``Results.plan``), each parallel branch keeps a lane of its own.
+    Times are from the run's start. With the ``plan`` (``Results.plan``), each parallel
+    branch keeps a lane of its own.
     """
     acts = activities(calls[calls["run"] == run], spans[spans["run"] == run])
     ctx_of = branch_context(plan) if plan is not None else None
     frames = []
     for _, df in acts.groupby("variant", sort=False):
         df = df.reset_index(drop=True)
+        t0 = float(df["start"].min())  # the run's start (runs of a workload start later than 0)
+        for c in ("start", "t_start", "t_first", "end"):
+            df[c] = df[c] - t0
         order = df.sort_values(["node", "instance"], kind="stable").index.to_numpy()
         crit = critical_path(
             df["start"].to_numpy()[order], df["end"].to_numpy()[order], (df["status"] == "ok").to_numpy()[order]
@@ -233,12 +256,15 @@ def critical_share(
     Columns: ``variant, step, kind, busy_s`` (mean seconds per run the step's activities
     took), ``critical_s`` (mean seconds per run it was on the critical path), ``share``
     (``critical_s`` / mean wall time) and ``on_path`` (fraction of runs in which it was
-    on the critical path at least once). The first ``max_runs`` runs are used.
+    on the critical path at least once). The runs summaries describe (:func:`summarised`)
+    among the first ``max_runs`` are used.
     """
+    runs = summarised(runs)
     if max_runs is not None:
-        calls = calls[calls["run"] < max_runs]
-        spans = spans[spans["run"] < max_runs]
         runs = runs[runs["run"] < max_runs]
+    keys = pd.MultiIndex.from_frame(runs[["variant", "run"]].astype({"variant": object}))
+    calls = calls[pd.MultiIndex.from_frame(calls[["variant", "run"]].astype({"variant": object})).isin(keys)]
+    spans = spans[pd.MultiIndex.from_frame(spans[["variant", "run"]].astype({"variant": object})).isin(keys)]
     acts = activities(calls, spans)
     acts["_v"] = pd.Categorical(acts["variant"], categories=list(dict.fromkeys(acts["variant"])))
     acts = acts.sort_values(["_v", "run", "node", "instance"], kind="stable", ignore_index=True).drop(columns="_v")

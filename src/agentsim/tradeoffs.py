@@ -114,16 +114,23 @@ def paired_deltas(runs: pd.DataFrame, baseline: str | None = None) -> pd.DataFra
     Variants share their random numbers (common random numbers), so run *r* of two
     variants differ only by the variant: the per-run differences have a much smaller
     spread than either variant, and their Student-t interval is the honest CI of Δ.
+    Runs that did not complete in both variants are left out (their mean difference is
+    then not exactly the difference of the summaries' means). In a workload, run *r* of
+    two variants is not the same draw, so this pairing means little there.
     """
+    from .timeline import summarised
+
     names = list(dict.fromkeys(runs["variant"]))
     baseline = baseline or names[0]
+    runs = summarised(runs)
     base = runs[runs["variant"] == baseline].set_index("run").sort_index()
     rows = []
     for name in names:
         df = runs[runs["variant"] == name].set_index("run").sort_index()
+        both = df.index.intersection(base.index)  # runs completed in both variants
         row: dict[str, Any] = {"variant": name}
         for col, key in (("wall_time_s", "delta_time_s"), ("cost_usd", "delta_cost_usd")):
-            d = (df[col] - base[col]).to_numpy()
+            d = (df.loc[both, col] - base.loc[both, col]).to_numpy()
             mean = float(d.mean())
             half = float(stats.t.ppf(0.975, d.size - 1) * d.std(ddof=1) / math.sqrt(d.size)) if d.size > 1 else 0.0
             row[key] = mean
