@@ -9,7 +9,9 @@ in one process:
 
 * seconds for the sweep on 1 process and on ``--workers`` processes, and the
   speed-up (the goal on 2 cores is >= 1.8x); the CPU seconds the parent spends
-  itself (the serial part) and the speed-up that leaves possible on idle cores;
+  itself (the serial part) and the speed-up that leaves possible on idle cores; the
+  CPU seconds of the parent and workers together against one process (the overhead
+  of going parallel, whatever else runs on the machine);
 * seconds on a local Dask cluster of ``--workers`` processes (started once, then
   warmed up, so its start-up is reported separately), the Dask overhead per task
   ((Dask - process pool) / tasks), and the round trip of an empty Dask task;
@@ -58,9 +60,10 @@ def main() -> None:
 
     t1, one = timed(lambda: run_sweep(SCENARIO, axes, runs=args.runs, workers=1), args.repeat)
     print(f"  1 process           {t1:8.2f} s   ({t1 / n_points * 1000:.1f} ms per point)")
-    c0 = time.process_time()
+    c0, k0 = time.process_time(), _children_cpu()
     tn, many = timed(lambda: run_sweep(SCENARIO, axes, runs=args.runs, workers=args.workers), args.repeat)
     serial = (time.process_time() - c0) / args.repeat  # CPU the parent itself spends (not the workers)
+    in_workers = (_children_cpu() - k0) / args.repeat  # CPU of the worker processes (ended with each pool)
     c0 = time.process_time()
     run_sweep(SCENARIO, axes, runs=args.runs, workers=1)
     cpu1 = time.process_time() - c0  # all the CPU work, done in one process
@@ -69,6 +72,10 @@ def main() -> None:
     print(
         f"  serial part         {serial:8.2f} s CPU in the parent of {cpu1:.2f} s in all: at most "
         f"{bound:.2f}x on {args.workers} idle cores (Amdahl)"
+    )
+    print(
+        f"  CPU with {args.workers} processes {serial + in_workers:8.2f} s (parent {serial:.2f} + workers "
+        f"{in_workers:.2f}) vs {cpu1:.2f} s on 1: {(serial + in_workers) / cpu1:.2f}x the work"
     )
     same = one.table.equals(many.table)
 
@@ -118,6 +125,13 @@ def main() -> None:
         f"  control: a pure-Python loop on {args.workers} processes runs {c1 / cn:.2f}x faster than on 1 "
         f"(the machine's speed-up right now)"
     )
+
+
+def _children_cpu() -> float:
+    import resource
+
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
 
 
 def _burn(n: int) -> int:

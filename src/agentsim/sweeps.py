@@ -571,12 +571,9 @@ def run_sweep(
         raise ScenarioError(done[failed[0]][1])
     rows_of = {i: payload for i, (_, payload) in done.items()}
 
-    frames = []
-    for i in range(len(points)):
-        df = pd.DataFrame(rows_of[i])
-        df.insert(0, "point", np.int64(i))
-        frames.append(df)
-    table = pd.concat(frames, ignore_index=True)
+    index = [i for i in range(len(points)) for _ in rows_of[i]]
+    table = pd.DataFrame([r for i in range(len(points)) for r in rows_of[i]])
+    table.insert(0, "point", np.array(index, dtype=np.int64))
     for j, a in enumerate(axes):
         col = _axis_column([points[int(i)][a.text] for i in table["point"]])
         table.insert(1 + j, a.text, col.to_numpy())
