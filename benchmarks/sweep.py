@@ -11,7 +11,8 @@ in one process:
   speed-up (the goal on 2 cores is >= 1.8x); the CPU seconds the parent spends
   itself (the serial part) and the speed-up that leaves possible on idle cores; the
   CPU seconds of the parent and workers together against one process (the overhead
-  of going parallel, whatever else runs on the machine);
+  of going parallel, whatever else runs on the machine; pyarrow's string operations
+  may use threads, so CPU seconds can exceed wall seconds);
 * seconds on a local Dask cluster of ``--workers`` processes (started once, then
   warmed up, so its start-up is reported separately), the Dask overhead per task
   ((Dask - process pool) / tasks), and the round trip of an empty Dask task;
@@ -75,7 +76,7 @@ def main() -> None:
     )
     print(
         f"  CPU with {args.workers} processes {serial + in_workers:8.2f} s (parent {serial:.2f} + workers "
-        f"{in_workers:.2f}) vs {cpu1:.2f} s on 1: {(serial + in_workers) / cpu1:.2f}x the work"
+        f"{in_workers:.2f}) vs {cpu1:.2f} s on 1 (CPU of all threads: pyarrow may use more than one)"
     )
     same = one.table.equals(many.table)
 
