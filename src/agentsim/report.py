@@ -144,7 +144,7 @@ def build_report(
     from . import plots
     from .loading import load
     from .simulation import simulate
-    from .timeline import critical_share, run_timeline
+    from .timeline import critical_share, run_timeline, summarised
     from .tradeoffs import break_even, cheapest_intervals, spend_sizing, variant_table
     from .tradeoffs import runs_per_month as _rpm
 
@@ -168,6 +168,9 @@ def build_report(
     sizing = spend_sizing(vt, per_month, value_of_time=vot) if per_month else None
     step("critical paths")
     share = critical_share(res.calls, res.spans, res.runs)
+    done = summarised(res.runs)
+    common = set.intersection(*[set(done.loc[done["variant"] == v, "run"]) for v in res.variants])
+    sample = int(min(common)) if common else 0
     figures: list[tuple[str, str, Callable]] = [
         (
             "Cost against wall time",
@@ -189,9 +192,10 @@ def build_report(
         ),
         (
             "One sampled run",
-            "Run 0 of every variant (the same random numbers). Each parallel branch has a lane; the "
-            "activities outlined are on the critical path, the faint ones are not (speeding them up gains nothing).",
-            lambda: plots.timeline_figure(run_timeline(res.calls, res.spans, 0, res.plan), name),
+            f"Run {sample} of every variant (the first that completed in all of them). Each parallel branch has a "
+            "lane; the activities outlined are on the critical path, the faint ones are not (speeding them up "
+            "gains nothing).",
+            lambda: plots.timeline_figure(run_timeline(res.calls, res.spans, sample, res.plan), name),
         ),
         (
             "Total cost against the value of time",

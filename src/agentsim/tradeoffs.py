@@ -271,6 +271,7 @@ def spend_sizing(
         row.update(
             {
                 "wait_hours_per_month": hours,
+                "mean_wait_s": float(r["wall_mean_s"]),
                 "p95_wait_s": float(r["wall_p95_s"]),
                 "hours_saved_per_month": saved,
                 "extra_usd_per_month": extra,
