@@ -62,6 +62,7 @@ def test_timeline_critical_path_matches_the_engine_breakdown(name):
     """Independent of the engine's own accumulators: rebuild each run's critical path from the tables."""
     res = agentsim.simulate(SCENARIOS / name, runs=60)
     acts = activities(res.calls, res.spans).sort_values(["variant", "run", "node", "instance"], kind="stable")
+    acts = acts[acts["run"] < 60]  # a workload runs many more: the first 60 of each variant are enough
     runs = res.runs.set_index(["variant", "run"])
     for (variant, r), df in acts.groupby(["variant", "run"], sort=False):
         path = critical_path(df["start"].to_numpy(), df["end"].to_numpy(), (df["status"] == "ok").to_numpy())
