@@ -113,7 +113,7 @@ class _DistBase(_Model):
 
 
 class ConstantDist(_DistBase):
-    constant: Num
+    constant: Num = Field(description="The value.")
 
 
 class UniformParams(_Model):
