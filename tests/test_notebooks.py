@@ -31,8 +31,9 @@ def test_notebook_is_committed_without_outputs(path):
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_notebook_runs(path):
     nb = nbformat.read(path, as_version=4)
-    client = NotebookClient(nb, timeout=NOTEBOOK_TIMEOUT, kernel_name="python3",
-                            resources={"metadata": {"path": str(path.parent)}})
+    client = NotebookClient(
+        nb, timeout=NOTEBOOK_TIMEOUT, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}
+    )
     client.execute()  # raises CellExecutionError (with the cell and traceback) on any error
     errors = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
     assert not errors

@@ -390,7 +390,7 @@ parallel:
     ),
     (
         "KJoin",
-        "join: {k: N}",
+        "Join on the first k branches",
         """\
 join: {k: 2}
 """,
