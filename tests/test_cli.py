@@ -115,3 +115,16 @@ def test_out_is_not_half_written_on_failure(tmp_path):
 def test_python_dash_m_works():
     r = subprocess.run([sys.executable, "-m", "agentsim", "--help"], capture_output=True, text=True, check=False)
     assert r.returncode == 0 and "validate" in r.stdout
+
+
+def test_forcing_the_fast_path_on_a_limits_scenario_is_exit_2():
+    r = runner.invoke(app, ["run", str(SCENARIOS / "team-of-agents.yaml"), "--engine", "fastpath"])
+    assert r.exit_code == 2
+    assert "fast path cannot run this scenario" in r.stderr and "limits" in r.stderr
+
+
+def test_engine_is_reported():
+    r = runner.invoke(app, ["run", str(SCENARIOS / "chat-turn.yaml"), "--runs", "20", "--json"])
+    assert json.loads(r.stdout)["engine"] == "fastpath"
+    r = runner.invoke(app, ["run", str(SCENARIOS / "chat-turn.yaml"), "--runs", "20", "--json", "--engine", "des"])
+    assert json.loads(r.stdout)["engine"] == "des"

@@ -222,3 +222,25 @@ def test_workload_properties(doc):
     runs = res.runs
     assert len(runs) == w["runs_started"]
     assert (runs.status == 0).sum() + (runs.status == 1).sum() + (runs.status == 2).sum() == len(runs)
+
+
+def test_team_of_agents_is_reproducible_and_fast_limits_bite(tmp_path):
+    import yaml
+
+    from conftest import SCENARIOS
+
+    doc = yaml.safe_load((SCENARIOS / "team-of-agents.yaml").read_text())
+    doc["workload"]["duration"] = {"hours": 1.5}
+    doc["workload"]["warmup"] = {"minutes": 15}
+    path = tmp_path / "team.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    from agentsim import simulate
+
+    a, b = simulate(path).to_json(), simulate(path).to_json()
+    assert a == b
+    import json
+
+    v = json.loads(a)["variants"]
+    # the fast tier's own, smaller output-token bucket is the one that saturates
+    assert v["fast"]["limits"]["accounts"]["opus-fast"]["output_tpm"]["utilisation"] > 0.9
+    assert v["fast"]["limits"]["attempts"]["rejected_429"] > v["standard"]["limits"]["attempts"]["rejected_429"]

@@ -553,52 +553,39 @@ def _columns(recs: list[tuple], width: int) -> np.ndarray:
     return np.fromiter(chain.from_iterable(recs), dtype=np.float64, count=width * len(recs)).reshape(-1, width)
 
 
-def _scatter_calls(plan: Plan, block: Block, recs: list[tuple]) -> dict[int, dict[str, np.ndarray]]:
+def _scatter(nodes, block: Block, recs: list[tuple], columns: tuple[str, ...], empty) -> dict:
+    """Place records ``(node, run, instance, *columns)`` into per-node tensors made by ``empty(shape)``."""
     out = {}
-    A = _columns(recs, 16)
-    order = np.argsort(A[:, 0], kind="stable")
-    A = A[order]
+    A = _columns(recs, 3 + len(columns))
+    A = A[np.argsort(A[:, 0], kind="stable")]
     node_col = A[:, 0].astype(np.int64)
-    for node in plan.calls:
+    for node in nodes:
         shape = (block.n, *block.shape(node.scope))
-        t = empty_call_tensors(shape)
+        t = empty(shape)
         lo, hi = np.searchsorted(node_col, [node.id, node.id + 1])
         if hi > lo:
             rows = A[lo:hi]
-            K = int(np.prod(shape[1:], dtype=np.int64))
-            idx = rows[:, 1].astype(np.int64) * K + rows[:, 2].astype(np.int64)
-            t["status"].reshape(-1)[idx] = rows[:, 3]
-            for j, f in enumerate(("t_submit", "t_start", "t_first", "t_end", "ttft"), start=4):
-                t[f].reshape(-1)[idx] = rows[:, j]
-            for j, f in enumerate(CALL_INT, start=9):
-                t[f].reshape(-1)[idx] = rows[:, j].astype(np.int64)
-            t["tier"].reshape(-1)[idx] = rows[:, 15].astype(np.int16)
+            width = int(np.prod(shape[1:], dtype=np.int64))
+            idx = rows[:, 1].astype(np.int64) * width + rows[:, 2].astype(np.int64)
+            for j, name in enumerate(columns, start=3):
+                flat = t[name].reshape(-1)
+                flat[idx] = rows[:, j].astype(flat.dtype)
         out[node.id] = t
-    assert CALL_FLOAT == ("t_submit", "t_start", "t_first", "t_end", "ttft")
     return out
+
+
+# Record layouts after (node, run, instance): see _Runner.call / _span.
+CALL_RECORD = ("status", *CALL_FLOAT, *CALL_INT, "tier")
+SPAN_RECORD = ("status", "t_start", "t_end", "output")
+
+
+def _scatter_calls(plan: Plan, block: Block, recs: list[tuple]) -> dict[int, dict[str, np.ndarray]]:
+    return _scatter(plan.calls, block, recs, CALL_RECORD, empty_call_tensors)
 
 
 def _scatter_spans(plan: Plan, block: Block, recs: list[tuple]) -> dict[int, dict[str, np.ndarray]]:
-    out = {}
-    A = _columns(recs, 7)
-    A = A[np.argsort(A[:, 0], kind="stable")]
-    node_col = A[:, 0].astype(np.int64)
-    for node in plan.nodes:
-        if not isinstance(node, ToolNode | WaitNode):
-            continue
-        shape = (block.n, *block.shape(node.scope))
-        t = empty_span_tensors(shape)
-        lo, hi = np.searchsorted(node_col, [node.id, node.id + 1])
-        if hi > lo:
-            rows = A[lo:hi]
-            K = int(np.prod(shape[1:], dtype=np.int64))
-            idx = rows[:, 1].astype(np.int64) * K + rows[:, 2].astype(np.int64)
-            t["status"].reshape(-1)[idx] = rows[:, 3]
-            t["t_start"].reshape(-1)[idx] = rows[:, 4]
-            t["t_end"].reshape(-1)[idx] = rows[:, 5]
-            t["output"].reshape(-1)[idx] = rows[:, 6].astype(np.int64)
-        out[node.id] = t
-    return out
+    nodes = [n for n in plan.nodes if isinstance(n, ToolNode | WaitNode)]
+    return _scatter(nodes, block, recs, SPAN_RECORD, empty_span_tensors)
 
 
 def attempts_frame(plan: Plan, block: Block, variant: int, recs: list[tuple]) -> dict[str, np.ndarray]:

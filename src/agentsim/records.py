@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from .plan import CallNode, Plan, ToolNode, WaitNode
+from .plan import Plan, ToolNode, WaitNode
 from .pricing import call_cost
 from .sampling import Block
 
@@ -185,146 +185,63 @@ def runs_frame(plan: Plan, result: BlockResult, variant_name: str) -> pd.DataFra
     })
 
 
-def _flat_index(shape: tuple[int, ...]) -> np.ndarray:
-    return np.arange(int(np.prod(shape[1:], dtype=np.int64))) if len(shape) > 1 else np.zeros(1, dtype=np.int64)
+def _made(plan_nodes, tensors: dict, result: BlockResult):
+    """For each node with instances that happened: (node, tensors, column getter, runs, instances)."""
+    n = result.block.n
+    for node in plan_nodes:
+        t = tensors[node.id]
+        run_i, inst = np.nonzero(t["status"].reshape(n, -1))
+        if run_i.size:
+            def col(name, t=t, run_i=run_i, inst=inst):
+                return t[name].reshape(n, -1)[run_i, inst]
+
+            yield node, col, run_i + result.block.start, inst
 
 
-def calls_frame(plan: Plan, result: BlockResult, variant_name: str) -> pd.DataFrame:
-    """One row per call made, in run order, then node order, then instance order."""
-    parts = []
-    for node in plan.calls:
-        t = result.calls[node.id]
-        status = t["status"].reshape(result.block.n, -1)
-        run_i, inst = np.nonzero(status)
-        if run_i.size == 0:
-            continue
-        def col(name, t=t, run_i=run_i, inst=inst):
-            return t[name].reshape(result.block.n, -1)[run_i, inst]
+_STATUS = np.array(["", "ok", "cancelled", "failed"], dtype=object)
+CALL_COLUMNS = ["variant", "run", "node", "instance", "step", "model", "speed", "status", "t_submit", "t_start",
+                "t_first_token", "t_end", "queue_s", "ttft_s", "decode_s", "tps", "itl_s", "input_tokens",
+                "cache_read_tokens", "cache_write_tokens", "cache_write_1h_tokens", "output_tokens",
+                "reasoning_tokens", "cost_usd"]
+SPAN_COLUMNS = ["variant", "run", "node", "instance", "step", "kind", "status", "t_start", "t_end",
+                "output_tokens"]
 
-        tier_ids = col("tier").astype(np.int64)
-        models = np.array([tr.model for tr in plan.tiers], dtype=object)[tier_ids]
-        speeds = np.array([tr.speed for tr in plan.tiers], dtype=object)[tier_ids]
-        t_first, t_end = col("t_first"), col("t_end")
-        tps = col("tps")
-        parts.append(
-            pd.DataFrame(
-                {
-                    "variant": variant_name,
-                    "run": run_i + result.block.start,
-                    "node": node.id,
-                    "instance": inst,
-                    "step": node.name,
-                    "model": models,
-                    "speed": speeds,
-                    "status": np.array(["", "ok", "cancelled", "failed"], dtype=object)[col("status")],
-                    "t_submit": col("t_submit"),
-                    "t_start": col("t_start"),
-                    "t_first_token": t_first,
-                    "t_end": t_end,
-                    "queue_s": col("t_start") - col("t_submit"),
-                    "ttft_s": col("ttft"),
-                    "decode_s": t_end - t_first,
-                    "tps": tps,
-                    "itl_s": 1.0 / tps,
-                    "input_tokens": col("input"),
-                    "cache_read_tokens": col("cache_read"),
-                    "cache_write_tokens": col("cache_write"),
-                    "cache_write_1h_tokens": col("cache_write_1h"),
-                    "output_tokens": col("output"),
-                    "reasoning_tokens": col("reasoning"),
-                    "cost_usd": col("cost"),
-                }
-            )
-        )
+
+def _frame(parts: list[pd.DataFrame], columns: list[str]) -> pd.DataFrame:
     if not parts:
-        return _empty_calls_frame()
+        return pd.DataFrame({c: [] for c in columns})
     df = pd.concat(parts, ignore_index=True)
     return df.sort_values(["run", "node", "instance"], kind="stable", ignore_index=True)
 
 
-def _empty_calls_frame() -> pd.DataFrame:
-    cols = [
-        "variant",
-        "run",
-        "node",
-        "instance",
-        "step",
-        "model",
-        "speed",
-        "status",
-        "t_submit",
-        "t_start",
-        "t_first_token",
-        "t_end",
-        "queue_s",
-        "ttft_s",
-        "decode_s",
-        "tps",
-        "itl_s",
-        "input_tokens",
-        "cache_read_tokens",
-        "cache_write_tokens",
-        "cache_write_1h_tokens",
-        "output_tokens",
-        "reasoning_tokens",
-        "cost_usd",
-    ]
-    return pd.DataFrame({c: [] for c in cols})
+def calls_frame(plan: Plan, result: BlockResult, variant_name: str) -> pd.DataFrame:
+    """One row per call made, in run order, then node order, then instance order."""
+    models = np.array([tr.model for tr in plan.tiers], dtype=object)
+    speeds = np.array([tr.speed for tr in plan.tiers], dtype=object)
+    parts = []
+    for node, col, runs, inst in _made(plan.calls, result.calls, result):
+        tier_ids = col("tier").astype(np.int64)
+        t_first, t_end, tps = col("t_first"), col("t_end"), col("tps")
+        parts.append(pd.DataFrame({
+            "variant": variant_name, "run": runs, "node": node.id, "instance": inst, "step": node.name,
+            "model": models[tier_ids], "speed": speeds[tier_ids], "status": _STATUS[col("status")],
+            "t_submit": col("t_submit"), "t_start": col("t_start"), "t_first_token": t_first, "t_end": t_end,
+            "queue_s": col("t_start") - col("t_submit"), "ttft_s": col("ttft"), "decode_s": t_end - t_first,
+            "tps": tps, "itl_s": 1.0 / tps, "input_tokens": col("input"), "cache_read_tokens": col("cache_read"),
+            "cache_write_tokens": col("cache_write"), "cache_write_1h_tokens": col("cache_write_1h"),
+            "output_tokens": col("output"), "reasoning_tokens": col("reasoning"), "cost_usd": col("cost"),
+        }))
+    return _frame(parts, CALL_COLUMNS)
 
 
 def spans_frame(plan: Plan, result: BlockResult, variant_name: str) -> pd.DataFrame:
     """Tool and wait steps: one row per span that happened."""
+    nodes = [n for n in plan.nodes if isinstance(n, ToolNode | WaitNode)]
     parts = []
-    for node in plan.nodes:
-        if not isinstance(node, ToolNode | WaitNode):
-            continue
-        t = result.spans[node.id]
-        status = t["status"].reshape(result.block.n, -1)
-        run_i, inst = np.nonzero(status)
-        if run_i.size == 0:
-            continue
-
-        def col(name, t=t, run_i=run_i, inst=inst):
-            return t[name].reshape(result.block.n, -1)[run_i, inst]
-
-        parts.append(
-            pd.DataFrame(
-                {
-                    "variant": variant_name,
-                    "run": run_i + result.block.start,
-                    "node": node.id,
-                    "instance": inst,
-                    "step": node.name,
-                    "kind": node.kind,
-                    "status": np.where(col("status") == DONE, "ok", "cancelled"),
-                    "t_start": col("t_start"),
-                    "t_end": col("t_end"),
-                    "output_tokens": col("output"),
-                }
-            )
-        )
-    if not parts:
-        return pd.DataFrame(
-            {
-                c: []
-                for c in [
-                    "variant",
-                    "run",
-                    "node",
-                    "instance",
-                    "step",
-                    "kind",
-                    "status",
-                    "t_start",
-                    "t_end",
-                    "output_tokens",
-                ]
-            }
-        )
-    return pd.concat(parts, ignore_index=True).sort_values(
-        ["run", "node", "instance"], kind="stable", ignore_index=True
-    )
-
-
-def is_call(node) -> bool:
-    return isinstance(node, CallNode)
+    for node, col, runs, inst in _made(nodes, result.spans, result):
+        parts.append(pd.DataFrame({
+            "variant": variant_name, "run": runs, "node": node.id, "instance": inst, "step": node.name,
+            "kind": node.kind, "status": _STATUS[col("status")], "t_start": col("t_start"), "t_end": col("t_end"),
+            "output_tokens": col("output"),
+        }))
+    return _frame(parts, SPAN_COLUMNS)

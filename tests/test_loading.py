@@ -1,0 +1,114 @@
+"""Loading scenario files: formats, extends, empirical data files, and cross-field errors."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import agentsim
+from agentsim.loading import ScenarioError
+from conftest import FIXTURES, model, scenario
+
+GOOD = FIXTURES / "good.yaml"
+
+
+def test_json_and_toml_read_like_yaml(tmp_path):
+    import yaml
+
+    doc = yaml.safe_load(GOOD.read_text())
+    (tmp_path / "s.json").write_text(json.dumps(doc))
+    toml = (
+        'name = "bad"\n[models.opus]\nttft = 1.0\noutput_tps = 60\n[models.opus.price]\ninput_mtok = 5\n'
+        'output_mtok = 25\n[models.opus.speeds.fast]\noutput_tps_x = 2.5\nprice_x = 6\n'
+        '[[agent.steps]]\ncall = {name = "plan", model = "opus", output = 100}\n'
+        '[[agent.steps]]\n[agent.steps.repeat]\ntimes = 3\n'
+        'steps = [{call = {name = "act", model = "opus", output = 50}}]\n'
+    )
+    (tmp_path / "s.toml").write_text(toml)
+    a = agentsim.load(GOOD)
+    for f in ("s.json", "s.toml"):
+        assert agentsim.load(tmp_path / f).model_dump() == a.model_dump()
+
+
+def test_json_errors_have_lines(tmp_path):
+    import yaml
+
+    doc = yaml.safe_load(GOOD.read_text())
+    doc["models"]["opus"]["output_tps"] = -3
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps(doc, indent=2))
+    with pytest.raises(ScenarioError) as e:
+        agentsim.load(path)
+    item = e.value.items[0]
+    assert item.path == ("models", "opus", "output_tps") and item.line is not None
+    assert '"output_tps": -3' in path.read_text().splitlines()[item.line - 1]
+
+
+def test_extends_merges_mappings_and_replaces_the_rest(tmp_path):
+    (tmp_path / "child.yaml").write_text(
+        f"extends: {GOOD}\nname: child\nmodels:\n  opus: {{output_tps: 120}}\nruns: 7\n"
+    )
+    child = agentsim.load(tmp_path / "child.yaml")
+    assert child.name == "child" and child.runs == 7
+    assert child.models["opus"].output_tps == 120.0
+    assert child.models["opus"].price.input_mtok == 5.0  # kept from the base
+    (tmp_path / "self.yaml").write_text("extends: self.yaml\nname: x\n")
+    with pytest.raises(ScenarioError, match="cannot extend itself"):
+        agentsim.load(tmp_path / "self.yaml")
+
+
+def test_empirical_values_from_a_csv_file(tmp_path):
+    (tmp_path / "lat.csv").write_text("latency_s,other\n1.0,x\n2.0,y\n4.0,z\n")
+    doc = scenario([{"tool": {"latency": {"empirical": {"file": "lat.csv", "column": "latency_s"}}}}], runs=3000)
+    import yaml
+
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    res = agentsim.simulate(path)
+    wall = res.runs["wall_time_s"].to_numpy()
+    assert set(np.unique(wall)) == {1.0, 2.0, 4.0}
+    se = wall.std() / np.sqrt(len(wall))
+    assert abs(wall.mean() - 7 / 3) < 4 * se
+
+
+@pytest.mark.parametrize(("spec", "words"), [
+    ({"file": "missing.csv", "column": "x"}, "does not exist"),
+    ({"file": "lat.csv", "column": "latency"}, "did you mean 'latency_s'"),
+    ({"file": "lat.csv", "column": "other"}, "has no numbers"),
+])
+def test_empirical_file_errors(tmp_path, spec, words):
+    import yaml
+
+    (tmp_path / "lat.csv").write_text("latency_s,other\n1.0,x\n2.0,y\n")
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(scenario([{"wait": {"latency": {"empirical": spec}}}])))
+    with pytest.raises(ScenarioError) as e:
+        agentsim.load(path)
+    msg = str(e.value)
+    assert words in msg and "agent.steps[0].wait.latency.empirical" in msg
+
+
+@pytest.mark.parametrize(("doc", "words"), [
+    (scenario([{"subagent": {"workflow": "w"}}], workflows={"w": {"steps": [{"subagent": {"workflow": "w"}}]}}),
+     "calls itself"),
+    (scenario([{"subagent": {"workflow": "wf"}}], workflows={"w": {"steps": [{"wait": {"latency": 1}}]}}),
+     "did you mean 'w'"),
+    (scenario([{"call": {"output": 1}}], models={"m": model(fallback={"model": "m", "after": 1})}),
+     "cannot fall back to itself"),
+    (scenario([{"call": {"output": 1}}], models={"m": model(fallback={"model": "n", "after": 1})}),
+     "fallback model 'n'"),
+    (scenario([{"parallel": {"join": {"k": 3}, "branches": [{"wait": {"latency": 1}}]}}]), "only 1 branches"),
+    (scenario([{"call": {"output": 1}}], limits={"a": {"models": ["m@turbo"], "rpm": 1}}), "no speed tier 'turbo'"),
+    (scenario([{"call": {"output": 1}}], limits={"a": {"models": ["m"]}}), "sets no limit"),
+    (scenario([{"call": {"output": {"normal": {"mean": 10, "sd": 5}}}}]), "add min: 0"),
+    (scenario([{"call": {"output": 1}}], workload={"arrivals": {"per_hour": 5}}), "needs a duration"),
+])
+def test_cross_field_errors(doc, words):
+    from agentsim.loading import parse
+    from agentsim.plan import compile_plan
+
+    with pytest.raises(ScenarioError) as e:
+        compile_plan(parse(doc))
+    assert words in str(e.value)
