@@ -169,3 +169,44 @@ def test_cli_reference_lists_every_command(generated):
     assert "run" in names and "validate" in names
     for name in names:
         assert f"## `agentsim {name}`" in page
+
+
+def _code_words(page: str) -> set[str]:
+    import re
+
+    spans = re.findall(r"`([^`]+)`", page)
+    return set(re.split(r"[^A-Za-z0-9_]+", " ".join(spans)))
+
+
+def _keys(doc, skip=("variants", "tiers", "accounts")) -> set[str]:
+    out = set()
+    if isinstance(doc, dict):
+        for k, v in doc.items():
+            out.add(k)
+            if k in skip and isinstance(v, dict):  # names chosen by the user: look inside one of them
+                v = next(iter(v.values()), {})
+            out |= _keys(v, skip)
+    return out
+
+
+def test_metrics_glossary_defines_every_output_field():
+    """Every column of the runs/calls/spans tables and every key of summary.json is named in docs/metrics.md."""
+    from conftest import make, run
+
+    doc = {
+        "name": "glossary",
+        "seed": 1,
+        "models": {"m": {"price": {"input_mtok": 1, "output_mtok": 2}, "ttft": 1, "output_tps": 50}},
+        "limits": {"acct": {"models": ["m"], "concurrency": 2, "rpm": 30, "input_tpm": 5000, "output_tpm": 5000}},
+        "workload": {"arrivals": {"per_hour": 120}, "duration": {"minutes": 5}, "warmup": {"minutes": 1}},
+        "agent": {"steps": [{"call": {"input": 100, "output": 20}}, {"tool": {"latency": 1, "output": 10}}]},
+    }
+    make(doc)
+    res = run(doc)
+    page = (ROOT / "docs" / "metrics.md").read_text(encoding="utf-8")
+    words = _code_words(page)
+    fields = set(res.runs.columns) | set(res.calls.columns) | set(res.spans.columns) | _keys(res.summary_dict())
+    plain = run({**{k: v for k, v in doc.items() if k not in ("limits", "workload")}, "runs": 3})
+    fields |= _keys(plain.summary_dict())
+    missing = sorted(f for f in fields if f not in words)
+    assert not missing, f"define these output fields in docs/metrics.md: {missing}"
