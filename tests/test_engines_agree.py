@@ -113,7 +113,8 @@ def scenarios(draw):
               **({"cache": {"ttl": "1h"}} if draw(st.booleans()) else {})},
     }
     context = {"system": draw(st.sampled_from([0, 500, 3000])), "grows": draw(st.booleans()),
-               "cache": draw(st.sampled_from([False, True, {"ttl": "5m"}, {"ttl": "1h"}]))}
+               "cache": draw(st.sampled_from([False, True, {"ttl": "5m"}, {"ttl": "1h"}, {"scope": "model"},
+                                              {"ttl": "1h", "scope": "model"}]))}
     return {
         "name": "random",
         "seed": draw(st.integers(0, 2**31)),

@@ -245,3 +245,13 @@ def test_same_seed_same_bytes_and_workers_do_not_matter(tmp_path):
     assert a == b == c
     d = simulate(path, seed=2).to_json()
     assert d != a
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_speed_tier_without_a_price_costs_the_model_price(engine):
+    doc = scenario([{"call": {"input": 1000, "output": 200}}],
+                   models={"m": model(speeds={"double": {"output_tps_x": 2}})},
+                   variants={"base": {}, "double": {"speed": {"m": "double"}}})
+    r = run(doc, engine=engine).runs.set_index("variant")
+    assert r.loc["base", "wall_time_s"] == pytest.approx(3.0) and r.loc["double", "wall_time_s"] == pytest.approx(2.0)
+    assert r.loc["base", "cost_usd"] == r.loc["double", "cost_usd"] == pytest.approx(1000 * 3e-6 + 200 * 15e-6)

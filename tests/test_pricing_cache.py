@@ -60,7 +60,7 @@ def test_ten_minute_tool_expires_5m_entries_not_1h_ones(engine, context_cache, m
 
 @pytest.mark.parametrize("engine", ["des", "fastpath"])
 def test_per_model_ttls_side_by_side_in_one_run(engine):
-    # Two models in one agent keep separate cache entries, each with its own TTL.
+    # With scope: model, two models in one agent keep separate cache entries, each with its own TTL.
     steps = [
         {"call": {"name": "a1", "model": "short", "input": 100, "output": 50}},
         {"call": {"name": "b1", "model": "long", "input": 0, "output": 50}},
@@ -71,7 +71,7 @@ def test_per_model_ttls_side_by_side_in_one_run(engine):
     doc = scenario(
         steps,
         models={"short": model(price=PRICE), "long": model(price=PRICE, cache={"ttl": "1h"})},
-        context={"system": 1000, "grows": True, "cache": True},
+        context={"system": 1000, "grows": True, "cache": {"scope": "model"}},
     )
     c = run(doc, engine=engine).calls.set_index("step")
     # a1 sends 1100 (t=0); b1 sends 1150 (t=1.5; new entry for its model); the context is then 1200.
@@ -79,6 +79,25 @@ def test_per_model_ttls_side_by_side_in_one_run(engine):
     assert c.loc["a2", "cache_read_tokens"] == 0 and c.loc["a2", "cache_write_tokens"] == 1250 - 50
     assert c.loc["b2", "cache_read_tokens"] == 1150 and c.loc["b2", "cache_write_1h_tokens"] == 1250 - 1150
     assert c.loc["b2", "cost_usd"] == pytest.approx((1150 * 0.3 + 100 * 6 + 50 * 15) / 1e6, rel=1e-12)
+
+
+@pytest.mark.parametrize("engine", ["des", "fastpath"])
+def test_context_scope_reads_what_the_previous_call_sent_whatever_its_model(engine):
+    # DESIGN.md §4 (the default scope): a call reads the part of its input that the previous call of the same
+    # context already sent. a1 sends 1100; b1 (another model) reads those 1100 and writes 50; a2 reads the 1150
+    # b1 sent and writes 50; b2 reads a2's 1200.
+    steps = [
+        {"call": {"name": "a1", "model": "x", "input": 100, "output": 50}},
+        {"call": {"name": "b1", "model": "y", "input": 0, "output": 50}},
+        {"call": {"name": "a2", "model": "x", "input": 0, "output": 50}},
+        {"call": {"name": "b2", "model": "y", "input": 0, "output": 50}},
+    ]
+    doc = scenario(steps, models={"x": model(price=PRICE), "y": model(price=PRICE)},
+                   context={"system": 1000, "grows": True, "cache": True})
+    c = run(doc, engine=engine).calls.set_index("step")
+    assert c["input_tokens"].tolist() == [1100, 1150, 1200, 1250]
+    assert c["cache_read_tokens"].tolist() == [0, 1100, 1150, 1200]
+    assert c["cache_write_tokens"].tolist() == [1100, 50, 50, 50]
 
 
 @pytest.mark.parametrize("engine", ["des", "fastpath"])

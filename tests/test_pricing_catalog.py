@@ -302,7 +302,7 @@ def _e2e_doc():
     return scenario(
         steps,
         models=models,
-        context={"system": 40_000, "grows": True, "cache": True},
+        context={"system": 40_000, "grows": True, "cache": {"scope": "model"}},
         variants={"standard": {}, "fast": {"speed": {"opus": "fast"}}, "flex": {"speed": {"gpt": "flex"}}},
         prices_as_of="2026-11-01",
         runs=2,

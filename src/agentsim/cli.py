@@ -251,6 +251,7 @@ if __name__ == "__main__":  # pragma: no cover
     main()
 
 from . import (  # noqa: E402
+    cli_measure,  # noqa: F401
     cli_prices,  # noqa: F401
     cli_replay,  # noqa: F401
 )

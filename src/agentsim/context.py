@@ -9,8 +9,10 @@ Prompt caching (``cache: true``) works on *prefixes*. After a call, the provider
 holds a cache entry for the prefix it sent that later calls of the same context
 will share: the call's whole input when the context grows, else the context
 alone (the system prompt). A later call reads from the cache the longest live
-entry for its model and speed tier (switching either starts a new cache, as
-providers do), and writes the rest. The first call writes all of its input. An
+entry of its context — by default whatever the previous call of the same context
+sent, whichever model made it (DESIGN.md §4); with ``cache: {scope: model}`` each
+model and speed tier has its own entries, as providers do (switching model or
+fast/standard starts a new cache) — and writes the rest. The first call writes all of its input. An
 entry idle for longer than its TTL (5 minutes by default, or 1 hour) is gone;
 reading or writing it refreshes it, at the moment the call starts.
 
@@ -50,6 +52,8 @@ class Ctx:
         inp = self.L + new_input
         if not self.cfg.cache:
             return inp, 0, 0, 0
+        if not self.cfg.per_model:
+            key = 0  # one cache per context: what the previous call of this context sent (DESIGN.md §4)
         read = 0
         for s, t in self.entries.get(key, ()):
             if now - t <= ttl and s > read:
@@ -63,6 +67,8 @@ class Ctx:
         inp = self.L + new_input
         if not self.cfg.cache:
             return inp, 0
+        if not self.cfg.per_model:
+            key = 0
         read = 0
         for s, t in self.entries.get(key, ()):
             if now - t <= ttl and s > read:

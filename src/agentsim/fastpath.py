@@ -95,6 +95,8 @@ class VecCtx:
         zero = np.zeros_like(inp)
         if not self.cfg.cache:
             return inp, zero, zero, zero
+        if not self.cfg.per_model:
+            key = 0  # one cache per context (DESIGN.md §4)
         read = zero
         if key in self.entries:
             S, T = self.entries[key]

@@ -106,10 +106,11 @@ class ContextCfg:
     grows: bool
     cache: bool
     ttl_s: float
+    per_model: bool = False  # cache entries per (model, tier) instead of per context
 
     @classmethod
     def from_spec(cls, spec: ContextSpec) -> ContextCfg:
-        return cls(spec.system, spec.grows, spec.cache_on, TTL_SECONDS[spec.cache_ttl or "5m"])
+        return cls(spec.system, spec.grows, spec.cache_on, TTL_SECONDS[spec.cache_ttl or "5m"], spec.cache_per_model)
 
 
 @dataclass(eq=False)
@@ -331,8 +332,9 @@ class _Compiler:
                     rates = compile_price(sspec.price, self.prices_as_of)
                 except PriceError as exc:
                     self.problem((*mpath, "speeds", speed, "price", *exc.subpath), exc.message, exc.hint)
-            else:
+            elif sspec.price_x is not None:
                 rates = base_rates.scaled(sspec.price_x, f"{base_rates.source} x{sspec.price_x:g}")
+            # neither: the tier is billed at the model's own price
         ttl = TTL_SECONDS[mspec.cache.ttl] if mspec.cache is not None else None
         prefill = mspec.prefill_tps if mspec.prefill_tps is not None else math.inf
         retry = mspec.retry or RetrySpec()
@@ -437,7 +439,7 @@ class _Compiler:
             p = (*path, "subagent")
             wf = self.sc.workflows[s.workflow]
             node = self.new_node(SubagentNode, s.name or s.workflow, scope, p)
-            node.ctx = ContextCfg.from_spec(wf.context or self.sc.agent.context)
+            node.ctx = ContextCfg.from_spec(wf.context or ContextSpec())
             node.output = self.sampler(s.output, (*p, "output"), "subagent output tokens", integer=True)
             self.draw(node, OUTPUT, scope, node.output, integer=True)
             node.body = self.seq(wf.steps, scope, ("workflows", s.workflow, "steps"))

@@ -397,23 +397,28 @@ class SpeedSpec(_Model):
 
     output_tps_x: PosNum = Field(1.0, description="Multiplies output tokens per second.")
     ttft_x: PosNum = Field(1.0, description="Multiplies the drawn TTFT (not the prefill term).")
-    price: PriceSpec | None = Field(None, description="This tier's price table.")
+    price: PriceSpec | None = Field(
+        None, description="This tier's price table (default: the model's own price, unless price_x is given)."
+    )
     price_x: PosNum | None = Field(None, description="Or: the model's price multiplied by this factor.")
 
     @model_validator(mode="after")
     def _priced(self) -> SpeedSpec:
-        if (self.price is None) == (self.price_x is None):
+        if self.price is not None and self.price_x is not None:
             raise PydanticCustomError(
-                "tier_price",
-                "a speed tier needs exactly one of price (a table) or price_x (a multiple of the "
-                "model's price); use price_x: 1 for a tier at the standard price",
-                {},
+                "tier_price", "give price (a table) or price_x (a multiple of the model's price), not both", {}
             )
         return self
 
 
 class CacheSpec(_Model):
     ttl: Literal["5m", "1h"] = Field("5m", description="Prompt-cache time to live.")
+    scope: Literal["context", "model"] | None = Field(
+        None,
+        description="Context caches only. context (default): a call reads what the previous call of the same "
+        "context sent, whatever its model (DESIGN.md §4); model: each model and speed tier has its own cache, "
+        "as providers do (switching model or fast/standard starts a new cache).",
+    )
 
 
 class RetrySpec(_Model):
@@ -669,6 +674,10 @@ class ContextSpec(_Model):
     def cache_ttl(self) -> str | None:
         return self.cache.ttl if isinstance(self.cache, CacheSpec) else None
 
+    @property
+    def cache_per_model(self) -> bool:
+        return isinstance(self.cache, CacheSpec) and self.cache.scope == "model"
+
 
 class Agent(_Model):
     context: ContextSpec = Field(default_factory=ContextSpec, description="Context growth and prompt caching.")
@@ -676,7 +685,9 @@ class Agent(_Model):
 
 
 class Workflow(_Model):
-    context: ContextSpec | None = Field(None, description="Default: the agent's context settings.")
+    context: ContextSpec | None = Field(
+        None, description="The subagent's own context (default: an empty one, as for an agent without context)."
+    )
     steps: list[Step] = Field(min_length=1, description="The workflow's steps, run in order.")
 
 
