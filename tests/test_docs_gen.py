@@ -19,7 +19,7 @@ from agentsim.loading import parse
 from conftest import ROOT, SCENARIOS
 
 GENERATED = list(docs_gen.generated())
-ALL_SCENARIOS = sorted(SCENARIOS.rglob("*.yaml"))
+ALL_SCENARIOS = sorted(SCENARIOS.glob("*.yaml")) + sorted((SCENARIOS / "claims").glob("*.yaml"))  # not profiles/
 
 
 @pytest.fixture(scope="module")
