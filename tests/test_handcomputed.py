@@ -255,3 +255,19 @@ def test_speed_tier_without_a_price_costs_the_model_price(engine):
     r = run(doc, engine=engine).runs.set_index("variant")
     assert r.loc["base", "wall_time_s"] == pytest.approx(3.0) and r.loc["double", "wall_time_s"] == pytest.approx(2.0)
     assert r.loc["base", "cost_usd"] == r.loc["double", "cost_usd"] == pytest.approx(1000 * 3e-6 + 200 * 15e-6)
+
+
+@pytest.mark.parametrize(("vot", "pays"), [(89.0, False), (90.0, True), (91.0, True)])
+def test_pays_off_when_value_of_time_is_at_least_usd_per_hour_saved(vot, pays):
+    # Same chain as above: $0.90 more for 36 s saved = $90 per hour saved (DESIGN.md §4: pays off when vot >= that).
+    doc = scenario(
+        [{"repeat": {"times": 30, "steps": [{"call": {"input": 1000, "output": 200}}]}}],
+        models={"m": model(speeds={"fast": {"output_tps_x": 2.5, "price_x": 6}})},
+        variants={"standard": {}, "fast": {"speed": {"m": "fast"}}},
+        value_of_time={"usd_per_hour": vot},
+    )
+    v = run(doc, engine="fastpath").summary_dict()["variants"]
+    assert v["fast"]["vs_baseline"]["pays_off"] is pays
+    # total cost = API cost + value of time x wall time
+    assert v["fast"]["total_cost_usd"]["mean"] == pytest.approx(1.08 + vot * 54 / 3600)
+    assert v["standard"]["total_cost_usd"]["mean"] == pytest.approx(0.18 + vot * 90 / 3600)

@@ -132,7 +132,7 @@ def test_429_waits_for_the_retry_after_time():
     # rpm 1: the bucket holds one request and refills one per minute; the second parallel call is refused
     # at t=0 with retry-after 60 s and starts at t=60.
     res = _one_call({"m": {"price": {"input_mtok": 1, "output_mtok": 1}, "ttft": 1, "output_tps": 100}},
-                    limits={"acct": {"models": ["m"], "rpm": 1}},
+                    limits={"acct": {"models": ["m"], "rpm": 1, "policy": "reject"}},
                     steps=[{"parallel": [{"call": {"name": "a", "output": 100}},
                                          {"call": {"name": "b", "output": 100}}]}])
     calls = res.calls.set_index("step")
@@ -244,3 +244,16 @@ def test_team_of_agents_is_reproducible_and_fast_limits_bite(tmp_path):
     # the fast tier's own, smaller output-token bucket is the one that saturates
     assert v["fast"]["limits"]["accounts"]["opus-fast"]["output_tpm"]["utilisation"] > 0.9
     assert v["fast"]["limits"]["attempts"]["rejected_429"] > v["standard"]["limits"]["attempts"]["rejected_429"]
+
+
+def test_default_policy_queues_for_a_slot():
+    # DESIGN.md §4: a call first queues for a slot. Concurrency 1, two parallel 2 s calls: 0-2 s and 2-4 s.
+    res = _one_call({"m": {"price": {"input_mtok": 1, "output_mtok": 1}, "ttft": 1, "output_tps": 100}},
+                    limits={"acct": {"models": ["m"], "concurrency": 1}},
+                    steps=[{"parallel": [{"call": {"name": "a", "output": 100}},
+                                         {"call": {"name": "b", "output": 100}}]}])
+    calls = res.calls.set_index("step")
+    assert (calls.loc["a", "t_start"], calls.loc["b", "t_start"]) == (0.0, 2.0)
+    r = res.runs.iloc[0]
+    assert (r.wall_time_s, r.queue_s) == (4.0, 2.0)
+    assert res.summary_dict()["variants"]["baseline"]["limits"]["attempts"]["rejected_429"] == 0

@@ -200,6 +200,10 @@ class Results:
                 }
             else:
                 v["vs_baseline"] = compare(base, v, vot)
+            if vot is not None:
+                v["total_cost_usd"] = {"mean": _f(cost["mean"] + vot * wall["mean"] / 3600.0)
+                                       if cost["mean"] is not None and wall["mean"] is not None else None,
+                                       "value_of_time_usd_per_hour": vot}
             v["per_call"] = self._call_stats[name].summary()
             for key, fn in self.extra.get("variant_sections", {}).items():
                 v[key] = fn(name)
@@ -318,12 +322,25 @@ class Results:
 
 
 def compare(base: dict, v: dict, vot: float | None) -> dict[str, Any]:
-    """Δ time, Δ cost, USD per hour saved, and whether it pays off at ``vot`` USD/h."""
+    """Δ time, Δ cost, USD per hour saved, and whether it pays off at ``vot`` USD/h.
+
+    A faster variant pays off when ``vot >= usd_per_hour_saved`` (DESIGN.md §4); in general, when
+    its total cost (API cost + value of time x wall time) is not above the baseline's — a slower
+    variant pays off if it saves more money than the extra waiting is worth. A variant with the
+    same time and cost as the baseline does not "pay off" (there is nothing to gain).
+    """
     dt = v["wall_time_s"]["mean"] - base["wall_time_s"]["mean"]
     dc = v["cost_usd"]["mean"] - base["cost_usd"]["mean"]
     saved_h = -dt / 3600.0
     per_hour = dc / saved_h if saved_h > 0 else None
-    pays = None if vot is None else bool(dc + vot * dt / 3600.0 < 0)
+    if vot is None:
+        pays = None
+    elif dt == 0 and dc == 0:
+        pays = False
+    else:
+        time_value = vot * dt / 3600.0
+        # ties count as paying off; the tolerance absorbs float rounding of hand-made equalities
+        pays = bool(dc + time_value <= 1e-9 * max(abs(dc), abs(time_value)))
     return {
         "delta_time_s": _f(dt),
         "delta_cost_usd": _f(dc),

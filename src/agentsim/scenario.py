@@ -737,8 +737,9 @@ class LimitSpec(_Model):
     input_tpm: PosNum | None = Field(None, description="Input tokens per minute (a token bucket).")
     output_tpm: PosNum | None = Field(None, description="Output tokens per minute (a token bucket).")
     policy: Literal["queue", "reject"] = Field(
-        "reject", description="reject: HTTP 429 when over a limit (how providers behave); queue: wait for room "
-        "(a client-side limiter)."
+        "queue",
+        description="queue: a call waits for a slot and for rate budget (DESIGN.md §4; a client-side limiter); "
+        "reject: HTTP 429 when over a limit, then the retry policy (how providers behave).",
     )
     count_cache_reads: bool = Field(
         False, description="Count cache reads towards input_tpm (Anthropic does not; OpenAI does)."
