@@ -1,23 +1,37 @@
 """Figures: pure functions, a DataFrame in and a matplotlib ``Figure`` out.
 
-They never show or save anything; callers decide (``fig.savefig(...)``).
+They never show or save anything; callers decide (``fig.savefig(...)``). They build
+``matplotlib.figure.Figure`` objects directly, so they need no pyplot backend and never
+change the one a notebook uses.
 Variants keep the same colour in every figure (their order in the scenario).
 """
 
 from __future__ import annotations
 
+import io
+
 import matplotlib
-
-matplotlib.use("Agg", force=False)
-import matplotlib.pyplot as plt
 import pandas as pd
-from matplotlib.figure import Figure
+from matplotlib.figure import Figure as _MplFigure
 
-__all__ = ["tradeoff_figure", "variant_colors"]
+
+class Figure(_MplFigure):
+    """A matplotlib ``Figure`` that shows itself in Jupyter (``_repr_png_``), whatever the backend.
+
+    Figures made this way are not registered with pyplot, so scripts keep no global figure state,
+    and notebooks display them without ``%matplotlib inline``.
+    """
+
+    def _repr_png_(self) -> bytes:
+        buf = io.BytesIO()
+        self.savefig(buf, format="png", dpi=100)
+        return buf.getvalue()
+
+__all__ = ["Figure", "tradeoff_figure", "variant_colors"]
 
 
 def variant_colors(names) -> dict[str, str]:
-    cycle = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    cycle = matplotlib.rcParams["axes.prop_cycle"].by_key()["color"]
     return {n: cycle[i % len(cycle)] for i, n in enumerate(names)}
 
 
