@@ -27,7 +27,7 @@ def test_mkdocs_build_strict(tmp_path):
     pages = (
         "index.html",
         "concepts/index.html",
-        "scenario-reference/index.html",
+        "scenarios/index.html",
         "cli/index.html",
         "limits/index.html",
     )

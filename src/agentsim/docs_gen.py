@@ -8,7 +8,7 @@ Three files are written from the code itself, so they cannot drift from it:
   distributions and steps become named definitions, pydantic's ``gt``/``ge`` become JSON Schema's
   ``exclusiveMinimum``/``minimum``, ``min``/``max`` may sit inside a distribution's family mapping,
   ``ttft`` and ``output_tps`` are only required when no ``profile`` gives them, and ``extends`` is allowed.
-* ``docs/scenario-reference.md``: every key of a scenario file with its type, unit, default and
+* ``docs/scenarios.md``: every key of a scenario file with its type, unit, default and
   description, and an example per section (the examples are validated by the tests).
 * ``docs/cli.md``: every command and option, from the typer app (typer's own Markdown rendering,
   the one behind ``typer agentsim.cli utils docs``).
@@ -40,7 +40,7 @@ __all__ = [
 ]
 
 SCHEMA_PATH = "schema/scenario.schema.json"
-SCENARIO_REF_PATH = "docs/scenario-reference.md"
+SCENARIO_REF_PATH = "docs/scenarios.md"
 CLI_REF_PATH = "docs/cli.md"
 REGENERATE = "python -m agentsim.docs_gen"
 
@@ -631,7 +631,7 @@ def _doc(node: dict) -> str:
 
 
 def scenario_reference() -> str:
-    """The Markdown page ``docs/scenario-reference.md``."""
+    """The Markdown page ``docs/scenarios.md``."""
     from .scenario import STEP_KINDS
 
     schema = scenario_schema()
