@@ -168,7 +168,8 @@ def summary_table(doc: dict) -> Table:
             row(f"  {label}", lambda v, key=key: f"{v['limits']['attempts'][key]:,}")
         for acct in first["limits"].get("accounts", {}):
             for kind in ("concurrency", "rpm", "input_tpm", "output_tpm"):
-                if kind in first["limits"]["accounts"][acct]:
+                entry = first["limits"]["accounts"][acct].get(kind)
+                if entry is not None and entry.get("utilisation") is not None:
                     row(f"  {acct} {kind} use",
                         lambda v, a=acct, k=kind: f"{v['limits']['accounts'][a][k]['utilisation']:.0%}")
     return t

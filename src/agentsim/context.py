@@ -48,7 +48,10 @@ class Ctx:
         return Ctx(self.cfg, self.L, dict(self.entries))
 
     def begin_call(self, key: int, ttl: float, new_input: int, now: float) -> tuple[int, int, int, int]:
-        """Tokens of a call starting ``now``: (input, cache_read, cache_write, cache_write_1h)."""
+        """Tokens of a call starting ``now``: (input, cache_read, cache_write, cache_write_1h).
+
+        Changes nothing: once the call's end is known, :meth:`mark` records the entry it leaves.
+        """
         inp = self.L + new_input
         if not self.cfg.cache:
             return inp, 0, 0, 0
@@ -59,21 +62,17 @@ class Ctx:
             if now - t <= ttl and s > read:
                 read = s
         write = inp - read
-        self.entries[key] = [(inp if self.cfg.grows else self.L, now)]
         return inp, read, write, (write if ttl == ONE_HOUR else 0)
 
     def peek(self, key: int, ttl: float, new_input: int, now: float) -> tuple[int, int]:
-        """(input, cache_read) a call would have if it started ``now``, changing nothing."""
-        inp = self.L + new_input
-        if not self.cfg.cache:
-            return inp, 0
-        if not self.cfg.per_model:
-            key = 0
-        read = 0
-        for s, t in self.entries.get(key, ()):
-            if now - t <= ttl and s > read:
-                read = s
+        """(input, cache_read) a call would have if it started ``now``."""
+        inp, read, _, _ = self.begin_call(key, ttl, new_input, now)
         return inp, read
+
+    def mark(self, key: int, inp: int, t_end: float) -> None:
+        """The entry a call of ``inp`` input tokens leaves, last used when it ends at ``t_end``."""
+        if self.cfg.cache:
+            self.entries[key if self.cfg.per_model else 0] = [(inp if self.cfg.grows else self.L, t_end)]
 
     def add(self, tokens: int) -> None:
         if self.cfg.grows:

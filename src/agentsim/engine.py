@@ -233,8 +233,10 @@ class _Runner:
         inp, read, write, w1h = ctx.begin_call(key, ctx.cfg.ttl_s if ttl is None else ttl, i_new, t0)
         ttft = ttft_l[j] + (inp - read) / prefill
         dec = (out + reas) / tps
+        d = ttft + dec
+        ctx.mark(key, inp, t0 + d)
         try:
-            yield env.timeout(ttft + dec)
+            yield env.timeout(d)
         except simpy.Interrupt:
             T = env.now
             if t0 < T:
@@ -310,6 +312,7 @@ class _Runner:
                 d_run, outcome = timeout, ATT_TIMEOUT
             else:
                 d_run, outcome = d, ATT_OK
+            ctx.mark(tkey, inp, t0 + d_run)
             try:
                 yield env.timeout(d_run)
             except simpy.Interrupt:

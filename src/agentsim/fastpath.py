@@ -89,8 +89,7 @@ class VecCtx:
         }
         return VecCtx(self.cfg, L, entries)
 
-    def begin_call(self, key: int, ttl: float, new_input: np.ndarray, now: np.ndarray, active: np.ndarray,
-                   all_on: bool):
+    def begin_call(self, key: int, ttl: float, new_input: np.ndarray, now: np.ndarray):
         inp = self.L + new_input
         zero = np.zeros_like(inp)
         if not self.cfg.cache:
@@ -103,20 +102,27 @@ class VecCtx:
             valid = (now[..., None] - T <= ttl) & (S > 0)
             read = np.maximum(np.max(np.where(valid, S, 0), axis=-1), 0)
         write = inp - read
+        return inp, read, write, (write if ttl == ONE_HOUR else zero)
+
+    def mark(self, key: int, inp: np.ndarray, t_end: np.ndarray, active: np.ndarray, all_on: bool) -> None:
+        """The entry each active call leaves, last used at its end (see :meth:`Ctx.mark`)."""
+        if not self.cfg.cache:
+            return
+        if not self.cfg.per_model:
+            key = 0
         new_s = inp if self.cfg.grows else self.L
-        new_S, new_T = new_s[..., None], now[..., None]
+        new_S, new_T = new_s[..., None], t_end[..., None]
         if key in self.entries and not all_on:
             S, T = self.entries[key]
             new_S = np.concatenate([np.where(active, new_s, _NONE_S)[..., None],
                                     np.where(active[..., None], _NONE_S, S)], axis=-1)
-            new_T = np.concatenate([np.where(active, now, -np.inf)[..., None],
+            new_T = np.concatenate([np.where(active, t_end, -np.inf)[..., None],
                                     np.where(active[..., None], -np.inf, T)], axis=-1)
             new_S, new_T = _compact(new_S, new_T)
         elif not all_on:
             new_S = np.where(active, new_s, _NONE_S)[..., None]
-            new_T = np.where(active, now, -np.inf)[..., None]
+            new_T = np.where(active, t_end, -np.inf)[..., None]
         self.entries[key] = (new_S, new_T)
-        return inp, read, write, (write if ttl == ONE_HOUR else zero)
 
     def add(self, tokens: np.ndarray, active: np.ndarray, all_on: bool = False) -> None:
         if self.cfg.grows:
@@ -239,10 +245,11 @@ class _Evaluator:
         t0, active = st.t, st.active
         on = bool(active.all())
         ttl = tier.ttl_s if tier.ttl_s is not None else st.ctx.cfg.ttl_s
-        inp, read, write, w1h = st.ctx.begin_call(tier.index, ttl, i_new, t0, active, on)
+        inp, read, write, w1h = st.ctx.begin_call(tier.index, ttl, i_new, t0)
         ttft = ttft0 + (inp - read) / tier.prefill_tps
         dec = (out + reas) / tps
         t_end = t0 + (ttft + dec)
+        st.ctx.mark(tier.index, inp, t_end, active, on)
         fields = (("t_submit", t0), ("t_start", t0), ("t_first", t0 + ttft), ("t_end", t_end), ("ttft", ttft),
                   ("input", inp), ("cache_read", read), ("cache_write", write), ("cache_write_1h", w1h),
                   ("output", out), ("reasoning", reas))

@@ -24,6 +24,7 @@ tokens it admitted, for utilisation figures.
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from dataclasses import dataclass, field
 
@@ -196,8 +197,8 @@ class Account:
     @classmethod
     def create(cls, spec: AccountSpec, env: simpy.Environment) -> Account:
         acc = cls(spec, env)
-        if spec.concurrency is not None:
-            acc.slots = Slots(env, spec.concurrency, acc.inflight_log)
+        # in-flight requests are counted for every account (a cap of infinity when none is set)
+        acc.slots = Slots(env, spec.concurrency if spec.concurrency is not None else math.inf, acc.inflight_log)
         for attr, limit in (("rpm", spec.rpm), ("itpm", spec.input_tpm), ("otpm", spec.output_tpm)):
             if limit is not None:
                 log: list = []

@@ -10,8 +10,9 @@ Definitions (all per variant):
 * **queue wait** — for each successful call of a counted run, the time from submitting it
   to the start of its successful attempt (client-side queueing, 429 back-off and failed
   attempts included);
-* **attempts** — 429 refusals, server errors, timeouts, retries (attempts beyond the
-  first), calls that fell back to another model, and calls and runs that failed.
+* **attempts** — 429 refusals, server errors, timeouts, retries (failed attempts that were
+  followed by another attempt), calls that fell back to another model, and calls and runs
+  that failed.
 """
 
 from __future__ import annotations
@@ -71,9 +72,10 @@ def attempt_counts(attempts: dict[str, np.ndarray] | None, calls: pd.DataFrame, 
         out["rejected_429"] = int((o == 1).sum())
         out["errors"] = int((o == 2).sum())
         out["timeouts"] = int((o == 3).sum())
-        out["retries"] = int((o != 0).sum())  # every non-final attempt was retried (or ended the call)
+        out["retries"] = int((o != 0).sum())  # failed attempts; those that ended a failed call come off below
     if len(calls):
         out["failed_calls"] = int((calls["status"] == "failed").sum())
+        out["retries"] = max(0, out["retries"] - out["failed_calls"])  # a failed call's last attempt was not retried
         static = {n.id: plan.tiers[n.tiers[variant]].label for n in plan.calls}
         speed = calls["speed"].astype(str)
         label = calls["model"].astype(str) + np.where(speed == "standard", "", "@" + speed)

@@ -1,7 +1,8 @@
 """Figures: pure functions, a DataFrame in and a matplotlib ``Figure`` out.
 
-They never show or save anything; callers decide (``fig.savefig(...)``). No
-pyplot state is touched: every figure is a fresh :class:`~matplotlib.figure.Figure`.
+They never show or save anything; callers decide (``fig.savefig(...)``). They build
+:class:`Figure` objects (a matplotlib ``Figure`` that shows itself in Jupyter) directly,
+so they need no pyplot backend and never change the one a notebook uses.
 
 Conventions, so that figures read the same everywhere:
 
@@ -24,24 +25,37 @@ What each figure takes:
 :func:`breakdown_figure`    ``Results.runs``
 :func:`timeline_figure`     :func:`agentsim.timeline.run_timeline`
 :func:`breakeven_figure`    one row per variant with ``wall_mean_s`` and ``cost_mean_usd``
-==========================  ============================================================
-"""
+==========================  ====================================================="""
 
 from __future__ import annotations
 
-import matplotlib
+import io
 
-matplotlib.use("Agg", force=False)
-import matplotlib.pyplot as plt
+import matplotlib
 import numpy as np
 import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
+from matplotlib.figure import Figure as _MplFigure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
+
+class Figure(_MplFigure):
+    """A matplotlib ``Figure`` that shows itself in Jupyter (``_repr_png_``), whatever the backend.
+
+    Figures made this way are not registered with pyplot, so scripts keep no global figure state,
+    and notebooks display them without ``%matplotlib inline``.
+    """
+
+    def _repr_png_(self) -> bytes:
+        buf = io.BytesIO()
+        self.savefig(buf, format="png", dpi=100)
+        return buf.getvalue()
+
+
 __all__ = [
     "SEGMENT_COLORS",
+    "Figure",
     "breakdown_figure",
     "breakeven_figure",
     "cdf_figure",
@@ -60,7 +74,7 @@ MAX_FACETS = 4
 
 def variant_colors(names) -> dict[str, str]:
     """A colour per variant, in order (the default matplotlib cycle)."""
-    cycle = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    cycle = matplotlib.rcParams["axes.prop_cycle"].by_key()["color"]
     return {n: cycle[i % len(cycle)] for i, n in enumerate(names)}
 
 

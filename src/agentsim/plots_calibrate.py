@@ -9,15 +9,12 @@ from __future__ import annotations
 
 import math
 
-import matplotlib
-
-matplotlib.use("Agg", force=False)
 import numpy as np
 import pandas as pd
-from matplotlib.figure import Figure
 
 from .calibrate import Calibration
 from .distributions import Z90
+from .plots import Figure
 
 __all__ = ["calibration_figure"]
 

@@ -7,9 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from matplotlib.figure import Figure
 
-from .plots import variant_colors
+from .plots import Figure, variant_colors
 
 __all__ = ["limits_figure", "wait_cdf_figure"]
 
@@ -37,8 +36,8 @@ def limits_figure(series: pd.DataFrame, window: tuple[float, float] | None = Non
                 right.step(t, g["value"] / g["limit"], where="post", color=colors[variant], lw=0.8,
                            ls=styles.get(kind, "-"), label=f"{variant} {kind}")
         lim = a.loc[a["series"] == "in_flight", "limit"]
-        if len(lim):
-            left.axhline(lim.iloc[0], color="grey", ls="--", lw=0.8)
+        if len(lim) and np.isfinite(lim.iloc[0]):
+            left.axhline(lim.iloc[0], color="grey", ls="--", lw=0.8, label="limit")
         left.set_title(f"{account}: requests in flight")
         left.set_ylabel("requests")
         right.set_title(f"{account}: token buckets")

@@ -47,6 +47,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from .plots import Figure
 from .pricing import PriceError, Rates, call_cost, compile_price
 from .replay_config import (
     DEFAULT_PROFILE,
@@ -572,7 +573,6 @@ def replay(
 
 def breakdown_figure(result: ReplayResult):
     """Total wall time per variant, stacked by what it waited on (critical path)."""
-    from matplotlib.figure import Figure
 
     from .plots import variant_colors
 

@@ -263,11 +263,10 @@ class Results:
             name = self.variants[v]
             for acc in out.accounts:
                 spec = acc.spec
-                if acc.slots is not None:
-                    rows.append(pd.DataFrame({"variant": name, "account": spec.name, "series": "in_flight",
-                                              "t_s": [0.0, *(t for t, _ in acc.inflight_log)],
-                                              "value": [0.0, *(x for _, x in acc.inflight_log)],
-                                              "limit": float(spec.concurrency)}))
+                rows.append(pd.DataFrame({"variant": name, "account": spec.name, "series": "in_flight",
+                                          "t_s": [0.0, *(t for t, _ in acc.inflight_log)],
+                                          "value": [0.0, *(x for _, x in acc.inflight_log)],
+                                          "limit": float(spec.concurrency) if spec.concurrency else np.inf}))
                 for attr, label, limit in (("rpm", "rpm", spec.rpm), ("itpm", "input_tpm", spec.input_tpm),
                                            ("otpm", "output_tpm", spec.output_tpm)):
                     log = acc.level_logs.get(attr)

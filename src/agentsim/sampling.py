@@ -74,7 +74,9 @@ def sample_block(plan: Plan, seed: int, index: int, start: int, n: int) -> Block
         s = d.sampler
         if s is not None and s.is_constant:
             c = s.constant_value
-            arr = np.full((n, *shape), np.rint(c) if d.integer else c, dtype=np.int64 if d.integer else np.float64)
+            # a read-only broadcast view: a constant costs no memory per run
+            value = np.array(np.rint(c) if d.integer else c, dtype=np.int64 if d.integer else np.float64)
+            arr = np.broadcast_to(value, (n, *shape))
         else:
             z = _normals(seed, index, d.node, d.purpose, shape, n)
             node = plan.nodes[d.node] if d.node < len(plan.nodes) else None  # else the workload pseudo-node

@@ -113,12 +113,12 @@ class _DistBase(_Model):
 
 
 class ConstantDist(_DistBase):
-    constant: Num
+    constant: Num = Field(description="The value.")
 
 
 class UniformParams(_Model):
-    low: Num
-    high: Num
+    low: Num = Field(description="Smallest value.")
+    high: Num = Field(description="Largest value.")
 
     @model_validator(mode="after")
     def _ordered(self) -> UniformParams:
@@ -134,8 +134,8 @@ class UniformDist(_DistBase):
 
 
 class NormalParams(_Model):
-    mean: Num
-    sd: NonNegNum
+    mean: Num = Field(description="Mean.")
+    sd: NonNegNum = Field(description="Standard deviation.")
 
 
 class NormalDist(_DistBase):
@@ -145,10 +145,10 @@ class NormalDist(_DistBase):
 class LognormalParams(_Model):
     """Either ``{median, p90}`` (how people quote latencies) or ``{mean, sd}``."""
 
-    median: PosNum | None = None
-    p90: PosNum | None = None
-    mean: PosNum | None = None
-    sd: PosNum | None = None
+    median: PosNum | None = Field(None, description="Median (50th percentile); give it with p90.")
+    p90: PosNum | None = Field(None, description="90th percentile, above the median.")
+    mean: PosNum | None = Field(None, description="Mean; give it with sd.")
+    sd: PosNum | None = Field(None, description="Standard deviation.")
 
     @model_validator(mode="after")
     def _one_pair(self) -> LognormalParams:
@@ -175,8 +175,8 @@ class LognormalDist(_DistBase):
 
 
 class GammaParams(_Model):
-    mean: PosNum
-    sd: PosNum
+    mean: PosNum = Field(description="Mean.")
+    sd: PosNum = Field(description="Standard deviation.")
 
 
 class GammaDist(_DistBase):
@@ -184,7 +184,7 @@ class GammaDist(_DistBase):
 
 
 class ExponentialParams(_Model):
-    mean: PosNum
+    mean: PosNum = Field(description="Mean.")
 
 
 class ExponentialDist(_DistBase):
@@ -192,7 +192,7 @@ class ExponentialDist(_DistBase):
 
 
 class ChoiceParams(_Model):
-    values: list[Num] = Field(min_length=1)
+    values: list[Num] = Field(min_length=1, description="The values to draw from.")
     p: list[Prob] | None = Field(None, description="Probabilities, one per value, summing to 1.")
 
     @model_validator(mode="after")
@@ -217,9 +217,9 @@ class ChoiceDist(_DistBase):
 class EmpiricalParams(_Model):
     """Resample observed values: inline ``values`` or a CSV ``file`` and its ``column``."""
 
-    values: list[Num] | None = Field(None, min_length=1)
+    values: list[Num] | None = Field(None, min_length=1, description="Observed values, drawn with equal probability.")
     file: str | None = Field(None, description="CSV file, relative to the scenario file.")
-    column: str | None = None
+    column: str | None = Field(None, description="Column of the CSV file holding the values.")
 
     @model_validator(mode="after")
     def _one_source(self) -> EmpiricalParams:
@@ -315,7 +315,7 @@ Dist = Annotated[
 
 class Tier(_Model):
     start: Annotated[int, Field(ge=0)] = Field(description="Tier applies when total input tokens exceed this.")
-    price: NonNegNum
+    price: NonNegNum = Field(description="USD per million tokens for every token of this kind in the call.")
 
 
 class TieredPrice(_Model):
@@ -325,8 +325,8 @@ class TieredPrice(_Model):
     that tier's rate applies to *all* tokens of this kind in the call.
     """
 
-    base: NonNegNum
-    tiers: list[Tier] = Field(min_length=1)
+    base: NonNegNum = Field(description="USD per million tokens up to the first tier.")
+    tiers: list[Tier] = Field(min_length=1, description="Long-context tiers, by increasing start.")
 
     @field_validator("tiers")
     @classmethod
@@ -367,11 +367,11 @@ class PriceSpec(_Model):
         None, description="genai-prices price context, e.g. {speed: fast} or {service_tier: flex}"
     )
     date: dt.date | None = Field(None, description="Price as of this date (YYYY-MM-DD); default: prices_as_of.")
-    input_mtok: Rate | None = None
-    output_mtok: Rate | None = None
-    cache_read_mtok: Rate | None = None
-    cache_write_mtok: Rate | None = None
-    cache_write_1h_mtok: Rate | None = None
+    input_mtok: Rate | None = Field(None, description="Uncached input tokens.")
+    output_mtok: Rate | None = Field(None, description="Visible output tokens.")
+    cache_read_mtok: Rate | None = Field(None, description="Prompt-cache reads (default: input_mtok).")
+    cache_write_mtok: Rate | None = Field(None, description="5-minute prompt-cache writes (default: input_mtok).")
+    cache_write_1h_mtok: Rate | None = Field(None, description="1-hour cache writes (default: cache_write_mtok).")
     output_reasoning_mtok: Rate | None = Field(None, description="Defaults to output_mtok.")
     requests_kcount: Rate | None = Field(None, description="USD per 1000 requests (a fee per call).")
 
@@ -441,7 +441,7 @@ class FallbackSpec(_Model):
 
 
 class ModelSpec(_Model):
-    price: PriceSpec
+    price: PriceSpec = Field(description="The model's price table (its standard speed tier).")
     profile: str | None = Field(
         None, description="A speed profile (bundled name or file) that fills ttft, output_tps and prefill_tps."
     )
@@ -450,8 +450,8 @@ class ModelSpec(_Model):
     prefill_tps: PosNum | None = Field(
         None, description="Uncached input tokens processed per second; adds input/prefill_tps to TTFT."
     )
-    speeds: dict[str, SpeedSpec] = Field(default_factory=dict)
-    cache: CacheSpec | None = None
+    speeds: dict[str, SpeedSpec] = Field(default_factory=dict, description="Speed tiers by name (fast, priority...).")
+    cache: CacheSpec | None = Field(None, description="This model's prompt-cache TTL, overriding the context's.")
     error_rate: Prob = Field(0.0, description="Probability an attempt fails (HTTP 5xx) at its first token.")
     timeout: PosNum | None = Field(None, description="Seconds after which the client cancels an attempt.")
     retry: RetrySpec | None = Field(None, description="Retry policy (default: the official SDKs').")
@@ -480,42 +480,42 @@ class CallSpec(_Model):
 
 
 class ToolSpec(_Model):
-    name: str | None = None
+    name: str | None = Field(None, description="Step name, used in records and variant overrides.")
     latency: Dist = Field(description="Seconds the tool runs.")
     output: Dist = Field(0.0, description="Tokens the tool returns into the context.")
 
 
 class WaitSpec(_Model):
-    name: str | None = None
+    name: str | None = Field(None, description="Step name, used in records and variant overrides.")
     latency: Dist = Field(description="Seconds of human or fixed delay.")
 
 
 class KJoin(_Model):
-    k: Annotated[int, Field(ge=1)]
+    k: Annotated[int, Field(ge=1)] = Field(description="The join completes when k branches have finished.")
 
 
 Join = Literal["all", "any"] | KJoin
 
 
 class ParallelSpec(_Model):
-    name: str | None = None
-    branches: list[Branch] = Field(min_length=1)
-    join: Join = "all"
+    name: str | None = Field(None, description="Step name, used in records and variant overrides.")
+    branches: list[Branch] = Field(min_length=1, description="Branches: each one step, or a list of steps in order.")
+    join: Join = Field("all", description="all, any (the first to finish), or {k: N} (the first N).")
 
 
 class FanoutSpec(_Model):
-    name: str | None = None
+    name: str | None = Field(None, description="Step name, used in records and variant overrides.")
     n: Dist = Field(description="Number of parallel copies (rounded).")
-    steps: list[Step] = Field(min_length=1)
-    join: Join = "all"
+    steps: list[Step] = Field(min_length=1, description="The steps each copy runs, in order.")
+    join: Join = Field("all", description="all, any (the first to finish), or {k: N} (the first N).")
 
 
 class RepeatSpec(_Model):
-    name: str | None = None
+    name: str | None = Field(None, description="Step name, used in records and variant overrides.")
     times: Dist | None = Field(None, description="Number of iterations (rounded).")
     continue_p: Prob | None = Field(None, description="After each iteration another follows with this p.")
     max: Annotated[int, Field(ge=1)] | None = Field(None, description="Cap on iterations with continue_p.")
-    steps: list[Step] = Field(min_length=1)
+    steps: list[Step] = Field(min_length=1, description="The steps of one iteration, in order.")
 
     @model_validator(mode="after")
     def _ends(self) -> RepeatSpec:
@@ -533,14 +533,14 @@ class RepeatSpec(_Model):
 
 
 class ChooseOption(_Model):
-    p: Prob
-    steps: list[Step] = Field(default_factory=list)
-    name: str | None = None
+    p: Prob = Field(description="Probability of this option (the options' p sum to 1).")
+    steps: list[Step] = Field(default_factory=list, description="The steps of this option (none: skip).")
+    name: str | None = Field(None, description="Option name.")
 
 
 class ChooseSpec(_Model):
-    name: str | None = None
-    options: list[ChooseOption] = Field(min_length=1)
+    name: str | None = Field(None, description="Step name, used in records and variant overrides.")
+    options: list[ChooseOption] = Field(min_length=1, description="One option is drawn per run by its p.")
 
     @model_validator(mode="after")
     def _sums_to_one(self) -> ChooseSpec:
@@ -551,7 +551,7 @@ class ChooseSpec(_Model):
 
 
 class SubagentSpec(_Model):
-    name: str | None = None
+    name: str | None = Field(None, description="Step name, used in records and variant overrides.")
     workflow: str = Field(description="A key of the top-level workflows.")
     output: Dist = Field(0.0, description="Tokens the subagent's answer adds to the caller's context.")
 
@@ -680,34 +680,34 @@ class ContextSpec(_Model):
 
 
 class Agent(_Model):
-    context: ContextSpec = Field(default_factory=ContextSpec)
-    steps: list[Step] = Field(min_length=1)
+    context: ContextSpec = Field(default_factory=ContextSpec, description="Context growth and prompt caching.")
+    steps: list[Step] = Field(min_length=1, description="The agent's steps, run in order.")
 
 
 class Workflow(_Model):
     context: ContextSpec | None = Field(
         None, description="The subagent's own context (default: an empty one, as for an agent without context)."
     )
-    steps: list[Step] = Field(min_length=1)
+    steps: list[Step] = Field(min_length=1, description="The workflow's steps, run in order.")
 
 
 class VariantSpec(_Model):
     speed: dict[str, str] = Field(default_factory=dict, description="Model or step name -> speed tier.")
     model: dict[str, str] = Field(default_factory=dict, description="Model or step name -> model.")
-    description: str | None = None
+    description: str | None = Field(None, description="What the variant is, for readers.")
 
 
 class ValueOfTime(_Model):
-    usd_per_hour: NonNegNum
+    usd_per_hour: NonNegNum = Field(description="What an hour of waiting for the agent is worth.")
 
 
 class Duration(_Model):
     """A span of time written as ``{seconds: N}``, ``{minutes: N}`` or ``{hours: N}`` (one of them)."""
 
-    seconds: NonNegNum | None = None
-    minutes: NonNegNum | None = None
-    hours: NonNegNum | None = None
-    days: NonNegNum | None = None
+    seconds: NonNegNum | None = Field(None, description="Seconds.")
+    minutes: NonNegNum | None = Field(None, description="Minutes.")
+    hours: NonNegNum | None = Field(None, description="Hours.")
+    days: NonNegNum | None = Field(None, description="Days.")
 
     @model_validator(mode="after")
     def _one(self) -> Duration:
@@ -751,8 +751,8 @@ class Arrivals(_Model):
 
 
 class Volume(_Model):
-    runs_per_month: PosNum | None = None
-    runs_per_day: PosNum | None = None
+    runs_per_month: PosNum | None = Field(None, description="Agent runs per month.")
+    runs_per_day: PosNum | None = Field(None, description="Agent runs per day (a month is 30 days).")
 
     @model_validator(mode="after")
     def _one(self) -> Volume:
@@ -768,11 +768,11 @@ class Volume(_Model):
 class Workload(_Model):
     """Many agents over time: open (Poisson ``arrivals``) or closed (``concurrent`` agents)."""
 
-    arrivals: Arrivals | None = None
-    concurrent: Annotated[int, Field(ge=1)] | None = None
+    arrivals: Arrivals | None = Field(None, description="Open loop: new runs arrive at random (Poisson).")
+    concurrent: Annotated[int, Field(ge=1)] | None = Field(None, description="Closed loop: this many agents.")
     think_time: Dist | None = Field(None, description="Closed loop: pause before an agent's next run.")
-    duration: Duration | None = None
-    warmup: Duration | None = None
+    duration: Duration | None = Field(None, description="Simulated time in which runs are counted.")
+    warmup: Duration | None = Field(None, description="Runs starting earlier are left out of summaries.")
     volume: Volume | None = Field(None, description="Runs per month or day, for spend sizing.")
 
     @model_validator(mode="after")
@@ -790,17 +790,17 @@ class Workload(_Model):
 
 
 class SweepRange(_Model):
-    start: Num
-    stop: Num = Field(description="Included when it lies on the grid start + k * step.")
-    step: Num
+    start: Num = Field(description="First value.")
+    stop: Num = Field(description="Last value, included when it lies on the grid start + k * step.")
+    step: Num = Field(description="Distance between values (negative to go down).")
 
 
 class SweepSpec(_Model):
     """One swept place (see agentsim.sweeps): ``{set: path, values: [...]}`` or ``{set: path, range: {...}}``."""
 
     set: str = Field(description="Dotted path into the scenario, e.g. agent.steps[1].repeat.times.")
-    values: list[Any] | None = Field(None, min_length=1)
-    range: SweepRange | None = None
+    values: list[Any] | None = Field(None, min_length=1, description="The values it takes.")
+    range: SweepRange | None = Field(None, description="Or: a range {start, stop, step}.")
     label: str | None = Field(None, description="Axis label for figures, with its unit.")
 
     @model_validator(mode="after")
@@ -811,18 +811,18 @@ class SweepSpec(_Model):
 
 
 class Scenario(_Model):
-    name: str
-    description: str | None = None
-    seed: Annotated[int, Field(ge=0)] = 0
-    runs: Annotated[int, Field(ge=1)] = 1000
-    models: dict[str, ModelSpec] = Field(min_length=1)
-    agent: Agent
-    workflows: dict[str, Workflow] = Field(default_factory=dict)
-    variants: dict[str, VariantSpec] | None = None
-    value_of_time: ValueOfTime | None = None
+    name: str = Field(description="Scenario name, shown in tables and figures.")
+    description: str | None = Field(None, description="One line on what the scenario asks.")
+    seed: Annotated[int, Field(ge=0)] = Field(0, description="Random seed: same seed, same results.")
+    runs: Annotated[int, Field(ge=1)] = Field(1000, description="Monte-Carlo runs of the agent per variant.")
+    models: dict[str, ModelSpec] = Field(min_length=1, description="The models calls can use, by name.")
+    agent: Agent = Field(description="The agent: its context settings and steps.")
+    workflows: dict[str, Workflow] = Field(default_factory=dict, description="Workflows subagent steps run.")
+    variants: dict[str, VariantSpec] | None = Field(None, description="Variants compared; the first is the baseline.")
+    value_of_time: ValueOfTime | None = Field(None, description="What waiting costs, for break-even.")
     prices_as_of: dt.date | None = Field(None, description="Date for catalog prices; default: today (UTC).")
     limits: dict[str, LimitSpec] | None = Field(None, description="Shared provider accounts and their limits.")
-    workload: Workload | None = None
+    workload: Workload | None = Field(None, description="Many agents over time sharing limits; spend volume.")
     sweeps: list[SweepSpec] | None = Field(None, description="Grid of values to sweep (agentsim sweep).")
 
     _source: str | None = PrivateAttr(None)  # the file it was loaded from (for relative paths)

@@ -293,10 +293,9 @@ def _simulate_workload(plan: Plan, seed: int) -> Results:
         for acc in out.accounts:
             spec = acc.spec
             a: dict = {"policy": spec.policy, "rejected_429": acc.rejections}
-            if acc.slots is not None:
-                mean, peak = step_mean(acc.inflight_log, w0, w1)
-                a["concurrency"] = {"limit": spec.concurrency, "mean_in_flight": mean, "max_in_flight": peak,
-                                    "utilisation": mean / spec.concurrency}
+            mean, peak = step_mean(acc.inflight_log, w0, w1)
+            a["concurrency"] = {"limit": spec.concurrency, "mean_in_flight": mean, "max_in_flight": peak,
+                                "utilisation": mean / spec.concurrency if spec.concurrency else None}
             for attr, limit, label in (("rpm", spec.rpm, "rpm"), ("itpm", spec.input_tpm, "input_tpm"),
                                        ("otpm", spec.output_tpm, "output_tpm")):
                 bucket = getattr(acc, attr)

@@ -1,0 +1,823 @@
+"""Generated documentation: the scenario JSON Schema, the scenario reference and the CLI reference.
+
+Three files are written from the code itself, so they cannot drift from it:
+
+* ``schema/scenario.schema.json``: the JSON Schema of a scenario file, for editors (the VS Code YAML
+  extension completes keys and flags mistakes with it). It is pydantic's schema of
+  :class:`agentsim.scenario.Scenario`, made readable and made to accept exactly what the loader accepts:
+  distributions and steps become named definitions, pydantic's ``gt``/``ge`` become JSON Schema's
+  ``exclusiveMinimum``/``minimum``, ``min``/``max`` may sit inside a distribution's family mapping,
+  ``ttft`` and ``output_tps`` are only required when no ``profile`` gives them, and ``extends`` is allowed.
+* ``docs/scenarios.md``: every key of a scenario file with its type, unit, default and
+  description, and an example per section (the examples are validated by the tests).
+* ``docs/cli.md``: every command and option, from the typer app (typer's own Markdown rendering,
+  the one behind ``typer agentsim.cli utils docs``).
+
+Regenerate all three with ``python -m agentsim.docs_gen`` (``--check`` only reports stale files);
+``tests/test_docs_gen.py`` fails when a committed file differs from what the code generates.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "CLI_REF_PATH",
+    "SCENARIO_REF_PATH",
+    "SCHEMA_PATH",
+    "SECTIONS",
+    "cli_reference",
+    "generated",
+    "scenario_reference",
+    "scenario_schema",
+    "stale",
+    "unit_of",
+    "write_generated",
+]
+
+SCHEMA_PATH = "schema/scenario.schema.json"
+SCENARIO_REF_PATH = "docs/scenarios.md"
+CLI_REF_PATH = "docs/cli.md"
+REGENERATE = "python -m agentsim.docs_gen"
+
+DIST = "Distribution"
+STEP = "Step"
+PARAM_DEFS = {
+    "uniform": "UniformParams",
+    "normal": "NormalParams",
+    "lognormal": "LognormalParams",
+    "gamma": "GammaParams",
+    "exponential": "ExponentialParams",
+    "choice": "ChoiceParams",
+    "empirical": "EmpiricalParams",
+}
+_KEYWORDS = {"gt": "exclusiveMinimum", "ge": "minimum", "lt": "exclusiveMaximum", "le": "maximum"}
+
+# --------------------------------------------------------------------------- the JSON Schema
+
+
+def _ref(name: str) -> dict:
+    return {"$ref": f"#/$defs/{name}"}
+
+
+def _walk(node: Any, fn) -> Any:
+    """Apply ``fn`` to every schema node (dict), depth first, rebuilding the tree."""
+    if isinstance(node, list):
+        return [_walk(x, fn) for x in node]
+    if not isinstance(node, dict):
+        return node
+    out = {}
+    for key, value in node.items():
+        if key in ("properties", "$defs"):
+            out[key] = {k: _walk(v, fn) for k, v in value.items()}
+        elif key in ("default", "examples", "const", "enum", "required"):
+            out[key] = value
+        else:
+            out[key] = _walk(value, fn)
+    return fn(out)
+
+
+def scenario_schema() -> dict:
+    """The JSON Schema of a scenario file (see the module docstring for what is changed from pydantic's)."""
+    from .scenario import DIST_FAMILIES, STEP_KINDS, Scenario
+
+    raw = Scenario.model_json_schema()
+    defs = raw["$defs"]
+    dist_options = [{"type": "number"}] + [_ref(f.capitalize() + "Dist") for f in DIST_FAMILIES]
+    step_options = [_ref(k.capitalize() + "Step") for k in STEP_KINDS]
+
+    def tidy(node: dict) -> dict:
+        for old, new in _KEYWORDS.items():  # constraints pydantic could not translate (after a BeforeValidator)
+            if old in node and "type" in node:
+                node[new] = node.pop(old)
+        if node.get("oneOf") == dist_options:
+            node.pop("oneOf")
+            node.update(_ref(DIST))
+        elif node.get("oneOf") == step_options:
+            node.pop("oneOf")
+            node.update(_ref(STEP))
+        if "title" in node and "properties" not in node:
+            node.pop("title")  # pydantic's per-field titles ("Output Tps") only repeat the key
+        return node
+
+    schema = _walk(raw, tidy)
+    defs = schema["$defs"]
+    defs[DIST] = {
+        "description": "A number (a constant) or a mapping with one distribution family key, "
+        "e.g. {lognormal: {median: 2, p90: 4.5}}; optional min/max clip the draws.",
+        "oneOf": dist_options,
+    }
+    defs[STEP] = {"description": "One step: a mapping with exactly one step-type key.", "oneOf": step_options}
+    # min/max may be written inside the family mapping too ({normal: {mean: 60, sd: 10, min: 10}}).
+    for family, name in PARAM_DEFS.items():
+        props = defs[name]["properties"]
+        for bound in ("min", "max"):
+            clip = copy.deepcopy(defs["NormalDist"]["properties"][bound])
+            clip["description"] = clip["description"].rstrip(".") + f" (may also be written beside '{family}')."
+            props[bound] = clip
+    # A profile fills ttft and output_tps: they are only required without one.
+    model = defs["ModelSpec"]
+    model["required"] = [k for k in model["required"] if k not in ("ttft", "output_tps")]
+    model["if"] = {"not": {"required": ["profile"]}}
+    model["then"] = {"required": ["ttft", "output_tps"]}
+    for key in ("ttft", "output_tps"):
+        model["properties"][key]["description"] += " Required unless a profile gives it."
+    top = {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "agentsim scenario",
+        "description": "An agentsim scenario file: models, the agent's steps, variants to compare, and optional "
+        "shared limits and workload. Units: seconds, tokens, tokens per second, USD per million tokens.",
+    }
+    props = {
+        "extends": {
+            "type": "string",
+            "description": "Another scenario file (relative to this one) to start from; mappings merge key by key.",
+        },
+        **schema["properties"],
+    }
+    rest = {k: v for k, v in schema.items() if k not in ("$defs", "properties", "title")}
+    return {**top, **rest, "properties": props, "$defs": dict(sorted(defs.items()))}
+
+
+def schema_text() -> str:
+    return json.dumps(scenario_schema(), indent=2, ensure_ascii=False) + "\n"
+
+
+# --------------------------------------------------------------------------- units
+
+UNITS: dict[str, str] = {
+    "Scenario.seed": "—",
+    "Scenario.runs": "runs",
+    "PriceSpec.requests_kcount": "USD / 1000 requests",
+    "Tier.start": "tokens (total input)",
+    "Tier.price": "USD / Mtok",
+    "TieredPrice.base": "USD / Mtok",
+    "ValueOfTime.usd_per_hour": "USD / hour",
+    "Volume.runs_per_month": "runs / month",
+    "Volume.runs_per_day": "runs / day",
+    "Arrivals.per_hour": "runs / hour",
+    "Workload.concurrent": "agents",
+    "Workload.think_time": "s",
+    "LimitSpec.concurrency": "requests",
+    "LimitSpec.rpm": "requests / min",
+    "RetrySpec.max_attempts": "attempts",
+    "FallbackSpec.after": "failed attempts",
+    "FanoutSpec.n": "copies",
+    "RepeatSpec.times": "iterations",
+    "RepeatSpec.max": "iterations",
+    "KJoin.k": "branches",
+    "Duration.seconds": "s",
+    "Duration.minutes": "min",
+    "Duration.hours": "h",
+    "Duration.days": "days",
+    "ContextSpec.system": "tokens",
+    "SubagentSpec.output": "tokens",
+}
+_BY_NAME = {
+    "ttft": "s",
+    "latency": "s",
+    "timeout": "s",
+    "backoff_base": "s",
+    "backoff_cap": "s",
+    "input": "tokens",
+    "output": "tokens",
+    "reasoning": "tokens",
+    "error_rate": "probability",
+    "continue_p": "probability",
+    "p": "probability",
+}
+
+
+def unit_of(definition: str, key: str) -> str | None:
+    """The unit of a numeric key (``None`` when unknown: the reference test then fails)."""
+    if f"{definition}.{key}" in UNITS:
+        return UNITS[f"{definition}.{key}"]
+    if definition.endswith("Params") or definition.endswith("Dist"):
+        return "the quantity's"  # distribution parameters carry the unit of what they describe
+    if key in _BY_NAME:
+        return _BY_NAME[key]
+    for suffix, unit in (("_mtok", "USD / Mtok"), ("_tps", "tokens/s"), ("_tpm", "tokens / min"), ("_x", "×")):
+        if key.endswith(suffix):
+            return unit
+    return None
+
+
+def is_numeric(node: dict) -> bool:
+    """Whether a property takes a number (plain, tiered price, or distribution)."""
+    if node.get("type") in ("number", "integer"):
+        return True
+    if node.get("$ref") in (f"#/$defs/{DIST}",):
+        return True
+    return any(is_numeric(x) for x in node.get("anyOf", []) + node.get("oneOf", []) if isinstance(x, dict))
+
+
+# --------------------------------------------------------------------------- the scenario reference
+
+# (definition, heading, example YAML, path of the example object inside it). Every definition of the
+# schema is either here or in FOLDED; tests/test_docs_gen.py checks that, and validates every example.
+SECTIONS: list[tuple[str, str, str, tuple]] = [
+    (
+        "Scenario",
+        "Top level",
+        """\
+# yaml-language-server: $schema=../schema/scenario.schema.json
+name: first-scenario
+description: One model, a 10-step chain with a tool between calls.
+seed: 1
+runs: 2000
+models:
+  sonnet:
+    price: {input_mtok: 3, output_mtok: 15}
+    ttft: {lognormal: {median: 1.5, p90: 3.5}}
+    output_tps: 70
+agent:
+  steps:
+    - repeat:
+        times: 10
+        steps:
+          - call: {name: act, output: 300}
+          - tool: {name: run, latency: 2}
+""",
+        (),
+    ),
+    (
+        "ModelSpec",
+        "models.NAME",
+        """\
+models:
+  opus:
+    price: {input_mtok: 5, output_mtok: 25, cache_read_mtok: 0.5, cache_write_mtok: 6.25}
+    ttft: {lognormal: {median: 2.0, p90: 4.5}}        # s, excluding prefill
+    prefill_tps: 15000                                  # uncached input tokens/s
+    output_tps: {normal: {mean: 60, sd: 10, min: 10}}   # tokens/s, drawn per call
+    speeds:
+      fast: {output_tps_x: 2.5, price_x: 6}
+""",
+        ("models", "opus"),
+    ),
+    (
+        "PriceSpec",
+        "models.NAME.price",
+        """\
+price: {catalog: anthropic/claude-opus-4-8}                                 # genai-prices catalog
+# or: {catalog: anthropic/claude-opus-4-8, context: {speed: fast}}         # a price context
+# or: {input_mtok: 3, output_mtok: 15, cache_read_mtok: 0.3, cache_write_mtok: 3.75}
+""",
+        ("price",),
+    ),
+    (
+        "TieredPrice",
+        "Long-context tiers (any `*_mtok` price)",
+        """\
+input_mtok: {base: 3, tiers: [{start: 200000, price: 6}]}
+""",
+        ("input_mtok",),
+    ),
+    (
+        "Tier",
+        "One tier of a tiered price",
+        """\
+tier: {start: 200000, price: 6}
+""",
+        ("tier",),
+    ),
+    (
+        "SpeedSpec",
+        "models.NAME.speeds.TIER",
+        """\
+speeds:
+  fast: {output_tps_x: 2.5, price: {input_mtok: 30, output_mtok: 150}}
+  priority: {ttft_x: 0.5, price_x: 1.8}
+""",
+        ("speeds", "fast"),
+    ),
+    (
+        "CacheSpec",
+        "Prompt-cache TTL (models.NAME.cache, agent.context.cache)",
+        """\
+cache: {ttl: 1h}
+""",
+        ("cache",),
+    ),
+    (
+        "RetrySpec",
+        "models.NAME.retry",
+        """\
+retry: {max_attempts: 11, backoff_base: 0.5, backoff_cap: 8, jitter: full, honour_retry_after: true}
+""",
+        ("retry",),
+    ),
+    (
+        "FallbackSpec",
+        "models.NAME.fallback",
+        """\
+fallback: {model: sonnet, after: 3}
+""",
+        ("fallback",),
+    ),
+    (
+        "Agent",
+        "agent",
+        """\
+agent:
+  context: {system: 12000, grows: true, cache: true}
+  steps:
+    - call: {name: plan, model: opus, input: 2000, output: 600}
+""",
+        ("agent",),
+    ),
+    (
+        "ContextSpec",
+        "agent.context, workflows.NAME.context",
+        """\
+context: {system: 12000, grows: true, cache: {ttl: 5m}}
+""",
+        ("context",),
+    ),
+    (
+        "Workflow",
+        "workflows.NAME",
+        """\
+workflows:
+  researcher:
+    context: {system: 3000, grows: true, cache: true}
+    steps:
+      - call: {name: search-plan, output: 200}
+      - tool: {name: web-search, latency: {lognormal: {median: 2.5, p90: 8}}, output: 3000}
+""",
+        ("workflows", "researcher"),
+    ),
+    (
+        "CallSpec",
+        "Step `call`",
+        """\
+call: {name: act, model: opus, input: 50, output: 250, reasoning: 300, speed: fast}
+""",
+        ("call",),
+    ),
+    (
+        "ToolSpec",
+        "Step `tool`",
+        """\
+tool: {name: run-tests, latency: {lognormal: {median: 1.5, p90: 6}}, output: 800}
+""",
+        ("tool",),
+    ),
+    (
+        "WaitSpec",
+        "Step `wait`",
+        """\
+wait: {name: human-review, latency: {lognormal: {median: 120, p90: 600}}}
+""",
+        ("wait",),
+    ),
+    (
+        "ParallelSpec",
+        "Step `parallel`",
+        """\
+parallel:
+  name: reviews
+  join: all            # or any, or {k: 2}
+  branches:
+    - call: {name: review-a, output: 500}
+    - [{tool: {name: lint, latency: 3}}, {call: {name: review-b, output: 500}}]
+""",
+        ("parallel",),
+    ),
+    (
+        "KJoin",
+        "Join on the first k branches",
+        """\
+join: {k: 2}
+""",
+        ("join",),
+    ),
+    (
+        "FanoutSpec",
+        "Step `fanout`",
+        """\
+fanout:
+  name: search
+  n: 8
+  steps:
+    - call: {name: query, output: 60}
+    - tool: {name: web-search, latency: 2.5, output: 3000}
+""",
+        ("fanout",),
+    ),
+    (
+        "RepeatSpec",
+        "Step `repeat`",
+        """\
+repeat:
+  name: act-observe
+  times: {uniform: {low: 30, high: 40}}     # or: continue_p: 0.9 with max: 60
+  steps:
+    - call: {name: act, output: 250}
+    - tool: {name: run, latency: 1.5, output: 800}
+""",
+        ("repeat",),
+    ),
+    (
+        "ChooseSpec",
+        "Step `choose`",
+        """\
+choose:
+  name: triage
+  options:
+    - {p: 0.7, steps: [{call: {name: quick-fix, output: 300}}]}
+    - {p: 0.3, name: escalate, steps: [{wait: {name: human, latency: 600}}]}
+""",
+        ("choose",),
+    ),
+    (
+        "ChooseOption",
+        "One option of `choose`",
+        """\
+option: {p: 0.3, name: escalate, steps: [{wait: {latency: 600}}]}
+""",
+        ("option",),
+    ),
+    (
+        "SubagentSpec",
+        "Step `subagent`",
+        """\
+subagent: {name: research, workflow: researcher, output: 400}
+""",
+        ("subagent",),
+    ),
+    (
+        "VariantSpec",
+        "variants.NAME",
+        """\
+variants:
+  standard: {}
+  fast: {speed: {opus: fast}, description: every Opus call in fast mode}
+  fast-plan-only: {speed: {plan: fast}}
+  haiku-reviews: {model: {review-a: haiku, review-b: haiku}}
+""",
+        ("variants", "fast"),
+    ),
+    (
+        "ValueOfTime",
+        "value_of_time",
+        """\
+value_of_time: {usd_per_hour: 100}
+""",
+        ("value_of_time",),
+    ),
+    (
+        "LimitSpec",
+        "limits.NAME",
+        """\
+limits:
+  opus-standard: {models: [opus@standard], rpm: 1000, input_tpm: 450000, output_tpm: 90000}
+  gateway: {models: [haiku], concurrency: 20, policy: queue}
+""",
+        ("limits", "opus-standard"),
+    ),
+    (
+        "Workload",
+        "workload",
+        """\
+workload:
+  concurrent: 40
+  think_time: {lognormal: {median: 120, p90: 600}}
+  duration: {hours: 8}
+  warmup: {minutes: 30}
+  volume: {runs_per_day: 300}
+""",
+        ("workload",),
+    ),
+    (
+        "Arrivals",
+        "workload.arrivals",
+        """\
+arrivals: {per_hour: 120}
+""",
+        ("arrivals",),
+    ),
+    (
+        "Duration",
+        "Durations (workload.duration, workload.warmup)",
+        """\
+duration: {hours: 8}
+""",
+        ("duration",),
+    ),
+    (
+        "Volume",
+        "workload.volume",
+        """\
+volume: {runs_per_month: 20000}
+""",
+        ("volume",),
+    ),
+]
+
+DIST_SECTIONS: list[tuple[str, str, str]] = [
+    ("ConstantDist", "constant", "{constant: 2} (or just 2)"),
+    ("UniformParams", "uniform", "{uniform: {low: 30, high: 40}}"),
+    ("NormalParams", "normal", "{normal: {mean: 60, sd: 10, min: 10}}"),
+    ("LognormalParams", "lognormal", "{lognormal: {median: 2, p90: 4.5}}"),
+    ("GammaParams", "gamma", "{gamma: {mean: 70, sd: 15}}"),
+    ("ExponentialParams", "exponential", "{exponential: {mean: 2}}"),
+    ("ChoiceParams", "choice", "{choice: {values: [1, 3], p: [0.7, 0.3]}}"),
+    ("EmpiricalParams", "empirical", "{empirical: {file: latencies.csv, column: seconds}}"),
+]
+DIST_DRAW = {
+    "constant": "the value",
+    "uniform": "low + (high − low)·u",
+    "normal": "mean + sd·z",
+    "lognormal": "exp(μ + σz), μ = ln median, σ = (ln p90 − ln median)/1.2816; from mean/sd: "
+    "σ² = ln(1 + sd²/mean²), μ = ln mean − σ²/2",
+    "gamma": "shape (mean/sd)², scale sd²/mean",
+    "exponential": "−mean·ln(1 − u)",
+    "choice": "values[i] with probability p[i] (equal if p is omitted)",
+    "empirical": "one of the values, each equally likely",
+}
+
+# Definitions documented inside another section rather than on their own.
+FOLDED = (
+    {DIST, STEP}
+    | {f"{k.capitalize()}Step" for k in ("call", "tool", "wait", "parallel", "fanout", "repeat", "choose", "subagent")}
+    | {
+        f"{f.capitalize()}Dist"
+        for f in ("uniform", "normal", "lognormal", "gamma", "exponential", "choice", "empirical")
+    }
+)
+
+
+def _anchor(definition: str) -> str:
+    return definition.lower()
+
+
+def _md(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ").strip()
+
+
+def _type(node: dict) -> str:
+    """A short human type for a schema node, with links to the sections of referenced definitions."""
+    if "$ref" in node:
+        name = node["$ref"].rsplit("/", 1)[-1]
+        if name == DIST:
+            return "[distribution](#distributions)"
+        if name == STEP:
+            return "[step](#steps)"
+        return f"[{name.removesuffix('Spec')}](#{_anchor(name)})"
+    for key in ("anyOf", "oneOf"):
+        if key in node:
+            parts = [_type(x) for x in node[key] if x.get("type") != "null"]
+            if parts[1:] == ["[TieredPrice](#tieredprice)"]:
+                return "number or [tiers](#tieredprice)"
+            if parts == ["[step](#steps)", "list of [step](#steps)"]:
+                return "step or list of steps"
+            return " or ".join(dict.fromkeys(parts))
+    if "enum" in node:
+        return " \\| ".join(f"`{v}`" for v in node["enum"])
+    if "const" in node:
+        return f"`{node['const']}`"
+    t = node.get("type")
+    if t == "array":
+        return "list of " + _type(node.get("items", {}))
+    if t == "object":
+        inner = node.get("additionalProperties")
+        return "mapping: name → " + (_type(inner) if isinstance(inner, dict) else "string")
+    if t == "string" and node.get("format") == "date":
+        return "date (YYYY-MM-DD)"
+    if t in ("number", "integer"):
+        bounds = []
+        for key, sym in (("exclusiveMinimum", ">"), ("minimum", "≥"), ("exclusiveMaximum", "<"), ("maximum", "≤")):
+            if key in node:
+                bounds.append(f"{sym} {node[key]:g}")
+        return t + (" " + ", ".join(bounds) if bounds else "")
+    return str(t) if t else "any"
+
+
+def _default(node: dict, required: bool, key: str, definition: str) -> str:
+    if required:
+        return "**required**"
+    if definition == "ModelSpec" and key in ("ttft", "output_tps"):
+        return "**required** unless `profile`"
+    if "default" not in node:
+        t = node.get("type")
+        return "`{}`" if t == "object" or "$ref" in node else "`[]`" if t == "array" else "—"
+    d = node["default"]
+    if d is None:
+        return "—"
+    return f"`{json.dumps(d) if isinstance(d, str | bool) else f'{d:g}' if isinstance(d, float) else d}`"
+
+
+def _table(defs: dict, definition: str, node: dict | None = None) -> list[str]:
+    node = node or defs[definition]
+    required = set(node.get("required", []))
+    rows = ["| key | type | unit | default | description |", "|---|---|---|---|---|"]
+    for key, prop in node.get("properties", {}).items():
+        unit = (unit_of(definition, key) or "?") if is_numeric(prop) else ""
+        rows.append(
+            f"| `{key}` | {_type(prop)} | {unit} | {_default(prop, key in required, key, definition)} "
+            f"| {_md(prop.get('description', ''))} |"
+        )
+    return rows
+
+
+def _doc(node: dict) -> str:
+    text = node.get("description", "")
+    return " ".join(text.replace("``", "`").split())
+
+
+def scenario_reference() -> str:
+    """The Markdown page ``docs/scenarios.md``."""
+    from .scenario import STEP_KINDS
+
+    schema = scenario_schema()
+    defs = {**schema["$defs"], "Scenario": schema}
+    out = [
+        "# Scenario reference",
+        "",
+        f"<!-- Generated by `{REGENERATE}` from the pydantic models in src/agentsim/scenario.py. Do not edit. -->",
+        "",
+        "A scenario file (YAML, JSON or TOML) describes the models, the agent's steps, the variants to compare "
+        "and, optionally, shared limits and a workload. This page lists every key, generated from the same "
+        "models that validate the file, so it is always complete.",
+        "",
+        "**Units.** Seconds (`s`), tokens, tokens per second (`tokens/s`) and USD per million tokens "
+        "(`USD / Mtok`, the `*_mtok` keys, as genai-prices names them). Where a number is expected a "
+        "[distribution](#distributions) may be given instead (a plain number means a constant); token counts "
+        "and repeat/fan-out counts are rounded to whole numbers.",
+        "",
+        "**Keys** written `NAME` or `TIER` are names you choose. Unknown keys are errors (with a "
+        "*did you mean* hint), never ignored. A file may start with `extends: base.yaml` to reuse another "
+        "scenario: mappings merge key by key, everything else is replaced.",
+        "",
+        "## Editor support { #editor }",
+        "",
+        f"The JSON Schema of this format is published as [`{SCHEMA_PATH}`](https://json-schema.org/) in the "
+        "repository. With the VS Code YAML extension (Red Hat) put this line at the top of a scenario file "
+        "(the path is relative to the file):",
+        "",
+        "```yaml",
+        "# yaml-language-server: $schema=../schema/scenario.schema.json",
+        "```",
+        "",
+        "or map every scenario at once in `.vscode/settings.json`:",
+        "",
+        "```json",
+        '{"yaml.schemas": {"./schema/scenario.schema.json": ["scenarios/**/*.yaml"]}}',
+        "```",
+        "",
+        "The editor then completes keys, shows these descriptions on hover and underlines unknown keys. "
+        "`agentsim validate FILE` checks everything the schema cannot (names that must exist, probabilities "
+        "that must sum to 1, catalog prices).",
+        "",
+    ]
+    steps_at = next(i for i, s in enumerate(SECTIONS) if s[0] == "CallSpec")
+    for i, (definition, heading, example, _path) in enumerate(SECTIONS):
+        if i == steps_at:
+            out += [
+                "## Steps { #steps }",
+                "",
+                "A step is a mapping with exactly one of these keys: "
+                + ", ".join(f"`{k}`" for k in STEP_KINDS)
+                + ". Steps run in order; `parallel` and `fanout` run branches at the same time and join them; "
+                "`repeat` runs its steps several times; `choose` runs one option; `subagent` runs a named "
+                "workflow with its own context. Every step may have a `name`, used in the calls table and "
+                "by variants.",
+                "",
+            ]
+        level = "###" if definition in _STEP_SPECS else "##"
+        node = defs[definition]
+        out += [f"{level} {heading} {{ #{_anchor(definition)} }}", ""]
+        if _doc(node):
+            out += [_doc(node), ""]
+        out += _table(defs, definition)
+        out += ["", "```yaml", example.rstrip("\n"), "```", ""]
+    out += _distributions(defs)
+    return "\n".join(out).rstrip("\n") + "\n"
+
+
+_STEP_SPECS = {
+    "CallSpec",
+    "ToolSpec",
+    "WaitSpec",
+    "ParallelSpec",
+    "KJoin",
+    "FanoutSpec",
+    "RepeatSpec",
+    "ChooseSpec",
+    "ChooseOption",
+    "SubagentSpec",
+}
+
+
+def _distributions(defs: dict) -> list[str]:
+    out = [
+        "## Distributions { #distributions }",
+        "",
+        "Wherever the type says *distribution*, write a number (a constant) or a mapping with exactly one "
+        "family key. Any family takes optional `min` and `max` that clip its draws, written beside the family "
+        "key or inside its mapping (`{normal: {mean: 60, sd: 10}, min: 10}` = "
+        "`{normal: {mean: 60, sd: 10, min: 10}}`). Quantities that cannot be negative (tokens, latencies, "
+        "counts) must not be able to draw below 0, and speeds must stay above 0: a normal needs a `min`.",
+        "",
+        "Every draw is `Q(Φ(z))`: the family's quantile function `Q` at the normal CDF of a standard-normal "
+        "draw `z` (`u = Φ(z)` below). That is what lets variants share their random numbers "
+        "([common random numbers](concepts.md#common-random-numbers)).",
+        "",
+        "| family | example | draw |",
+        "|---|---|---|",
+    ]
+    for _, family, example in DIST_SECTIONS:
+        out.append(f"| `{family}` | `{example}` | {_md(DIST_DRAW[family])} |")
+    out.append("")
+    for definition, family, _ in DIST_SECTIONS:
+        if definition == "ConstantDist":
+            node = {k: v for k, v in defs[definition].items()}
+            node["properties"] = {k: v for k, v in node["properties"].items() if k == "constant"}
+        else:
+            node = defs[definition]
+        out += [f"### `{family}` {{ #{_anchor(definition)} }}", ""]
+        if _doc(node):
+            out += [_doc(node), ""]
+        out += _table(defs, definition, node)
+        out.append("")
+    return out
+
+
+# --------------------------------------------------------------------------- the CLI reference
+
+
+def cli_reference() -> str:
+    """The Markdown page ``docs/cli.md``, rendered by typer from the ``agentsim`` app."""
+    import typer
+    import typer.cli
+    from typer.main import get_command
+
+    from .cli import app
+
+    command = get_command(app)
+    ctx = typer.Context(command, info_name="agentsim")
+    body = typer.cli.get_docs_for_click(obj=command, ctx=ctx, name="agentsim", title="CLI reference")
+    head, _, rest = body.partition("\n")
+    intro = (
+        f"\n<!-- Generated by `{REGENERATE}` from the typer app in src/agentsim/cli*.py. Do not edit. -->\n\n"
+        "Exit codes: `0` success; `2` bad input (a scenario, trace or option: the message names the file, the "
+        "place and the fix); `1` a run that failed for another reason. Set `AGENTSIM_DEBUG=1` to see a "
+        "traceback. Options that print `--json` write only JSON on standard output.\n"
+    )
+    return (head + "\n" + intro + rest).rstrip("\n") + "\n"
+
+
+# --------------------------------------------------------------------------- files
+
+
+def generated() -> dict[str, str]:
+    """Path (relative to the repository root) -> the text it must have."""
+    return {SCHEMA_PATH: schema_text(), SCENARIO_REF_PATH: scenario_reference(), CLI_REF_PATH: cli_reference()}
+
+
+def stale(root: str | Path) -> list[str]:
+    """The generated files under ``root`` that differ from what the code generates now."""
+    root = Path(root)
+    out = []
+    for rel, text in generated().items():
+        path = root / rel
+        if not path.exists() or path.read_text(encoding="utf-8") != text:
+            out.append(rel)
+    return out
+
+
+def write_generated(root: str | Path) -> list[Path]:
+    """Write the generated files under ``root`` (the repository root)."""
+    root = Path(root)
+    written = []
+    for rel, text in generated().items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        written.append(path)
+    return written
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    root = Path.cwd()
+    if not (root / "pyproject.toml").exists():
+        print("error: run this from the repository root (where pyproject.toml is)", file=sys.stderr)
+        return 2
+    if "--check" in argv:
+        bad = stale(root)
+        for rel in bad:
+            print(f"stale: {rel} (regenerate with `{REGENERATE}`)")
+        return 1 if bad else 0
+    for path in write_generated(root):
+        print(f"wrote {path.relative_to(root)}")
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())
