@@ -14,6 +14,7 @@ from agentsim.plan import compile_plan
 from agentsim.simulation import simulate_plan
 from agentsim.sweeps import (
     apply_values,
+    axes_from_scenario,
     grid,
     parse_path,
     parse_set,
@@ -213,3 +214,14 @@ def test_sweep_of_a_model_name_and_progress():
     assert sw.table["wall_mean_s"].tolist() == [11.0, 2.0]
     assert seen[0][0] == 0 and seen[-1][0] == seen[-1][1] == 2
     json.dumps(sw.table.to_dict(orient="records"), default=str)
+
+
+def test_the_documented_sweeps_section_works():
+    text = (SCENARIOS.parent / "docs" / "tradeoffs.md").read_text(encoding="utf-8")
+    block = next(b for b in text.split("```yaml\n")[1:] if b.startswith("sweeps:")).split("```")[0]
+    data, _ = load_data(CODING)
+    data.update(yaml.safe_load(block))
+    axes = axes_from_scenario(parse(data))
+    assert [a.text for a in axes] == ["models.opus.speeds.fast.output_tps_x", "agent.steps[1].repeat.times"]
+    assert axes[0].values == (1.5, 2.0, 2.5, 3.0, 3.5, 4.0) and axes[1].values == (10, 20, 40)
+    assert axes[0].label == "fast-mode speed-up (×)"

@@ -176,6 +176,9 @@ UNITS: dict[str, str] = {
     "Duration.days": "days",
     "ContextSpec.system": "tokens",
     "SubagentSpec.output": "tokens",
+    "SweepRange.start": "the swept value's",
+    "SweepRange.stop": "the swept value's",
+    "SweepRange.step": "the swept value's",
 }
 _BY_NAME = {
     "ttft": "s",
@@ -516,6 +519,24 @@ duration: {hours: 8}
 volume: {runs_per_month: 20000}
 """,
         ("volume",),
+    ),
+    (
+        "SweepSpec",
+        "sweeps[i] (agentsim sweep; see docs/tradeoffs.md)",
+        """\
+sweeps:
+  - {set: models.opus.speeds.fast.output_tps_x, range: {start: 1.5, stop: 4, step: 0.5}, label: speed-up (×)}
+  - {set: 'agent.steps[1].repeat.times', values: [10, 20, 40]}
+""",
+        ("sweeps", 0),
+    ),
+    (
+        "SweepRange",
+        "sweeps[i].range",
+        """\
+range: {start: 1.5, stop: 4, step: 0.5}
+""",
+        ("range",),
     ),
 ]
 

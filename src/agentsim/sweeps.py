@@ -10,7 +10,7 @@ or, in the scenario file itself::
 
     sweeps:
       - {set: models.opus.speeds.fast.output_tps_x, range: {start: 1.5, stop: 4, step: 0.5}}
-      - {set: agent.steps[1].repeat.times, values: [10, 20, 40], label: act/observe iterations}
+      - {set: 'agent.steps[1].repeat.times', values: [10, 20, 40], label: act/observe iterations}
 
 Paths are dotted keys with ``[i]`` list indices; a key containing dots is quoted
 (``models."gpt-5.2".ttft``). A range runs from ``start`` in steps of ``step`` and
