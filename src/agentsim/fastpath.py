@@ -22,6 +22,10 @@ It reproduces :mod:`agentsim.engine` bit for bit, by construction:
 
 from __future__ import annotations
 
+import ctypes
+import os
+import sys
+
 import numpy as np
 
 from .context import ONE_HOUR
@@ -82,7 +86,7 @@ class VecCtx:
 
     def expand(self, n_copies: int) -> VecCtx:
         """The same context for each of ``n_copies`` fanout copies (a new last axis)."""
-        L = np.repeat(self.L[..., None], n_copies, axis=-1)
+        L = np.broadcast_to(self.L[..., None], (*self.L.shape, n_copies))  # replaced, never written in place
         entries = {
             k: (np.repeat(S[..., None, :], n_copies, axis=-2), np.repeat(T[..., None, :], n_copies, axis=-2))
             for k, (S, T) in self.entries.items()
@@ -130,6 +134,8 @@ class VecCtx:
 
     def join(self, branches: list[VecCtx], counted: list[np.ndarray]) -> None:
         """Merge branch contexts; ``counted[b]`` says where branch ``b`` is a winner (or did not run)."""
+        if not self.cfg.grows and not self.cfg.cache:
+            return  # nothing can have changed
         L0 = self.L
         offset = np.zeros_like(L0)
         merged: dict[int, tuple[list, list]] = {}
@@ -147,6 +153,8 @@ class VecCtx:
 
     def join_copies(self, copies: VecCtx, counted: np.ndarray) -> None:
         """Merge fanout copies (the last axis of ``copies``) in copy order."""
+        if not self.cfg.grows and not self.cfg.cache:
+            return  # nothing can have changed
         L0 = self.L
         add = np.where(counted, copies.L - L0[..., None], 0)
         before = np.cumsum(add, axis=-1) - add  # tokens added by earlier counted copies
@@ -359,35 +367,42 @@ class _Evaluator:
         t_fork, active = st.t, st.active
         if N == 0:
             return
-        copy = np.arange(N)
-        act_c = active[..., None] & (copy < n[..., None])
+        shape = (*t_fork.shape, N)
+        # `full`: every run makes all N copies (the common case of a constant n) -- no masks needed
+        full = bool(active.all()) and int(n.min()) == N
+        act_c = np.ones(shape, dtype=bool) if full else active[..., None] & (np.arange(N) < n[..., None])
         sub = _State(
-            np.repeat(t_fork[..., None], N, axis=-1),
-            [np.repeat(a[..., None], N, axis=-1) for a in st.acc],
+            np.broadcast_to(t_fork[..., None], shape),  # read-only views: the body replaces, never writes
+            [np.broadcast_to(a[..., None], shape) for a in st.acc],
             st.ctx.expand(N),
             act_c,
         )
         self.seq(node.body, sub, (*ix, slice(None)))
         kk = n if node.join == "all" else np.minimum(n, node.join)
         has = active & (kk > 0)
-        if node.join == "all":  # the critical copy is the last one (in copy order) to reach the max
-            ends = np.where(act_c, sub.t, -np.inf)
-            critical = (N - 1 - np.argmax(ends[..., ::-1], axis=-1))[..., None]
+        if node.join == "all":
+            # the critical copy is the last one (in copy order) to reach the latest end: scan the copies
+            ends = sub.t if full else np.where(act_c, sub.t, -np.inf)
+            T_raw, crit = ends[..., 0], np.zeros(t_fork.shape, dtype=np.int64)
+            for c in range(1, N):
+                later = ends[..., c] >= T_raw
+                T_raw = np.where(later, ends[..., c], T_raw)
+                crit = np.where(later, c, crit)
+            critical = crit[..., None]
             winner = act_c
         else:
             ends = np.where(act_c, sub.t, np.inf)
             order = np.argsort(ends, axis=-1, kind="stable")
             critical = np.take_along_axis(order, np.maximum(kk - 1, 0)[..., None], axis=-1)
             winner = act_c & (np.argsort(order, axis=-1, kind="stable") < kk[..., None])
-        T_raw = np.take_along_axis(ends, critical, axis=-1)[..., 0]
-        T = np.where(has, T_raw, t_fork)
-        st.t = T
+            T_raw = np.take_along_axis(ends, critical, axis=-1)[..., 0]
+        st.t = T_raw if full else np.where(has, T_raw, t_fork)
         for slot in range(5):
             chosen = np.take_along_axis(sub.acc[slot], critical, axis=-1)[..., 0]
-            st.acc[slot] = np.where(has, chosen, st.acc[slot])
+            st.acc[slot] = chosen if full else np.where(has, chosen, st.acc[slot])
         st.ctx.join_copies(sub.ctx, winner | ~act_c)
         if node.join != "all":
-            self.cut(node.body, (*ix, slice(None)), T[..., None], act_c & ~winner)
+            self.cut(node.body, (*ix, slice(None)), st.t[..., None], act_c & ~winner)
 
     # ------------------------------------------------------------------ races
     def cut(self, branch: Node, ix: tuple, T: np.ndarray, loser: np.ndarray):
@@ -450,8 +465,37 @@ _DISPATCH = {
 }
 
 
+_MALLOC_TUNED = False
+
+
+def _tune_malloc() -> None:
+    """Keep glibc from returning NumPy's large temporaries to the kernel after every free.
+
+    The fast path allocates many short-lived arrays of a few hundred kilobytes. With glibc's
+    defaults the heap is trimmed (or the block unmapped) when they are freed, so every new array
+    page-faults its memory in again: measured here, that made the evaluator 5x slower. Raising the
+    mmap and trim thresholds (to 64 and 128 MiB) keeps freed blocks for reuse. It changes no
+    result, only speed and how much freed memory the process keeps. Linux/glibc only; set
+    ``AGENTSIM_NO_MALLOPT=1`` to leave malloc alone.
+    """
+    global _MALLOC_TUNED
+    if _MALLOC_TUNED:
+        return
+    _MALLOC_TUNED = True
+    if os.environ.get("AGENTSIM_NO_MALLOPT") or not sys.platform.startswith("linux"):
+        return
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        m_trim_threshold, m_mmap_threshold = -1, -3
+        libc.mallopt(m_mmap_threshold, 64 << 20)
+        libc.mallopt(m_trim_threshold, 128 << 20)
+    except (OSError, AttributeError):  # not glibc
+        pass
+
+
 def run_block_fast(plan: Plan, block: Block, variant: int, speeds: dict) -> BlockResult:
     """Evaluate every run of a block in one variant, vectorised."""
+    _tune_malloc()
     ev = _Evaluator(plan, block, variant, speeds)
     n = block.n
     st = _State(np.zeros(n), [np.zeros(n) for _ in range(5)], VecCtx.fresh(plan.ctx, (n,)), np.ones(n, dtype=bool))

@@ -67,6 +67,9 @@ def _normals(seed: int, block: int, node: int, purpose: int, shape: tuple[int, .
 
 def sample_block(plan: Plan, seed: int, index: int, start: int, n: int) -> Block:
     """Draw every random quantity of ``n`` runs (block ``index``)."""
+    from .fastpath import _tune_malloc
+
+    _tune_malloc()  # large temporaries follow: keep freed memory for reuse (see fastpath._tune_malloc)
     dims: dict[int, int] = {}
     values: dict[tuple[int, int], np.ndarray] = {}
     for d in plan.draws:
