@@ -66,19 +66,24 @@ def main() -> None:
 
     print(f"fast path vs DES (median of {args.repeat}; replications/s per variant-run, incl. draws and pricing)")
     print(f"{'scenario':<24}{'DES':>10}{'fast path':>12}{'ratio':>9}")
-    plans = [("reference (96 calls)", compile_plan(parse(REFERENCE))),
-             ("coding-agent", compile_plan(load(ROOT / "scenarios" / "coding-agent.yaml")))]
+    plans = [
+        ("reference (96 calls)", compile_plan(parse(REFERENCE))),
+        ("coding-agent", compile_plan(load(ROOT / "scenarios" / "coding-agent.yaml"))),
+    ]
     for name, plan in plans:
         simulate_plan(plan, 64, 1, engine="fastpath")  # warm-up (imports, caches)
         des = rate(plan, args.des_runs, "des", args.repeat)
         fast = rate(plan, args.runs, "fastpath", args.repeat)
         print(f"{name:<24}{des:>10,.0f}{fast:>12,.0f}{fast / des:>8.0f}x")
 
-    out = subprocess.run([sys.executable, __file__, "--child", str(args.million_runs)], capture_output=True,
-                         text=True, check=True).stdout.split()
+    out = subprocess.run(
+        [sys.executable, __file__, "--child", str(args.million_runs)], capture_output=True, text=True, check=True
+    ).stdout.split()
     peak, secs, rows = float(out[0]), float(out[1]), int(out[2])
-    print(f"\n{args.million_runs:,} coding-agent runs x 3 variants on the fast path: {secs:.1f} s, "
-          f"peak RSS {peak:,.0f} MiB ({rows:,} run rows; goal < 1024 MiB)")
+    print(
+        f"\n{args.million_runs:,} coding-agent runs x 3 variants on the fast path: {secs:.1f} s, "
+        f"peak RSS {peak:,.0f} MiB ({rows:,} run rows; goal < 1024 MiB)"
+    )
 
 
 if __name__ == "__main__":

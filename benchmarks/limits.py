@@ -36,8 +36,10 @@ def scenario(minutes: float) -> dict:
         "name": "limits-benchmark",
         "seed": 1,
         "models": {"a": model, "b": model},
-        "limits": {"acct-a": {"models": ["a"], "concurrency": 50, "policy": "queue"},
-                   "acct-b": {"models": ["b"], "concurrency": 50, "policy": "queue"}},
+        "limits": {
+            "acct-a": {"models": ["a"], "concurrency": 50, "policy": "queue"},
+            "acct-b": {"models": ["b"], "concurrency": 50, "policy": "queue"},
+        },
         "workload": {"concurrent": 1000, "duration": {"minutes": minutes}},
         "agent": {"steps": [{"call": {"model": "a" if i % 2 == 0 else "b", "output": 100}} for i in range(40)]},
     }
@@ -87,8 +89,10 @@ def main() -> None:
         calls_bare = bare(args.minutes)
         theirs.append(calls_bare / (time.perf_counter() - t))
     a, b = statistics.median(ours), statistics.median(theirs)
-    print(f"1,000 agents x 40 calls on two accounts of 50 in flight, {args.minutes:g} simulated minutes, "
-          f"median of {args.repeat}")
+    print(
+        f"1,000 agents x 40 calls on two accounts of 50 in flight, {args.minutes:g} simulated minutes, "
+        f"median of {args.repeat}"
+    )
     print(f"agentsim DES:  {a:>10,.0f} simulated calls/s  ({calls_ours:,} calls finished in the window)")
     print(f"bare SimPy:    {b:>10,.0f} simulated calls/s  ({calls_bare:,} calls finished)")
     print(f"cost ratio (bare / agentsim throughput): {b / a:.2f}x  (goals: >= 75,000 calls/s, <= 1.5x)")

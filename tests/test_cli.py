@@ -66,15 +66,25 @@ def test_validate_good_file():
 def test_run_prints_a_comparison_table():
     r = runner.invoke(app, ["run", str(SCENARIOS / "coding-agent.yaml"), "--runs", "50"])
     assert r.exit_code == 0, r.output
-    for word in ("standard", "fast", "wall time mean", "p95", "p99", "cost mean", "USD per hour saved",
-                 "pays off at $100/h", "calls per run"):
+    for word in (
+        "standard",
+        "fast",
+        "wall time mean",
+        "p95",
+        "p99",
+        "cost mean",
+        "USD per hour saved",
+        "pays off at $100/h",
+        "calls per run",
+    ):
         assert word in r.stdout
 
 
 def test_json_is_exactly_the_summary_file(tmp_path):
     out = tmp_path / "res"
-    r = runner.invoke(app, ["run", str(SCENARIOS / "coding-agent.yaml"), "--runs", "40", "--seed", "5",
-                            "--json", "--out", str(out)])
+    r = runner.invoke(
+        app, ["run", str(SCENARIOS / "coding-agent.yaml"), "--runs", "40", "--seed", "5", "--json", "--out", str(out)]
+    )
     assert r.exit_code == 0, r.output
     assert r.stdout == (out / "summary.json").read_text()
     doc = json.loads(r.stdout)

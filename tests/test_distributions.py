@@ -60,16 +60,19 @@ def test_min_max_inside_or_beside_the_family_are_the_same():
     assert a == b and a.min == 10
 
 
-@pytest.mark.parametrize("bad", [
-    {"lognorm": {"median": 1, "p90": 2}},
-    {"lognormal": {"median": 1}},
-    {"lognormal": {"median": 2, "p90": 1}},
-    {"uniform": {"low": 3, "high": 1}},
-    {"choice": {"values": [1, 2], "p": [0.5, 0.6]}},
-    {"normal": {"mean": 1, "sd": 1}, "min": 5, "max": 1},
-    "fast",
-    True,
-])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"lognorm": {"median": 1, "p90": 2}},
+        {"lognormal": {"median": 1}},
+        {"lognormal": {"median": 2, "p90": 1}},
+        {"uniform": {"low": 3, "high": 1}},
+        {"choice": {"values": [1, 2], "p": [0.5, 0.6]}},
+        {"normal": {"mean": 1, "sd": 1}, "min": 5, "max": 1},
+        "fast",
+        True,
+    ],
+)
 def test_bad_distributions_are_rejected(bad):
     with pytest.raises(Exception):  # noqa: B017 - pydantic ValidationError
         ADAPTER.validate_python(bad)

@@ -61,17 +61,27 @@ tokens = st.one_of(
     st.builds(lambda m: {"lognormal": {"median": m, "p90": 4 * m}}, st.sampled_from([20, 300])),
     st.just({"exponential": {"mean": 150}}),
 )
-count = st.one_of(st.integers(0, 4), st.just({"uniform": {"low": 0, "high": 3}}),
-                  st.just({"choice": {"values": [1, 3], "p": [0.7, 0.3]}}))
+count = st.one_of(
+    st.integers(0, 4),
+    st.just({"uniform": {"low": 0, "high": 3}}),
+    st.just({"choice": {"values": [1, 3], "p": [0.7, 0.3]}}),
+)
 join = st.sampled_from(["all", "any", {"k": 2}])
 
 
 def leaf(models):
     call = st.builds(
-        lambda m, i, o, r, sp: {"call": {k: v for k, v in
-                                         {"model": m, "input": i, "output": o, "reasoning": r, "speed": sp}.items()
-                                         if v is not None}},
-        st.sampled_from(models), tokens, tokens, st.sampled_from([0, 0, 100, None]),
+        lambda m, i, o, r, sp: {
+            "call": {
+                k: v
+                for k, v in {"model": m, "input": i, "output": o, "reasoning": r, "speed": sp}.items()
+                if v is not None
+            }
+        },
+        st.sampled_from(models),
+        tokens,
+        tokens,
+        st.sampled_from([0, 0, 100, None]),
         st.sampled_from([None, None, "fast"]),
     )
     tool = st.builds(lambda lat, o: {"tool": {"latency": lat, "output": o}}, latency, tokens)
@@ -85,16 +95,23 @@ def steps_strategy(models):
 
     def extend(inner):
         seq = st.lists(inner, min_size=1, max_size=3)
-        par = st.builds(lambda bs, j: {"parallel": {"branches": bs, "join": j}},
-                        st.lists(st.one_of(inner, seq), min_size=2, max_size=3), join)
+        par = st.builds(
+            lambda bs, j: {"parallel": {"branches": bs, "join": j}},
+            st.lists(st.one_of(inner, seq), min_size=2, max_size=3),
+            join,
+        )
         fan = st.builds(lambda n, s, j: {"fanout": {"n": n, "steps": s, "join": j}}, count, seq, join)
         rep = st.one_of(
             st.builds(lambda n, s: {"repeat": {"times": n, "steps": s}}, count, seq),
-            st.builds(lambda p, s: {"repeat": {"continue_p": p, "max": 4, "steps": s}},
-                      st.sampled_from([0.3, 0.8]), seq),
+            st.builds(
+                lambda p, s: {"repeat": {"continue_p": p, "max": 4, "steps": s}}, st.sampled_from([0.3, 0.8]), seq
+            ),
         )
-        cho = st.builds(lambda a, b: {"choose": {"options": [{"p": 0.4, "steps": a}, {"p": 0.6, "steps": b}]}},
-                        seq, st.lists(inner, max_size=2))
+        cho = st.builds(
+            lambda a, b: {"choose": {"options": [{"p": 0.4, "steps": a}, {"p": 0.6, "steps": b}]}},
+            seq,
+            st.lists(inner, max_size=2),
+        )
         return st.one_of(par, fan, rep, cho)
 
     return st.lists(st.recursive(base, extend, max_leaves=8), min_size=1, max_size=4)
@@ -103,26 +120,45 @@ def steps_strategy(models):
 @st.composite
 def scenarios(draw):
     models = {
-        "a": {"price": {"input_mtok": 3, "output_mtok": 15, "cache_read_mtok": 0.3, "cache_write_mtok": 3.75},
-              "ttft": draw(latency), "output_tps": {"gamma": {"mean": 60, "sd": 20}},
-              "prefill_tps": draw(st.sampled_from([1000, 20000])),
-              "speeds": {"fast": {"output_tps_x": 2.5, "price_x": 6}}},
-        "b": {"price": {"input_mtok": 1, "output_mtok": 5}, "ttft": draw(latency),
-              "output_tps": draw(st.sampled_from([50, {"uniform": {"low": 20, "high": 200}}])),
-              "speeds": {"fast": {"output_tps_x": 4, "ttft_x": 0.5, "price_x": 2}},
-              **({"cache": {"ttl": "1h"}} if draw(st.booleans()) else {})},
+        "a": {
+            "price": {"input_mtok": 3, "output_mtok": 15, "cache_read_mtok": 0.3, "cache_write_mtok": 3.75},
+            "ttft": draw(latency),
+            "output_tps": {"gamma": {"mean": 60, "sd": 20}},
+            "prefill_tps": draw(st.sampled_from([1000, 20000])),
+            "speeds": {"fast": {"output_tps_x": 2.5, "price_x": 6}},
+        },
+        "b": {
+            "price": {"input_mtok": 1, "output_mtok": 5},
+            "ttft": draw(latency),
+            "output_tps": draw(st.sampled_from([50, {"uniform": {"low": 20, "high": 200}}])),
+            "speeds": {"fast": {"output_tps_x": 4, "ttft_x": 0.5, "price_x": 2}},
+            **({"cache": {"ttl": "1h"}} if draw(st.booleans()) else {}),
+        },
     }
-    context = {"system": draw(st.sampled_from([0, 500, 3000])), "grows": draw(st.booleans()),
-               "cache": draw(st.sampled_from([False, True, {"ttl": "5m"}, {"ttl": "1h"}, {"scope": "model"},
-                                              {"ttl": "1h", "scope": "model"}]))}
+    context = {
+        "system": draw(st.sampled_from([0, 500, 3000])),
+        "grows": draw(st.booleans()),
+        "cache": draw(
+            st.sampled_from(
+                [False, True, {"ttl": "5m"}, {"ttl": "1h"}, {"scope": "model"}, {"ttl": "1h", "scope": "model"}]
+            )
+        ),
+    }
     return {
         "name": "random",
         "seed": draw(st.integers(0, 2**31)),
         "models": models,
         "agent": {"context": context, "steps": draw(steps_strategy(["a", "b"]))},
-        "workflows": {"w": {"context": {"system": 100, "grows": True, "cache": True},
-                            "steps": [{"call": {"model": "b", "output": 40}}, {"wait": {"latency": 300}},
-                                      {"call": {"model": "b", "output": 10}}]}},
+        "workflows": {
+            "w": {
+                "context": {"system": 100, "grows": True, "cache": True},
+                "steps": [
+                    {"call": {"model": "b", "output": 40}},
+                    {"wait": {"latency": 300}},
+                    {"call": {"model": "b", "output": 10}},
+                ],
+            }
+        },
         "variants": {"base": {}, "fast": {"speed": {"a": "fast", "b": "fast"}}, "swap": {"model": {"a": "b"}}},
     }
 

@@ -36,8 +36,14 @@ def test_thirty_call_chain_standard_and_fast(engine):
     assert vs["usd_per_hour_saved"] == pytest.approx(90.0)
     assert vs["pays_off"] is True
     assert std["calls"]["mean"] == 30
-    assert std["tokens"] == {"input": 30000, "cache_read": 0, "cache_write": 0, "output": 6000, "reasoning": 0,
-                             "cache_write_1h": 0}
+    assert std["tokens"] == {
+        "input": 30000,
+        "cache_read": 0,
+        "cache_write": 0,
+        "output": 6000,
+        "reasoning": 0,
+        "cache_write_1h": 0,
+    }
     # Critical path: 30 s of TTFT, 60 s of decode.
     assert std["breakdown_s"]["ttft"] == pytest.approx(30.0)
     assert std["breakdown_s"]["decode"] == pytest.approx(60.0)
@@ -51,8 +57,9 @@ def _growth_doc(grows: bool, cache):
             {"call": {"input": 100, "output": 50}},
             {"call": {"input": 0, "output": 50, "reasoning": 30}},
         ],
-        models={"m": model(price={"input_mtok": 3, "output_mtok": 15, "cache_read_mtok": 0.3,
-                                  "cache_write_mtok": 3.75})},
+        models={
+            "m": model(price={"input_mtok": 3, "output_mtok": 15, "cache_read_mtok": 0.3, "cache_write_mtok": 3.75})
+        },
         context={"system": 1000, "grows": grows, "cache": cache},
     )
 
@@ -86,8 +93,10 @@ def test_context_growth_and_cache(engine, grows, cache, inputs, reads, writes):
 @pytest.mark.parametrize("engine", ENGINES)
 def test_prefill_and_reasoning_timing(engine):
     # TTFT = 0.5 + uncached 5000 / 10000 = 1.0 s; decode = (100 output + 300 reasoning) / 200 = 2.0 s.
-    doc = scenario([{"call": {"input": 5000, "output": 100, "reasoning": 300}}],
-                   models={"m": model(ttft=0.5, tps=200, prefill_tps=10000)})
+    doc = scenario(
+        [{"call": {"input": 5000, "output": 100, "reasoning": 300}}],
+        models={"m": model(ttft=0.5, tps=200, prefill_tps=10000)},
+    )
     res = run(doc, engine=engine)
     c = res.calls.iloc[0]
     assert c.ttft_s == pytest.approx(1.0)
@@ -103,8 +112,17 @@ def test_cache_ttl_expires_across_a_long_wait(engine, ttl, read_after_wait):
     # call (1000 system + 100 input) -> a 10-minute tool run -> call: a 5-minute entry is gone, a 1-hour one is not.
     doc = scenario(
         [{"call": {"input": 100, "output": 50}}, {"tool": {"latency": 600}}, {"call": {"input": 100, "output": 50}}],
-        models={"m": model(price={"input_mtok": 3, "output_mtok": 15, "cache_read_mtok": 0.3,
-                                  "cache_write_mtok": 3.75, "cache_write_1h_mtok": 6})},
+        models={
+            "m": model(
+                price={
+                    "input_mtok": 3,
+                    "output_mtok": 15,
+                    "cache_read_mtok": 0.3,
+                    "cache_write_mtok": 3.75,
+                    "cache_write_1h_mtok": 6,
+                }
+            )
+        },
         context={"system": 1000, "grows": True, "cache": {"ttl": ttl}},
     )
     res = run(doc, engine=engine)
@@ -134,13 +152,23 @@ def test_race_cancels_the_loser_and_bills_what_it_generated(engine):
     # Branch A: 1 s TTFT + 100 tokens at 100 tok/s = ends at 2 s and wins.
     # Branch B: 1 s TTFT, 50 reasoning + 300 output tokens; cut at 2 s after 100 tokens: 50 reasoning + 50 output.
     # Branch C: a 3 s tool, cut at 2 s; the call after it never happens.
-    doc = scenario([
-        {"parallel": {"join": "any", "branches": [
-            {"call": {"name": "a", "input": 10, "output": 100}},
-            {"call": {"name": "b", "input": 10, "output": 300, "reasoning": 50}},
-            [{"tool": {"name": "slow", "latency": 3, "output": 500}}, {"call": {"name": "c", "output": 10}}],
-        ]}},
-    ])
+    doc = scenario(
+        [
+            {
+                "parallel": {
+                    "join": "any",
+                    "branches": [
+                        {"call": {"name": "a", "input": 10, "output": 100}},
+                        {"call": {"name": "b", "input": 10, "output": 300, "reasoning": 50}},
+                        [
+                            {"tool": {"name": "slow", "latency": 3, "output": 500}},
+                            {"call": {"name": "c", "output": 10}},
+                        ],
+                    ],
+                }
+            },
+        ]
+    )
     res = run(doc, engine=engine)
     assert res.runs["wall_time_s"].iloc[0] == pytest.approx(2.0)
     calls = res.calls.set_index("step")
@@ -196,11 +224,24 @@ def test_fanout_repeat_subagent(engine):
 @pytest.mark.parametrize("engine", ENGINES)
 def test_price_only_variant_has_exactly_the_same_times(engine):
     doc = scenario(
-        [{"repeat": {"times": {"uniform": {"low": 3, "high": 9}},
-                     "steps": [{"call": {"output": {"lognormal": {"median": 300, "p90": 900}}}},
-                               {"tool": {"latency": {"exponential": {"mean": 2}}}}]}}],
-        models={"m": model(ttft={"lognormal": {"median": 1, "p90": 3}}, tps={"gamma": {"mean": 80, "sd": 20}},
-                           speeds={"pricey": {"price_x": 3}})},
+        [
+            {
+                "repeat": {
+                    "times": {"uniform": {"low": 3, "high": 9}},
+                    "steps": [
+                        {"call": {"output": {"lognormal": {"median": 300, "p90": 900}}}},
+                        {"tool": {"latency": {"exponential": {"mean": 2}}}},
+                    ],
+                }
+            }
+        ],
+        models={
+            "m": model(
+                ttft={"lognormal": {"median": 1, "p90": 3}},
+                tps={"gamma": {"mean": 80, "sd": 20}},
+                speeds={"pricey": {"price_x": 3}},
+            )
+        },
         variants={"base": {}, "pricey": {"speed": {"m": "pricey"}}},
         runs=500,
     )
@@ -214,12 +255,19 @@ def test_price_only_variant_has_exactly_the_same_times(engine):
 @pytest.mark.parametrize("engine", ENGINES)
 def test_breakdown_sums_to_wall_time(engine):
     res = run(
-        scenario([
-            {"call": {"output": 100}},
-            {"parallel": [{"wait": {"latency": {"exponential": {"mean": 3}}}},
-                          [{"call": {"output": 50}}, {"tool": {"latency": {"exponential": {"mean": 2}}}}]]},
-            {"wait": {"latency": 1}},
-        ], runs=200),
+        scenario(
+            [
+                {"call": {"output": 100}},
+                {
+                    "parallel": [
+                        {"wait": {"latency": {"exponential": {"mean": 3}}}},
+                        [{"call": {"output": 50}}, {"tool": {"latency": {"exponential": {"mean": 2}}}}],
+                    ]
+                },
+                {"wait": {"latency": 1}},
+            ],
+            runs=200,
+        ),
         engine=engine,
     )
     r = res.runs
@@ -249,9 +297,11 @@ def test_same_seed_same_bytes_and_workers_do_not_matter(tmp_path):
 
 @pytest.mark.parametrize("engine", ENGINES)
 def test_speed_tier_without_a_price_costs_the_model_price(engine):
-    doc = scenario([{"call": {"input": 1000, "output": 200}}],
-                   models={"m": model(speeds={"double": {"output_tps_x": 2}})},
-                   variants={"base": {}, "double": {"speed": {"m": "double"}}})
+    doc = scenario(
+        [{"call": {"input": 1000, "output": 200}}],
+        models={"m": model(speeds={"double": {"output_tps_x": 2}})},
+        variants={"base": {}, "double": {"speed": {"m": "double"}}},
+    )
     r = run(doc, engine=engine).runs.set_index("variant")
     assert r.loc["base", "wall_time_s"] == pytest.approx(3.0) and r.loc["double", "wall_time_s"] == pytest.approx(2.0)
     assert r.loc["base", "cost_usd"] == r.loc["double", "cost_usd"] == pytest.approx(1000 * 3e-6 + 200 * 15e-6)

@@ -17,11 +17,19 @@ from conftest import make
 def mmc_doc(rate_per_hour, c, mean_service, hours=10, warmup=1):
     return {
         "name": "mmc",
-        "models": {"m": {"price": {"input_mtok": 1, "output_mtok": 1},
-                         "ttft": {"exponential": {"mean": mean_service}}, "output_tps": 100}},
+        "models": {
+            "m": {
+                "price": {"input_mtok": 1, "output_mtok": 1},
+                "ttft": {"exponential": {"mean": mean_service}},
+                "output_tps": 100,
+            }
+        },
         "limits": {"acct": {"models": ["m"], "concurrency": c, "policy": "queue"}},
-        "workload": {"arrivals": {"per_hour": rate_per_hour}, "duration": {"hours": hours},
-                     "warmup": {"hours": warmup}},
+        "workload": {
+            "arrivals": {"per_hour": rate_per_hour},
+            "duration": {"hours": hours},
+            "warmup": {"hours": warmup},
+        },
         "agent": {"steps": [{"call": {"output": 0}}]},
     }
 
@@ -78,8 +86,12 @@ def test_token_bucket_under_overload_delivers_its_refill_rate():
 
 
 def _one_call(models, limits=None, steps=None):
-    doc = {"name": "t", "runs": 1, "models": models,
-           "agent": {"steps": steps or [{"call": {"model": next(iter(models)), "output": 100}}]}}
+    doc = {
+        "name": "t",
+        "runs": 1,
+        "models": models,
+        "agent": {"steps": steps or [{"call": {"model": next(iter(models)), "output": 100}}]},
+    }
     if limits:
         doc["limits"] = limits
     return simulate_plan(compile_plan(make(doc)), 1, 1)
@@ -89,12 +101,19 @@ def test_retry_back_off_and_fallback_timeline():
     # flaky errors at its first token (1 s): attempt 1 at 0-1 s, back-off 0.5 s, attempt 2 at 1.5-2.5 s,
     # back-off 1.0 s; after 2 failures the call falls back to solid at 3.5 s: TTFT 0.5 + 100 tokens at
     # 100 tok/s -> ends at 5.0 s. Queue time on the critical path: 3.5 s.
-    res = _one_call({
-        "flaky": {"price": {"input_mtok": 1, "output_mtok": 1}, "ttft": 1, "output_tps": 100, "error_rate": 1.0,
-                  "retry": {"max_attempts": 4, "backoff_base": 0.5, "backoff_cap": 8, "jitter": "none"},
-                  "fallback": {"model": "solid", "after": 2}},
-        "solid": {"price": {"input_mtok": 1, "output_mtok": 2}, "ttft": 0.5, "output_tps": 100},
-    })
+    res = _one_call(
+        {
+            "flaky": {
+                "price": {"input_mtok": 1, "output_mtok": 1},
+                "ttft": 1,
+                "output_tps": 100,
+                "error_rate": 1.0,
+                "retry": {"max_attempts": 4, "backoff_base": 0.5, "backoff_cap": 8, "jitter": "none"},
+                "fallback": {"model": "solid", "after": 2},
+            },
+            "solid": {"price": {"input_mtok": 1, "output_mtok": 2}, "ttft": 0.5, "output_tps": 100},
+        }
+    )
     c = res.calls.iloc[0]
     assert (c.model, c.status, c.t_start, c.t_end) == ("solid", "ok", 3.5, 5.0)
     r = res.runs.iloc[0]
@@ -105,9 +124,18 @@ def test_retry_back_off_and_fallback_timeline():
 
 
 def test_call_that_uses_up_its_attempts_fails_the_run():
-    res = _one_call({"flaky": {"price": {"input_mtok": 1, "output_mtok": 1}, "ttft": 1, "output_tps": 100,
-                               "error_rate": 1.0, "retry": {"max_attempts": 3, "jitter": "none"}}},
-                    steps=[{"call": {"output": 100}}, {"wait": {"latency": 100}}])
+    res = _one_call(
+        {
+            "flaky": {
+                "price": {"input_mtok": 1, "output_mtok": 1},
+                "ttft": 1,
+                "output_tps": 100,
+                "error_rate": 1.0,
+                "retry": {"max_attempts": 3, "jitter": "none"},
+            }
+        },
+        steps=[{"call": {"output": 100}}, {"wait": {"latency": 100}}],
+    )
     r = res.runs.iloc[0]
     # attempts end at 1, 2.5 (+0.5), 4.5 (+1.0): the run fails there and the wait never happens
     assert r.status == 1 and r.wall_time_s == 4.5
@@ -117,11 +145,20 @@ def test_call_that_uses_up_its_attempts_fails_the_run():
 
 def test_timeout_bills_what_was_generated_and_retries():
     # 2 s TTFT + 1000 tokens at 100 tok/s = 12 s, but the client gives up after 5 s: 300 tokens generated.
-    res = _one_call({"slow": {"price": {"input_mtok": 0, "output_mtok": 10}, "ttft": 2, "output_tps": 100,
-                              "timeout": 5, "retry": {"max_attempts": 2, "jitter": "none", "backoff_base": 1},
-                              "fallback": {"model": "quick", "after": 1}},
-                     "quick": {"price": {"input_mtok": 0, "output_mtok": 1}, "ttft": 1, "output_tps": 1000}},
-                    steps=[{"call": {"model": "slow", "output": 1000}}])
+    res = _one_call(
+        {
+            "slow": {
+                "price": {"input_mtok": 0, "output_mtok": 10},
+                "ttft": 2,
+                "output_tps": 100,
+                "timeout": 5,
+                "retry": {"max_attempts": 2, "jitter": "none", "backoff_base": 1},
+                "fallback": {"model": "quick", "after": 1},
+            },
+            "quick": {"price": {"input_mtok": 0, "output_mtok": 1}, "ttft": 1, "output_tps": 1000},
+        },
+        steps=[{"call": {"model": "slow", "output": 1000}}],
+    )
     r = res.runs.iloc[0]
     # attempt 1: 0-5 s (timeout), back-off 1 s, attempt 2 on quick: 6 + 1 + 1 = 8 s
     assert r.wall_time_s == 8.0
@@ -131,10 +168,11 @@ def test_timeout_bills_what_was_generated_and_retries():
 def test_429_waits_for_the_retry_after_time():
     # rpm 1: the bucket holds one request and refills one per minute; the second parallel call is refused
     # at t=0 with retry-after 60 s and starts at t=60.
-    res = _one_call({"m": {"price": {"input_mtok": 1, "output_mtok": 1}, "ttft": 1, "output_tps": 100}},
-                    limits={"acct": {"models": ["m"], "rpm": 1, "policy": "reject"}},
-                    steps=[{"parallel": [{"call": {"name": "a", "output": 100}},
-                                         {"call": {"name": "b", "output": 100}}]}])
+    res = _one_call(
+        {"m": {"price": {"input_mtok": 1, "output_mtok": 1}, "ttft": 1, "output_tps": 100}},
+        limits={"acct": {"models": ["m"], "rpm": 1, "policy": "reject"}},
+        steps=[{"parallel": [{"call": {"name": "a", "output": 100}}, {"call": {"name": "b", "output": 100}}]}],
+    )
     calls = res.calls.set_index("step")
     assert calls.loc["a", "t_start"] == 0.0 and calls.loc["b", "t_start"] == 60.0
     assert res.runs.iloc[0].wall_time_s == 62.0
@@ -146,9 +184,16 @@ def test_fast_tier_with_its_own_account():
     # opus@fast is limited to 1 request in flight, opus (standard) is not: a fan-out of 3 fast calls
     # runs one at a time (3 x 1.4 s), the standard ones all at once (2 s).
     doc = {
-        "name": "tiers", "runs": 1,
-        "models": {"opus": {"price": {"input_mtok": 1, "output_mtok": 1}, "ttft": 1, "output_tps": 100,
-                            "speeds": {"fast": {"output_tps_x": 2.5, "price_x": 6}}}},
+        "name": "tiers",
+        "runs": 1,
+        "models": {
+            "opus": {
+                "price": {"input_mtok": 1, "output_mtok": 1},
+                "ttft": 1,
+                "output_tps": 100,
+                "speeds": {"fast": {"output_tps_x": 2.5, "price_x": 6}},
+            }
+        },
         "limits": {"fast-acct": {"models": ["opus@fast"], "concurrency": 1, "policy": "queue"}},
         "agent": {"steps": [{"fanout": {"n": 3, "steps": [{"call": {"output": 100}}]}}]},
         "variants": {"standard": {}, "fast": {"speed": {"opus": "fast"}}},
@@ -181,16 +226,25 @@ def limited_workloads(draw):
     else:
         workload["arrivals"] = {"per_hour": draw(st.sampled_from([30, 120, 400]))}
     return {
-        "name": "prop", "seed": draw(st.integers(0, 1000)),
-        "models": {"m": {"price": {"input_mtok": 1, "output_mtok": 1}, "ttft": {"exponential": {"mean": 2}},
-                         "output_tps": 80, "error_rate": draw(st.sampled_from([0.0, 0.1])),
-                         "retry": {"max_attempts": draw(st.integers(1, 4))}}},
+        "name": "prop",
+        "seed": draw(st.integers(0, 1000)),
+        "models": {
+            "m": {
+                "price": {"input_mtok": 1, "output_mtok": 1},
+                "ttft": {"exponential": {"mean": 2}},
+                "output_tps": 80,
+                "error_rate": draw(st.sampled_from([0.0, 0.1])),
+                "retry": {"max_attempts": draw(st.integers(1, 4))},
+            }
+        },
         "limits": {"acct": limit},
         "workload": workload,
-        "agent": {"steps": [
-            {"call": {"input": {"uniform": {"low": 100, "high": 3000}}, "output": 100}},
-            {"fanout": {"n": draw(st.integers(1, 3)), "steps": [{"call": {"input": 500, "output": 50}}]}},
-        ]},
+        "agent": {
+            "steps": [
+                {"call": {"input": {"uniform": {"low": 100, "high": 3000}}, "output": 100}},
+                {"fanout": {"n": draw(st.integers(1, 3)), "steps": [{"call": {"input": 500, "output": 50}}]}},
+            ]
+        },
     }
 
 
@@ -203,8 +257,10 @@ def test_workload_properties(doc):
     acct = out.accounts[0]
     conc = doc["limits"]["acct"]["concurrency"]
     assert max((v for _, v in acct.inflight_log), default=0) <= conc
-    for bucket, cap in ((acct.rpm, doc["limits"]["acct"].get("rpm")),
-                        (acct.itpm, doc["limits"]["acct"].get("input_tpm"))):
+    for bucket, cap in (
+        (acct.rpm, doc["limits"]["acct"].get("rpm")),
+        (acct.itpm, doc["limits"]["acct"].get("input_tpm")),
+    ):
         if bucket is None:
             continue
         t = np.array([x for x, _ in bucket.admitted])
@@ -248,10 +304,11 @@ def test_team_of_agents_is_reproducible_and_fast_limits_bite(tmp_path):
 
 def test_default_policy_queues_for_a_slot():
     # DESIGN.md §4: a call first queues for a slot. Concurrency 1, two parallel 2 s calls: 0-2 s and 2-4 s.
-    res = _one_call({"m": {"price": {"input_mtok": 1, "output_mtok": 1}, "ttft": 1, "output_tps": 100}},
-                    limits={"acct": {"models": ["m"], "concurrency": 1}},
-                    steps=[{"parallel": [{"call": {"name": "a", "output": 100}},
-                                         {"call": {"name": "b", "output": 100}}]}])
+    res = _one_call(
+        {"m": {"price": {"input_mtok": 1, "output_mtok": 1}, "ttft": 1, "output_tps": 100}},
+        limits={"acct": {"models": ["m"], "concurrency": 1}},
+        steps=[{"parallel": [{"call": {"name": "a", "output": 100}}, {"call": {"name": "b", "output": 100}}]}],
+    )
     calls = res.calls.set_index("step")
     assert (calls.loc["a", "t_start"], calls.loc["b", "t_start"]) == (0.0, 2.0)
     r = res.runs.iloc[0]

@@ -21,9 +21,9 @@ def test_json_and_toml_read_like_yaml(tmp_path):
     (tmp_path / "s.json").write_text(json.dumps(doc))
     toml = (
         'name = "bad"\n[models.opus]\nttft = 1.0\noutput_tps = 60\n[models.opus.price]\ninput_mtok = 5\n'
-        'output_mtok = 25\n[models.opus.speeds.fast]\noutput_tps_x = 2.5\nprice_x = 6\n'
+        "output_mtok = 25\n[models.opus.speeds.fast]\noutput_tps_x = 2.5\nprice_x = 6\n"
         '[[agent.steps]]\ncall = {name = "plan", model = "opus", output = 100}\n'
-        '[[agent.steps]]\n[agent.steps.repeat]\ntimes = 3\n'
+        "[[agent.steps]]\n[agent.steps.repeat]\ntimes = 3\n"
         'steps = [{call = {name = "act", model = "opus", output = 50}}]\n'
     )
     (tmp_path / "s.toml").write_text(toml)
@@ -73,11 +73,14 @@ def test_empirical_values_from_a_csv_file(tmp_path):
     assert abs(wall.mean() - 7 / 3) < 4 * se
 
 
-@pytest.mark.parametrize(("spec", "words"), [
-    ({"file": "missing.csv", "column": "x"}, "does not exist"),
-    ({"file": "lat.csv", "column": "latency"}, "did you mean 'latency_s'"),
-    ({"file": "lat.csv", "column": "other"}, "has no numbers"),
-])
+@pytest.mark.parametrize(
+    ("spec", "words"),
+    [
+        ({"file": "missing.csv", "column": "x"}, "does not exist"),
+        ({"file": "lat.csv", "column": "latency"}, "did you mean 'latency_s'"),
+        ({"file": "lat.csv", "column": "other"}, "has no numbers"),
+    ],
+)
 def test_empirical_file_errors(tmp_path, spec, words):
     import yaml
 
@@ -90,21 +93,32 @@ def test_empirical_file_errors(tmp_path, spec, words):
     assert words in msg and "agent.steps[0].wait.latency.empirical" in msg
 
 
-@pytest.mark.parametrize(("doc", "words"), [
-    (scenario([{"subagent": {"workflow": "w"}}], workflows={"w": {"steps": [{"subagent": {"workflow": "w"}}]}}),
-     "calls itself"),
-    (scenario([{"subagent": {"workflow": "wf"}}], workflows={"w": {"steps": [{"wait": {"latency": 1}}]}}),
-     "did you mean 'w'"),
-    (scenario([{"call": {"output": 1}}], models={"m": model(fallback={"model": "m", "after": 1})}),
-     "cannot fall back to itself"),
-    (scenario([{"call": {"output": 1}}], models={"m": model(fallback={"model": "n", "after": 1})}),
-     "fallback model 'n'"),
-    (scenario([{"parallel": {"join": {"k": 3}, "branches": [{"wait": {"latency": 1}}]}}]), "only 1 branches"),
-    (scenario([{"call": {"output": 1}}], limits={"a": {"models": ["m@turbo"], "rpm": 1}}), "no speed tier 'turbo'"),
-    (scenario([{"call": {"output": 1}}], limits={"a": {"models": ["m"]}}), "sets no limit"),
-    (scenario([{"call": {"output": {"normal": {"mean": 10, "sd": 5}}}}]), "add min: 0"),
-    (scenario([{"call": {"output": 1}}], workload={"arrivals": {"per_hour": 5}}), "needs a duration"),
-])
+@pytest.mark.parametrize(
+    ("doc", "words"),
+    [
+        (
+            scenario([{"subagent": {"workflow": "w"}}], workflows={"w": {"steps": [{"subagent": {"workflow": "w"}}]}}),
+            "calls itself",
+        ),
+        (
+            scenario([{"subagent": {"workflow": "wf"}}], workflows={"w": {"steps": [{"wait": {"latency": 1}}]}}),
+            "did you mean 'w'",
+        ),
+        (
+            scenario([{"call": {"output": 1}}], models={"m": model(fallback={"model": "m", "after": 1})}),
+            "cannot fall back to itself",
+        ),
+        (
+            scenario([{"call": {"output": 1}}], models={"m": model(fallback={"model": "n", "after": 1})}),
+            "fallback model 'n'",
+        ),
+        (scenario([{"parallel": {"join": {"k": 3}, "branches": [{"wait": {"latency": 1}}]}}]), "only 1 branches"),
+        (scenario([{"call": {"output": 1}}], limits={"a": {"models": ["m@turbo"], "rpm": 1}}), "no speed tier 'turbo'"),
+        (scenario([{"call": {"output": 1}}], limits={"a": {"models": ["m"]}}), "sets no limit"),
+        (scenario([{"call": {"output": {"normal": {"mean": 10, "sd": 5}}}}]), "add min: 0"),
+        (scenario([{"call": {"output": 1}}], workload={"arrivals": {"per_hour": 5}}), "needs a duration"),
+    ],
+)
 def test_cross_field_errors(doc, words):
     from agentsim.loading import parse
     from agentsim.plan import compile_plan

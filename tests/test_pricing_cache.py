@@ -92,8 +92,11 @@ def test_context_scope_reads_what_the_previous_call_sent_whatever_its_model(engi
         {"call": {"name": "a2", "model": "x", "input": 0, "output": 50}},
         {"call": {"name": "b2", "model": "y", "input": 0, "output": 50}},
     ]
-    doc = scenario(steps, models={"x": model(price=PRICE), "y": model(price=PRICE)},
-                   context={"system": 1000, "grows": True, "cache": True})
+    doc = scenario(
+        steps,
+        models={"x": model(price=PRICE), "y": model(price=PRICE)},
+        context={"system": 1000, "grows": True, "cache": True},
+    )
     c = run(doc, engine=engine).calls.set_index("step")
     assert c["input_tokens"].tolist() == [1100, 1150, 1200, 1250]
     assert c["cache_read_tokens"].tolist() == [0, 1100, 1150, 1200]

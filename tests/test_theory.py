@@ -26,17 +26,23 @@ def within(sample: np.ndarray, exact: float):
 def test_chain_of_lognormal_ttfts():
     median, p90, n = 2.0, 4.5, 10
     mu, sigma = math.log(median), (math.log(p90) - math.log(median)) / Z90
-    doc = scenario([{"repeat": {"times": n, "steps": [{"call": {"output": 0}}]}}],
-                   models={"m": model(ttft={"lognormal": {"median": median, "p90": p90}})}, runs=20000)
+    doc = scenario(
+        [{"repeat": {"times": n, "steps": [{"call": {"output": 0}}]}}],
+        models={"m": model(ttft={"lognormal": {"median": median, "p90": p90}})},
+        runs=20000,
+    )
     wall = run(doc, engine="fastpath").runs["wall_time_s"].to_numpy()
     within(wall, n * math.exp(mu + sigma**2 / 2))
 
 
-@pytest.mark.parametrize(("join", "expect"), [
-    ("all", lambda m, n: m * sum(1 / i for i in range(1, n + 1))),      # max of n: mean x H_n
-    ("any", lambda m, n: m / n),                                        # min of n
-    ({"k": 2}, lambda m, n: m * (1 / n + 1 / (n - 1))),                 # 2nd order statistic
-])
+@pytest.mark.parametrize(
+    ("join", "expect"),
+    [
+        ("all", lambda m, n: m * sum(1 / i for i in range(1, n + 1))),  # max of n: mean x H_n
+        ("any", lambda m, n: m / n),  # min of n
+        ({"k": 2}, lambda m, n: m * (1 / n + 1 / (n - 1))),  # 2nd order statistic
+    ],
+)
 def test_order_statistics_of_parallel_exponential_branches(join, expect):
     mean, n = 2.0, 5
     branches = [{"wait": {"latency": {"exponential": {"mean": mean}}}} for _ in range(n)]
@@ -47,8 +53,9 @@ def test_order_statistics_of_parallel_exponential_branches(join, expect):
 
 def test_fanout_max_matches_parallel_formula():
     mean, n = 1.5, 8
-    doc = scenario([{"fanout": {"n": n, "steps": [{"wait": {"latency": {"exponential": {"mean": mean}}}}]}}],
-                   runs=20000)
+    doc = scenario(
+        [{"fanout": {"n": n, "steps": [{"wait": {"latency": {"exponential": {"mean": mean}}}}]}}], runs=20000
+    )
     wall = run(doc, engine="fastpath").runs["wall_time_s"].to_numpy()
     within(wall, mean * sum(1 / i for i in range(1, n + 1)))
 
@@ -62,10 +69,19 @@ def test_repeat_continue_p_count_is_truncated_geometric(p, cap):
 
 
 def test_choose_frequencies():
-    doc = scenario([{"choose": {"options": [
-        {"p": 0.25, "steps": [{"wait": {"latency": 1}}]},
-        {"p": 0.75, "steps": [{"wait": {"latency": 3}}]},
-    ]}}], runs=20000)
+    doc = scenario(
+        [
+            {
+                "choose": {
+                    "options": [
+                        {"p": 0.25, "steps": [{"wait": {"latency": 1}}]},
+                        {"p": 0.75, "steps": [{"wait": {"latency": 3}}]},
+                    ]
+                }
+            }
+        ],
+        runs=20000,
+    )
     wall = run(doc, engine="fastpath").runs["wall_time_s"].to_numpy()
     assert set(np.unique(wall)) == {1.0, 3.0}
     within(wall, 0.25 * 1 + 0.75 * 3)

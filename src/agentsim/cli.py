@@ -163,15 +163,23 @@ def summary_table(doc: dict) -> Table:
         t.add_row("limits", *[""] * len(variants))
         row("  queue wait mean", lambda v: _fmt_s(v["limits"]["queue_wait_s"]["mean"]))
         row("  queue wait p95", lambda v: _fmt_s(v["limits"]["queue_wait_s"]["p95"]))
-        for key, label in (("rejected_429", "429s"), ("retries", "retries"), ("errors", "errors"),
-                           ("timeouts", "timeouts"), ("fallbacks", "fallbacks"), ("failed_runs", "failed runs")):
+        for key, label in (
+            ("rejected_429", "429s"),
+            ("retries", "retries"),
+            ("errors", "errors"),
+            ("timeouts", "timeouts"),
+            ("fallbacks", "fallbacks"),
+            ("failed_runs", "failed runs"),
+        ):
             row(f"  {label}", lambda v, key=key: f"{v['limits']['attempts'][key]:,}")
         for acct in first["limits"].get("accounts", {}):
             for kind in ("concurrency", "rpm", "input_tpm", "output_tpm"):
                 entry = first["limits"]["accounts"][acct].get(kind)
                 if entry is not None and entry.get("utilisation") is not None:
-                    row(f"  {acct} {kind} use",
-                        lambda v, a=acct, k=kind: f"{v['limits']['accounts'][a][k]['utilisation']:.0%}")
+                    row(
+                        f"  {acct} {kind} use",
+                        lambda v, a=acct, k=kind: f"{v['limits']['accounts'][a][k]['utilisation']:.0%}",
+                    )
     return t
 
 

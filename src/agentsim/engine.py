@@ -108,8 +108,13 @@ class RunFailed(Exception):
 RUN_OK, RUN_FAILED, RUN_UNFINISHED = 0, 1, 2
 # attempt outcomes (attempts table)
 ATT_OK, ATT_REJECTED, ATT_ERROR, ATT_TIMEOUT, ATT_CANCELLED = range(5)
-ATTEMPT_STATUS = {ATT_OK: "ok", ATT_REJECTED: "rejected", ATT_ERROR: "error", ATT_TIMEOUT: "timeout",
-                  ATT_CANCELLED: "cancelled"}
+ATTEMPT_STATUS = {
+    ATT_OK: "ok",
+    ATT_REJECTED: "rejected",
+    ATT_ERROR: "error",
+    ATT_TIMEOUT: "timeout",
+    ATT_CANCELLED: "cancelled",
+}
 FAILED = 3  # call status: every attempt failed
 
 
@@ -146,11 +151,17 @@ class _Runner:
             ttft0, tps = speeds[c.id]
             self.call_info[c.id] = (
                 self.width[c.id],
-                tl[(c.id, INPUT)], self.const[(c.id, INPUT)],
-                tl[(c.id, OUTPUT)], self.const[(c.id, OUTPUT)],
-                tl[(c.id, REASONING)], self.const[(c.id, REASONING)],
-                ttft0.reshape(-1).tolist(), tps.reshape(-1).tolist(),
-                tier.index, tier.ttl_s, tier.prefill_tps,
+                tl[(c.id, INPUT)],
+                self.const[(c.id, INPUT)],
+                tl[(c.id, OUTPUT)],
+                self.const[(c.id, OUTPUT)],
+                tl[(c.id, REASONING)],
+                self.const[(c.id, REASONING)],
+                ttft0.reshape(-1).tolist(),
+                tps.reshape(-1).tolist(),
+                tier.index,
+                tier.ttl_s,
+                tier.prefill_tps,
             )
         self._tier_speeds: dict[tuple[int, int], tuple[list, list]] = {}
         self.call_recs: list[tuple] = []
@@ -290,8 +301,9 @@ class _Runner:
             # --- admission
             held, retry_after, refused = yield from self._admit(tier, ctx, tkey, tttl, i_new, out + reas)
             if refused:
-                self.attempt_recs.append((node.id, r, flat, attempt, tkey, ATT_REJECTED, t_try, env.now, env.now,
-                                          0, 0, 0, 0, 0, 0))
+                self.attempt_recs.append(
+                    (node.id, r, flat, attempt, tkey, ATT_REJECTED, t_try, env.now, env.now, 0, 0, 0, 0, 0, 0)
+                )
                 failures += 1
                 if attempt >= tier.max_attempts:
                     self._fail_call(node, r, flat, t_submit, tkey)
@@ -322,16 +334,53 @@ class _Runner:
                     t_first = t0 + ttft
                     gen = min(math.floor((T - t_first) * tps), out + reas) if t_first < T and not error else 0
                     rb = min(reas, gen)
-                    self.call_recs.append((node.id, r, flat, CANCELLED, t_submit, t0, t_first, T, ttft, inp, read,
-                                           write, w1h, gen - rb, rb, tkey))
+                    self.call_recs.append(
+                        (
+                            node.id,
+                            r,
+                            flat,
+                            CANCELLED,
+                            t_submit,
+                            t0,
+                            t_first,
+                            T,
+                            ttft,
+                            inp,
+                            read,
+                            write,
+                            w1h,
+                            gen - rb,
+                            rb,
+                            tkey,
+                        )
+                    )
                 raise
             self._release(held)
             if outcome == ATT_OK:
-                self.call_recs.append((node.id, r, flat, DONE, t_submit, t0, t0 + ttft, env.now, ttft, inp, read,
-                                       write, w1h, out, reas, tkey))
+                self.call_recs.append(
+                    (
+                        node.id,
+                        r,
+                        flat,
+                        DONE,
+                        t_submit,
+                        t0,
+                        t0 + ttft,
+                        env.now,
+                        ttft,
+                        inp,
+                        read,
+                        write,
+                        w1h,
+                        out,
+                        reas,
+                        tkey,
+                    )
+                )
                 if attempt > 1:
-                    self.attempt_recs.append((node.id, r, flat, attempt, tkey, ATT_OK, t_try, t0, env.now,
-                                              0, 0, 0, 0, 0, 0))
+                    self.attempt_recs.append(
+                        (node.id, r, flat, attempt, tkey, ATT_OK, t_try, t0, env.now, 0, 0, 0, 0, 0, 0)
+                    )
                 if ctx.cfg.grows:
                     ctx.L += i_new + out
                 acc = st.acc
@@ -593,8 +642,23 @@ def _scatter_spans(plan: Plan, block: Block, recs: list[tuple]) -> dict[int, dic
 
 def attempts_frame(plan: Plan, block: Block, variant: int, recs: list[tuple]) -> dict[str, np.ndarray]:
     """Attempts that did not complete the call (429s, errors, timeouts) and retried successes, as columns."""
-    cols = ("node", "run", "instance", "attempt", "tier", "outcome", "t_submit", "t_start", "t_end", "input",
-            "cache_read", "cache_write", "cache_write_1h", "output", "reasoning")
+    cols = (
+        "node",
+        "run",
+        "instance",
+        "attempt",
+        "tier",
+        "outcome",
+        "t_submit",
+        "t_start",
+        "t_end",
+        "input",
+        "cache_read",
+        "cache_write",
+        "cache_write_1h",
+        "output",
+        "reasoning",
+    )
     A = _columns(recs, len(cols))
     out = {c: A[:, i] for i, c in enumerate(cols)}
     for c in ("node", "run", "instance", "attempt", "tier", "outcome", *CALL_INT):
@@ -604,8 +668,15 @@ def attempts_frame(plan: Plan, block: Block, variant: int, recs: list[tuple]) ->
     for t in np.unique(out["tier"]):
         m = out["tier"] == t
         rates = plan.tiers[int(t)].rates
-        cost[m] = call_cost(rates, out["input"][m], out["cache_read"][m], out["cache_write"][m],
-                            out["cache_write_1h"][m], out["output"][m], out["reasoning"][m])
+        cost[m] = call_cost(
+            rates,
+            out["input"][m],
+            out["cache_read"][m],
+            out["cache_write"][m],
+            out["cache_write_1h"][m],
+            out["output"][m],
+            out["reasoning"][m],
+        )
     out["cost"] = np.where(out["outcome"] == ATT_OK, 0.0, cost)  # a retried success is priced as the call
     out["run"] = out["run"] + block.start
     return out

@@ -118,10 +118,12 @@ class VecCtx:
         new_S, new_T = new_s[..., None], t_end[..., None]
         if key in self.entries and not all_on:
             S, T = self.entries[key]
-            new_S = np.concatenate([np.where(active, new_s, _NONE_S)[..., None],
-                                    np.where(active[..., None], _NONE_S, S)], axis=-1)
-            new_T = np.concatenate([np.where(active, t_end, -np.inf)[..., None],
-                                    np.where(active[..., None], -np.inf, T)], axis=-1)
+            new_S = np.concatenate(
+                [np.where(active, new_s, _NONE_S)[..., None], np.where(active[..., None], _NONE_S, S)], axis=-1
+            )
+            new_T = np.concatenate(
+                [np.where(active, t_end, -np.inf)[..., None], np.where(active[..., None], -np.inf, T)], axis=-1
+            )
             new_S, new_T = _compact(new_S, new_T)
         elif not all_on:
             new_S = np.where(active, new_s, _NONE_S)[..., None]
@@ -187,8 +189,10 @@ def _compact(S: np.ndarray, T: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     width = max(int(keep.sum(axis=-1).max()) if keep.size else 0, 1)
     pack = np.argsort(~keep, axis=-1, kind="stable")[..., :width]
     kept = np.take_along_axis(keep, pack, axis=-1)
-    return (np.where(kept, np.take_along_axis(S, pack, axis=-1), _NONE_S),
-            np.where(kept, np.take_along_axis(T, pack, axis=-1), -np.inf))
+    return (
+        np.where(kept, np.take_along_axis(S, pack, axis=-1), _NONE_S),
+        np.where(kept, np.take_along_axis(T, pack, axis=-1), -np.inf),
+    )
 
 
 class _State:
@@ -258,9 +262,19 @@ class _Evaluator:
         dec = (out + reas) / tps
         t_end = t0 + (ttft + dec)
         st.ctx.mark(tier.index, inp, t_end, active, on)
-        fields = (("t_submit", t0), ("t_start", t0), ("t_first", t0 + ttft), ("t_end", t_end), ("ttft", ttft),
-                  ("input", inp), ("cache_read", read), ("cache_write", write), ("cache_write_1h", w1h),
-                  ("output", out), ("reasoning", reas))
+        fields = (
+            ("t_submit", t0),
+            ("t_start", t0),
+            ("t_first", t0 + ttft),
+            ("t_end", t_end),
+            ("ttft", ttft),
+            ("input", inp),
+            ("cache_read", read),
+            ("cache_write", write),
+            ("cache_write_1h", w1h),
+            ("output", out),
+            ("reasoning", reas),
+        )
         r = self.calls[nid]
         r["tier"][sl] = tier.index
         if on:

@@ -59,14 +59,26 @@ def queue_wait(calls: pd.DataFrame) -> dict[str, Any]:
     w = (ok["t_start"] - ok["t_submit"]).to_numpy(dtype=float)
     if not len(w):
         return {"mean": None, "p50": None, "p95": None, "share_waiting": None}
-    return {"mean": _f(w.mean()), "p50": _f(np.percentile(w, 50)), "p95": _f(np.percentile(w, 95)),
-            "share_waiting": _f(np.mean(w > 0))}
+    return {
+        "mean": _f(w.mean()),
+        "p50": _f(np.percentile(w, 50)),
+        "p95": _f(np.percentile(w, 95)),
+        "share_waiting": _f(np.mean(w > 0)),
+    }
 
 
-def attempt_counts(attempts: dict[str, np.ndarray] | None, calls: pd.DataFrame, runs: pd.DataFrame,
-                   plan, variant: int) -> dict[str, Any]:
-    out = {"rejected_429": 0, "errors": 0, "timeouts": 0, "retries": 0, "fallbacks": 0, "failed_calls": 0,
-           "failed_runs": int((runs["status"] == 1).sum())}
+def attempt_counts(
+    attempts: dict[str, np.ndarray] | None, calls: pd.DataFrame, runs: pd.DataFrame, plan, variant: int
+) -> dict[str, Any]:
+    out = {
+        "rejected_429": 0,
+        "errors": 0,
+        "timeouts": 0,
+        "retries": 0,
+        "fallbacks": 0,
+        "failed_calls": 0,
+        "failed_runs": int((runs["status"] == 1).sum()),
+    }
     if attempts is not None and len(attempts.get("outcome", ())):
         o = attempts["outcome"]
         out["rejected_429"] = int((o == 1).sum())

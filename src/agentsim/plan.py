@@ -338,10 +338,25 @@ class _Compiler:
         ttl = TTL_SECONDS[mspec.cache.ttl] if mspec.cache is not None else None
         prefill = mspec.prefill_tps if mspec.prefill_tps is not None else math.inf
         retry = mspec.retry or RetrySpec()
-        t = Tier(len(self.tiers), model, speed, ttft, tps, ttft_x, tps_x, prefill, rates, ttl,
-                 error_rate=mspec.error_rate, timeout_s=mspec.timeout, max_attempts=retry.max_attempts,
-                 backoff_base=retry.backoff_base, backoff_cap=retry.backoff_cap, full_jitter=retry.jitter == "full",
-                 honour_retry_after=retry.honour_retry_after)
+        t = Tier(
+            len(self.tiers),
+            model,
+            speed,
+            ttft,
+            tps,
+            ttft_x,
+            tps_x,
+            prefill,
+            rates,
+            ttl,
+            error_rate=mspec.error_rate,
+            timeout_s=mspec.timeout,
+            max_attempts=retry.max_attempts,
+            backoff_base=retry.backoff_base,
+            backoff_cap=retry.backoff_cap,
+            full_jitter=retry.jitter == "full",
+            honour_retry_after=retry.honour_retry_after,
+        )
         self.tiers.append(t)
         self._tier_index[key] = t.index
         if mspec.fallback is not None:
@@ -521,8 +536,7 @@ def compile_plan(scenario: Scenario, *, file: str | None = None, lines: dict | N
         raise ScenarioError(items)
     specs = [s for m in scenario.models.values() for s in (m.price, *(t.price for t in m.speeds.values()))]
     as_of = comp.prices_as_of if needs_default_date(specs) else scenario.prices_as_of
-    return Plan(scenario, root, ctx, comp.tiers, list(comp.variants), comp.nodes, comp.draws, accounts, workload,
-                as_of)
+    return Plan(scenario, root, ctx, comp.tiers, list(comp.variants), comp.nodes, comp.draws, accounts, workload, as_of)
 
 
 def _compile_accounts(comp: _Compiler, scenario: Scenario) -> list:
@@ -534,22 +548,41 @@ def _compile_accounts(comp: _Compiler, scenario: Scenario) -> list:
     member: dict[int, list[int]] = {t.index: [] for t in comp.tiers}
     for name, spec in (scenario.limits or {}).items():
         idx = len(accounts)
-        accounts.append(AccountSpec(idx, name, spec.concurrency, spec.rpm, spec.input_tpm, spec.output_tpm,
-                                    spec.policy, spec.count_cache_reads))
+        accounts.append(
+            AccountSpec(
+                idx,
+                name,
+                spec.concurrency,
+                spec.rpm,
+                spec.input_tpm,
+                spec.output_tpm,
+                spec.policy,
+                spec.count_cache_reads,
+            )
+        )
         if spec.concurrency is None and spec.rpm is None and spec.input_tpm is None and spec.output_tpm is None:
-            comp.problem(("limits", name), "this account sets no limit",
-                         "give at least one of concurrency, rpm, input_tpm, output_tpm")
+            comp.problem(
+                ("limits", name),
+                "this account sets no limit",
+                "give at least one of concurrency, rpm, input_tpm, output_tpm",
+            )
         for i, ref in enumerate(spec.models):
             model, _, tier = ref.partition("@")
             where = ("limits", name, "models", i)
             if model not in scenario.models:
-                comp.problem(where, f"model '{model}' is not defined under models",
-                             suggest(model, list(scenario.models)) or "defined: " + ", ".join(scenario.models))
+                comp.problem(
+                    where,
+                    f"model '{model}' is not defined under models",
+                    suggest(model, list(scenario.models)) or "defined: " + ", ".join(scenario.models),
+                )
                 continue
             tiers = ["standard", *scenario.models[model].speeds]
             if tier and tier not in tiers:
-                comp.problem(where, f"model '{model}' has no speed tier '{tier}'",
-                             suggest(tier, tiers) or "its tiers: " + ", ".join(tiers))
+                comp.problem(
+                    where,
+                    f"model '{model}' has no speed tier '{tier}'",
+                    suggest(tier, tiers) or "its tiers: " + ", ".join(tiers),
+                )
                 continue
             for t in comp.tiers:
                 if t.model == model and (not tier or t.speed == tier):
@@ -567,8 +600,11 @@ def _compile_workload(comp: _Compiler, scenario: Scenario) -> WorkloadCfg | None
     duration = wl.duration.total_seconds
     warmup = wl.warmup.total_seconds if wl.warmup is not None else 0.0
     if warmup >= duration:
-        comp.problem(("workload", "warmup"), f"warmup ({warmup:g} s) is not shorter than duration ({duration:g} s)",
-                     "shorten warmup or lengthen duration")
+        comp.problem(
+            ("workload", "warmup"),
+            f"warmup ({warmup:g} s) is not shorter than duration ({duration:g} s)",
+            "shorten warmup or lengthen duration",
+        )
     think = None
     if wl.arrivals is not None:
         from .distributions import Sampler

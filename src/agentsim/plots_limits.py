@@ -33,8 +33,15 @@ def limits_figure(series: pd.DataFrame, window: tuple[float, float] | None = Non
             if kind == "in_flight":
                 left.step(t, g["value"], where="post", color=colors[variant], lw=0.8, label=str(variant))
             else:
-                right.step(t, g["value"] / g["limit"], where="post", color=colors[variant], lw=0.8,
-                           ls=styles.get(kind, "-"), label=f"{variant} {kind}")
+                right.step(
+                    t,
+                    g["value"] / g["limit"],
+                    where="post",
+                    color=colors[variant],
+                    lw=0.8,
+                    ls=styles.get(kind, "-"),
+                    label=f"{variant} {kind}",
+                )
         lim = a.loc[a["series"] == "in_flight", "limit"]
         if len(lim) and np.isfinite(lim.iloc[0]):
             left.axhline(lim.iloc[0], color="grey", ls="--", lw=0.8, label="limit")

@@ -133,8 +133,15 @@ def apply_profiles(data: dict, file: str, lines: dict, base_dir: Path | None) ->
         except ScenarioError as exc:
             if exc.items and exc.items[0].message == "no such file":
                 raise ScenarioError(
-                    [ErrorItem(file, _line(lines, where), where, f"profile file '{ref}' does not exist",
-                               "paths are relative to the scenario file")]
+                    [
+                        ErrorItem(
+                            file,
+                            _line(lines, where),
+                            where,
+                            f"profile file '{ref}' does not exist",
+                            "paths are relative to the scenario file",
+                        )
+                    ]
                 ) from None
             raise
         merged = dict(m)

@@ -76,8 +76,12 @@ def empty_call_tensors(shape: tuple[int, ...], fill: bool = True) -> dict[str, n
 
 def empty_span_tensors(shape: tuple[int, ...], fill: bool = True) -> dict[str, np.ndarray]:
     if not fill:
-        return {"status": np.empty(shape, dtype=np.int8), "t_start": np.empty(shape), "t_end": np.empty(shape),
-                "output": np.empty(shape, dtype=np.int64)}
+        return {
+            "status": np.empty(shape, dtype=np.int8),
+            "t_start": np.empty(shape),
+            "t_end": np.empty(shape),
+            "output": np.empty(shape, dtype=np.int64),
+        }
     return {
         "status": np.zeros(shape, dtype=np.int8),
         "t_start": np.full(shape, np.nan),
@@ -178,11 +182,13 @@ def run_columns(plan: Plan, result: BlockResult) -> dict[str, np.ndarray]:
 
 def runs_frame(plan: Plan, result: BlockResult, variant_name: str) -> pd.DataFrame:
     n = result.block.n
-    return pd.DataFrame({
-        "variant": np.full(n, variant_name, dtype=object),
-        "run": np.arange(result.block.start, result.block.start + n),
-        **run_columns(plan, result),
-    })
+    return pd.DataFrame(
+        {
+            "variant": np.full(n, variant_name, dtype=object),
+            "run": np.arange(result.block.start, result.block.start + n),
+            **run_columns(plan, result),
+        }
+    )
 
 
 def _made(plan_nodes, tensors: dict, result: BlockResult):
@@ -192,6 +198,7 @@ def _made(plan_nodes, tensors: dict, result: BlockResult):
         t = tensors[node.id]
         run_i, inst = np.nonzero(t["status"].reshape(n, -1))
         if run_i.size:
+
             def col(name, t=t, run_i=run_i, inst=inst):
                 return t[name].reshape(n, -1)[run_i, inst]
 
@@ -199,12 +206,33 @@ def _made(plan_nodes, tensors: dict, result: BlockResult):
 
 
 _STATUS = np.array(["", "ok", "cancelled", "failed"], dtype=object)
-CALL_COLUMNS = ["variant", "run", "node", "instance", "step", "model", "speed", "status", "t_submit", "t_start",
-                "t_first_token", "t_end", "queue_s", "ttft_s", "decode_s", "tps", "itl_s", "input_tokens",
-                "cache_read_tokens", "cache_write_tokens", "cache_write_1h_tokens", "output_tokens",
-                "reasoning_tokens", "cost_usd"]
-SPAN_COLUMNS = ["variant", "run", "node", "instance", "step", "kind", "status", "t_start", "t_end",
-                "output_tokens"]
+CALL_COLUMNS = [
+    "variant",
+    "run",
+    "node",
+    "instance",
+    "step",
+    "model",
+    "speed",
+    "status",
+    "t_submit",
+    "t_start",
+    "t_first_token",
+    "t_end",
+    "queue_s",
+    "ttft_s",
+    "decode_s",
+    "tps",
+    "itl_s",
+    "input_tokens",
+    "cache_read_tokens",
+    "cache_write_tokens",
+    "cache_write_1h_tokens",
+    "output_tokens",
+    "reasoning_tokens",
+    "cost_usd",
+]
+SPAN_COLUMNS = ["variant", "run", "node", "instance", "step", "kind", "status", "t_start", "t_end", "output_tokens"]
 
 
 def _frame(parts: list[pd.DataFrame], columns: list[str]) -> pd.DataFrame:
@@ -222,15 +250,36 @@ def calls_frame(plan: Plan, result: BlockResult, variant_name: str) -> pd.DataFr
     for node, col, runs, inst in _made(plan.calls, result.calls, result):
         tier_ids = col("tier").astype(np.int64)
         t_first, t_end, tps = col("t_first"), col("t_end"), col("tps")
-        parts.append(pd.DataFrame({
-            "variant": variant_name, "run": runs, "node": node.id, "instance": inst, "step": node.name,
-            "model": models[tier_ids], "speed": speeds[tier_ids], "status": _STATUS[col("status")],
-            "t_submit": col("t_submit"), "t_start": col("t_start"), "t_first_token": t_first, "t_end": t_end,
-            "queue_s": col("t_start") - col("t_submit"), "ttft_s": col("ttft"), "decode_s": t_end - t_first,
-            "tps": tps, "itl_s": 1.0 / tps, "input_tokens": col("input"), "cache_read_tokens": col("cache_read"),
-            "cache_write_tokens": col("cache_write"), "cache_write_1h_tokens": col("cache_write_1h"),
-            "output_tokens": col("output"), "reasoning_tokens": col("reasoning"), "cost_usd": col("cost"),
-        }))
+        parts.append(
+            pd.DataFrame(
+                {
+                    "variant": variant_name,
+                    "run": runs,
+                    "node": node.id,
+                    "instance": inst,
+                    "step": node.name,
+                    "model": models[tier_ids],
+                    "speed": speeds[tier_ids],
+                    "status": _STATUS[col("status")],
+                    "t_submit": col("t_submit"),
+                    "t_start": col("t_start"),
+                    "t_first_token": t_first,
+                    "t_end": t_end,
+                    "queue_s": col("t_start") - col("t_submit"),
+                    "ttft_s": col("ttft"),
+                    "decode_s": t_end - t_first,
+                    "tps": tps,
+                    "itl_s": 1.0 / tps,
+                    "input_tokens": col("input"),
+                    "cache_read_tokens": col("cache_read"),
+                    "cache_write_tokens": col("cache_write"),
+                    "cache_write_1h_tokens": col("cache_write_1h"),
+                    "output_tokens": col("output"),
+                    "reasoning_tokens": col("reasoning"),
+                    "cost_usd": col("cost"),
+                }
+            )
+        )
     return _frame(parts, CALL_COLUMNS)
 
 
@@ -239,9 +288,20 @@ def spans_frame(plan: Plan, result: BlockResult, variant_name: str) -> pd.DataFr
     nodes = [n for n in plan.nodes if isinstance(n, ToolNode | WaitNode)]
     parts = []
     for node, col, runs, inst in _made(nodes, result.spans, result):
-        parts.append(pd.DataFrame({
-            "variant": variant_name, "run": runs, "node": node.id, "instance": inst, "step": node.name,
-            "kind": node.kind, "status": _STATUS[col("status")], "t_start": col("t_start"), "t_end": col("t_end"),
-            "output_tokens": col("output"),
-        }))
+        parts.append(
+            pd.DataFrame(
+                {
+                    "variant": variant_name,
+                    "run": runs,
+                    "node": node.id,
+                    "instance": inst,
+                    "step": node.name,
+                    "kind": node.kind,
+                    "status": _STATUS[col("status")],
+                    "t_start": col("t_start"),
+                    "t_end": col("t_end"),
+                    "output_tokens": col("output"),
+                }
+            )
+        )
     return _frame(parts, SPAN_COLUMNS)

@@ -201,9 +201,12 @@ class Results:
             else:
                 v["vs_baseline"] = compare(base, v, vot)
             if vot is not None:
-                v["total_cost_usd"] = {"mean": _f(cost["mean"] + vot * wall["mean"] / 3600.0)
-                                       if cost["mean"] is not None and wall["mean"] is not None else None,
-                                       "value_of_time_usd_per_hour": vot}
+                v["total_cost_usd"] = {
+                    "mean": _f(cost["mean"] + vot * wall["mean"] / 3600.0)
+                    if cost["mean"] is not None and wall["mean"] is not None
+                    else None,
+                    "value_of_time_usd_per_hour": vot,
+                }
             v["per_call"] = self._call_stats[name].summary()
             for key, fn in self.extra.get("variant_sections", {}).items():
                 v[key] = fn(name)
@@ -263,18 +266,37 @@ class Results:
             name = self.variants[v]
             for acc in out.accounts:
                 spec = acc.spec
-                rows.append(pd.DataFrame({"variant": name, "account": spec.name, "series": "in_flight",
-                                          "t_s": [0.0, *(t for t, _ in acc.inflight_log)],
-                                          "value": [0.0, *(x for _, x in acc.inflight_log)],
-                                          "limit": float(spec.concurrency) if spec.concurrency else np.inf}))
-                for attr, label, limit in (("rpm", "rpm", spec.rpm), ("itpm", "input_tpm", spec.input_tpm),
-                                           ("otpm", "output_tpm", spec.output_tpm)):
+                rows.append(
+                    pd.DataFrame(
+                        {
+                            "variant": name,
+                            "account": spec.name,
+                            "series": "in_flight",
+                            "t_s": [0.0, *(t for t, _ in acc.inflight_log)],
+                            "value": [0.0, *(x for _, x in acc.inflight_log)],
+                            "limit": float(spec.concurrency) if spec.concurrency else np.inf,
+                        }
+                    )
+                )
+                for attr, label, limit in (
+                    ("rpm", "rpm", spec.rpm),
+                    ("itpm", "input_tpm", spec.input_tpm),
+                    ("otpm", "output_tpm", spec.output_tpm),
+                ):
                     log = acc.level_logs.get(attr)
                     if log is not None:
-                        rows.append(pd.DataFrame({"variant": name, "account": spec.name, "series": label,
-                                                  "t_s": [0.0, *(t for t, _ in log)],
-                                                  "value": [float(limit), *(x for _, x in log)],
-                                                  "limit": float(limit)}))
+                        rows.append(
+                            pd.DataFrame(
+                                {
+                                    "variant": name,
+                                    "account": spec.name,
+                                    "series": label,
+                                    "t_s": [0.0, *(t for t, _ in log)],
+                                    "value": [float(limit), *(x for _, x in log)],
+                                    "limit": float(limit),
+                                }
+                            )
+                        )
         if not rows:
             return pd.DataFrame(columns=["variant", "account", "series", "t_s", "value", "limit"])
         return pd.concat(rows, ignore_index=True)

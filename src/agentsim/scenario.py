@@ -714,7 +714,8 @@ class Duration(_Model):
         given = [k for k in ("seconds", "minutes", "hours", "days") if getattr(self, k) is not None]
         if len(given) != 1:
             raise PydanticCustomError(
-                "duration", "a duration is one of seconds, minutes, hours or days, e.g. {example}",
+                "duration",
+                "a duration is one of seconds, minutes, hours or days, e.g. {example}",
                 {"example": "{minutes: 10}"},
             )
         return self
@@ -780,8 +781,9 @@ class Workload(_Model):
         if self.arrivals is not None and self.concurrent is not None:
             raise PydanticCustomError("workload", "a workload has arrivals or concurrent, not both", {})
         if (self.arrivals is not None or self.concurrent is not None) and self.duration is None:
-            raise PydanticCustomError("workload_duration", "a workload with arrivals or concurrent needs a duration",
-                                      {})
+            raise PydanticCustomError(
+                "workload_duration", "a workload with arrivals or concurrent needs a duration", {}
+            )
         return self
 
     @property
@@ -964,8 +966,13 @@ def check_references(scenario: Scenario) -> list[Problem]:
         if m.fallback is not None:
             where = ("models", mname, "fallback", "model")
             if m.fallback.model not in models:
-                problems.append(Problem(where, f"fallback model '{m.fallback.model}' is not defined under models",
-                                        suggest(m.fallback.model, model_names) or "defined: " + ", ".join(model_names)))
+                problems.append(
+                    Problem(
+                        where,
+                        f"fallback model '{m.fallback.model}' is not defined under models",
+                        suggest(m.fallback.model, model_names) or "defined: " + ", ".join(model_names),
+                    )
+                )
             elif m.fallback.model == mname:
                 problems.append(Problem(where, "a model cannot fall back to itself", "name another model"))
 

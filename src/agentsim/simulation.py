@@ -136,7 +136,7 @@ def simulate_plan(plan: Plan, runs: int, seed: int, *, engine: str = "auto", wor
             for name, arr in block_cols.items():
                 if name not in columns:
                     columns[name] = np.empty(runs * nv, dtype=arr.dtype)
-                columns[name][first:first + len(arr)] = arr
+                columns[name][first : first + len(arr)] = arr
             call_stats[plan.variants[v]].add(*samples[v])
         if kept is not None:
             kept.append(results)
@@ -177,8 +177,17 @@ def simulate_plan(plan: Plan, runs: int, seed: int, *, engine: str = "auto", wor
     extra = {}
     if plan.needs_attempts:
         extra["variant_sections"] = {"limits": _replication_limits_section(plan, runs_df, kept, calls_builder)}
-    return Results(plan, seed=seed, runs=runs, engine=engine, runs_df=runs_df, call_stats=call_stats,
-                   calls_builder=calls_builder, spans_builder=build(spans_frame), extra=extra)
+    return Results(
+        plan,
+        seed=seed,
+        runs=runs,
+        engine=engine,
+        runs_df=runs_df,
+        call_stats=call_stats,
+        calls_builder=calls_builder,
+        spans_builder=build(spans_frame),
+        extra=extra,
+    )
 
 
 def _replication_limits_section(plan: Plan, runs_df: pd.DataFrame, kept: list, calls_builder):
@@ -288,21 +297,30 @@ def _simulate_workload(plan: Plan, seed: int) -> Results:
         if attempts is not None:
             keep = np.isin(attempts["run"], runs_v["run"].to_numpy())
             attempts = {k: a[keep] for k, a in attempts.items()}
-        section = {"queue_wait_s": queue_wait(calls), "attempts": attempt_counts(attempts, calls, runs_v, plan, v),
-                   "accounts": {}}
+        section = {
+            "queue_wait_s": queue_wait(calls),
+            "attempts": attempt_counts(attempts, calls, runs_v, plan, v),
+            "accounts": {},
+        }
         for acc in out.accounts:
             spec = acc.spec
             a: dict = {"policy": spec.policy, "rejected_429": acc.rejections}
             mean, peak = step_mean(acc.inflight_log, w0, w1)
-            a["concurrency"] = {"limit": spec.concurrency, "mean_in_flight": mean, "max_in_flight": peak,
-                                "utilisation": mean / spec.concurrency if spec.concurrency else None}
-            for attr, limit, label in (("rpm", spec.rpm, "rpm"), ("itpm", spec.input_tpm, "input_tpm"),
-                                       ("otpm", spec.output_tpm, "output_tpm")):
+            a["concurrency"] = {
+                "limit": spec.concurrency,
+                "mean_in_flight": mean,
+                "max_in_flight": peak,
+                "utilisation": mean / spec.concurrency if spec.concurrency else None,
+            }
+            for attr, limit, label in (
+                ("rpm", spec.rpm, "rpm"),
+                ("itpm", spec.input_tpm, "input_tpm"),
+                ("otpm", spec.output_tpm, "output_tpm"),
+            ):
                 bucket = getattr(acc, attr)
                 if bucket is not None:
                     per_min = window_admitted(bucket.admitted, w0, w1) / ((w1 - w0) / 60.0)
-                    a[label] = {"limit_per_min": limit, "admitted_per_min": per_min,
-                                "utilisation": per_min / limit}
+                    a[label] = {"limit_per_min": limit, "admitted_per_min": per_min, "utilisation": per_min / limit}
             section["accounts"][spec.name] = a
         return section
 
@@ -310,9 +328,17 @@ def _simulate_workload(plan: Plan, seed: int) -> Results:
     if plan.accounts or plan.needs_attempts:
         sections["limits"] = limits_section
     base_counted = int(counted_runs(plan.variants[0]).shape[0])
-    res = Results(plan, seed=seed, runs=base_counted, engine="des", runs_df=runs_df, call_stats=call_stats,
-                  calls_builder=all_calls, spans_builder=build(spans_frame),
-                  extra={"variant_sections": sections, "outcomes": outcomes})
+    res = Results(
+        plan,
+        seed=seed,
+        runs=base_counted,
+        engine="des",
+        runs_df=runs_df,
+        call_stats=call_stats,
+        calls_builder=all_calls,
+        spans_builder=build(spans_frame),
+        extra={"variant_sections": sections, "outcomes": outcomes},
+    )
     return res
 
 

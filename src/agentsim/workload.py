@@ -59,8 +59,11 @@ def run_workload(plan: Plan, seed: int, variant: int) -> WorkloadOutcome:
             rn = _Runner(plan, block, variant, call_speeds(plan, block, variant))
             rn.env, rn.accounts = env, accounts
             runners[b] = rn
-            flags[b] = {"started": np.zeros(BLOCK_SIZE, bool), "counted": np.zeros(BLOCK_SIZE, bool),
-                        "finished": np.zeros(BLOCK_SIZE, bool)}
+            flags[b] = {
+                "started": np.zeros(BLOCK_SIZE, bool),
+                "counted": np.zeros(BLOCK_SIZE, bool),
+                "finished": np.zeros(BLOCK_SIZE, bool),
+            }
         return runners[b], i % BLOCK_SIZE
 
     state = {"next": 0, "counted_in_flight": 0, "past_duration": False}

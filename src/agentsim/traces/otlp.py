@@ -45,8 +45,11 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "ttft": ("gen_ai.response.time_to_first_chunk", "gen_ai.server.time_to_first_token"),
     "tool_name": ("gen_ai.tool.name",),
     "agent_name": ("gen_ai.agent.name",),
-    "service_tier": ("gen_ai.request.service_tier", "gen_ai.openai.request.service_tier",
-                     "gen_ai.response.service_tier"),
+    "service_tier": (
+        "gen_ai.request.service_tier",
+        "gen_ai.openai.request.service_tier",
+        "gen_ai.response.service_tier",
+    ),
 }
 
 
@@ -95,8 +98,14 @@ def _attrs(items: list | None) -> dict[str, Any]:
     return {kv["key"]: _value(kv.get("value", {})) for kv in (items or []) if "key" in kv}
 
 
-_STATUS = {0: "unset", 1: "ok", 2: "error", "STATUS_CODE_UNSET": "unset", "STATUS_CODE_OK": "ok",
-           "STATUS_CODE_ERROR": "error"}
+_STATUS = {
+    0: "unset",
+    1: "ok",
+    2: "error",
+    "STATUS_CODE_UNSET": "unset",
+    "STATUS_CODE_OK": "ok",
+    "STATUS_CODE_ERROR": "error",
+}
 
 
 def spans_from_document(doc: dict, line: int | None = None) -> list[Span]:
@@ -107,18 +116,20 @@ def spans_from_document(doc: dict, line: int | None = None) -> list[Span]:
         for ss in rs.get("scopeSpans", rs.get("instrumentationLibrarySpans", [])):
             for sp in ss.get("spans", []):
                 parent = sp.get("parentSpanId") or None
-                out.append(Span(
-                    trace_id=sp["traceId"],
-                    span_id=sp["spanId"],
-                    parent_id=parent,
-                    name=sp.get("name", ""),
-                    start_s=int(sp["startTimeUnixNano"]) / 1e9,
-                    end_s=int(sp["endTimeUnixNano"]) / 1e9,
-                    attributes=_attrs(sp.get("attributes")),
-                    resource=resource,
-                    status=_STATUS.get(sp.get("status", {}).get("code", 0), "unset"),
-                    source_line=line,
-                ))
+                out.append(
+                    Span(
+                        trace_id=sp["traceId"],
+                        span_id=sp["spanId"],
+                        parent_id=parent,
+                        name=sp.get("name", ""),
+                        start_s=int(sp["startTimeUnixNano"]) / 1e9,
+                        end_s=int(sp["endTimeUnixNano"]) / 1e9,
+                        attributes=_attrs(sp.get("attributes")),
+                        resource=resource,
+                        status=_STATUS.get(sp.get("status", {}).get("code", 0), "unset"),
+                        source_line=line,
+                    )
+                )
     return out
 
 
