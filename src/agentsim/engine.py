@@ -28,7 +28,7 @@ provider limits and workloads run many agents in one environment
 from __future__ import annotations
 
 import math
-from itertools import chain
+from array import array
 
 import numpy as np
 import simpy
@@ -164,9 +164,11 @@ class _Runner:
                 tier.prefill_tps,
             )
         self._tier_speeds: dict[tuple[int, int], tuple[list, list]] = {}
-        self.call_recs: list[tuple] = []
-        self.span_recs: list[tuple] = []
-        self.attempt_recs: list[tuple] = []
+        # Records are appended as flat rows of doubles (read by NumPy without conversion).
+        self.call_recs = array("d")  # CALL_RECORD rows: cancelled, failed and limited calls
+        self.plain_recs = array("d")  # PLAIN_RECORD rows: plain calls that completed (the rest is rebuilt)
+        self.span_recs = array("d")
+        self.attempt_recs = array("d")
         self.limited = plan.needs_attempts
         handler = dict(_HANDLER)
         if self.limited:
@@ -239,29 +241,32 @@ class _Runner:
         out = out_l[0] if out_c else out_l[j]
         reas = reas_l[0] if reas_c else reas_l[j]
         tps = tps_l[j]
-        t0 = env.now
+        t0 = env._now  # SimPy's `now` property, without the property call (this is the hot path)
         ctx = st.ctx
-        inp, read, write, w1h = ctx.begin_call(key, ctx.cfg.ttl_s if ttl is None else ttl, i_new, t0)
+        cfg = ctx.cfg
+        if cfg.cache:
+            inp, read, write, w1h = ctx.begin_call(key, cfg.ttl_s if ttl is None else ttl, i_new, t0)
+        else:
+            inp, read, write, w1h = ctx.L + i_new, 0, 0, 0
         ttft = ttft_l[j] + (inp - read) / prefill
         dec = (out + reas) / tps
         d = ttft + dec
-        ctx.mark(key, inp, t0 + d)
+        if cfg.cache:
+            ctx.mark(key, inp, t0 + d)
         try:
             yield env.timeout(d)
         except simpy.Interrupt:
-            T = env.now
+            T = env._now
             if t0 < T:
                 t_first = t0 + ttft
                 gen = min(math.floor((T - t_first) * tps), out + reas) if t_first < T else 0
                 rb = min(reas, gen)
-                self.call_recs.append(
+                self.call_recs.extend(
                     (node.id, r, flat, CANCELLED, t0, t0, t_first, T, ttft, inp, read, write, w1h, gen - rb, rb, key)
                 )
             raise
-        self.call_recs.append(
-            (node.id, r, flat, DONE, t0, t0, t0 + ttft, env.now, ttft, inp, read, write, w1h, out, reas, key)
-        )
-        if ctx.cfg.grows:
+        self.plain_recs.extend((node.id, r, flat, t0, ttft, inp, read, write, w1h))
+        if cfg.grows:
             ctx.L += i_new + out
         acc = st.acc
         acc[TTFT] += ttft
@@ -301,7 +306,7 @@ class _Runner:
             # --- admission
             held, retry_after, refused = yield from self._admit(tier, ctx, tkey, tttl, i_new, out + reas)
             if refused:
-                self.attempt_recs.append(
+                self.attempt_recs.extend(
                     (node.id, r, flat, attempt, tkey, ATT_REJECTED, t_try, env.now, env.now, 0, 0, 0, 0, 0, 0)
                 )
                 failures += 1
@@ -334,7 +339,7 @@ class _Runner:
                     t_first = t0 + ttft
                     gen = min(math.floor((T - t_first) * tps), out + reas) if t_first < T and not error else 0
                     rb = min(reas, gen)
-                    self.call_recs.append(
+                    self.call_recs.extend(
                         (
                             node.id,
                             r,
@@ -357,7 +362,7 @@ class _Runner:
                 raise
             self._release(held)
             if outcome == ATT_OK:
-                self.call_recs.append(
+                self.call_recs.extend(
                     (
                         node.id,
                         r,
@@ -378,7 +383,7 @@ class _Runner:
                     )
                 )
                 if attempt > 1:
-                    self.attempt_recs.append(
+                    self.attempt_recs.extend(
                         (node.id, r, flat, attempt, tkey, ATT_OK, t_try, t0, env.now, 0, 0, 0, 0, 0, 0)
                     )
                 if ctx.cfg.grows:
@@ -397,7 +402,7 @@ class _Runner:
                 billed = (inp, read, write, w1h, gen - rb, rb)
             else:
                 billed = (0, 0, 0, 0, 0, 0)
-            self.attempt_recs.append((node.id, r, flat, attempt, tkey, outcome, t_try, t0, env.now, *billed))
+            self.attempt_recs.extend((node.id, r, flat, attempt, tkey, outcome, t_try, t0, env.now, *billed))
             failures += 1
             if attempt >= tier.max_attempts:
                 self._fail_call(node, r, flat, t_submit, tkey)
@@ -411,7 +416,7 @@ class _Runner:
 
     def _fail_call(self, node: CallNode, r: int, flat: int, t_submit: float, tkey: int):
         now = self.env.now
-        self.call_recs.append((node.id, r, flat, FAILED, t_submit, now, now, now, 0.0, 0, 0, 0, 0, 0, 0, tkey))
+        self.call_recs.extend((node.id, r, flat, FAILED, t_submit, now, now, now, 0.0, 0, 0, 0, 0, 0, 0, tkey))
         raise RunFailed
 
     def _admission_plan(self, tier) -> tuple[list, list, bool]:
@@ -502,9 +507,9 @@ class _Runner:
             yield env.timeout(lat)
         except simpy.Interrupt:
             if env.now > t0:
-                self.span_recs.append((node.id, r, flat, CANCELLED, t0, env.now, 0))
+                self.span_recs.extend((node.id, r, flat, CANCELLED, t0, env.now, 0))
             raise
-        self.span_recs.append((node.id, r, flat, DONE, t0, env.now, out))
+        self.span_recs.extend((node.id, r, flat, DONE, t0, env.now, out))
         st.acc[slot] += lat
         if out:
             st.ctx.add(out)
@@ -544,7 +549,9 @@ class _Runner:
             return
         env = self.env
         kk = nb if k is None else min(k, nb)
-        states = [Flow(st.ctx.fork(), list(st.acc), st.r) for _ in range(nb)]
+        cfg = st.ctx.cfg
+        static = not cfg.grows and not cfg.cache  # nothing can change the context: branches share it
+        states = [Flow(st.ctx if static else st.ctx.fork(), list(st.acc), st.r) for _ in range(nb)]
         ends: list[float | None] = [None] * nb
         done = env.event()
         count = [0]
@@ -574,16 +581,21 @@ class _Runner:
                 if p.is_alive:
                     p.interrupt()
             raise
-        order = sorted((ends[b], b) for b in range(nb) if ends[b] is not None)
-        critical = order[kk - 1][1]
-        if kk < nb:
+        if kk == nb:  # join all: the critical branch is the last (in branch order) to end at the latest time
+            critical, latest = 0, ends[0]
+            for b in range(1, nb):
+                if ends[b] >= latest:
+                    critical, latest = b, ends[b]
+            winners = range(nb)
+        else:
+            order = sorted((ends[b], b) for b in range(nb) if ends[b] is not None)
+            critical = order[kk - 1][1]
             winners = sorted(b for _, b in order[:kk])
             for p in procs:
                 if p.is_alive:
                     p.interrupt()
-        else:
-            winners = range(nb)
-        st.ctx.join([states[b].ctx for b in winners])
+        if not static:
+            st.ctx.join([states[b].ctx for b in winners])
         st.acc[:] = states[critical].acc
 
 
@@ -600,9 +612,9 @@ _HANDLER = {
 }
 
 
-def _columns(recs: list[tuple], width: int) -> np.ndarray:
-    """Records (tuples of numbers) as a float64 array, one row per record."""
-    return np.fromiter(chain.from_iterable(recs), dtype=np.float64, count=width * len(recs)).reshape(-1, width)
+def _columns(recs: array, width: int) -> np.ndarray:
+    """Flat records (an ``array('d')`` of rows of ``width`` numbers) as a float64 array, one row per record."""
+    return np.frombuffer(recs, dtype=np.float64).reshape(-1, width) if len(recs) else np.zeros((0, width))
 
 
 def _scatter(nodes, block: Block, recs: list[tuple], columns: tuple[str, ...], empty) -> dict:
@@ -631,8 +643,43 @@ CALL_RECORD = ("status", *CALL_FLOAT, *CALL_INT, "tier")
 SPAN_RECORD = ("status", "t_start", "t_end", "output")
 
 
-def _scatter_calls(plan: Plan, block: Block, recs: list[tuple]) -> dict[int, dict[str, np.ndarray]]:
-    return _scatter(plan.calls, block, recs, CALL_RECORD, empty_call_tensors)
+PLAIN_RECORD = ("t_start", "ttft", "input", "cache_read", "cache_write", "cache_write_1h")
+
+
+def _scatter_calls(plan: Plan, runner: _Runner, variant: int) -> dict[int, dict[str, np.ndarray]]:
+    """Call tensors from a runner's records.
+
+    A plain call that completed records only what depended on the run's history (start, TTFT,
+    tokens); the rest is rebuilt here with the same operations the DES would have done:
+    ``t_first = t_start + ttft``, ``t_end = t_start + (ttft + (output + reasoning) / tps)``.
+    """
+    block = runner.block
+    out = _scatter(plan.calls, block, runner.plain_recs, PLAIN_RECORD, empty_call_tensors)
+    for node in plan.calls:
+        t = out[node.id]
+        done = ~np.isnan(t["t_start"])
+        if not done.any():
+            continue
+        tps = runner.speeds[node.id][1]
+        output = np.broadcast_to(block.get(node.id, OUTPUT), done.shape)[done]
+        reasoning = np.broadcast_to(block.get(node.id, REASONING), done.shape)[done]
+        t0, ttft = t["t_start"][done], t["ttft"][done]
+        dec = (output + reasoning) / tps[done]
+        t["status"][done] = DONE
+        t["t_submit"][done] = t0
+        t["t_first"][done] = t0 + ttft
+        t["t_end"][done] = t0 + (ttft + dec)
+        t["output"][done] = output
+        t["reasoning"][done] = reasoning
+        t["tier"][done] = node.tiers[variant]
+    full = _scatter(plan.calls, block, runner.call_recs, CALL_RECORD, empty_call_tensors)
+    for node in plan.calls:  # cancelled, failed and limited calls: everything was recorded
+        f, t = full[node.id], out[node.id]
+        m = f["status"] != 0
+        if m.any():
+            for name in t:
+                t[name][m] = f[name][m]
+    return out
 
 
 def _scatter_spans(plan: Plan, block: Block, recs: list[tuple]) -> dict[int, dict[str, np.ndarray]]:
@@ -689,7 +736,7 @@ def finish_block(plan: Plan, runner: _Runner, block: Block, variant: int, start=
         block=block,
         wall=runner.wall,
         breakdown={k: runner.acc[:, i].copy() for i, k in enumerate(BREAKDOWN)},
-        calls=_scatter_calls(plan, block, runner.call_recs),
+        calls=_scatter_calls(plan, runner, variant),
         spans=_scatter_spans(plan, block, runner.span_recs),
         start=start,
     )
