@@ -52,7 +52,7 @@ from typing import Any
 
 import numpy as np
 
-from .scenario import PriceSpec, TieredPrice, suggest
+from .scenario import PRICE_FIELDS, PriceSpec, TieredPrice, suggest
 
 __all__ = [
     "PRICE_KINDS",
@@ -74,15 +74,7 @@ __all__ = [
 PER = 1_000_000.0
 
 # The price fields agentsim simulates, in display order (genai-prices names).
-PRICE_KINDS = (
-    "input_mtok",
-    "output_mtok",
-    "cache_read_mtok",
-    "cache_write_mtok",
-    "cache_write_1h_mtok",
-    "output_reasoning_mtok",
-    "requests_kcount",
-)
+PRICE_KINDS = PRICE_FIELDS
 # Catalog price keys that do apply to a plain text call, mapped by _from_fields.
 _EXTRA_KEYS = ("cache_write_5m_mtok",)
 NOON = dt.time(12, 0)

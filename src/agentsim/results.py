@@ -230,34 +230,8 @@ class Results:
         return json.dumps(self.summary_dict(), indent=indent, allow_nan=False) + "\n"
 
     def summary(self) -> pd.DataFrame:
-        """One row per variant with the headline figures."""
-        rows = []
-        for name, v in self.summary_dict()["variants"].items():
-            w, c, vs = v["wall_time_s"], v["cost_usd"], v["vs_baseline"]
-            rows.append(
-                {
-                    "variant": name,
-                    "wall_mean_s": w["mean"],
-                    "wall_ci95_lo_s": w["ci95"][0],
-                    "wall_ci95_hi_s": w["ci95"][1],
-                    "wall_p50_s": w["p50"],
-                    "wall_p90_s": w["p90"],
-                    "wall_p95_s": w["p95"],
-                    "wall_p99_s": w["p99"],
-                    "cost_mean_usd": c["mean"],
-                    "cost_p95_usd": c["p95"],
-                    "calls_mean": v["calls"]["mean"],
-                    **{
-                        f"{k}_tokens_mean": v["tokens"][k]
-                        for k in ("input", "cache_read", "cache_write", "output", "reasoning")
-                    },
-                    "delta_time_s": vs["delta_time_s"],
-                    "delta_cost_usd": vs["delta_cost_usd"],
-                    "usd_per_hour_saved": vs["usd_per_hour_saved"],
-                    "pays_off": vs["pays_off"],
-                }
-            )
-        return pd.DataFrame(rows).set_index("variant")
+        """One row per variant with the headline figures (the summary document, flattened)."""
+        return pd.DataFrame(summary_rows(self.summary_dict())).set_index("variant")
 
     def limits_timeseries(self) -> pd.DataFrame:
         """In-flight requests and bucket levels of each account over time (workloads only; else empty)."""
@@ -340,6 +314,37 @@ class Results:
 
     def __repr__(self) -> str:
         return f"<Results {self.scenario.name!r}: {len(self.variants)} variants x {self.n_runs} runs ({self.engine})>"
+
+
+def summary_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """One flat row per variant of a ``summary.json`` document (the columns of :meth:`Results.summary`)."""
+    rows = []
+    for name, v in doc["variants"].items():
+        w, c, vs = v["wall_time_s"], v["cost_usd"], v["vs_baseline"]
+        rows.append(
+            {
+                "variant": name,
+                "wall_mean_s": w["mean"],
+                "wall_ci95_lo_s": w["ci95"][0],
+                "wall_ci95_hi_s": w["ci95"][1],
+                **{f"wall_{p}_s": w[p] for p in ("p50", "p90", "p95", "p99")},
+                "cost_mean_usd": c["mean"],
+                "cost_ci95_lo_usd": c["ci95"][0],
+                "cost_ci95_hi_usd": c["ci95"][1],
+                "cost_p95_usd": c["p95"],
+                "calls_mean": v["calls"]["mean"],
+                **{
+                    f"{k}_tokens_mean": v["tokens"][k]
+                    for k in ("input", "cache_read", "cache_write", "output", "reasoning")
+                },
+                **{f"{k}_s": v["breakdown_s"][k] for k in ("queue", "ttft", "decode", "tool", "wait")},
+                "delta_time_s": vs["delta_time_s"],
+                "delta_cost_usd": vs["delta_cost_usd"],
+                "usd_per_hour_saved": vs["usd_per_hour_saved"],
+                "pays_off": vs["pays_off"],
+            }
+        )
+    return rows
 
 
 def compare(base: dict, v: dict, vot: float | None) -> dict[str, Any]:

@@ -55,6 +55,7 @@ import yaml
 from .loading import ErrorItem, ScenarioError, _line, load_data, parse
 from .plan import Plan, compile_plan
 from .results import Results
+from .results import summary_rows as results_summary_rows
 from .sampling import block_spans
 from .scenario import Scenario, suggest
 from .simulation import choose_engine, simulate_plan
@@ -319,33 +320,7 @@ SUMMARY_COLUMNS = (
 
 def summary_rows(res: Results) -> list[dict[str, Any]]:
     """One row per variant of a :class:`Results`: the figures of its ``summary.json``, flattened."""
-    rows = []
-    for name, v in res.summary_dict()["variants"].items():
-        w, c, vs = v["wall_time_s"], v["cost_usd"], v["vs_baseline"]
-        rows.append(
-            {
-                "variant": name,
-                "wall_mean_s": w["mean"],
-                "wall_ci95_lo_s": w["ci95"][0],
-                "wall_ci95_hi_s": w["ci95"][1],
-                **{f"wall_{p}_s": w[p] for p in ("p50", "p90", "p95", "p99")},
-                "cost_mean_usd": c["mean"],
-                "cost_ci95_lo_usd": c["ci95"][0],
-                "cost_ci95_hi_usd": c["ci95"][1],
-                "cost_p95_usd": c["p95"],
-                "calls_mean": v["calls"]["mean"],
-                **{
-                    f"{k}_tokens_mean": v["tokens"][k]
-                    for k in ("input", "cache_read", "cache_write", "output", "reasoning")
-                },
-                **{f"{k}_s": v["breakdown_s"][k] for k in ("queue", "ttft", "decode", "tool", "wait")},
-                "delta_time_s": vs["delta_time_s"],
-                "delta_cost_usd": vs["delta_cost_usd"],
-                "usd_per_hour_saved": vs["usd_per_hour_saved"],
-                "pays_off": vs["pays_off"],
-            }
-        )
-    return rows
+    return results_summary_rows(res.summary_dict())
 
 
 # --------------------------------------------------------------------------- the work
