@@ -224,8 +224,16 @@ def cheapest_intervals(table: pd.DataFrame) -> pd.DataFrame:
 # --------------------------------------------------------------------------- monthly spend
 
 
+DAYS_PER_MONTH = 30.0  # as Volume.per_month counts runs_per_day
+
+
 def runs_per_month(scenario: Scenario, override: float | None = None) -> float:
-    """Runs per month from an explicit number, else ``workload.volume``; ValueError when neither is given."""
+    """Runs per month: an explicit number, else ``workload.volume``, else ``workload.arrivals`` × hours.
+
+    From arrivals, the workload's ``duration`` is read as the daily operating window:
+    ``per_hour × duration (h) × 30`` (e.g. 120 runs/h over an 8-hour day is 28,800 runs a month).
+    ValueError when none of these is given.
+    """
     if override is not None:
         if not override > 0:
             raise ValueError("runs per month must be above 0")
@@ -233,9 +241,11 @@ def runs_per_month(scenario: Scenario, override: float | None = None) -> float:
     wl = scenario.workload
     if wl is not None and wl.volume is not None:
         return float(wl.volume.per_month)
+    if wl is not None and wl.arrivals is not None and wl.duration is not None:
+        return wl.arrivals.per_hour * wl.duration.total_seconds / 3600.0 * DAYS_PER_MONTH
     raise ValueError(
         "the scenario has no workload.volume: add `workload: {volume: {runs_per_month: 20000}}` "
-        "(or runs_per_day) to the scenario, or give --runs-per-month"
+        "(or runs_per_day, or arrivals with a daily duration) to the scenario, or give --runs-per-month"
     )
 
 
