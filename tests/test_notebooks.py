@@ -17,7 +17,7 @@ NOTEBOOK_TIMEOUT = 300
 
 
 def test_there_are_notebooks():
-    assert len(NOTEBOOKS) >= 4
+    assert len(NOTEBOOKS) >= 5
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
