@@ -206,8 +206,11 @@ def test_runs_per_month_from_arrivals_times_daily_hours():
     from agentsim.tradeoffs import runs_per_month
     from conftest import make, model, scenario
 
-    doc = scenario([{"call": {"output": 1}}], models={"m": model()},
-                   workload={"arrivals": {"per_hour": 120}, "duration": {"hours": 8}})
+    doc = scenario(
+        [{"call": {"output": 1}}],
+        models={"m": model()},
+        workload={"arrivals": {"per_hour": 120}, "duration": {"hours": 8}},
+    )
     assert runs_per_month(make(doc)) == 120 * 8 * 30
     doc["workload"]["volume"] = {"runs_per_day": 500}  # an explicit volume wins
     assert runs_per_month(make(doc)) == 500 * 30
