@@ -36,11 +36,10 @@ Nothing of the content (prompts, thinking, tool inputs and results) is kept.
 from __future__ import annotations
 
 import bisect
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .sessions import Call, FileReport, Node, Session, link_nodes, parse_timestamp
+from .sessions import Call, FileReport, Node, Session, json_lines, link_nodes, parse_timestamp
 
 __all__ = ["FORMAT", "looks_like", "read_claude_code", "session_groups"]
 
@@ -196,21 +195,14 @@ def _parse_line(no: int, obj: dict) -> _Line | None:
 
 def _read_file(path: Path, report: FileReport) -> list[_Line]:
     lines: list[_Line] = []
-    with path.open(encoding="utf-8", errors="replace") as fh:
-        for no, raw in enumerate(fh, start=1):
-            report.lines = no
-            if not raw.strip():
-                continue
-            try:
-                obj = json.loads(raw)
-                if not isinstance(obj, dict):
-                    raise ValueError("not a JSON object")
-                line = _parse_line(no, obj)
-            except (ValueError, TypeError, AttributeError):
-                report.bad_line(no)
-                continue
-            if line is not None:
-                lines.append(line)
+    for no, obj in json_lines(path, report):
+        try:
+            line = _parse_line(no, obj)
+        except (ValueError, TypeError, AttributeError):
+            report.bad_line(no)
+            continue
+        if line is not None:
+            lines.append(line)
     return lines
 
 

@@ -33,11 +33,10 @@ Nothing of the content (prompts, messages, reasoning, tool arguments and outputs
 from __future__ import annotations
 
 import bisect
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .sessions import Call, FileReport, Node, Session, link_nodes, parse_timestamp
+from .sessions import Call, FileReport, Node, Session, json_lines, link_nodes, parse_timestamp
 
 __all__ = ["FORMAT", "looks_like", "read_codex"]
 
@@ -114,102 +113,95 @@ def _read_rollout(path: Path) -> _Rollout:
         start = max(asked_ts, call.end)
         nodes.append(Node(new_id("t"), "tool", start, max(out_ts, start), name=name))
 
-    with path.open(encoding="utf-8", errors="replace") as fh:
-        for no, raw in enumerate(fh, start=1):
-            report.lines = no
-            if not raw.strip():
+    for no, obj in json_lines(path, report):
+        try:
+            kind, payload = obj.get("type"), obj.get("payload")
+            if kind not in ROLLOUT_TYPES:
                 continue
-            try:
-                obj = json.loads(raw)
-                if not isinstance(obj, dict):
-                    raise ValueError("not a JSON object")
-                kind, payload = obj.get("type"), obj.get("payload")
-                if kind not in ROLLOUT_TYPES:
-                    continue
-                if not isinstance(payload, dict):
-                    raise ValueError("payload is not an object")
-                ts = parse_timestamp(obj.get("timestamp"))
-                ptype = payload.get("type")
-                if kind == "session_meta":
-                    if isinstance(payload.get("id"), str):
-                        session.id = payload["id"]
-                    cwd = payload.get("cwd")
-                    if isinstance(cwd, str) and cwd:
-                        session.project = Path(cwd.replace("\\", "/")).name or None
-                    if isinstance(payload.get("model_provider"), str):
-                        provider = payload["model_provider"]
-                    _subagent_source(ro, payload)
-                elif kind == "turn_context":
-                    if isinstance(payload.get("model"), str):
-                        model = payload["model"]
-                    st = payload.get("service_tier")
-                    service_tier = st if isinstance(st, str) else None
-                    tier = "standard" if service_tier in PLAIN_TIERS else str(service_tier)
-                elif kind == "response_item" and ptype in TOOL_CALLS and isinstance(payload.get("call_id"), str):
-                    name = payload.get("name") if isinstance(payload.get("name"), str) else ptype.removesuffix("_call")
-                    pending[payload["call_id"]] = (ts, name)
-                elif kind == "response_item" and ptype in TOOL_OUTPUTS and isinstance(payload.get("call_id"), str):
-                    cid = payload["call_id"]
-                    if cid in asked_by and cid in pending:
-                        add_tool(cid, ts)
-                        last_input = ts if last_input is None else max(last_input, ts)
-                    elif cid in pending:
-                        held_outputs[cid] = ts
-                elif kind == "event_msg" and ptype == "user_message":
-                    ro.prompts.append(ts)
-                    last_input = ts
-                elif kind == "event_msg" and ptype in ("task_started", "turn_started"):
-                    turn_started = True
-                    last_input = ts
-                elif kind == "event_msg" and ptype == "token_count":
-                    info = payload.get("info")
-                    if not isinstance(info, dict):
-                        continue  # rate limits only
-                    last, total = _usage(info.get("last_token_usage")), _usage(info.get("total_token_usage"))
-                    if ro.subagent and not turn_started and not first_count_done:
-                        first_count_done = True
-                        prev_total = total
-                        ro.skipped_replay += 1
-                        continue
+            if not isinstance(payload, dict):
+                raise ValueError("payload is not an object")
+            ts = parse_timestamp(obj.get("timestamp"))
+            ptype = payload.get("type")
+            if kind == "session_meta":
+                if isinstance(payload.get("id"), str):
+                    session.id = payload["id"]
+                cwd = payload.get("cwd")
+                if isinstance(cwd, str) and cwd:
+                    session.project = Path(cwd.replace("\\", "/")).name or None
+                if isinstance(payload.get("model_provider"), str):
+                    provider = payload["model_provider"]
+                _subagent_source(ro, payload)
+            elif kind == "turn_context":
+                if isinstance(payload.get("model"), str):
+                    model = payload["model"]
+                st = payload.get("service_tier")
+                service_tier = st if isinstance(st, str) else None
+                tier = "standard" if service_tier in PLAIN_TIERS else str(service_tier)
+            elif kind == "response_item" and ptype in TOOL_CALLS and isinstance(payload.get("call_id"), str):
+                name = payload.get("name") if isinstance(payload.get("name"), str) else ptype.removesuffix("_call")
+                pending[payload["call_id"]] = (ts, name)
+            elif kind == "response_item" and ptype in TOOL_OUTPUTS and isinstance(payload.get("call_id"), str):
+                cid = payload["call_id"]
+                if cid in asked_by and cid in pending:
+                    add_tool(cid, ts)
+                    last_input = ts if last_input is None else max(last_input, ts)
+                elif cid in pending:
+                    held_outputs[cid] = ts
+            elif kind == "event_msg" and ptype == "user_message":
+                ro.prompts.append(ts)
+                last_input = ts
+            elif kind == "event_msg" and ptype in ("task_started", "turn_started"):
+                turn_started = True
+                last_input = ts
+            elif kind == "event_msg" and ptype == "token_count":
+                info = payload.get("info")
+                if not isinstance(info, dict):
+                    continue  # rate limits only
+                last, total = _usage(info.get("last_token_usage")), _usage(info.get("total_token_usage"))
+                if ro.subagent and not turn_started and not first_count_done:
                     first_count_done = True
-                    if total is not None and total == prev_total:
-                        ro.repeats += 1
-                        continue
-                    if last is None and total is not None:
-                        last = {k: max(total[k] - (prev_total or {}).get(k, 0), 0) for k in total}
-                    if total is not None:
-                        prev_total = total
-                    if last is None or not any(last[k] for k in last if k != "total_tokens"):
-                        continue
-                    call_model = info.get("model") if isinstance(info.get("model"), str) else model
-                    if call_model is None:
-                        call_model = FALLBACK_MODEL
-                        ro.fallback_model_calls += 1
-                    cached = min(last["cached_input_tokens"], last["input_tokens"])
-                    call = Call(
-                        call_id=f"{session.id}#{counts['c'] + 1}",
-                        model=call_model,
-                        provider=provider,
-                        tier=tier,
-                        service_tier=service_tier,
-                        input_tokens=last["input_tokens"],
-                        cache_read_tokens=cached,
-                        output_tokens=last["output_tokens"],
-                        reasoning_tokens=min(last["reasoning_output_tokens"], last["output_tokens"]),
-                    )
-                    start = last_input if last_input is not None and last_input <= ts else ts
-                    node = Node(new_id("c"), "call", start, ts, call=call)
-                    nodes.append(node)
-                    for cid in [c for c in pending if c not in asked_by]:
-                        asked_by[cid] = node
-                    last_input = ts
-                    for cid in [c for c in held_outputs if c in asked_by]:
-                        out_ts = held_outputs.pop(cid)
-                        add_tool(cid, out_ts)
-                        last_input = max(last_input, out_ts)
-            except (ValueError, TypeError, KeyError, AttributeError):
-                report.bad_line(no)
-                continue
+                    prev_total = total
+                    ro.skipped_replay += 1
+                    continue
+                first_count_done = True
+                if total is not None and total == prev_total:
+                    ro.repeats += 1
+                    continue
+                if last is None and total is not None:
+                    last = {k: max(total[k] - (prev_total or {}).get(k, 0), 0) for k in total}
+                if total is not None:
+                    prev_total = total
+                if last is None or not any(last[k] for k in last if k != "total_tokens"):
+                    continue
+                call_model = info.get("model") if isinstance(info.get("model"), str) else model
+                if call_model is None:
+                    call_model = FALLBACK_MODEL
+                    ro.fallback_model_calls += 1
+                cached = min(last["cached_input_tokens"], last["input_tokens"])
+                call = Call(
+                    call_id=f"{session.id}#{counts['c'] + 1}",
+                    model=call_model,
+                    provider=provider,
+                    tier=tier,
+                    service_tier=service_tier,
+                    input_tokens=last["input_tokens"],
+                    cache_read_tokens=cached,
+                    output_tokens=last["output_tokens"],
+                    reasoning_tokens=min(last["reasoning_output_tokens"], last["output_tokens"]),
+                )
+                start = last_input if last_input is not None and last_input <= ts else ts
+                node = Node(new_id("c"), "call", start, ts, call=call)
+                nodes.append(node)
+                for cid in [c for c in pending if c not in asked_by]:
+                    asked_by[cid] = node
+                last_input = ts
+                for cid in [c for c in held_outputs if c in asked_by]:
+                    out_ts = held_outputs.pop(cid)
+                    add_tool(cid, out_ts)
+                    last_input = max(last_input, out_ts)
+        except (ValueError, TypeError, KeyError, AttributeError):
+            report.bad_line(no)
+            continue
     if nodes and ro.prompts and not ro.subagent:  # a subagent's prompts come from its parent agent
         ends = sorted(n.end for n in nodes)
         for p in ro.prompts:

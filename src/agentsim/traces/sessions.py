@@ -28,8 +28,10 @@ from __future__ import annotations
 
 import datetime as dt
 import heapq
+import json
 from collections import defaultdict
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pandas as pd
 
@@ -154,6 +156,28 @@ class FileReport:
             "first_corrupt_lines": list(self.corrupt_lines),
             "notes": list(self.notes),
         }
+
+
+def json_lines(path: Path, report: FileReport):
+    """``(line number, object)`` for each JSON object line of a JSON Lines file.
+
+    Blank lines are skipped; a line that is not a JSON object is counted as corrupt on ``report``
+    (which also tracks how many lines were read).
+    """
+    with Path(path).open(encoding="utf-8", errors="replace") as fh:
+        for no, raw in enumerate(fh, start=1):
+            report.lines = no
+            if not raw.strip():
+                continue
+            try:
+                obj = json.loads(raw)
+            except ValueError:
+                report.bad_line(no)
+                continue
+            if not isinstance(obj, dict):
+                report.bad_line(no)
+                continue
+            yield no, obj
 
 
 def parse_timestamp(value) -> float:
