@@ -1,34 +1,48 @@
 # Two commands do all set-up on a fresh machine:
-#   make demo   -- create .venv, install, run the bundled coding-agent scenario
-#   make test   -- create .venv, install with dev extras, run the whole test suite
+#   make demo   -- create .venv from uv.lock (runtime only), run the bundled coding-agent scenario
+#   make test   -- create .venv from uv.lock with the dev extras, run the whole test suite
+# Installs come from uv.lock (exact versions, hashes); `make lock` refreshes it.
 PYTHON ?= python3
+UV_VERSION := 0.13.9
+UVENV  := .uv
+UV     := $(UVENV)/bin/uv
 VENV   := .venv
 BIN    := $(VENV)/bin
-STAMP  := $(VENV)/.installed-dev
+export UV_PROJECT_ENVIRONMENT := $(VENV)
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test lint lock bench clean
 
-$(BIN)/python:
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
+# uv itself, pinned, in a venv of its own (nothing installed system-wide)
+$(UV):
+	$(PYTHON) -m venv $(UVENV)
+	$(UVENV)/bin/python -m pip install --quiet --disable-pip-version-check uv==$(UV_VERSION)
 
-$(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
-	touch $(STAMP)
+# runtime dependencies only (what running a scenario needs); --inexact keeps dev extras if present
+$(VENV)/.installed-run: pyproject.toml uv.lock | $(UV)
+	$(UV) sync --quiet --locked --inexact --python $(PYTHON)
+	touch $@
 
-demo: $(STAMP)
+$(VENV)/.installed-dev: pyproject.toml uv.lock | $(UV)
+	$(UV) sync --quiet --locked --extra dev --python $(PYTHON)
+	touch $@ $(VENV)/.installed-run
+
+demo: $(VENV)/.installed-run
 	$(BIN)/agentsim run scenarios/coding-agent.yaml --out results/coding-agent
 
-test: $(STAMP)
+test: $(VENV)/.installed-dev
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/python -m pytest -n 2 -q
 
-lint: $(STAMP)
+lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/ruff format --check src tests benchmarks
 
-bench: $(STAMP)
+# refresh uv.lock after changing dependencies in pyproject.toml (then commit it)
+lock: $(UV)
+	$(UV) lock --upgrade --python $(PYTHON)
+
+bench: $(VENV)/.installed-dev
 	$(BIN)/python benchmarks/engine.py
 
 clean:
-	rm -rf $(VENV) results .pytest_cache
+	rm -rf $(VENV) $(UVENV) results .pytest_cache

@@ -61,10 +61,11 @@ from .plan import (
 from .pricing import call_cost
 from .records import (
     BREAKDOWN,
-    CALL_FLOAT,
+    CALL_FIELDS,
     CALL_INT,
     CANCELLED,
     DONE,
+    SPAN_FIELDS,
     BlockResult,
     empty_call_tensors,
     empty_span_tensors,
@@ -108,13 +109,6 @@ class RunFailed(Exception):
 RUN_OK, RUN_FAILED, RUN_UNFINISHED = 0, 1, 2
 # attempt outcomes (attempts table)
 ATT_OK, ATT_REJECTED, ATT_ERROR, ATT_TIMEOUT, ATT_CANCELLED = range(5)
-ATTEMPT_STATUS = {
-    ATT_OK: "ok",
-    ATT_REJECTED: "rejected",
-    ATT_ERROR: "error",
-    ATT_TIMEOUT: "timeout",
-    ATT_CANCELLED: "cancelled",
-}
 FAILED = 3  # call status: every attempt failed
 
 
@@ -638,11 +632,8 @@ def _scatter(nodes, block: Block, recs: list[tuple], columns: tuple[str, ...], e
     return out
 
 
-# Record layouts after (node, run, instance): see _Runner.call / _span.
-CALL_RECORD = ("status", *CALL_FLOAT, *CALL_INT, "tier")
-SPAN_RECORD = ("status", "t_start", "t_end", "output")
-
-
+# Record layouts after (node, run, instance): see _Runner.call / call_limited / _span.
+CALL_RECORD = (*CALL_FIELDS, "tier")  # a call recorded in full (cancelled, failed or limited)
 PLAIN_RECORD = ("t_start", "ttft", "input", "cache_read", "cache_write", "cache_write_1h")
 
 
@@ -684,7 +675,7 @@ def _scatter_calls(plan: Plan, runner: _Runner, variant: int) -> dict[int, dict[
 
 def _scatter_spans(plan: Plan, block: Block, recs: list[tuple]) -> dict[int, dict[str, np.ndarray]]:
     nodes = [n for n in plan.nodes if isinstance(n, ToolNode | WaitNode)]
-    return _scatter(nodes, block, recs, SPAN_RECORD, empty_span_tensors)
+    return _scatter(nodes, block, recs, SPAN_FIELDS, empty_span_tensors)
 
 
 def attempts_frame(plan: Plan, block: Block, variant: int, recs: list[tuple]) -> dict[str, np.ndarray]:

@@ -260,13 +260,13 @@ class _Compiler:
     def problem(self, path, message, hint=""):
         self.problems.append(Problem(tuple(path), message, hint))
 
-    def sampler(self, spec, path, what: str, *, positive=False, integer=False) -> Sampler:
+    def sampler(self, spec, path, what: str, *, positive=False) -> Sampler:
         try:
             s = sampler(spec, self.base_dir)
         except DistError as exc:
             self.problem((*path, *exc.subpath), exc.message, exc.hint)
             return Sampler("constant", {"value": 1.0})
-        lo, hi = s.support
+        lo, _ = s.support
         if positive and not s.strictly_positive:
             self.problem(
                 path,
@@ -279,8 +279,6 @@ class _Compiler:
                 f"{what} cannot be negative but this distribution can reach {lo:g}",
                 "add min: 0" if s.family != "constant" else "use a number of at least 0",
             )
-        if integer and math.isinf(hi) and s.family not in ("lognormal", "gamma", "exponential", "normal"):
-            pass
         return s
 
     def new_node(self, cls, name, scope, path, **kw) -> Node:
@@ -397,7 +395,7 @@ class _Compiler:
             p = (*path, "tool")
             node = self.new_node(ToolNode, t.name or f"tool{len(self.nodes)}", scope, p)
             node.latency = self.sampler(t.latency, (*p, "latency"), "tool latency")
-            node.output = self.sampler(t.output, (*p, "output"), "tool output tokens", integer=True)
+            node.output = self.sampler(t.output, (*p, "output"), "tool output tokens")
             self.draw(node, LATENCY, scope, node.latency)
             self.draw(node, OUTPUT, scope, node.output, integer=True)
             return node
@@ -420,7 +418,7 @@ class _Compiler:
             f = step.fanout
             p = (*path, "fanout")
             node = self.new_node(FanoutNode, f.name or f"fanout{len(self.nodes)}", scope, p)
-            node.n = self.sampler(f.n, (*p, "n"), "fanout n", integer=True)
+            node.n = self.sampler(f.n, (*p, "n"), "fanout n")
             self.draw(node, COUNT, scope, node.n, integer=True)
             k = _join_k(f.join)
             node.join = "all" if k is None else k
@@ -431,7 +429,7 @@ class _Compiler:
             p = (*path, "repeat")
             node = self.new_node(RepeatNode, r.name or f"repeat{len(self.nodes)}", scope, p)
             if r.times is not None:
-                node.times = self.sampler(r.times, (*p, "times"), "repeat times", integer=True)
+                node.times = self.sampler(r.times, (*p, "times"), "repeat times")
                 self.draw(node, COUNT, scope, node.times, integer=True)
             else:
                 node.continue_p, node.max = r.continue_p, r.max
@@ -455,7 +453,7 @@ class _Compiler:
             wf = self.sc.workflows[s.workflow]
             node = self.new_node(SubagentNode, s.name or s.workflow, scope, p)
             node.ctx = ContextCfg.from_spec(wf.context or ContextSpec())
-            node.output = self.sampler(s.output, (*p, "output"), "subagent output tokens", integer=True)
+            node.output = self.sampler(s.output, (*p, "output"), "subagent output tokens")
             self.draw(node, OUTPUT, scope, node.output, integer=True)
             node.body = self.seq(wf.steps, scope, ("workflows", s.workflow, "steps"))
             return node
@@ -467,9 +465,9 @@ class _Compiler:
         declared = c.model if c.model is not None else next(iter(self.sc.models))
         name = c.name or f"{declared}#{len(self.nodes)}"
         node = self.new_node(CallNode, name, scope, p)
-        node.input = self.sampler(c.input, (*p, "input"), "input tokens", integer=True)
-        node.output = self.sampler(c.output, (*p, "output"), "output tokens", integer=True)
-        node.reasoning = self.sampler(c.reasoning, (*p, "reasoning"), "reasoning tokens", integer=True)
+        node.input = self.sampler(c.input, (*p, "input"), "input tokens")
+        node.output = self.sampler(c.output, (*p, "output"), "output tokens")
+        node.reasoning = self.sampler(c.reasoning, (*p, "reasoning"), "reasoning tokens")
         tiers = []
         # Variant keys: the call's own name, then enclosing named steps (innermost first), then the model.
         names = ([c.name] if c.name else []) + self._groups[::-1]

@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import datetime as dt
 import difflib
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
@@ -398,13 +398,6 @@ def catalog_price_fields(ref: str, context: dict | None, date: dt.date) -> tuple
         label += "@" + _fmt_when(context)
     label += f"#{date.isoformat()}"
     return fields, label
-
-
-def with_source(rates: Rates, source: str) -> Rates:
-    return replace(rates, source=source)
-
-
-# --------------------------------------------------------------------------- browsing the catalog
 
 
 def _json_price(value):

@@ -37,7 +37,6 @@ __all__ = [
 ]
 
 NOT_MADE, DONE, CANCELLED, FAILED = 0, 1, 2, 3
-STATUS_NAMES = {DONE: "ok", CANCELLED: "cancelled", FAILED: "failed"}
 
 # Fields an engine fills for every call (cost and tps are added by shared code).
 CALL_FLOAT = ("t_submit", "t_start", "t_first", "t_end", "ttft")
@@ -178,17 +177,6 @@ def run_columns(plan: Plan, result: BlockResult) -> dict[str, np.ndarray]:
     if "counted" in result.extra:
         data["counted"] = result.extra["counted"]
     return data
-
-
-def runs_frame(plan: Plan, result: BlockResult, variant_name: str) -> pd.DataFrame:
-    n = result.block.n
-    return pd.DataFrame(
-        {
-            "variant": np.full(n, variant_name, dtype=object),
-            "run": np.arange(result.block.start, result.block.start + n),
-            **run_columns(plan, result),
-        }
-    )
 
 
 def _made(plan_nodes, tensors: dict, result: BlockResult):

@@ -49,6 +49,7 @@ import pandas as pd
 
 from .plots import Figure
 from .pricing import PriceError, Rates, call_cost, compile_price
+from .records import CALL_INT
 from .replay_config import (
     DEFAULT_PROFILE,
     DEFAULT_TIER_EFFECTS,
@@ -446,17 +447,7 @@ def _costs(base: pd.DataFrame, rates: list[Rates | None]) -> np.ndarray:
     for i, r in enumerate(rates):
         if r is not None:
             groups.setdefault(id(r), []).append(i)
-    cols = {
-        k: base[k].to_numpy(dtype=np.float64)
-        for k in (
-            "input_tokens",
-            "cache_read_tokens",
-            "cache_write_tokens",
-            "cache_write_1h_tokens",
-            "output_tokens",
-            "reasoning_tokens",
-        )
-    }
+    cols = {f"{k}_tokens": base[f"{k}_tokens"].to_numpy(dtype=np.float64) for k in CALL_INT}
     for idx in groups.values():
         ix = np.asarray(idx)
         inp, read, write, write_1h, out_, reasoning = (v[ix] for v in cols.values())

@@ -28,7 +28,6 @@ from scipy import stats
 
 from .plan import Plan
 from .pricing import prices_summary
-from .records import CALL_INT
 
 __all__ = ["Results", "describe", "version"]
 
@@ -373,6 +372,3 @@ def compare(base: dict, v: dict, vot: float | None) -> dict[str, Any]:
         "usd_per_hour_saved": _f(per_hour) if per_hour is not None else None,
         "pays_off": pays,
     }
-
-
-CALL_INT_KINDS = CALL_INT
