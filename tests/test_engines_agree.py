@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import agentsim
@@ -163,6 +163,50 @@ def scenarios(draw):
     }
 
 
+def _pinned(steps, context=None) -> dict:
+    """A fixed scenario for @example: constant speeds, so branches can end at the same instant."""
+    return {
+        "name": "pinned",
+        "seed": 3,
+        "models": {
+            "a": {
+                "price": {"input_mtok": 3, "output_mtok": 15, "cache_read_mtok": 0.3, "cache_write_mtok": 3.75},
+                "ttft": 1,
+                "output_tps": 100,
+                "speeds": {"fast": {"output_tps_x": 2, "price_x": 6}},
+            }
+        },
+        "agent": {"context": context or {"system": 1000, "grows": True, "cache": True}, "steps": steps},
+        "variants": {"base": {}, "fast": {"speed": {"a": "fast"}}},
+    }
+
+
+_CALL3 = {"call": {"model": "a", "input": 100, "output": 200}}  # 1 s TTFT + 2 s decode = 3 s
+_TOOL3 = {"tool": {"latency": 3, "output": 40}}  # 3 s, ties with the call
+_EITHER = {"choose": {"options": [{"p": 0.5, "steps": [_CALL3]}, {"p": 0.5, "steps": [_TOOL3]}]}}
+
+
+# ties at a join (different parts on each branch) and the cache after a join, pinned whatever hypothesis draws
+@example(_pinned([{"parallel": {"branches": [[_CALL3], [_TOOL3]]}}, {"call": {"model": "a", "output": 10}}]))
+@example(_pinned([{"parallel": {"branches": [[_TOOL3], [_CALL3]], "join": "any"}}, _CALL3]))
+@example(_pinned([{"parallel": {"branches": [[_CALL3], [_TOOL3], [_CALL3]], "join": {"k": 2}}}, _CALL3]))
+@example(_pinned([{"fanout": {"n": 3, "steps": [_EITHER]}}, _CALL3]))
+@example(_pinned([{"fanout": {"n": 3, "steps": [_EITHER], "join": "any"}}, _CALL3]))
+@example(
+    _pinned(
+        [
+            {"parallel": {"branches": [[_CALL3], [{"call": {"model": "a", "input": 400, "output": 100}}]]}},
+            {
+                "fanout": {
+                    "n": 2,
+                    "steps": [{"call": {"model": "a", "input": {"choice": {"values": [100, 400]}}, "output": 20}}],
+                }
+            },
+            {"call": {"model": "a", "output": 10}},
+        ],
+        {"system": 1000, "grows": True, "cache": {"ttl": "5m"}},
+    )
+)
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(scenarios())
 def test_random_scenarios_agree(doc):

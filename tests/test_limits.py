@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from agentsim.plan import compile_plan
@@ -248,8 +248,36 @@ def limited_workloads(draw):
     }
 
 
+def _limited(limit: dict, workload: dict, error_rate: float = 0.0) -> dict:
+    return {
+        "name": "prop",
+        "seed": 5,
+        "models": {
+            "m": {
+                "price": {"input_mtok": 1, "output_mtok": 1},
+                "ttft": {"exponential": {"mean": 2}},
+                "output_tps": 80,
+                "error_rate": error_rate,
+                "retry": {"max_attempts": 3},
+            }
+        },
+        "limits": {"acct": {"models": ["m"], **limit}},
+        "workload": {"duration": {"minutes": 30}, "warmup": {"minutes": 2}, **workload},
+        "agent": {
+            "steps": [
+                {"call": {"input": 3000, "output": 100}},
+                {"fanout": {"n": 3, "steps": [{"call": {"input": 500, "output": 50}}]}},
+            ]
+        },
+    }
+
+
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(limited_workloads())
+# boundaries pinned: one slot and a bucket that binds (queue and reject), a bucket of exactly one call's tokens
+@example(_limited({"concurrency": 1, "rpm": 30, "policy": "queue"}, {"arrivals": {"per_hour": 400}}))
+@example(_limited({"concurrency": 1, "rpm": 30, "policy": "reject"}, {"concurrent": 6, "think_time": 1}, 0.1))
+@example(_limited({"concurrency": 4, "input_tpm": 3000, "policy": "queue"}, {"arrivals": {"per_hour": 120}}))
 def test_workload_properties(doc):
     sc = make(doc)
     res = simulate_plan(compile_plan(sc), 1, sc.seed)

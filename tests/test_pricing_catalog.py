@@ -26,7 +26,7 @@ import pytest
 from genai_prices import Usage, calc_price
 from genai_prices.data_snapshot import get_snapshot
 from genai_prices.types import ModelPrice, Tier, TieredPrices
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from agentsim.pricing import PRICE_KINDS, call_cost, compile_price
@@ -216,8 +216,21 @@ def table_and_usage(draw):
     return table, (inp, cr, cw, cw1h, draw(st.integers(0, 50_000)), draw(st.integers(0, 50_000)))
 
 
+_TIERED = {
+    "input_mtok": {"base": 3.0, "tiers": [{"start": 200_000, "price": 6.0}]},
+    "output_mtok": {"base": 15.0, "tiers": [{"start": 200_000, "price": 22.5}]},
+    "cache_read_mtok": {"base": 0.3, "tiers": [{"start": 200_000, "price": 0.6}]},
+}
+
+
 @settings(max_examples=300, deadline=None, derandomize=True)
 @given(table_and_usage())
+# exactly at a long-context tier's start (base price) and one token past it (the tier price for every token)
+@example((_TIERED, (200_000, 50_000, 0, 0, 1000, 0)))
+@example((_TIERED, (200_001, 50_000, 0, 0, 1000, 0)))
+@example(
+    ({"input_mtok": 3.0, "output_mtok": {"base": 15.0, "tiers": [{"start": 0, "price": 30.0}]}}, (0, 0, 0, 0, 10, 0))
+)
 def test_explicit_tables_follow_genai_prices_semantics(case):
     table, mix = case
     ours = call_cost(compile_price(PriceSpec(**table)), *mix)

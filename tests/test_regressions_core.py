@@ -206,6 +206,26 @@ def test_token_bucket_never_holds_more_than_its_capacity():
     assert bucket.level == pytest.approx(0.0, abs=1e-9)
 
 
+def test_reject_mode_bucket_holding_the_tokens_to_the_last_bit_admits():
+    # rpm 7 refills 7/60 per second: emptied at t = 1000, it holds exactly 1 token at t = 1000 + 60/7.
+    # The float refill gives 0.9999999999999981; a retry-after of (1 - level) / rate = 1.6e-14 s is below
+    # one tick of the clock at t = 1008 (1.1e-13 s), so SimPy cannot advance by it: the client would be
+    # refused again at the same instant, forever with a closed workload and no think time (found while
+    # pinning the property tests' examples). The bucket counts the tokens to a 1e-9 share of its capacity,
+    # as the queue path already did.
+    env = simpy.Environment()
+    bucket = Bucket(env, 7)
+    env.run(until=1000.0)
+    assert bucket.check(7) is None  # takes the whole bucket
+    env.run(until=1000.0 + 60 / 7)
+    assert bucket.shortfall(1) is None
+    assert bucket.check(1) is None
+    assert bucket.level == pytest.approx(0.0, abs=1e-12)
+    # still short by more than the rounding: told to wait, and the wait moves the clock
+    wait = bucket.shortfall(1)
+    assert wait == pytest.approx(60 / 7, rel=1e-9) and env.now + wait > env.now
+
+
 def test_bucket_after_idling_in_a_scenario():
     # The same through a scenario: a 600 s wait, then a fan-out of 12 calls of 2 s (TTFT 1 + 100 tokens
     # at 100 tok/s) through an rpm-10 account: starts 600 (x10), 606, 612; the run ends at 614.

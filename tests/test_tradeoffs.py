@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from agentsim.tradeoffs import (
@@ -56,6 +56,10 @@ coords = st.lists(st.tuples(st.integers(0, 12).map(float), st.integers(0, 12).ma
 
 
 @given(coords)
+@example([(1.0, 1.0), (1.0, 1.0)])  # twins: both on the frontier
+@example([(0.0, 5.0), (0.0, 3.0), (2.0, 3.0)])  # a tie in time, then a tie in cost
+@example([(4.0, 0.0), (0.0, 4.0), (2.0, 2.0), (2.0, 2.0), (3.0, 3.0)])
+@example([(3.0, 0.0)])
 @settings(max_examples=300, deadline=None)
 def test_frontier_has_no_dominated_point_and_covers_the_rest(points):
     t = np.array([p[0] for p in points])

@@ -121,12 +121,21 @@ class Bucket:
         if self.log is not None:
             self.log.append((self.env.now, self.level))
 
+    def _has(self, need: float) -> bool:
+        """Whether ``need`` tokens are there, to the rounding of the refill sums (as :meth:`_serve` counts).
+
+        Without the slack a bucket that holds ``need`` up to the last bit would send a client a
+        retry-after shorter than one tick of the clock, which SimPy cannot advance by: the retries
+        would all be refused at the same instant (and a closed workload with no think time loops).
+        """
+        return self.level >= need - 1e-9 * self.capacity
+
     def check(self, need: float) -> float | None:
         """Reject mode: None if ``need`` tokens are available now (and takes them), else seconds to wait."""
         if need > self.capacity:
             raise TooLarge(need)
         self._refill()
-        if self.level >= need and not self.waiters:
+        if self._has(need) and not self.waiters:
             self._deduct(need)
             return None
         return (need - self.level) / self.rate if self.level < need else 0.0
@@ -136,7 +145,7 @@ class Bucket:
         if need > self.capacity:
             raise TooLarge(need)
         self._refill()
-        if self.level >= need and not self.waiters:
+        if self._has(need) and not self.waiters:
             return None
         return max(0.0, (need - self.level) / self.rate)
 
