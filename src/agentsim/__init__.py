@@ -7,11 +7,43 @@ The notebook API::
     res.summary()          # one row per variant
     res.runs, res.calls    # pandas DataFrames
     res.plot_tradeoff()    # matplotlib Figure
+
+The names below are imported on first use (module ``__getattr__``), so that
+``import agentsim`` — and every command line start-up — stays cheap: the
+simulator's NumPy, SciPy and pandas load only when a simulation needs them.
 """
 
-from .loading import ScenarioError, load
-from .results import Results, version
-from .simulation import simulate
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING
 
 __all__ = ["Results", "ScenarioError", "load", "simulate", "version"]
-__version__ = version()
+
+_WHERE = {
+    "Results": ".results",
+    "ScenarioError": ".loading",
+    "load": ".loading",
+    "simulate": ".simulation",
+    "version": ".results",
+}
+
+if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
+    from .loading import ScenarioError, load
+    from .results import Results, version
+    from .simulation import simulate
+
+
+def __getattr__(name: str):
+    if name == "__version__":
+        value = import_module(".results", __name__).version()
+    elif name in _WHERE:
+        value = getattr(import_module(_WHERE[name], __name__), name)
+    else:
+        raise AttributeError(f"module 'agentsim' has no attribute '{name}'")
+    globals()[name] = value  # later look-ups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__, "__version__"])

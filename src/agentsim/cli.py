@@ -13,14 +13,16 @@ import sys
 from collections.abc import Callable
 from functools import wraps
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
 from .loading import ScenarioError, load
-from .results import Results
+
+if TYPE_CHECKING:
+    from .results import Results
 
 app = typer.Typer(
     name="agentsim",

@@ -11,6 +11,14 @@ the common families cheap: a normal is ``mean + sd z``, a lognormal
 ``exp(mu + sigma z)``. Every transcendental function runs inside one vectorised
 NumPy call, so the DES and the fast path read the same numbers bit for bit.
 
+Gamma and exponential have no cheap quantile function (``gammaincinv`` costs
+hundreds of nanoseconds a draw): in the body of the normal (``|z| <= 8``) they
+go through a :mod:`~agentsim.qtable` quantile table, a cubic Hermite
+interpolant of ``log x(z)`` built once per shape and checked against SciPy to a
+relative error below ``1e-9``; beyond it, SciPy's exact quantile. A choice
+compares ``z`` with its cut points moved to the normal scale (``ndtri`` of the
+cumulative probabilities), so it needs no normal CDF per draw.
+
 Each sampler knows its exact ``mean`` (closed form, or a quadrature of the
 clipped quantile function when ``min``/``max`` clip it), which the theory tests
 use as the reference.
@@ -20,10 +28,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
-from scipy import integrate, special
 
 from .scenario import (
     ChoiceDist,
@@ -69,6 +77,8 @@ class Sampler:
         multiply-add (and ``exp``) away from ``z``; other families go through the normal
         CDF, using its upper tail where that keeps precision.
         """
+        from scipy import special  # imported here: validating a scenario does not need SciPy
+
         z = np.asarray(z, dtype=np.float64)
         f, p = self.family, self.params
         if f == "constant":
@@ -79,16 +89,14 @@ class Sampler:
             x = np.exp(p["mu"] + p["sigma"] * z)
         elif f == "uniform":
             x = p["low"] + (p["high"] - p["low"]) * special.ndtr(z)
-        elif f == "exponential":
-            x = -p["mean"] * special.log_ndtr(-z)  # -mean * log(1 - u)
+        elif f == "exponential":  # -mean * log(1 - u): a gamma of shape 1
+            x = _gamma_quantile(1.0, z)
+            x *= p["mean"]
         elif f == "gamma":
-            k, upper = p["shape"], z > 0
-            x = np.empty(z.shape)
-            x[upper] = special.gammainccinv(k, special.ndtr(-z[upper]))  # upper tail: keeps precision
-            x[~upper] = special.gammaincinv(k, special.ndtr(z[~upper]))
+            x = _gamma_quantile(p["shape"], z)
             x *= p["scale"]
         elif f == "choice":
-            x = self.values[np.searchsorted(self.cum, special.ndtr(z), side="right")]
+            x = self.values[_choice_index(self.cum, z)]
         elif f == "empirical":
             n = len(self.values)
             x = self.values[np.minimum((special.ndtr(z) * n).astype(np.int64), n - 1)]
@@ -100,6 +108,8 @@ class Sampler:
 
     def ppf(self, u: np.ndarray) -> np.ndarray:
         """The quantile function at uniforms ``u`` in (0, 1)."""
+        from scipy import special
+
         return self.transform(special.ndtri(np.asarray(u, dtype=np.float64)))
 
     @property
@@ -166,10 +176,78 @@ class Sampler:
             if f == "exponential":
                 return p["mean"]
         # E[clip(X)] = integral over u of clip(ppf(u)): integrate the quantile function.
+        from scipy import integrate
+
         value, _ = integrate.quad(
             lambda u: float(self.ppf(np.array([u]))[0]), 0.0, 1.0, limit=400, epsabs=1e-12, epsrel=1e-11
         )
         return value
+
+
+# --------------------------------------------------------------------------- fast quantiles
+
+
+def gamma_log_quantile(k: float, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Exact ``(log x, d log x / dz)`` of the unit-scale gamma(k) quantile at ``Phi(z)``.
+
+    ``x`` comes from SciPy (the upper-tail inverse for ``z > 0``, which keeps its
+    precision there); the derivative is ``phi(z) / (f(x) x)`` with ``f`` the gamma
+    density, i.e. ``exp(-z^2/2 - log(2 pi)/2 + lgamma(k) - k log x + x)``.
+    """
+    from scipy import special
+
+    z = np.asarray(z, dtype=np.float64)
+    x = _gamma_exact(k, z)
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+        y = np.log(x)
+        dy = np.exp(-0.5 * z * z - 0.5 * math.log(2 * math.pi) + special.gammaln(k) - k * y + x)
+    return y, dy
+
+
+def _gamma_exact(k: float, z: np.ndarray) -> np.ndarray:
+    from scipy import special
+
+    x = np.empty(z.shape)
+    upper = z > 0
+    x[upper] = special.gammainccinv(k, special.ndtr(-z[upper]))  # upper tail: keeps precision
+    x[~upper] = special.gammaincinv(k, special.ndtr(z[~upper]))
+    return x
+
+
+@lru_cache(maxsize=256)
+def gamma_table(k: float):
+    """The quantile table of gamma(k), or ``None`` where it would not meet its accuracy (then: exact)."""
+    from functools import partial
+
+    from .qtable import build_table
+
+    return build_table(partial(gamma_log_quantile, k), tail=partial(_gamma_exact, k))
+
+
+def _gamma_quantile(k: float, z: np.ndarray) -> np.ndarray:
+    """Unit-scale gamma(k) draws at normal draws ``z`` (a fresh array)."""
+    table = gamma_table(k)
+    if table is not None:
+        return table(z)
+    return _gamma_exact(k, z)
+
+
+@lru_cache(maxsize=256)
+def _z_cuts(cum: tuple[float, ...]) -> np.ndarray:
+    from scipy import special
+
+    return special.ndtri(np.asarray(cum))
+
+
+def _choice_index(cum: np.ndarray, z: np.ndarray) -> np.ndarray:
+    """Index of the choice drawn at ``z``: how many cumulative probabilities ``Phi(z)`` reaches."""
+    cuts = _z_cuts(tuple(cum.tolist()))
+    if len(cuts) > 8:
+        return np.searchsorted(cuts, z, side="right")
+    idx = np.zeros(z.shape, dtype=np.intp)
+    for c in cuts:  # a few comparisons beat a binary search per draw
+        idx += z >= c
+    return idx
 
 
 def sampler(spec: Dist, base_dir: Path | None = None) -> Sampler:

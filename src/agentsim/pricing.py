@@ -46,11 +46,10 @@ from __future__ import annotations
 
 import datetime as dt
 import difflib
+import sys
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
-
-import numpy as np
 
 from .scenario import PRICE_FIELDS, PriceSpec, TieredPrice, suggest
 
@@ -112,7 +111,8 @@ class Rate:
         """The applicable rate for a total input (a Python int or a NumPy array)."""
         if not self.starts:
             return self.base
-        if isinstance(total_input, np.ndarray):
+        np = sys.modules.get("numpy")  # not imported => not an array (keeps `agentsim prices` light)
+        if np is not None and isinstance(total_input, np.ndarray):
             out = np.full(total_input.shape, self.base)
             for start, price in zip(self.starts, self.prices, strict=True):  # ascending: last match wins
                 out = np.where(total_input > start, price, out)

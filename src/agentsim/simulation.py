@@ -22,7 +22,7 @@ import pandas as pd
 from .loading import load
 from .plan import Plan, compile_plan
 from .records import DONE, BlockResult, calls_frame, price_calls, run_columns, spans_frame
-from .results import Results, _CallStats
+from .results import PER_CALL_CAP, Results, _CallStats
 from .sampling import block_spans, call_speeds, sample_block
 from .scenario import Scenario
 
@@ -87,21 +87,40 @@ def _run_block(plan: Plan, seed: int, span: tuple[int, int, int], engine: str) -
     return out
 
 
-def _block_summary(plan: Plan, seed: int, span, engine: str, keep: bool):
+def _block_summary(plan: Plan, seed: int, span, engine: str, keep: bool, room: list[int] | None = None):
     """Simulate one block in every variant; return per-variant run columns, per-call samples, and
-    (when ``keep``) the full block results for the calls table."""
+    (when ``keep``) the full block results for the calls table.
+
+    ``room[v]``: how many more per-call samples variant ``v`` still keeps (the per-call statistics
+    use only the first calls); ``None`` when not known (blocks run in parallel): all of them.
+    """
     results = _run_block(plan, seed, span, engine)
     columns, samples = [], []
     for res in results:
         columns.append(run_columns(plan, res))
-        ttft, tps = [], []
-        for node in plan.calls:
-            t = res.calls[node.id]
-            done = t["status"] == DONE
-            ttft.append(t["ttft"][done])
-            tps.append(t["tps"][done])
-        samples.append((np.concatenate(ttft) if ttft else np.zeros(0), np.concatenate(tps) if tps else np.zeros(0)))
+        samples.append(_call_samples(plan, res, None if room is None else room[res.variant]))
     return columns, samples, (results if keep else None)
+
+
+def _call_samples(plan: Plan, res: BlockResult, room: int | None) -> tuple[np.ndarray, np.ndarray]:
+    """TTFT and TPS of a block's completed calls (node by node, in run then instance order), at most ``room``."""
+    ttft, tps = [], []
+    left = -1 if room is None else room
+    for node in plan.calls:
+        if left == 0:
+            break
+        t = res.calls[node.id]
+        done = t["status"] == DONE
+        if done.all():  # every instance made: no mask to apply (same order as the mask's)
+            a, b = t["ttft"].reshape(-1), t["tps"].reshape(-1)
+        else:
+            a, b = t["ttft"][done], t["tps"][done]
+        if left > 0:
+            a, b = a[:left], b[:left]
+            left -= a.size
+        ttft.append(a)
+        tps.append(b)
+    return (np.concatenate(ttft) if ttft else np.zeros(0), np.concatenate(tps) if tps else np.zeros(0))
 
 
 def _est_call_instances(plan: Plan, runs: int) -> int:
@@ -149,7 +168,8 @@ def simulate_plan(plan: Plan, runs: int, seed: int, *, engine: str = "auto", wor
                 consume(part)
     else:
         for s in spans:
-            consume(_block_summary(plan, seed, s, engine, keep))
+            room = [PER_CALL_CAP - call_stats[name].kept for name in plan.variants]
+            consume(_block_summary(plan, seed, s, engine, keep, room))
 
     variant = pd.Categorical.from_codes(np.repeat(np.arange(nv), runs), categories=list(plan.variants))
     runs_df = pd.DataFrame({"variant": variant, "run": np.tile(np.arange(runs), nv), **columns}, copy=False)

@@ -32,8 +32,10 @@ import json
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pandas as pd
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = [
     "CALL_COLUMNS",
@@ -263,6 +265,8 @@ SPAN_COLUMNS = [
 
 def calls_table(sessions: list[Session]) -> pd.DataFrame:
     """One row per API call (recorded values only)."""
+    import pandas as pd
+
     rows = []
     for s in sessions:
         for n in s.nodes:
@@ -302,6 +306,8 @@ def calls_table(sessions: list[Session]) -> pd.DataFrame:
 
 def spans_table(sessions: list[Session]) -> pd.DataFrame:
     """One row per tool run, human gap and agent container."""
+    import pandas as pd
+
     rows = []
     for s in sessions:
         for n in s.nodes:

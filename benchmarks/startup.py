@@ -1,0 +1,71 @@
+"""Start-up cost of the command line: CPU seconds each command takes, median of 7 subprocesses.
+
+    python benchmarks/startup.py [--repeat 7] [--agentsim PATH]
+
+Runs each command in a fresh process and reads its CPU time (user + system) from ``os.wait4``,
+which is far less sensitive to a busy machine than wall time. The commands are interleaved
+(one round runs each once) so a burst of load hits every command alike. Goal (issue 15):
+``agentsim --help`` and ``agentsim validate scenarios/coding-agent.yaml`` at most 0.4 s CPU each.
+Also prints the heavy packages each command imported (``-X importtime``), so a regression
+points at its cause.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+HEAVY = ("pandas", "scipy", "matplotlib", "statsmodels", "httpx", "pyarrow", "dask", "simpy", "numpy", "pydantic")
+COMMANDS = {
+    "--help": ["--help"],
+    "validate": ["validate", str(ROOT / "scenarios" / "coding-agent.yaml")],
+    "prices": ["prices", "gpt"],
+}
+
+
+def cpu_seconds(argv: list[str]) -> float:
+    """CPU time (user + system) of one child process running ``argv``."""
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, status, usage = os.wait4(proc.pid, 0)
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"{' '.join(argv)} failed with exit code {os.waitstatus_to_exitcode(status)}")
+    return usage.ru_utime + usage.ru_stime
+
+
+def heavy_imports(base: list[str], args: list[str]) -> list[str]:
+    """Heavy top-level packages imported while running the command."""
+    env = dict(os.environ, PYTHONPROFILEIMPORTTIME="1")
+    err = subprocess.run(base + args, env=env, capture_output=True, text=True).stderr
+    names = {m.group(1).split(".")[0] for m in re.finditer(r"^import time:.*\|\s+(\S+)$", err, re.M)}
+    return sorted(names & set(HEAVY))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--repeat", type=int, default=7)
+    ap.add_argument("--agentsim", default=None, help="the agentsim executable (default: next to this Python)")
+    args = ap.parse_args()
+    exe = args.agentsim or shutil.which("agentsim", path=str(Path(sys.executable).parent)) or "agentsim"
+    base = [exe]
+    times: dict[str, list[float]] = {name: [] for name in COMMANDS}
+    for _ in range(args.repeat):
+        for name, argv in COMMANDS.items():
+            times[name].append(cpu_seconds(base + argv))
+    bare = statistics.median(cpu_seconds([sys.executable, "-c", "pass"]) for _ in range(args.repeat))
+    print(f"{'command':<12} {'CPU s (median)':>15} {'min':>7} {'max':>7}  heavy imports")
+    for name, argv in COMMANDS.items():
+        t = times[name]
+        heavy = ", ".join(heavy_imports(base, argv)) or "-"
+        print(f"{name:<12} {statistics.median(t):>15.3f} {min(t):>7.3f} {max(t):>7.3f}  {heavy}")
+    print(f"{'(python -c pass)':<12} {bare:>11.3f}")
+
+
+if __name__ == "__main__":
+    main()
