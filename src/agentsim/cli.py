@@ -192,6 +192,21 @@ def print_summary(res: Results) -> None:
     console.print(summary_table(doc))
     for name, v in doc["variants"].items():
         w = v.get("workload")
+        if not w and "status" in res.runs:
+            status = res.runs["status"].to_numpy()[(res.runs["variant"] == name).to_numpy()]
+            failed = int((status != 0).sum())
+            if failed and (failed == status.size or failed / status.size > 0.01):
+                err_console.print(
+                    f"warning: in variant '{name}', {failed / status.size:.0%} of the runs ({failed:,} of "
+                    f"{status.size:,}) did not complete (they failed, e.g. after using up their retries); "
+                    + (
+                        "no run completed, so this variant has no wall-time or cost figures: check its models' "
+                        "error_rate, timeout and limits"
+                        if failed == status.size
+                        else "wall-time and cost figures describe the completed runs only"
+                    ),
+                    markup=False,
+                )
         if w and w["failed_share"] > 0.01:
             err_console.print(
                 f"warning: in variant '{name}', {w['failed_share']:.0%} of the runs counted did not complete "

@@ -256,6 +256,7 @@ def buyers_table(name, res, sizing, be, env, vot) -> Table:
     row("extra spend per month", lambda v: _money(sizing.loc[v, "extra_usd_per_month"]))
     row("premium per saved hour", lambda v: _usd_h(sizing.loc[v, "premium_usd_per_saved_hour"]))
     when = {"above": "V ≥ {v}", "below": "V ≤ {v}", "always": "always", "never": "never", "baseline": "–"}
+    when["unknown"] = "– (no completed run)"
     row(
         "pays off when",
         lambda v: when[be.loc[v, "pays_off_when"]].format(v=_usd_h(be.loc[v, "break_even_usd_per_hour"])),

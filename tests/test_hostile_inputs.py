@@ -1,0 +1,139 @@
+"""Hostile, absurd and degenerate input: every class ends in bounded time and memory, exit 0 or 2.
+
+One test (or a few) per class of issue 18: scenarios whose every run fails, workloads that
+cannot advance simulated time, absurd sizes, YAML resource bombs, malformed dates and numbers,
+YAML syntax errors, Rich markup in user text, and ``extends:`` pitfalls. Where a failure mode is a
+hang or a memory blow-up, the command runs in a subprocess with a timeout and an address-space
+limit, so a regression fails the test instead of the machine.
+"""
+
+from __future__ import annotations
+
+import json
+import resource
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from agentsim.cli import app
+
+runner = CliRunner()
+
+MODEL = """\
+    price: {input_mtok: 1, output_mtok: 5}
+    ttft: 0.5
+    output_tps: 50
+"""
+
+
+def write(tmp_path: Path, text: str, name: str = "s.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def invoke(*args: str):
+    result = runner.invoke(app, [str(a) for a in args])
+    assert "Traceback" not in result.output, result.output
+    assert result.exit_code in (0, 2), (result.exit_code, result.output, result.exception)
+    return result
+
+
+def _limit_memory(nbytes: int):
+    def apply():  # runs in the child before exec
+        resource.setrlimit(resource.RLIMIT_AS, (nbytes, nbytes))
+
+    return apply
+
+
+def run_cli(*args: str, timeout: float = 60, memory: int = 2 << 30) -> subprocess.CompletedProcess:
+    """``agentsim ARGS`` in a subprocess with a wall-clock timeout and an address-space limit."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "agentsim", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        preexec_fn=_limit_memory(memory),
+    )
+    assert "Traceback" not in proc.stderr, proc.stderr
+    assert proc.returncode in (0, 2), (proc.returncode, proc.stderr)
+    return proc
+
+
+# --------------------------------------------------------------------------- 1. variants that complete no run
+
+ALL_FAIL = f"""\
+name: t
+runs: 40
+models:
+  m:
+{MODEL}    error_rate: 1
+agent:
+  steps:
+    - call: {{name: a, model: m, input: 100, output: 200}}
+"""
+
+HALF_FAIL = f"""\
+name: t
+runs: 40
+models:
+  m:
+{MODEL}  bad:
+{MODEL}    error_rate: 1
+agent:
+  steps:
+    - call: {{name: a, model: m, input: 100, output: 200}}
+    - call: {{name: b, model: m, input: 100, output: 200}}
+variants:
+  ok: {{}}
+  broken: {{model: {{a: bad}}}}
+value_of_time: {{usd_per_hour: 50}}
+"""
+
+
+def test_one_variant_all_runs_failed_warns_and_exits_0(tmp_path):
+    f = write(tmp_path, ALL_FAIL)
+    r = invoke("run", f)
+    assert r.exit_code == 0
+    assert "100% of the runs (40 of 40) did not complete" in r.stderr
+    assert "no run completed" in r.stderr
+    doc = json.loads(invoke("run", f, "--json").stdout)
+    v = doc["variants"]["baseline"]
+    assert v["wall_time_s"]["mean"] is None and v["cost_usd"]["mean"] is None
+    assert v["vs_baseline"]["delta_time_s"] is None  # nothing to compare, not "0 s faster"
+
+
+def test_two_variants_all_failed_and_every_command_copes(tmp_path):
+    f = write(tmp_path, ALL_FAIL + "variants: {x: {}, y: {}}\n")
+    r = invoke("run", f, "--out", tmp_path / "out")
+    assert r.exit_code == 0 and "variant 'y', 100%" in r.stderr
+    assert (tmp_path / "out" / "summary.json").exists()
+    assert invoke("report", f, "--out", tmp_path / "r.html").exit_code == 0
+    assert "No variant completed a run" in (tmp_path / "r.html").read_text()
+    assert invoke("size", f, "--runs-per-month", "1000").exit_code == 0
+    r = invoke("sweep", f, "--set", "agent.steps[0].call.output=10:100:90", "--out", tmp_path / "sw")
+    assert r.exit_code == 0
+
+
+def test_one_broken_variant_is_compared_as_unknown(tmp_path):
+    f = write(tmp_path, HALF_FAIL)
+    doc = json.loads(invoke("run", f, "--json").stdout)
+    ok, broken = doc["variants"]["ok"], doc["variants"]["broken"]
+    # the working variant: two calls of 0.5 s + 200/50 s each, 2 x (100 in, 200 out) tokens
+    assert ok["wall_time_s"]["mean"] == pytest.approx(2 * (0.5 + 4.0))
+    assert ok["cost_usd"]["mean"] == pytest.approx((200 * 1 + 400 * 5) / 1e6)
+    assert broken["wall_time_s"]["mean"] is None
+    assert broken["vs_baseline"] == {
+        "delta_time_s": None,
+        "delta_cost_usd": None,
+        "usd_per_hour_saved": None,
+        "pays_off": None,
+    }
+    r = invoke("size", f, "--runs-per-month", "1000")
+    assert "no completed run" in r.stdout
+    assert "cheapest overall by value of time V: ok" in r.stdout.replace("\n", " ")
+    assert invoke("report", f, "--out", tmp_path / "r.html").exit_code == 0
