@@ -137,3 +137,93 @@ def test_one_broken_variant_is_compared_as_unknown(tmp_path):
     assert "no completed run" in r.stdout
     assert "cheapest overall by value of time V: ok" in r.stdout.replace("\n", " ")
     assert invoke("report", f, "--out", tmp_path / "r.html").exit_code == 0
+
+
+# --------------------------------------------------------------------------- 2. hangs and absurd sizes
+
+BASE = f"""\
+name: t
+runs: 50
+models:
+  m:
+{MODEL}agent:
+  steps:
+"""
+
+
+@pytest.mark.parametrize(
+    "steps, workload",
+    [
+        (
+            "    - repeat: {times: 0, steps: [{call: {model: m, output: 10}}]}\n",
+            "{concurrent: 1, duration: {minutes: 1}}",
+        ),
+        ("    - fanout: {n: 0, steps: [{call: {model: m, output: 10}}]}\n", "{concurrent: 3, duration: {hours: 1}}"),
+        ("    - choose: {options: [{p: 1, steps: []}]}\n", "{concurrent: 1, duration: {minutes: 1}}"),
+    ],
+)
+def test_closed_workload_whose_runs_take_no_time_is_rejected_by_validate(tmp_path, steps, workload):
+    f = write(tmp_path, BASE + steps + f"workload: {workload}\n")
+    for command in ("validate", "run"):
+        r = run_cli(command, f, timeout=60)
+        assert r.returncode == 2
+        assert f"{f}:" in r.stderr and "workload.concurrent" in r.stderr
+        assert "can take no simulated time" in r.stderr and "think_time" in r.stderr
+
+
+def test_closed_workload_with_a_think_time_is_accepted(tmp_path):
+    steps = "    - repeat: {times: 0, steps: [{call: {model: m, output: 10}}]}\n"
+    f = write(tmp_path, BASE + steps + "workload: {concurrent: 1, duration: {minutes: 1}, think_time: 1}\n")
+    r = run_cli("run", f, "--json", timeout=60)
+    assert r.returncode == 0
+    # one agent, runs of zero length 1 s apart: the runs starting in [0, 60] s are counted
+    assert json.loads(r.stdout)["variants"]["baseline"]["workload"]["runs_counted"] == 61
+
+
+ABSURD = {
+    "runs": (BASE.replace("runs: 50", "runs: 1000000000000") + "    - call: {model: m, output: 10}\n", "--runs"),
+    "repeat": (BASE + "    - repeat: {times: 1000000000, steps: [{call: {model: m, output: 10}}]}\n", "repeat"),
+    "fanout": (BASE + "    - fanout: {n: 1000000000, steps: [{call: {model: m, output: 10}}]}\n", "fanout"),
+    "nested": (
+        BASE + "    - repeat: {times: 1000, steps: [{repeat: {times: 1000, steps: [{repeat: {times: 1000, "
+        "steps: [{call: {model: m, output: 10}}]}}]}}]}\n",
+        "repeat",
+    ),
+    "concurrent": (
+        BASE + "    - call: {model: m, output: 10}\nworkload: {concurrent: 10000000, duration: {minutes: 1}}\n",
+        "concurrent",
+    ),
+    "arrivals": (
+        BASE + "    - call: {model: m, output: 10}\nworkload: {arrivals: {per_hour: 1.0e+9}, duration: {hours: 1}}\n",
+        "arrivals",
+    ),
+    "near-zero runs": (
+        BASE.replace("ttft: 0.5", "ttft: 1.0e-9").replace("output_tps: 50", "output_tps: 1.0e+15")
+        + "    - call: {model: m, output: 10}\nworkload: {concurrent: 1, duration: {hours: 1}}\n",
+        "concurrent",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(ABSURD))
+def test_absurd_sizes_are_refused_before_work_starts(tmp_path, case):
+    text, fix = ABSURD[case]
+    f = write(tmp_path, text)
+    r = run_cli("run", f, timeout=60, memory=1 << 30)
+    assert r.returncode == 2
+    assert "--max-calls" in r.stderr or "--no-size-limit" in r.stderr
+    assert fix in r.stderr or "repeat/fanout" in r.stderr
+
+
+def test_size_limit_flag_is_honoured(tmp_path):
+    # 30 runs x 10 calls = 300 calls: refused under --max-calls 299, accepted at 300
+    f = write(
+        tmp_path,
+        BASE.replace("runs: 50", "runs: 30") + "    - repeat: {times: 10, steps: [{call: {model: m, output: 1}}]}\n",
+    )
+    r = invoke("run", f, "--max-calls", "299")
+    assert r.exit_code == 2 and "300 simulated calls" in r.stderr and "--max-calls" in r.stderr
+    assert invoke("run", f, "--max-calls", "300").exit_code == 0
+    r = invoke("sweep", f, "--max-calls", "299", "--set", "runs=1,30", "--json")
+    assert r.exit_code == 2
+    assert invoke("run", f, "--max-calls", "299", "--no-size-limit").exit_code == 0

@@ -49,7 +49,11 @@ def handle_errors(fn: Callable) -> Callable:
     @wraps(fn)
     def wrapper(*args, **kwargs):
         try:
-            return fn(*args, **kwargs)
+            from .sizeguard import size_limits
+
+            # --max-calls / --no-size-limit (declared by commands that simulate) apply for the whole command
+            with size_limits(kwargs.pop("max_calls", None), kwargs.pop("no_size_limit", False)):
+                return fn(*args, **kwargs)
         except typer.Exit:
             raise
         except ScenarioError as exc:
@@ -60,8 +64,9 @@ def handle_errors(fn: Callable) -> Callable:
             _fail("interrupted", 130)
         except Exception as exc:
             from .simulation import EngineError
+            from .sizeguard import SizeError
 
-            if isinstance(exc, EngineError):
+            if isinstance(exc, EngineError | SizeError):
                 _fail(f"error: {exc}", 2)
             if os.environ.get("AGENTSIM_DEBUG"):
                 raise
@@ -219,6 +224,18 @@ def print_summary(res: Results) -> None:
 # --------------------------------------------------------------------------- commands
 
 FileArg = Annotated[Path, typer.Argument(help="Scenario file (YAML, JSON or TOML).", show_default=False)]
+MaxCallsOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--max-calls",
+        min=1,
+        help="Refuse a simulation of more simulated calls (all variants) than this (default: 2e9).",
+        show_default=False,
+    ),
+]
+NoSizeLimitOpt = Annotated[
+    bool, typer.Option("--no-size-limit", help="Lift the size guards (calls and memory estimated up front).")
+]
 
 
 @app.command()
@@ -231,6 +248,8 @@ def run(
     json_out: Annotated[bool, typer.Option("--json", help="Print only the summary.json document.")] = False,
     engine: Annotated[str, typer.Option(help="auto, des or fastpath.")] = "auto",
     workers: Annotated[int, typer.Option(min=1, help="Worker processes (results do not depend on it).")] = 1,
+    max_calls: MaxCallsOpt = None,
+    no_size_limit: NoSizeLimitOpt = False,
 ) -> None:
     """Simulate a scenario and compare its variants."""
     from .report import write_results

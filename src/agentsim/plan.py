@@ -521,6 +521,17 @@ def compile_plan(scenario: Scenario, *, file: str | None = None, lines: dict | N
             comp.tier(model, speed, ("models", model, "speeds", speed))
     accounts = _compile_accounts(comp, scenario)
     workload = _compile_workload(comp, scenario)
+    if workload is not None and workload.kind == "closed":
+        from .sizeguard import zero_time_reason
+
+        zero = zero_time_reason(root, comp.tiers, workload.think)
+        if zero:
+            comp.problem(
+                ("workload", "concurrent"),
+                f"a run of this agent can take no simulated time ({zero}), so the closed workload's agents "
+                "would start run after run at the same instant and the simulation would never end",
+                "give the agent a step that takes time, or a workload.think_time above zero",
+            )
     _attempt_draws(comp, accounts)
     if comp.problems:
         file = file or src or "<scenario>"
