@@ -227,3 +227,142 @@ def test_size_limit_flag_is_honoured(tmp_path):
     r = invoke("sweep", f, "--max-calls", "299", "--set", "runs=1,30", "--json")
     assert r.exit_code == 2
     assert invoke("run", f, "--max-calls", "299", "--no-size-limit").exit_code == 0
+
+
+# --------------------------------------------------------------------------- 3. resource exhaustion, bad values
+
+BILLION_LAUGHS = "a: &a [lol,lol,lol,lol,lol,lol,lol,lol,lol]\n" + "".join(
+    f"{b}: &{b} [{','.join(['*' + a] * 9)}]\n" for a, b in zip("abcdefgh", "bcdefghi", strict=True)
+)
+
+
+def test_billion_laughs_is_refused_quickly_in_little_memory(tmp_path):
+    f = write(tmp_path, BILLION_LAUGHS)
+    assert len(BILLION_LAUGHS) < 500  # 9^9 = 387 million strings once expanded
+    r = run_cli("validate", f, timeout=30, memory=1 << 30)
+    assert r.returncode == 2
+    assert "expands to more than 1,000,000 values" in r.stderr and f"{f}:" in r.stderr
+
+
+@pytest.mark.parametrize(
+    "text, words",
+    [
+        ("name: &n [a, *n]\n", "recursive alias"),
+        ("name: t\nx: " + "[" * 2000 + "]" * 2000 + "\n", "nested too deeply"),
+        ("name: t\nx: " + "{a: " * 150 + "1" + "}" * 150 + "\n", "nested more than 100 levels"),
+    ],
+)
+def test_recursive_and_deep_yaml_is_a_clear_error(tmp_path, text, words):
+    f = write(tmp_path, text)
+    r = invoke("validate", f)
+    assert r.exit_code == 2 and words in r.stderr and str(f) in r.stderr
+
+
+def test_extends_cycle_and_missing_base_name_the_referring_file_and_line(tmp_path):
+    write(tmp_path, "extends: b.yaml\nname: a\n", "a.yaml")
+    write(tmp_path, "name: b\nextends: a.yaml\n", "b.yaml")
+    r = invoke("validate", tmp_path / "a.yaml")
+    assert r.exit_code == 2 and "circle (a.yaml -> b.yaml -> a.yaml)" in r.stderr
+    assert f"{tmp_path / 'b.yaml'}:2: extends" in r.stderr
+    f = write(tmp_path, "name: t\nruns: 5\nextends: missing.yaml\n", "c.yaml")
+    r = invoke("validate", f)
+    assert r.exit_code == 2 and f"{f}:3: extends" in r.stderr and "missing.yaml" in r.stderr
+
+
+def test_bad_date_is_reported_with_its_line_and_validate_goes_on(tmp_path):
+    good = write(tmp_path, BASE + "    - call: {model: m, output: 10}\n", "good.yaml")
+    bad = write(tmp_path, BASE + "    - call: {model: m, output: 10}\nprices_as_of: 2026-02-30\n", "bad.yaml")
+    old = write(tmp_path, BASE + "    - call: {model: m, output: 10}\nprices_as_of: 0001-01-01\n", "old.yaml")
+    r = invoke("validate", bad, old, good)
+    assert r.exit_code == 2
+    assert f"{bad}:11: prices_as_of: '2026-02-30' is not a valid value" in r.stderr
+    assert f"{old}:11: prices_as_of: 0001-01-01 is not a plausible date" in r.stderr
+    assert f"ok: {good}" in r.stdout
+
+
+def test_lone_surrogate_in_a_json_name_is_rejected(tmp_path):
+    doc = {
+        "name": "x\ud800y",
+        "runs": 5,
+        "models": {"m": {"price": {"input_mtok": 1, "output_mtok": 5}, "ttft": 0.5, "output_tps": 50}},
+        "agent": {"steps": [{"call": {"model": "m", "output": 10}}]},
+    }
+    f = tmp_path / "s.json"
+    f.write_text(json.dumps(doc))  # json escapes the surrogate as \ud800
+    for command in ("validate", "run"):
+        r = invoke(command, f)
+        assert r.exit_code == 2 and "lone UTF-16 surrogate" in r.stderr and f"{f}:1: name" in r.stderr
+
+
+@pytest.mark.parametrize(
+    "line, place, words",
+    [
+        ("runs: true", "runs", "expected a whole number, got True"),
+        ('runs: "5"', "runs", "expected a whole number, got '5'"),
+        ("seed: 1.0e+30", "seed", "too large"),
+        (
+            "workload: {arrivals: {per_hour: 1}, duration: {days: 1.0e+308}}",
+            "workload.duration",
+            "longer than 10 years",
+        ),
+    ],
+)
+def test_numbers_are_checked(tmp_path, line, place, words):
+    f = write(tmp_path, BASE.replace("runs: 50\n", "") + "    - call: {model: m, output: 10}\n" + line + "\n")
+    r = invoke("validate", f)
+    assert r.exit_code == 2 and f": {place}: " in r.stderr and words in r.stderr
+
+
+@pytest.mark.parametrize(
+    "call, place",
+    [
+        ("{model: m, output: 1.0e+19}", "agent.steps[0].call.output"),
+        (
+            "{model: m, output: 10, reasoning: {lognormal: {median: 1.0e+7, p90: 1.0e+8}}}",
+            "agent.steps[0].call.reasoning",
+        ),
+    ],
+)
+def test_absurd_token_counts_are_rejected_instead_of_wrapping_int64(tmp_path, call, place):
+    f = write(tmp_path, BASE + f"    - call: {call}\n")
+    r = invoke("run", f)
+    assert r.exit_code == 2 and f"{f}:10: {place}: " in r.stderr and "above the limit of 1e+08 tokens" in r.stderr
+
+
+def test_fanout_join_k_above_n_is_rejected_like_parallel(tmp_path):
+    f = write(tmp_path, BASE + "    - fanout: {n: 2, join: {k: 5}, steps: [{call: {model: m, output: 10}}]}\n")
+    r = invoke("validate", f)
+    assert r.exit_code == 2 and "agent.steps[0].fanout.join.k: join k=5 but there are at most 2 copies" in r.stderr
+    f = write(tmp_path, BASE + "    - parallel: {branches: [{call: {model: m, output: 1}}], join: {k: 5}}\n")
+    assert "join k=5 but there are only 1 branches" in invoke("validate", f).stderr
+
+
+# --------------------------------------------------------------------------- 4. YAML syntax errors
+
+
+def test_unclosed_bracket_names_where_it_opened(tmp_path):
+    f = write(tmp_path, "name: t\nruns: 5\nmodels: [a, b\nagent: {}\n")
+    r = invoke("validate", f)
+    assert r.exit_code == 2
+    assert f"{f}:4: not valid YAML: while parsing a flow sequence that opened on line 3, column 9" in r.stderr
+
+
+# --------------------------------------------------------------------------- 6. extends replaces one-of mappings
+
+
+def test_extends_replaces_a_one_of_mapping_instead_of_merging_it(tmp_path):
+    parent = (
+        BASE.replace("ttft: 0.5", "ttft: {lognormal: {median: 1, p90: 2}}") + "    - call: {model: m, output: 10}\n"
+    )
+    write(tmp_path, parent + "workload: {arrivals: {per_hour: 60}, duration: {seconds: 600}}\n", "parent.yaml")
+    child = write(
+        tmp_path,
+        "extends: parent.yaml\nworkload: {duration: {hours: 6}}\nmodels: {m: {ttft: {constant: 2}}}\n",
+        "child.yaml",
+    )
+    from agentsim.loading import load_data
+
+    data, _ = load_data(child)
+    assert data["workload"] == {"arrivals": {"per_hour": 60}, "duration": {"hours": 6}}
+    assert data["models"]["m"]["ttft"] == {"constant": 2}
+    assert invoke("validate", child).exit_code == 0

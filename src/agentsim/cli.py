@@ -273,15 +273,24 @@ def validate(
     files: Annotated[list[Path], typer.Argument(help="Scenario files to check.", show_default=False)],
 ) -> None:
     """Check scenario files without running them."""
-    failed = []
+    failed, crashed = [], []
     for f in files:
         try:
             load(f)
         except ScenarioError as exc:
             failed.append(exc)
             err_console.print("\n".join(f"error: {item}" for item in exc.items), markup=False)
+        except Exception as exc:  # an internal error in one file must not hide the others' results
+            if os.environ.get("AGENTSIM_DEBUG"):
+                raise
+            crashed.append(f)
+            err_console.print(
+                f"error: {f}: the check failed: {type(exc).__name__}: {exc} (please report it)", markup=False
+            )
         else:
             typer.echo(f"ok: {f}")
+    if crashed:
+        raise typer.Exit(1)
     if failed:
         raise typer.Exit(2)
 
