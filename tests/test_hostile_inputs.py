@@ -366,3 +366,19 @@ def test_extends_replaces_a_one_of_mapping_instead_of_merging_it(tmp_path):
     assert data["workload"] == {"arrivals": {"per_hour": 60}, "duration": {"hours": 6}}
     assert data["models"]["m"]["ttft"] == {"constant": 2}
     assert invoke("validate", child).exit_code == 0
+
+
+# --------------------------------------------------------------------------- 5. user text is never markup
+
+
+def test_user_text_is_printed_literally_not_as_rich_markup_or_emoji(tmp_path):
+    r = invoke("sweep", write(tmp_path, BASE + "    - call: {model: m, output: 10}\n"), "--set", "x=10:100:0")
+    assert r.exit_code == 2 and "--set x=10:100:0" in r.stderr and "\N{HUNDRED POINTS SYMBOL}" not in r.stderr
+    text = (
+        BASE.replace("name: t", 'name: "[bold red]x[/] :smile:"').replace("runs: 50", "runs: 5")
+        + '    - call: {model: m, output: 10}\nvariants: {"[b]v:100:": {}}\n'
+    )
+    r = invoke("run", write(tmp_path, text))
+    assert r.exit_code == 0
+    assert "[bold red]x[/] :smile:" in r.stdout and "[b]v:100:" in r.stdout
+    assert "\N{HUNDRED POINTS SYMBOL}" not in r.stdout and "\N{SMILING FACE WITH SMILING EYES}" not in r.stdout

@@ -31,7 +31,7 @@ app = typer.Typer(
     rich_markup_mode=None,
 )
 
-err_console = Console(stderr=True, soft_wrap=True, highlight=False)
+err_console = Console(stderr=True, soft_wrap=True, highlight=False, markup=False, emoji=False)
 
 
 class BadInput(Exception):
@@ -193,7 +193,7 @@ def print_summary(res: Results) -> None:
 
     doc = res.summary_dict()
     # Wide tables are not cut when the output is a file or a pipe.
-    console = Console(soft_wrap=False, width=None if sys.stdout.isatty() else 240)
+    console = Console(markup=False, emoji=False, soft_wrap=False, width=None if sys.stdout.isatty() else 240)
     console.print(summary_table(doc))
     for name, v in doc["variants"].items():
         w = v.get("workload")

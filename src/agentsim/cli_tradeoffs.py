@@ -39,7 +39,7 @@ def progress_bar(quiet: bool, description: str) -> Iterator:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     with Progress(
-        TextColumn("{task.description}"),
+        TextColumn("{task.description}", markup=False),
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
@@ -69,8 +69,8 @@ def _usd_h(x: float | None) -> str:
 
 def _console() -> Console:
     """stdout; wide enough for the tables when it is not a terminal (a file, a pipe)."""
-    c = Console(soft_wrap=False)
-    return c if c.is_terminal else Console(soft_wrap=False, width=160)
+    c = Console(markup=False, emoji=False, soft_wrap=False)
+    return c if c.is_terminal else Console(markup=False, emoji=False, soft_wrap=False, width=160)
 
 
 def _bad(exc: Exception) -> BadInput:
