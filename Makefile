@@ -10,7 +10,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 export UV_PROJECT_ENVIRONMENT := $(VENV)
 
-.PHONY: demo test lint lock bench clean
+.PHONY: demo test lint lock bench fuzz clean
 
 # uv itself, pinned, in a venv of its own (nothing installed system-wide)
 $(UV):
@@ -40,6 +40,10 @@ lint: $(VENV)/.installed-dev
 # refresh uv.lock after changing dependencies in pyproject.toml (then commit it)
 lock: $(UV)
 	$(UV) lock --upgrade --python $(PYTHON)
+
+# 2,000 fuzzed scenarios from a random seed (printed; replay with AGENTSIM_FUZZ_SEED=<seed>)
+fuzz: $(VENV)/.installed-dev
+	AGENTSIM_FUZZ_EXAMPLES=$${AGENTSIM_FUZZ_EXAMPLES:-2000} $(BIN)/python -m pytest -q -s -p no:cacheprovider tests/test_fuzz_scenarios.py
 
 bench: $(VENV)/.installed-dev
 	$(BIN)/python benchmarks/engine.py

@@ -33,7 +33,7 @@ app = typer.Typer(
     rich_markup_mode=None,
 )
 
-err_console = Console(stderr=True, soft_wrap=True, highlight=False)
+err_console = Console(stderr=True, soft_wrap=True, highlight=False, markup=False, emoji=False)
 
 
 class BadInput(Exception):
@@ -51,7 +51,11 @@ def handle_errors(fn: Callable) -> Callable:
     @wraps(fn)
     def wrapper(*args, **kwargs):
         try:
-            return fn(*args, **kwargs)
+            from .sizeguard import size_limits
+
+            # --max-calls / --no-size-limit (declared by commands that simulate) apply for the whole command
+            with size_limits(kwargs.pop("max_calls", None), kwargs.pop("no_size_limit", False)):
+                return fn(*args, **kwargs)
         except typer.Exit:
             raise
         except ScenarioError as exc:
@@ -62,8 +66,9 @@ def handle_errors(fn: Callable) -> Callable:
             _fail("interrupted", 130)
         except Exception as exc:
             from .simulation import EngineError
+            from .sizeguard import SizeError
 
-            if isinstance(exc, EngineError):
+            if isinstance(exc, EngineError | SizeError):
                 _fail(f"error: {exc}", 2)
             if os.environ.get("AGENTSIM_DEBUG"):
                 raise
@@ -190,10 +195,25 @@ def print_summary(res: Results) -> None:
 
     doc = res.summary_dict()
     # Wide tables are not cut when the output is a file or a pipe.
-    console = Console(soft_wrap=False, width=None if sys.stdout.isatty() else 240)
+    console = Console(markup=False, emoji=False, soft_wrap=False, width=None if sys.stdout.isatty() else 240)
     console.print(summary_table(doc))
     for name, v in doc["variants"].items():
         w = v.get("workload")
+        if not w and "status" in res.runs:
+            status = res.runs["status"].to_numpy()[(res.runs["variant"] == name).to_numpy()]
+            failed = int((status != 0).sum())
+            if failed and (failed == status.size or failed / status.size > 0.01):
+                err_console.print(
+                    f"warning: in variant '{name}', {failed / status.size:.0%} of the runs ({failed:,} of "
+                    f"{status.size:,}) did not complete (they failed, e.g. after using up their retries); "
+                    + (
+                        "no run completed, so this variant has no wall-time or cost figures: check its models' "
+                        "error_rate, timeout and limits"
+                        if failed == status.size
+                        else "wall-time and cost figures describe the completed runs only"
+                    ),
+                    markup=False,
+                )
         if w and w["failed_share"] > 0.01:
             err_console.print(
                 f"warning: in variant '{name}', {w['failed_share']:.0%} of the runs counted did not complete "
@@ -206,6 +226,18 @@ def print_summary(res: Results) -> None:
 # --------------------------------------------------------------------------- commands
 
 FileArg = Annotated[Path, typer.Argument(help="Scenario file (YAML, JSON or TOML).", show_default=False)]
+MaxCallsOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--max-calls",
+        min=1,
+        help="Refuse a simulation of more simulated calls (all variants) than this (default: 2e9).",
+        show_default=False,
+    ),
+]
+NoSizeLimitOpt = Annotated[
+    bool, typer.Option("--no-size-limit", help="Lift the size guards (calls and memory estimated up front).")
+]
 
 
 @app.command()
@@ -218,6 +250,8 @@ def run(
     json_out: Annotated[bool, typer.Option("--json", help="Print only the summary.json document.")] = False,
     engine: Annotated[str, typer.Option(help="auto, des or fastpath.")] = "auto",
     workers: Annotated[int, typer.Option(min=1, help="Worker processes (results do not depend on it).")] = 1,
+    max_calls: MaxCallsOpt = None,
+    no_size_limit: NoSizeLimitOpt = False,
 ) -> None:
     """Simulate a scenario and compare its variants."""
     from .report import write_results
@@ -241,15 +275,24 @@ def validate(
     files: Annotated[list[Path], typer.Argument(help="Scenario files to check.", show_default=False)],
 ) -> None:
     """Check scenario files without running them."""
-    failed = []
+    failed, crashed = [], []
     for f in files:
         try:
             load(f)
         except ScenarioError as exc:
             failed.append(exc)
             err_console.print("\n".join(f"error: {item}" for item in exc.items), markup=False)
+        except Exception as exc:  # an internal error in one file must not hide the others' results
+            if os.environ.get("AGENTSIM_DEBUG"):
+                raise
+            crashed.append(f)
+            err_console.print(
+                f"error: {f}: the check failed: {type(exc).__name__}: {exc} (please report it)", markup=False
+            )
         else:
             typer.echo(f"ok: {f}")
+    if crashed:
+        raise typer.Exit(1)
     if failed:
         raise typer.Exit(2)
 

@@ -110,7 +110,7 @@ def calibrate(
 
         fig = calibration_figure(select_model(table, model), cal, title=doc["profile"])
         write_files(plot.parent, {plot.name: lambda p: fig.savefig(p, dpi=110, format="png")})
-    console = Console(soft_wrap=False)
+    console = Console(markup=False, emoji=False, soft_wrap=False)
     console.print(_fit_table(doc))
     c = cal.counts
     lines = [

@@ -108,7 +108,7 @@ def _search(query: str, on: dt.date, json_out: bool, limit: int) -> None:
             f"no catalog model matches '{query}': try fewer or shorter words, e.g. `agentsim prices opus`", markup=False
         )
         return
-    console = Console(soft_wrap=False)
+    console = Console(markup=False, emoji=False, soft_wrap=False)
     t = Table(title=f"genai-prices catalog, as of {on.isoformat()}: USD per million tokens", title_justify="left")
     t.add_column("provider/model", no_wrap=True)
     for k in SEARCH_COLUMNS:
@@ -135,7 +135,7 @@ def _show(ref: str, on: dt.date, json_out: bool) -> None:
     if json_out:
         _echo_json(d)
         return
-    console = Console(soft_wrap=False)
+    console = Console(markup=False, emoji=False, soft_wrap=False)
     console.print(f"{d['ref']}" + (f" — {d['name']}" if d["name"] else ""), markup=False, highlight=False)
     for label, key in (
         ("description", "description"),
@@ -253,4 +253,4 @@ def profiles(
             tiers or "–",
             r["source"],
         )
-    Console(soft_wrap=False).print(t)
+    Console(markup=False, emoji=False, soft_wrap=False).print(t)

@@ -208,9 +208,14 @@ def replay_command(
     if json_out:
         sys.stdout.write(res.to_json())
     else:
-        console = Console(soft_wrap=False)
+        console = Console(markup=False, emoji=False, soft_wrap=False)
         if not console.is_terminal:  # piped or captured: wide enough for every column
-            console = Console(soft_wrap=False, width=max(100, 34 + sum(max(len(n), 10) + 3 for n in res.names)))
+            console = Console(
+                markup=False,
+                emoji=False,
+                soft_wrap=False,
+                width=max(100, 34 + sum(max(len(n), 10) + 3 for n in res.names)),
+            )
         console.print(replay_table(doc))
         for note in doc["notes"]:
             err_console.print(f"note: {note}", markup=False)

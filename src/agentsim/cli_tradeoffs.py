@@ -21,7 +21,7 @@ import yaml
 from rich.console import Console
 from rich.table import Table
 
-from .cli import BadInput, _fmt_s, _fmt_usd, app, err_console, handle_errors
+from .cli import BadInput, MaxCallsOpt, NoSizeLimitOpt, _fmt_s, _fmt_usd, app, err_console, handle_errors
 from .loading import load
 
 FileArg = Annotated[Path, typer.Argument(help="Scenario file (YAML, JSON or TOML).", show_default=False)]
@@ -39,7 +39,7 @@ def progress_bar(quiet: bool, description: str) -> Iterator:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     with Progress(
-        TextColumn("{task.description}"),
+        TextColumn("{task.description}", markup=False),
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
@@ -69,8 +69,8 @@ def _usd_h(x: float | None) -> str:
 
 def _console() -> Console:
     """stdout; wide enough for the tables when it is not a terminal (a file, a pipe)."""
-    c = Console(soft_wrap=False)
-    return c if c.is_terminal else Console(soft_wrap=False, width=160)
+    c = Console(markup=False, emoji=False, soft_wrap=False)
+    return c if c.is_terminal else Console(markup=False, emoji=False, soft_wrap=False, width=160)
 
 
 def _bad(exc: Exception) -> BadInput:
@@ -110,6 +110,8 @@ def sweep(
     time: Annotated[str, typer.Option(help="Frontier on mean or p95 wall time (for the printed table).")] = "mean",
     json_out: Annotated[bool, typer.Option("--json", help="Print only the sweep as JSON; write no files.")] = False,
     quiet: QuietOpt = False,
+    max_calls: MaxCallsOpt = None,
+    no_size_limit: NoSizeLimitOpt = False,
 ) -> None:
     """Evaluate a scenario over a grid of values: one row per grid point and variant, Pareto frontier marked."""
     from .report import sweep_document, write_sweep
@@ -181,6 +183,8 @@ def size(
     seed: SeedOpt = None,
     workers: Annotated[int, typer.Option(min=1, help="Worker processes (results do not depend on it).")] = 1,
     json_out: Annotated[bool, typer.Option("--json", help="Print only JSON.")] = False,
+    max_calls: MaxCallsOpt = None,
+    no_size_limit: NoSizeLimitOpt = False,
 ) -> None:
     """Monthly API spend, hours of waiting saved and the premium per saved hour, per variant."""
     from .simulation import simulate
@@ -256,6 +260,7 @@ def buyers_table(name, res, sizing, be, env, vot) -> Table:
     row("extra spend per month", lambda v: _money(sizing.loc[v, "extra_usd_per_month"]))
     row("premium per saved hour", lambda v: _usd_h(sizing.loc[v, "premium_usd_per_saved_hour"]))
     when = {"above": "V ≥ {v}", "below": "V ≤ {v}", "always": "always", "never": "never", "baseline": "–"}
+    when["unknown"] = "– (no completed run)"
     row(
         "pays off when",
         lambda v: when[be.loc[v, "pays_off_when"]].format(v=_usd_h(be.loc[v, "break_even_usd_per_hour"])),
@@ -296,6 +301,8 @@ def optimize(
     workers: Annotated[int, typer.Option(min=1, help="Processes evaluating candidates.")] = 1,
     json_out: Annotated[bool, typer.Option("--json", help="Print only JSON.")] = False,
     quiet: QuietOpt = False,
+    max_calls: MaxCallsOpt = None,
+    no_size_limit: NoSizeLimitOpt = False,
 ) -> None:
     """Which steps to run on which speed tier (or model) to minimise p95 under a budget, or cost under a p95."""
     from .optimize import critical_table
@@ -450,6 +457,8 @@ def report(
     ] = None,
     sweep: Annotated[bool, typer.Option("--sweep/--no-sweep", help="Include the scenario's sweeps:.")] = True,
     quiet: QuietOpt = False,
+    max_calls: MaxCallsOpt = None,
+    no_size_limit: NoSizeLimitOpt = False,
 ) -> None:
     """One self-contained HTML page (figures, tables, the scenario) to open in a browser or mail."""
     from .report import build_report, write_report

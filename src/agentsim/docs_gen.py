@@ -673,7 +673,13 @@ def scenario_reference() -> str:
         "",
         "**Keys** written `NAME` or `TIER` are names you choose. Unknown keys are errors (with a "
         "*did you mean* hint), never ignored. A file may start with `extends: base.yaml` to reuse another "
-        "scenario: mappings merge key by key, everything else is replaced.",
+        "scenario: mappings merge key by key, everything else is replaced; a key that excludes others "
+        "(a distribution family, a duration unit, `median`/`p90` against `mean`/`sd`, `times` against "
+        "`continue_p`, `arrivals` against `concurrent`) replaces the parent's alternatives instead of joining them. "
+        "Limits that catch typos: at most 10^8 tokens per call, tool output or context, durations and latencies "
+        "of at most 10 years, whole numbers within int64, price dates from 2020 to ten years ahead. "
+        "`run`, `sweep`, `size`, `optimize` and `report` refuse simulations estimated above 2·10^9 calls "
+        "(2·10^7 on the discrete-event engine) or the machine's memory (`--max-calls N`, `--no-size-limit`).",
         "",
         "## Editor support { #editor }",
         "",

@@ -4,7 +4,10 @@ YAML is parsed with PyYAML's composer so that every value keeps the line it came
 from; JSON is read the same way (it is YAML's flow style), TOML through
 ``tomllib`` (without line numbers). A file may say ``extends: base.yaml`` to start
 from another scenario and override parts of it (mappings merge key by key,
-everything else is replaced).
+everything else is replaced; a key that excludes others, such as a distribution
+family or a duration unit, replaces the parent's alternatives instead of joining them).
+Alias expansion and nesting are bounded before any data is built (a "billion laughs"
+file is refused, not expanded).
 
 Validation errors from pydantic, and the cross-field :class:`~agentsim.scenario.Problem`
 list, are mapped back to the line of the offending key, so a user reads::
@@ -22,7 +25,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from .scenario import Problem, Scenario, check_references
+from .scenario import DIST_FAMILIES, Problem, Scenario, check_references
 
 __all__ = ["ErrorItem", "ScenarioError", "format_path", "load", "load_data", "parse"]
 
@@ -105,7 +108,104 @@ def _construct(node: yaml.Node, path: tuple, lines: _Lines, file: str) -> Any:
         return out
     if isinstance(node, yaml.SequenceNode):
         return [_construct(v, (*path, i), lines, file) for i, v in enumerate(node.value)]
-    return yaml.SafeLoader.construct_object(_scalar_loader, node)  # type: ignore[arg-type]
+    try:
+        value = yaml.SafeLoader.construct_object(_scalar_loader, node)  # type: ignore[arg-type]
+        if isinstance(value, str):
+            value.encode("utf-8")  # a lone surrogate ("\ud800" in JSON) cannot be printed or written
+        return value
+    except UnicodeEncodeError:
+        raise ScenarioError(
+            [
+                ErrorItem(
+                    file,
+                    node.start_mark.line + 1,
+                    path,
+                    "this text holds a lone UTF-16 surrogate (an escape like \\ud800 without its pair)",
+                    "remove the escape or write the character itself",
+                )
+            ]
+        ) from None
+    except (ValueError, OverflowError, yaml.YAMLError) as exc:  # e.g. a date like 2026-02-30
+        raise ScenarioError(
+            [ErrorItem(file, node.start_mark.line + 1, path, f"'{node.value}' is not a valid value: {exc}")]
+        ) from None
+
+
+MAX_NODES = 1_000_000  # values in a scenario after YAML aliases are expanded (a "billion laughs" has 10^9)
+MAX_DEPTH = 100  # nesting of mappings and lists
+
+
+def _check_size(root: yaml.Node, file: str) -> None:
+    """Refuse alias bombs, recursive aliases and absurd nesting before building any Python data.
+
+    Aliases make the composed YAML a graph: the expanded size of a node is 1 + the sizes of its
+    children, counted once per node (memoised), so a file of nested aliases is measured without
+    being expanded.
+    """
+    size: dict[int, int] = {}
+    # iterative depth-first walk: (node, depth, children done?)
+    stack: list[tuple[yaml.Node, int, bool]] = [(root, 1, False)]
+    on_path: set[int] = set()
+    while stack:
+        node, depth, done = stack.pop()
+        key = id(node)
+        if done:
+            on_path.discard(key)
+            kids = _children(node)
+            size[key] = min(1 + sum(size[id(k)] for k in kids), MAX_NODES + 1)
+            if size[key] > MAX_NODES:
+                raise ScenarioError(
+                    [
+                        ErrorItem(
+                            file,
+                            node.start_mark.line + 1,
+                            (),
+                            f"this value expands to more than {MAX_NODES:,} values (YAML aliases *name "
+                            "repeat what an anchor &name holds)",
+                            "use fewer or less nested aliases",
+                        )
+                    ]
+                )
+            continue
+        if key in size:
+            continue
+        if key in on_path:
+            raise ScenarioError(
+                [
+                    ErrorItem(
+                        file,
+                        node.start_mark.line + 1,
+                        (),
+                        "a YAML alias refers to the value that contains it (a recursive alias)",
+                        "an alias *name must come after its anchor &name has ended",
+                    )
+                ]
+            )
+        if depth > MAX_DEPTH:
+            raise ScenarioError(
+                [
+                    ErrorItem(
+                        file,
+                        node.start_mark.line + 1,
+                        (),
+                        f"values are nested more than {MAX_DEPTH} levels deep",
+                        "a scenario needs far fewer levels; check the brackets and indentation",
+                    )
+                ]
+            )
+        on_path.add(key)
+        stack.append((node, depth, True))
+        for k in _children(node):
+            if id(k) not in size:
+                stack.append((k, depth + 1, False))
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.MappingNode):
+        return [n for pair in node.value for n in pair]
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    return []
 
 
 _scalar_loader = yaml.SafeLoader("")
@@ -117,20 +217,37 @@ def _read_yaml(text: str, file: str) -> tuple[Any, _Lines]:
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else None
-        msg = " ".join(str(x) for x in (exc.context, exc.problem) if x)
+        context = str(exc.context) if exc.context else ""
+        if exc.context_mark is not None and mark is not None and exc.context_mark.line != mark.line:
+            # where the construct opened (an unclosed bracket, a quote) as well as where the parser stopped
+            context += f" that opened on line {exc.context_mark.line + 1}, column {exc.context_mark.column + 1},"
+        msg = " ".join(x for x in (context, str(exc.problem) if exc.problem else "") if x)
         raise ScenarioError(
-            [ErrorItem(file, line, (), f"not valid YAML: {msg}", "check indentation, colons and quotes")]
+            [ErrorItem(file, line, (), f"not valid YAML: {msg}", "check indentation, colons, brackets and quotes")]
         ) from None
     except yaml.YAMLError as exc:
         raise ScenarioError([ErrorItem(file, None, (), f"not valid YAML: {exc}")]) from None
+    except RecursionError:
+        raise ScenarioError(
+            [
+                ErrorItem(
+                    file,
+                    None,
+                    (),
+                    "values are nested too deeply to read",
+                    f"a scenario needs far fewer than {MAX_DEPTH} levels; check the brackets and indentation",
+                )
+            ]
+        ) from None
     if node is None:
         raise ScenarioError([ErrorItem(file, None, (), "the file is empty", "start from scenarios/chat-turn.yaml")])
+    _check_size(node, file)
     lines: _Lines = {}
     data = _construct(node, (), lines, file)
     return data, lines
 
 
-def load_data(path: str | Path) -> tuple[dict[str, Any], _Lines]:
+def load_data(path: str | Path, _chain: tuple[Path, ...] = ()) -> tuple[dict[str, Any], _Lines]:
     """Read a scenario file to plain data (after ``extends:``), with the line of every path."""
     path = Path(path)
     file = str(path)
@@ -145,6 +262,8 @@ def load_data(path: str | Path) -> tuple[dict[str, Any], _Lines]:
             data, lines = tomllib.loads(text), {}
         except tomllib.TOMLDecodeError as exc:
             raise ScenarioError([ErrorItem(file, None, (), f"not valid TOML: {exc}")]) from None
+        except RecursionError:
+            raise ScenarioError([ErrorItem(file, None, (), "values are nested too deeply to read")]) from None
     else:
         data, lines = _read_yaml(text, file)
     if not isinstance(data, dict):
@@ -156,18 +275,56 @@ def load_data(path: str | Path) -> tuple[dict[str, Any], _Lines]:
         if not isinstance(base_ref, str):
             raise ScenarioError([ErrorItem(file, lines.get(("extends",)), ("extends",), "extends takes a file name")])
         base_path = (path.parent / base_ref).resolve()
+        where = (file, lines.get(("extends",)), ("extends",))
         if base_path == path.resolve():
-            raise ScenarioError([ErrorItem(file, lines.get(("extends",)), ("extends",), "a file cannot extend itself")])
-        base, _ = load_data(base_path)
+            raise ScenarioError([ErrorItem(*where, "a file cannot extend itself")])
+        chain = (*_chain, path.resolve())
+        if base_path in chain:
+            cycle = " -> ".join(p.name for p in (*chain[chain.index(base_path) :], base_path))
+            raise ScenarioError([ErrorItem(*where, f"extends goes round in a circle ({cycle})", "break the cycle")])
+        if len(chain) > 20:
+            raise ScenarioError([ErrorItem(*where, "more than 20 files extend one another", "flatten the chain")])
+        if not base_path.is_file():
+            raise ScenarioError(
+                [
+                    ErrorItem(
+                        *where,
+                        f"extends names '{base_ref}', but there is no such file ({base_path})",
+                        "check the path; it is relative to this file",
+                    )
+                ]
+            )
+        base, _ = load_data(base_path, chain)
         data = _merge(base, data)
     return data, lines
+
+
+# Keys that exclude one another in a mapping, as sets of keys that go together. When a file that
+# extends another sets one of them, the parent's alternatives are dropped instead of merged: a
+# child's {hours: 6} replaces a parent's {seconds: 600}, a child's {normal: ...} a parent's {lognormal: ...}.
+_ALTERNATIVES: tuple[tuple[frozenset[str], ...], ...] = (
+    tuple(frozenset({f}) for f in DIST_FAMILIES),
+    tuple(frozenset({u}) for u in ("seconds", "minutes", "hours", "days")),
+    (frozenset({"median", "p90"}), frozenset({"mean", "sd"})),
+    (frozenset({"runs_per_month"}), frozenset({"runs_per_day"})),
+    (frozenset({"times"}), frozenset({"continue_p", "max"})),
+    (frozenset({"arrivals"}), frozenset({"concurrent", "think_time"})),
+    (frozenset({"values"}), frozenset({"range"})),
+)
 
 
 def _merge(base: Any, over: Any) -> Any:
     if isinstance(base, dict) and isinstance(over, dict):
         out = dict(base)
+        for group in _ALTERNATIVES:
+            chosen = [keys for keys in group if keys & over.keys()]
+            if chosen and any(keys & base.keys() for keys in group if keys not in chosen):
+                for keys in group:
+                    if keys not in chosen:
+                        for k in keys:
+                            out.pop(k, None)
         for k, v in over.items():
-            out[k] = _merge(base[k], v) if k in base else v
+            out[k] = _merge(out[k], v) if k in out else v
         return out
     return over
 

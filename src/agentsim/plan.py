@@ -65,6 +65,17 @@ __all__ = [
 ]
 
 TTL_SECONDS = {"5m": 300.0, "1h": 3600.0}
+MAX_TOKENS = 1e8  # tokens in one call, tool output or context: beyond it a value is a typo (and int64 is near)
+MAX_SECONDS = 10 * 365.25 * 86400.0  # a latency beyond 10 years is a typo
+
+
+def _practical_max(s: Sampler) -> float:
+    """The largest value a draw takes in practice: the support's top, or the 1 - 1e-12 quantile if unbounded."""
+    _, hi = s.support
+    if math.isfinite(hi):
+        return hi
+    return float(s.ppf(np.array([1 - 1e-12]))[0])
+
 
 # What a draw is for; part of the random-stream key, so never renumber.
 U_TTFT, U_TPS, INPUT, OUTPUT, REASONING, LATENCY, COUNT, PICK, ARRIVAL, THINK, U_ERROR, U_JITTER = range(12)
@@ -260,12 +271,24 @@ class _Compiler:
     def problem(self, path, message, hint=""):
         self.problems.append(Problem(tuple(path), message, hint))
 
-    def sampler(self, spec, path, what: str, *, positive=False) -> Sampler:
+    def sampler(self, spec, path, what: str, *, positive=False, upper: float | None = None) -> Sampler:
         try:
             s = sampler(spec, self.base_dir)
         except DistError as exc:
             self.problem((*path, *exc.subpath), exc.message, exc.hint)
             return Sampler("constant", {"value": 1.0})
+        if upper is not None:
+            top = _practical_max(s)
+            if top > upper:
+                unit = "tokens" if upper == MAX_TOKENS else "s"
+                self.problem(
+                    path,
+                    f"{what} can reach {top:.3g} {unit}, above the limit of {upper:.3g} {unit}",
+                    "check the value for a typo, or clip it with max:"
+                    if s.family != "constant"
+                    else "check the value for a typo",
+                )
+                return Sampler("constant", {"value": 1.0})
         lo, _ = s.support
         if positive and not s.strictly_positive:
             self.problem(
@@ -317,7 +340,7 @@ class _Compiler:
             )
             return None
         mpath = ("models", model)
-        ttft = self.sampler(mspec.ttft, (*mpath, "ttft"), "ttft")
+        ttft = self.sampler(mspec.ttft, (*mpath, "ttft"), "ttft", upper=MAX_SECONDS)
         tps = self.sampler(mspec.output_tps, (*mpath, "output_tps"), "output_tps", positive=True)
         base_rates = self.rates_of(model)
         ttft_x = tps_x = 1.0
@@ -394,8 +417,8 @@ class _Compiler:
             t = step.tool
             p = (*path, "tool")
             node = self.new_node(ToolNode, t.name or f"tool{len(self.nodes)}", scope, p)
-            node.latency = self.sampler(t.latency, (*p, "latency"), "tool latency")
-            node.output = self.sampler(t.output, (*p, "output"), "tool output tokens")
+            node.latency = self.sampler(t.latency, (*p, "latency"), "tool latency", upper=MAX_SECONDS)
+            node.output = self.sampler(t.output, (*p, "output"), "tool output tokens", upper=MAX_TOKENS)
             self.draw(node, LATENCY, scope, node.latency)
             self.draw(node, OUTPUT, scope, node.output, integer=True)
             return node
@@ -403,7 +426,7 @@ class _Compiler:
             w = step.wait
             p = (*path, "wait")
             node = self.new_node(WaitNode, w.name or f"wait{len(self.nodes)}", scope, p)
-            node.latency = self.sampler(w.latency, (*p, "latency"), "wait latency")
+            node.latency = self.sampler(w.latency, (*p, "latency"), "wait latency", upper=MAX_SECONDS)
             self.draw(node, LATENCY, scope, node.latency)
             return node
         if isinstance(step, ParallelStep):
@@ -422,6 +445,14 @@ class _Compiler:
             self.draw(node, COUNT, scope, node.n, integer=True)
             k = _join_k(f.join)
             node.join = "all" if k is None else k
+            most = node.n.support[1]
+            if isinstance(f.join, KJoin) and math.isfinite(most) and k > round(most):
+                # as for parallel, whose k cannot exceed its branches
+                self.problem(
+                    (*p, "join", "k"),
+                    f"join k={k} but there are at most {round(most)} copies (n)",
+                    f"use a k from 1 to {max(1, round(most))}",
+                )
             node.body = self.seq(f.steps, (*scope, node.id), (*p, "steps"))
             return node
         if isinstance(step, RepeatStep):
@@ -453,7 +484,7 @@ class _Compiler:
             wf = self.sc.workflows[s.workflow]
             node = self.new_node(SubagentNode, s.name or s.workflow, scope, p)
             node.ctx = ContextCfg.from_spec(wf.context or ContextSpec())
-            node.output = self.sampler(s.output, (*p, "output"), "subagent output tokens")
+            node.output = self.sampler(s.output, (*p, "output"), "subagent output tokens", upper=MAX_TOKENS)
             self.draw(node, OUTPUT, scope, node.output, integer=True)
             node.body = self.seq(wf.steps, scope, ("workflows", s.workflow, "steps"))
             return node
@@ -465,9 +496,9 @@ class _Compiler:
         declared = c.model if c.model is not None else next(iter(self.sc.models))
         name = c.name or f"{declared}#{len(self.nodes)}"
         node = self.new_node(CallNode, name, scope, p)
-        node.input = self.sampler(c.input, (*p, "input"), "input tokens")
-        node.output = self.sampler(c.output, (*p, "output"), "output tokens")
-        node.reasoning = self.sampler(c.reasoning, (*p, "reasoning"), "reasoning tokens")
+        node.input = self.sampler(c.input, (*p, "input"), "input tokens", upper=MAX_TOKENS)
+        node.output = self.sampler(c.output, (*p, "output"), "output tokens", upper=MAX_TOKENS)
+        node.reasoning = self.sampler(c.reasoning, (*p, "reasoning"), "reasoning tokens", upper=MAX_TOKENS)
         tiers = []
         # Variant keys: the call's own name, then enclosing named steps (innermost first), then the model.
         names = ([c.name] if c.name else []) + self._groups[::-1]
@@ -513,6 +544,15 @@ def compile_plan(scenario: Scenario, *, file: str | None = None, lines: dict | N
     base_dir = Path(src).parent if src else None
     comp = _Compiler(scenario, base_dir)
     ctx = ContextCfg.from_spec(scenario.agent.context)
+    for where, cspec in [(("agent",), scenario.agent.context)] + [
+        (("workflows", w), wf.context) for w, wf in scenario.workflows.items() if wf.context is not None
+    ]:
+        if cspec.system > MAX_TOKENS:
+            comp.problem(
+                (*where, "context", "system"),
+                f"{cspec.system:.3g} system tokens is above the limit of {MAX_TOKENS:.3g}",
+                "check the value (a typo?)",
+            )
     root = comp.seq(scenario.agent.steps, (), ("agent", "steps"), name="agent")
     # Every model must compile even if no step uses it (a typo in an unused price is still a typo).
     for model in scenario.models:
@@ -521,6 +561,17 @@ def compile_plan(scenario: Scenario, *, file: str | None = None, lines: dict | N
             comp.tier(model, speed, ("models", model, "speeds", speed))
     accounts = _compile_accounts(comp, scenario)
     workload = _compile_workload(comp, scenario)
+    if workload is not None and workload.kind == "closed":
+        from .sizeguard import zero_time_reason
+
+        zero = zero_time_reason(root, comp.tiers, workload.think)
+        if zero:
+            comp.problem(
+                ("workload", "concurrent"),
+                f"a run of this agent can take no simulated time ({zero}), so the closed workload's agents "
+                "would start run after run at the same instant and the simulation would never end",
+                "give the agent a step that takes time, or a workload.think_time above zero",
+            )
     _attempt_draws(comp, accounts)
     if comp.problems:
         file = file or src or "<scenario>"

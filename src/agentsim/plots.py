@@ -403,7 +403,9 @@ def breakdown_figure(runs: pd.DataFrame, title: str = "") -> Figure:
     variants = list(dict.fromkeys(runs["variant"]))
     runs = _summarised(runs)
     colors = variant_colors(variants)
-    means = runs.groupby("variant", sort=False)[[f"{k}_s" for k in SEGMENT_COLORS]].mean().loc[variants]
+    means = runs.groupby("variant", sort=False)[[f"{k}_s" for k in SEGMENT_COLORS]].mean().reindex(variants)
+    empty = means.isna().all(axis=1).to_numpy()  # variants without a completed run
+    means = means.fillna(0.0)
     used = [k for k in SEGMENT_COLORS if (means[f"{k}_s"] > 0).any()]
     fig = _figure((8, 1.1 + 0.55 * len(variants)))
     ax = fig.subplots()
@@ -413,18 +415,20 @@ def breakdown_figure(runs: pd.DataFrame, title: str = "") -> Figure:
         vals = means[f"{k}_s"].to_numpy(float)
         ax.barh(y, vals, left=left, color=SEGMENT_COLORS[k], height=0.6, label=SEGMENT_LABELS[k], gid=f"segment:{k}")
         left += vals
-    for yi, total in zip(y, left, strict=True):
-        ax.text(total, yi, f" {total:,.1f} s", va="center", ha="left", fontsize=8.5)
+    for yi, total, none in zip(y, left, empty, strict=True):
+        ax.text(total, yi, " no completed run" if none else f" {total:,.1f} s", va="center", ha="left", fontsize=8.5)
     ax.set_yticks(y, [str(v) for v in variants])
     for tick, v in zip(ax.get_yticklabels(), variants, strict=True):
         tick.set_color(colors[v])
     ax.set_xlabel("mean time on the critical path per run (s)")
+    if not used:  # no variant completed a run: an empty legend entry instead of a matplotlib warning
+        ax.plot([], [], alpha=0, label="no completed run")
     ax.set_xlim(0, left.max() * 1.15 if left.max() > 0 else 1)
     ax.grid(True, axis="x", alpha=0.3)
     ax.legend(
         loc="upper center",
         bbox_to_anchor=(0.5, -0.35 if len(variants) < 3 else -0.2),
-        ncols=len(used),
+        ncols=max(1, len(used)),
         fontsize=8,
         frameon=False,
     )

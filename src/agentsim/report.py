@@ -421,6 +421,7 @@ def _page(path, sc, res, vt, be, env, sizing, share, figs, sweep_part) -> str:
     )
     rows = []
     when = {"above": "above {v}", "below": "below {v}", "always": "always", "never": "never", "baseline": "baseline"}
+    when["unknown"] = "– (no completed run)"
     for name, r in be.iterrows():
         v = _usd(r["break_even_usd_per_hour"]) + "/h"
         rows.append(
@@ -566,6 +567,8 @@ def _source_files(path: Path) -> list[tuple[Path, str]]:
 
 def _verdict(vt, be, env, vot) -> str:
     """One or two sentences a team lead can forward."""
+    if vt["wall_mean_s"].isna().all():
+        return "No variant completed a run: every run failed (see the limits and failures below)."
     fastest = vt["wall_mean_s"].idxmin()
     cheapest = vt["cost_mean_usd"].idxmin()
     parts = [

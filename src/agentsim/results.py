@@ -29,7 +29,7 @@ from scipy import stats
 from .plan import Plan
 from .pricing import prices_summary
 
-__all__ = ["Results", "describe", "version"]
+__all__ = ["Results", "describe", "summary_frame", "version"]
 
 PERCENTILES = (50, 90, 95, 99)
 PER_CALL_CAP = 1 << 20  # per-call percentiles use at most this many calls per variant (the first ones)
@@ -191,9 +191,10 @@ class Results:
             }
             if base is None:
                 base = v
+                empty = wall["mean"] is None
                 v["vs_baseline"] = {
-                    "delta_time_s": 0.0,
-                    "delta_cost_usd": 0.0,
+                    "delta_time_s": None if empty else 0.0,
+                    "delta_cost_usd": None if empty else 0.0,
                     "usd_per_hour_saved": None,
                     "pays_off": None,
                 }
@@ -230,7 +231,7 @@ class Results:
 
     def summary(self) -> pd.DataFrame:
         """One row per variant with the headline figures (the summary document, flattened)."""
-        return pd.DataFrame(summary_rows(self.summary_dict())).set_index("variant")
+        return summary_frame(summary_rows(self.summary_dict())).set_index("variant")
 
     def limits_timeseries(self) -> pd.DataFrame:
         """In-flight requests and bucket levels of each account over time (workloads only; else empty)."""
@@ -346,6 +347,16 @@ def summary_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
+def summary_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
+    """:func:`summary_rows` as a DataFrame whose figures are float64 even when a variant completed no run
+    (its ``None`` figures become NaN instead of making the column an object column)."""
+    df = pd.DataFrame(rows)
+    for col in df.columns:
+        if col not in ("variant", "pays_off") and df[col].dtype == object:
+            df[col] = df[col].astype("float64")
+    return df
+
+
 def compare(base: dict, v: dict, vot: float | None) -> dict[str, Any]:
     """Δ time, Δ cost, USD per hour saved, and whether it pays off at ``vot`` USD/h.
 
@@ -354,6 +365,10 @@ def compare(base: dict, v: dict, vot: float | None) -> dict[str, Any]:
     variant pays off if it saves more money than the extra waiting is worth. A variant with the
     same time and cost as the baseline does not "pay off" (there is nothing to gain).
     """
+    figures = (v["wall_time_s"]["mean"], base["wall_time_s"]["mean"], v["cost_usd"]["mean"], base["cost_usd"]["mean"])
+    if any(x is None for x in figures):
+        # a variant (or the baseline) with no completed run has nothing to compare
+        return {"delta_time_s": None, "delta_cost_usd": None, "usd_per_hour_saved": None, "pays_off": None}
     dt = v["wall_time_s"]["mean"] - base["wall_time_s"]["mean"]
     dc = v["cost_usd"]["mean"] - base["cost_usd"]["mean"]
     saved_h = -dt / 3600.0

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     BeforeValidator,
     ConfigDict,
@@ -92,6 +93,34 @@ def _number(value: Any) -> Any:
         raise PydanticCustomError("not_finite", "expected a finite number, got {got}", {"got": repr(value)})
     return float(value)
 
+
+INT64_MAX = 2**63 - 1
+
+
+def _integer(value: Any) -> Any:
+    """Accept whole numbers only (YAML ``true`` or ``"5"`` are errors), within int64 (the arrays' type)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise PydanticCustomError("not_a_number", "expected a whole number, got {got}", {"got": repr(value)})
+    if isinstance(value, float) and not math.isfinite(value):
+        raise PydanticCustomError("not_finite", "expected a finite number, got {got}", {"got": repr(value)})
+    if abs(value) > INT64_MAX:
+        raise PydanticCustomError("too_large", "{got} is too large (the limit is 2^63 - 1)", {"got": repr(value)})
+    return value
+
+
+def _plausible_date(value: dt.date) -> dt.date:
+    """A price date between 2020 (before any LLM price list) and ten years from now."""
+    latest = dt.date.today().replace(day=1) + dt.timedelta(days=3653)
+    if not dt.date(2020, 1, 1) <= value <= latest:
+        raise PydanticCustomError(
+            "implausible_date",
+            "{got} is not a plausible date for LLM prices (expected 2020-01-01 to {latest}); check the year",
+            {"got": value.isoformat(), "latest": latest.isoformat()},
+        )
+    return value
+
+
+PriceDate = Annotated[dt.date, AfterValidator(_plausible_date)]
 
 Num = Annotated[float, BeforeValidator(_number)]
 PosNum = Annotated[float, BeforeValidator(_number), Field(gt=0)]
@@ -314,7 +343,9 @@ Dist = Annotated[
 
 
 class Tier(_Model):
-    start: Annotated[int, Field(ge=0)] = Field(description="Tier applies when total input tokens exceed this.")
+    start: Annotated[int, BeforeValidator(_integer), Field(ge=0)] = Field(
+        description="Tier applies when total input tokens exceed this."
+    )
     price: NonNegNum = Field(description="USD per million tokens for every token of this kind in the call.")
 
 
@@ -366,7 +397,7 @@ class PriceSpec(_Model):
     context: dict[str, str] | None = Field(
         None, description="genai-prices price context, e.g. {speed: fast} or {service_tier: flex}"
     )
-    date: dt.date | None = Field(None, description="Price as of this date (YYYY-MM-DD); default: prices_as_of.")
+    date: PriceDate | None = Field(None, description="Price as of this date (YYYY-MM-DD); default: prices_as_of.")
     input_mtok: Rate | None = Field(None, description="Uncached input tokens.")
     output_mtok: Rate | None = Field(None, description="Visible output tokens.")
     cache_read_mtok: Rate | None = Field(None, description="Prompt-cache reads (default: input_mtok).")
@@ -428,7 +459,9 @@ class RetrySpec(_Model):
     starting at 0.5 s, capped at 8 s, with full jitter, honouring a 429's retry-after time.
     """
 
-    max_attempts: Annotated[int, Field(ge=1, le=50)] = Field(3, description="Attempts in all (1 = no retry).")
+    max_attempts: Annotated[int, BeforeValidator(_integer), Field(ge=1, le=50)] = Field(
+        3, description="Attempts in all (1 = no retry)."
+    )
     backoff_base: NonNegNum = Field(0.5, description="Seconds before the first retry (doubling each time).")
     backoff_cap: NonNegNum = Field(8.0, description="Longest back-off, in seconds.")
     jitter: Literal["full", "none"] = Field("full", description="full: sleep uniform(0, back-off).")
@@ -437,7 +470,9 @@ class RetrySpec(_Model):
 
 class FallbackSpec(_Model):
     model: str = Field(description="A key of models to use once this one has failed `after` times.")
-    after: Annotated[int, Field(ge=1)] = Field(description="Failed attempts on this model before falling back.")
+    after: Annotated[int, BeforeValidator(_integer), Field(ge=1)] = Field(
+        description="Failed attempts on this model before falling back."
+    )
 
 
 class ModelSpec(_Model):
@@ -491,7 +526,9 @@ class WaitSpec(_Model):
 
 
 class KJoin(_Model):
-    k: Annotated[int, Field(ge=1)] = Field(description="The join completes when k branches have finished.")
+    k: Annotated[int, BeforeValidator(_integer), Field(ge=1)] = Field(
+        description="The join completes when k branches have finished."
+    )
 
 
 Join = Literal["all", "any"] | KJoin
@@ -514,7 +551,9 @@ class RepeatSpec(_Model):
     name: str | None = Field(None, description="Step name, used in records and variant overrides.")
     times: Dist | None = Field(None, description="Number of iterations (rounded).")
     continue_p: Prob | None = Field(None, description="After each iteration another follows with this p.")
-    max: Annotated[int, Field(ge=1)] | None = Field(None, description="Cap on iterations with continue_p.")
+    max: Annotated[int, BeforeValidator(_integer), Field(ge=1)] | None = Field(
+        None, description="Cap on iterations with continue_p."
+    )
     steps: list[Step] = Field(min_length=1, description="The steps of one iteration, in order.")
 
     @model_validator(mode="after")
@@ -662,7 +701,9 @@ Branch = Annotated[
 
 
 class ContextSpec(_Model):
-    system: Annotated[int, Field(ge=0)] = Field(0, description="Tokens every call re-sends first.")
+    system: Annotated[int, BeforeValidator(_integer), Field(ge=0)] = Field(
+        0, description="Tokens every call re-sends first."
+    )
     grows: bool = Field(False, description="Calls' new input and output, and tool output, join the context.")
     cache: bool | CacheSpec = Field(False, description="Prompt caching: true, false, or {ttl: 5m|1h}.")
 
@@ -701,6 +742,9 @@ class ValueOfTime(_Model):
     usd_per_hour: NonNegNum = Field(description="What an hour of waiting for the agent is worth.")
 
 
+MAX_SECONDS = 10 * 365.25 * 86400.0  # durations beyond 10 years are a typo, not a plan
+
+
 class Duration(_Model):
     """A span of time written as ``{seconds: N}``, ``{minutes: N}`` or ``{hours: N}`` (one of them)."""
 
@@ -718,6 +762,12 @@ class Duration(_Model):
                 "a duration is one of seconds, minutes, hours or days, e.g. {example}",
                 {"example": "{minutes: 10}"},
             )
+        if self.total_seconds > MAX_SECONDS:
+            raise PydanticCustomError(
+                "duration_too_long",
+                "a duration of {got} is longer than 10 years: shorten it (simulated time is in seconds)",
+                {"got": f"{getattr(self, given[0]):g} {given[0]}"},
+            )
         return self
 
     @property
@@ -733,7 +783,9 @@ class LimitSpec(_Model):
     """A provider account (or a client-side limiter) shared by the calls of some models."""
 
     models: list[str] = Field(min_length=1, description="Models (or model@tier) that share this account.")
-    concurrency: Annotated[int, Field(ge=1)] | None = Field(None, description="Requests in flight at once.")
+    concurrency: Annotated[int, BeforeValidator(_integer), Field(ge=1)] | None = Field(
+        None, description="Requests in flight at once."
+    )
     rpm: PosNum | None = Field(None, description="Requests per minute (a token bucket).")
     input_tpm: PosNum | None = Field(None, description="Input tokens per minute (a token bucket).")
     output_tpm: PosNum | None = Field(None, description="Output tokens per minute (a token bucket).")
@@ -770,7 +822,9 @@ class Workload(_Model):
     """Many agents over time: open (Poisson ``arrivals``) or closed (``concurrent`` agents)."""
 
     arrivals: Arrivals | None = Field(None, description="Open loop: new runs arrive at random (Poisson).")
-    concurrent: Annotated[int, Field(ge=1)] | None = Field(None, description="Closed loop: this many agents.")
+    concurrent: Annotated[int, BeforeValidator(_integer), Field(ge=1)] | None = Field(
+        None, description="Closed loop: this many agents."
+    )
     think_time: Dist | None = Field(None, description="Closed loop: pause before an agent's next run.")
     duration: Duration | None = Field(None, description="Simulated time in which runs are counted.")
     warmup: Duration | None = Field(None, description="Runs starting earlier are left out of summaries.")
@@ -815,14 +869,18 @@ class SweepSpec(_Model):
 class Scenario(_Model):
     name: str = Field(description="Scenario name, shown in tables and figures.")
     description: str | None = Field(None, description="One line on what the scenario asks.")
-    seed: Annotated[int, Field(ge=0)] = Field(0, description="Random seed: same seed, same results.")
-    runs: Annotated[int, Field(ge=1)] = Field(1000, description="Monte-Carlo runs of the agent per variant.")
+    seed: Annotated[int, BeforeValidator(_integer), Field(ge=0)] = Field(
+        0, description="Random seed: same seed, same results."
+    )
+    runs: Annotated[int, BeforeValidator(_integer), Field(ge=1)] = Field(
+        1000, description="Monte-Carlo runs of the agent per variant."
+    )
     models: dict[str, ModelSpec] = Field(min_length=1, description="The models calls can use, by name.")
     agent: Agent = Field(description="The agent: its context settings and steps.")
     workflows: dict[str, Workflow] = Field(default_factory=dict, description="Workflows subagent steps run.")
     variants: dict[str, VariantSpec] | None = Field(None, description="Variants compared; the first is the baseline.")
     value_of_time: ValueOfTime | None = Field(None, description="What waiting costs, for break-even.")
-    prices_as_of: dt.date | None = Field(None, description="Date for catalog prices; default: today (UTC).")
+    prices_as_of: PriceDate | None = Field(None, description="Date for catalog prices; default: today (UTC).")
     limits: dict[str, LimitSpec] | None = Field(None, description="Shared provider accounts and their limits.")
     workload: Workload | None = Field(None, description="Many agents over time sharing limits; spend volume.")
     sweeps: list[SweepSpec] | None = Field(None, description="Grid of values to sweep (agentsim sweep).")

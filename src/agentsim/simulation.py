@@ -25,6 +25,7 @@ from .records import DONE, BlockResult, calls_frame, price_calls, run_columns, s
 from .results import PER_CALL_CAP, Results, _CallStats
 from .sampling import block_spans, call_speeds, sample_block
 from .scenario import Scenario
+from .sizeguard import check_plan
 
 __all__ = ["ENGINES", "choose_engine", "simulate", "simulate_plan"]
 
@@ -138,6 +139,7 @@ def _est_call_instances(plan: Plan, runs: int) -> int:
 
 def simulate_plan(plan: Plan, runs: int, seed: int, *, engine: str = "auto", workers: int = 1) -> Results:
     engine = choose_engine(plan, engine)
+    check_plan(plan, runs, engine)  # refuses absurd sizes before any work starts
     if plan.workload is not None:
         return _simulate_workload(plan, seed)
     spans = block_spans(runs)

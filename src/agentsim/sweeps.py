@@ -54,7 +54,7 @@ import yaml
 
 from .loading import ErrorItem, ScenarioError, _line, load_data, parse
 from .plan import Plan, compile_plan
-from .results import Results
+from .results import Results, summary_frame
 from .results import summary_rows as results_summary_rows
 from .sampling import block_spans
 from .scenario import Scenario, suggest
@@ -547,7 +547,7 @@ def run_sweep(
     rows_of = {i: payload for i, (_, payload) in done.items()}
 
     index = [i for i in range(len(points)) for _ in rows_of[i]]
-    table = pd.DataFrame([r for i in range(len(points)) for r in rows_of[i]])
+    table = summary_frame([r for i in range(len(points)) for r in rows_of[i]])
     table.insert(0, "point", np.array(index, dtype=np.int64))
     for j, a in enumerate(axes):
         col = _axis_column([points[int(i)][a.text] for i in table["point"]])

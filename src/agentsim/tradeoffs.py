@@ -38,6 +38,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from .results import summary_frame
 from .scenario import Scenario
 from .sweeps import Sweep, SweepAxis, parse_set, run_sweep, summary_rows
 
@@ -105,7 +106,7 @@ def mark_pareto(table: pd.DataFrame) -> pd.DataFrame:
 
 def variant_table(res) -> pd.DataFrame:
     """One row per variant (index) with every summary figure (:func:`summary_rows`) and Pareto marks."""
-    return mark_pareto(pd.DataFrame(summary_rows(res))).set_index("variant")
+    return mark_pareto(summary_frame(summary_rows(res))).set_index("variant")
 
 
 def paired_deltas(runs: pd.DataFrame, baseline: str | None = None) -> pd.DataFrame:
@@ -149,7 +150,8 @@ def break_even(table: pd.DataFrame, baseline: str | None = None, value_of_time: 
     ``table`` has one row per variant (index) with ``wall_mean_s`` and ``cost_mean_usd``.
     Columns: ``delta_time_s``, ``delta_cost_usd``, ``usd_per_hour_saved`` (NaN unless the
     variant is faster), ``break_even_usd_per_hour`` (``V*``; NaN when Δt = 0),
-    ``pays_off_when`` (``above``/``below`` V*, ``always``, ``never``, or ``baseline``) and,
+    ``pays_off_when`` (``above``/``below`` V*, ``always``, ``never``, ``baseline``, or ``unknown`` when a
+    variant or the baseline completed no run) and,
     with a ``value_of_time``, ``pays_off`` and ``total_usd_per_run`` at that value.
     """
     baseline = baseline if baseline is not None else table.index[0]
@@ -161,6 +163,8 @@ def break_even(table: pd.DataFrame, baseline: str | None = None, value_of_time: 
         v_star = -3600.0 * dc / dt if dt != 0 else math.nan
         if name == baseline:
             when = "baseline"
+        elif not (math.isfinite(dt) and math.isfinite(dc)):
+            when = "unknown"  # this variant or the baseline completed no run
         elif dt < 0:
             when = "always" if dc <= 0 else "above"
         elif dt > 0:
@@ -198,6 +202,9 @@ def cheapest_intervals(table: pd.DataFrame) -> pd.DataFrame:
     ``V``. Returns the lower envelope on ``[0, ∞)`` as rows ``variant, from_usd_per_hour,
     to_usd_per_hour`` (the last ``to`` is ``inf``). Ties go to the earlier variant.
     """
+    table = table[np.isfinite(table["cost_mean_usd"].to_numpy(np.float64) + table["wall_mean_s"].to_numpy(np.float64))]
+    if table.empty:  # no variant completed a run: nothing is cheapest
+        return pd.DataFrame(columns=["variant", "from_usd_per_hour", "to_usd_per_hour"])
     names = list(table.index)
     c = table["cost_mean_usd"].to_numpy(dtype=np.float64)
     t = table["wall_mean_s"].to_numpy(dtype=np.float64) / 3600.0

@@ -30,6 +30,7 @@ from .limits import Account
 from .plan import ARRIVAL, THINK, Plan
 from .records import BlockResult
 from .sampling import BLOCK_SIZE, call_speeds, sample_block
+from .sizeguard import max_workload_runs, workload_runaway
 
 __all__ = ["WorkloadOutcome", "run_workload"]
 
@@ -67,6 +68,7 @@ def run_workload(plan: Plan, seed: int, variant: int) -> WorkloadOutcome:
         return runners[b], i % BLOCK_SIZE
 
     state = {"next": 0, "counted_in_flight": 0, "past_duration": False}
+    cap = max_workload_runs(plan)
     stop = env.event()
 
     def maybe_stop() -> None:
@@ -89,6 +91,8 @@ def run_workload(plan: Plan, seed: int, variant: int) -> WorkloadOutcome:
 
     def next_index() -> int:
         i = state["next"]
+        if i >= cap:  # runs that take (almost) no time, or arrivals faster than anything can serve
+            raise workload_runaway(i)
         state["next"] += 1
         return i
 
