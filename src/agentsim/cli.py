@@ -20,6 +20,7 @@ from rich.console import Console
 from rich.table import Table
 
 from .loading import ScenarioError, load
+from .outdir import OutputError
 from .results import Results
 
 app = typer.Typer(
@@ -54,7 +55,7 @@ def handle_errors(fn: Callable) -> Callable:
             raise
         except ScenarioError as exc:
             _fail("\n".join(f"error: {item}" for item in exc.items), 2)
-        except BadInput as exc:
+        except (BadInput, OutputError) as exc:
             _fail(f"error: {exc}", 2)
         except KeyboardInterrupt:
             _fail("interrupted", 130)
@@ -218,10 +219,13 @@ def run(
     workers: Annotated[int, typer.Option(min=1, help="Worker processes (results do not depend on it).")] = 1,
 ) -> None:
     """Simulate a scenario and compare its variants."""
+    from .outdir import check_folder
     from .report import write_results
     from .simulation import simulate
 
     scenario = load(file)
+    if out is not None:
+        check_folder(out)  # before the simulation: a bad --out costs a second, not the run
     res = simulate(scenario, runs=runs, seed=seed, engine=engine, workers=workers)
     if json_out:
         sys.stdout.write(res.to_json())

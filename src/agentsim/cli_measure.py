@@ -73,12 +73,13 @@ def calibrate(
 
     from .calibrate import CalibrationError, profile_document, select_model, write_profile
     from .calibrate import calibrate as fit
+    from .outdir import check_file
     from .profiles import Profile
     from .traces.measurements import FORMATS, read_file
 
-    for target, option in ((out, "-o"), (plot, "--plot")):
-        if target is not None and target.is_dir():
-            raise BadInput(f"{option} {target} is a folder: give a file name, e.g. {target / 'profile.yaml'}")
+    for target, option, example in ((out, "-o", "profile.yaml"), (plot, "--plot", "calibration.png")):
+        if target is not None:  # both targets checked before anything is read or written
+            check_file(target, option, example)
     if fmt != "auto" and fmt not in FORMATS:
         raise BadInput(f"--format {fmt!r} is not a known format: use {FORMAT_CHOICES}")
     tables, found = [], []
@@ -103,13 +104,20 @@ def calibrate(
         notes=notes,
     )
     Profile.model_validate(doc)  # what we write must load
+    png = None
+    if plot is not None:  # drawn before anything is written, so a failure leaves neither file
+        import io
+
+        from .plots_calibrate import calibration_figure
+
+        buf = io.BytesIO()
+        calibration_figure(select_model(table, model), cal, title=doc["profile"]).savefig(buf, dpi=110, format="png")
+        png = buf.getvalue()
     write_profile(out, doc)
     if plot is not None:
-        from .plots_calibrate import calibration_figure
         from .report import write_files
 
-        fig = calibration_figure(select_model(table, model), cal, title=doc["profile"])
-        write_files(plot.parent, {plot.name: lambda p: fig.savefig(p, dpi=110, format="png")})
+        write_files(plot.parent, {plot.name: lambda p: p.write_bytes(png)})
     console = Console(soft_wrap=False)
     console.print(_fit_table(doc))
     c = cal.counts

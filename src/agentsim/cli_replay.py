@@ -155,6 +155,10 @@ def replay_command(
 
     if fmt not in FORMATS:
         raise BadInput(f"--format '{fmt}' is not one of {', '.join(FORMATS)}")
+    if out is not None:
+        from .outdir import check_folder
+
+        check_folder(out)
     if split is not None and split not in ("ttft-first", "proportional"):
         raise BadInput(f"--split '{split}' is not ttft-first or proportional")
     since_d, until_d = _date(since, "--since"), _date(until, "--until")
@@ -222,7 +226,7 @@ def replay_command(
 
 def write_replay(res, out_dir: Path) -> list[Path]:
     """Write ``replay.json``, ``sessions``/``calls``/``spans`` tables (Parquet and CSV) and two figures."""
-    from .report import write_files
+    from .outdir import write_folder
 
     def fig_writer(make):
         def write(path: Path):
@@ -237,4 +241,4 @@ def write_replay(res, out_dir: Path) -> list[Path]:
         writers[f"{name}.csv"] = lambda p, f=frame: f.to_csv(p, index=False)
     writers["tradeoff.png"] = fig_writer(res.plot_tradeoff)
     writers["breakdown.png"] = fig_writer(res.plot_breakdown)
-    return write_files(out_dir, writers)
+    return write_folder(out_dir, writers)

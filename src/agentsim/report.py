@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 
+from .outdir import sigterm_interrupts, write_folder
 from .results import Results, version
 
 __all__ = [
@@ -29,6 +30,7 @@ __all__ = [
     "resolved_scenario",
     "sweep_document",
     "write_files",
+    "write_folder",
     "write_report",
     "write_results",
     "write_sweep",
@@ -46,24 +48,28 @@ def resolved_scenario(res: Results) -> dict:
 
 
 def write_files(out_dir: str | os.PathLike, writers: dict[str, Callable[[Path], None]]) -> list[Path]:
-    """Write files atomically as a set: ``writers`` maps a file name to a function writing that path."""
+    """Write files atomically as a set into an existing (or new) folder, leaving its other files alone.
+
+    ``writers`` maps a file name to a function writing that path. (A result folder, replaced
+    whole, is :func:`agentsim.outdir.write_folder`.)"""
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
         raise NotADirectoryError(f"{out} exists and is not a folder")
     parent = out.parent if str(out.parent) else Path(".")
     parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=parent))
-    try:
-        for name, write in writers.items():
-            write(tmp / name)
-        out.mkdir(exist_ok=True)
-        written = []
-        for name in writers:
-            os.replace(tmp / name, out / name)
-            written.append(out / name)
-        return written
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+    with sigterm_interrupts():
+        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=parent))
+        try:
+            for name, write in writers.items():
+                write(tmp / name)
+            out.mkdir(exist_ok=True)
+            written = []
+            for name in writers:
+                os.replace(tmp / name, out / name)
+                written.append(out / name)
+            return written
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
 
 
 def write_results(res: Results, out_dir: str | os.PathLike, extra: dict | None = None) -> list[Path]:
@@ -91,7 +97,7 @@ def write_results(res: Results, out_dir: str | os.PathLike, extra: dict | None =
         if res.extra.get("outcomes"):
             writers["limits.png"] = fig_writer(res.plot_limits)
     writers.update(extra or {})
-    return write_files(out_dir, writers)
+    return write_folder(out_dir, writers)
 
 
 # --------------------------------------------------------------------------- the HTML report
@@ -641,4 +647,4 @@ def write_sweep(sw, out_dir: str | os.PathLike) -> list[Path]:
         writers[f"sweep-{i + 1}-{slug}.png"] = fig_writer(
             lambda a=a: plots.sweep_figure(sw.table, a.text, a.label, name)
         )
-    return write_files(out_dir, writers)
+    return write_folder(out_dir, writers)
