@@ -185,3 +185,29 @@ def test_sigterm_while_writing_removes_the_temporary_folder(tmp_path):
         if proc.poll() is None:
             proc.kill()
     assert list(work.iterdir()) == []
+
+
+@pytest.mark.parametrize("keep", [True, False])
+def test_calls_parquet_written_block_by_block_equals_the_calls_table(tmp_path, monkeypatch, keep):
+    """Streamed (several blocks, variants interleaved while simulating) yet the same table as ``res.calls``,
+    whether the blocks are kept in memory or simulated again for writing."""
+    import pandas as pd
+
+    import agentsim.simulation
+    from agentsim.loading import load
+    from agentsim.report import write_calls_parquet
+    from agentsim.sampling import BLOCK_SIZE
+
+    if not keep:
+        monkeypatch.setattr(agentsim.simulation, "KEEP_CALLS_LIMIT", 0)
+    f = tmp_path / "two.yaml"
+    f.write_text((FIXTURES / "good.yaml").read_text() + "variants:\n  standard: {}\n  fast: {speed: {opus: fast}}\n")
+    res = agentsim.simulation.simulate(load(f), runs=BLOCK_SIZE + 50, seed=3)
+    f.unlink()
+    parts = list(res.calls_parts())
+    assert len(parts) == 2 * len(res.variants) and len(res.variants) >= 2  # really in parts
+    path = tmp_path / "calls.parquet"
+    write_calls_parquet(res, path)
+    back = pd.read_parquet(path)
+    pd.testing.assert_frame_equal(back, res.calls)
+    assert list(tmp_path.iterdir()) == [path]  # the part files are gone
