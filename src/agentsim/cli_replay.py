@@ -196,9 +196,16 @@ def replay_command(
         raise BadInput(str(exc)) from None
     for rep in reports:
         if rep.corrupt:
+            why = f"; {rep.first_problem}" if rep.first_problem else ""
             err_console.print(
                 f"warning: {rep.path}: skipped {rep.corrupt} corrupt lines (first at line "
-                f"{', '.join(map(str, rep.corrupt_lines))})",
+                f"{', '.join(map(str, rep.corrupt_lines))}{why})",
+                markup=False,
+            )
+        if rep.duplicates:
+            err_console.print(
+                f"warning: {rep.path}: {rep.duplicates} records were already read from another file "
+                "(a copy, or a path given twice) and are counted once",
                 markup=False,
             )
     chosen = select_sessions(sessions, since_d, until_d, project)
