@@ -240,13 +240,18 @@ def test_llmperf_without_end_to_end_latency_uses_itl_with_ttft(tmp_path):
 
 def test_example_profile_and_scenario(tmp_path, monkeypatch):
     """scenarios/profiles/example-calibrated.yaml is exactly what calibrate writes from the example files."""
+    import shutil
     from pathlib import Path
 
     from agentsim.plan import compile_plan
 
     root = Path(__file__).resolve().parents[1]
-    monkeypatch.chdir(root)
     names = [name for _, name in WRITERS.values()]
+    # the repository's layout in a scratch folder (the profile names its inputs relative to itself)
+    (tmp_path / "tests/fixtures").mkdir(parents=True)
+    shutil.copytree(root / "tests/fixtures/measurements", tmp_path / "tests/fixtures/measurements")
+    (tmp_path / "scenarios/profiles").mkdir(parents=True)
+    monkeypatch.chdir(tmp_path)
     res = runner.invoke(
         app,
         [
@@ -255,13 +260,13 @@ def test_example_profile_and_scenario(tmp_path, monkeypatch):
             "--name",
             "example-calibrated",
             "-o",
-            str(tmp_path / "p.yaml"),
+            "scenarios/profiles/p.yaml",
         ],
     )
     assert res.exit_code == 0, res.output
     committed = (root / "scenarios/profiles/example-calibrated.yaml").read_text()
     body = "".join(line for line in committed.splitlines(keepends=True) if not line.startswith("#"))
-    assert body == (tmp_path / "p.yaml").read_text()
+    assert body == (tmp_path / "scenarios/profiles/p.yaml").read_text()
 
     sc = agentsim.load(root / "scenarios/measured-vs-assumed.yaml")
     prof, _ = load_profile("example-calibrated.yaml", root / "scenarios/profiles")
