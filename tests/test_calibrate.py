@@ -242,13 +242,18 @@ def test_llmperf_without_end_to_end_latency_uses_itl_with_ttft(tmp_path):
 
 def test_example_profile_and_scenario(tmp_path, monkeypatch):
     """scenarios/profiles/example-calibrated.yaml is exactly what calibrate writes from the example files."""
+    import shutil
     from pathlib import Path
 
     from agentsim.plan import compile_plan
 
     root = Path(__file__).resolve().parents[1]
-    monkeypatch.chdir(root)
     names = [name for _, name in WRITERS.values()]
+    # the repository's layout in a scratch folder (the profile names its inputs relative to itself)
+    (tmp_path / "tests/fixtures").mkdir(parents=True)
+    shutil.copytree(root / "tests/fixtures/measurements", tmp_path / "tests/fixtures/measurements")
+    (tmp_path / "scenarios/profiles").mkdir(parents=True)
+    monkeypatch.chdir(tmp_path)
     res = runner.invoke(
         app,
         [
@@ -257,12 +262,12 @@ def test_example_profile_and_scenario(tmp_path, monkeypatch):
             "--name",
             "example-calibrated",
             "-o",
-            str(tmp_path / "p.yaml"),
+            "scenarios/profiles/p.yaml",
         ],
     )
     assert res.exit_code == 0, res.output
     # the same document, numbers equal to 1e-12 (the last digit of a fit may change with SciPy/statsmodels)
-    assert_same_numbers(tmp_path / "p.yaml", root / "scenarios/profiles/example-calibrated.yaml")
+    assert_same_numbers(tmp_path / "scenarios/profiles/p.yaml", root / "scenarios/profiles/example-calibrated.yaml")
 
     sc = agentsim.load(root / "scenarios/measured-vs-assumed.yaml")
     prof, _ = load_profile("example-calibrated.yaml", root / "scenarios/profiles")

@@ -80,6 +80,7 @@ def test_out_folder_and_privacy_no_content_in_any_output(tmp_path):
     names = sorted(p.name for p in out.iterdir())
     assert names == sorted(
         [
+            ".agentsim-result",
             "replay.json",
             "sessions.parquet",
             "sessions.csv",

@@ -27,6 +27,7 @@ def test_sweep_writes_tables_and_figures(tmp_path):
     assert "◆" in r.stdout and "models.flash.output_tps" in r.stdout
     names = sorted(p.name for p in out.iterdir())
     assert names == [
+        ".agentsim-result",
         "frontier-mean.png",
         "frontier-p95.png",
         "sweep-1-models.flash.output_tps.png",

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -66,6 +67,7 @@ MIN_INPUT_CV = 0.10  # input sizes must vary at least this much (sd / mean) to f
 MIN_SLOPE_T = 3.0  # the prefill slope must be this many standard errors above zero
 MIXTURE_POINTS = 400  # input sizes (quantiles) used to represent the fitted TTFT mixture
 PERCENTILES = (50, 90, 95)
+CONSTANT_RTOL = 1e-6  # measured values whose range is below this share of their median are one constant
 
 
 class CalibrationError(ValueError):
@@ -99,6 +101,8 @@ class TpsFit:
     loglik: dict[str, float]
 
     def dist(self):
+        if self.family == "constant":  # a point mass, as a lognormal of negligible spread (for CDFs and plots)
+            return stats.lognorm(1e-9, scale=self.params["value"])
         if self.family == "lognormal":
             return stats.lognorm(self.params["sigma"], scale=self.params["median"])
         return stats.gamma(self.params["shape"], scale=self.params["scale"])
@@ -113,6 +117,8 @@ class TpsFit:
 
     def spec(self) -> dict[str, Any]:
         """The distribution in scenario vocabulary."""
+        if self.family == "constant":
+            return _sig(self.params["value"])
         if self.family == "lognormal":
             med = self.params["median"]
             return {"lognormal": {"median": _sig(med), "p90": _sig(med * math.exp(Z90 * self.params["sigma"]))}}
@@ -173,7 +179,7 @@ def calibrate(table: pd.DataFrame, model: str | None = None) -> Calibration:
     tps = fit_tps(use["tps"].to_numpy(float))
     goodness = {
         "ttft": _ttft_goodness(use, ttft),
-        "output_tps": _goodness(use["tps"].to_numpy(float), tps.dist()),
+        "output_tps": _goodness(use["tps"].to_numpy(float), tps.dist(), tps.params.get("value")),
     }
     return Calibration(
         ttft=ttft,
@@ -219,7 +225,13 @@ def fit_ttft(ttft_s: np.ndarray, uncached_input: np.ndarray) -> TtftFit:
                 )
     base = y - slope * np.where(known, x, 0.0) if slope > 0 else y
     positive = base > 0
+    if not positive.any():
+        raise CalibrationError(
+            "every request's time to first token is at or below its fitted prefill time, so no base TTFT is left"
+        )
     mu, sigma = _robust_log_location_scale(np.log(base[positive]))
+    if not sigma > CONSTANT_RTOL:  # the same TTFT every time (a mock server): a constant, no spread
+        sigma = 0.0
     return TtftFit(
         median_s=math.exp(mu),
         sigma=sigma,
@@ -256,13 +268,20 @@ def _robust_slope(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
 
     scale = 1000.0  # regress on thousands of tokens: better conditioned
     design = sm.add_constant(x / scale, has_constant="add")
-    res = sm.RLM(y, design, M=sm.robust.norms.HuberT()).fit()
+    with warnings.catch_warnings():  # a perfect fit (a mock server) is fine, not a convergence problem
+        warnings.simplefilter("ignore", category=sm.tools.sm_exceptions.ConvergenceWarning)
+        res = sm.RLM(y, design, M=sm.robust.norms.HuberT()).fit()
     return float(res.params[1]) / scale, float(res.bse[1]) / scale
 
 
 def fit_tps(tps: np.ndarray) -> TpsFit:
-    """Lognormal and gamma by maximum likelihood (location 0); keep the likelier."""
+    """Lognormal and gamma by maximum likelihood (location 0); keep the likelier.
+
+    Speeds that do not vary (a mock server, a fixed-rate replay) have no spread to fit: the
+    result is the ``constant`` family, written to the profile as a plain number."""
     x = np.asarray(tps, dtype=float)
+    if float(np.ptp(x)) <= CONSTANT_RTOL * float(np.median(x)):
+        return TpsFit("constant", {"value": float(np.median(x))}, {})
     s, _, scale_ln = stats.lognorm.fit(x, floc=0)
     a, _, scale_g = stats.gamma.fit(x, floc=0)
     ll = {
@@ -313,14 +332,23 @@ def _mixture_quantile(p: float, fit: TtftFit, shifts: np.ndarray) -> float:
 def _ttft_goodness(use: pd.DataFrame, fit: TtftFit) -> dict[str, Any]:
     y = use["ttft_s"].to_numpy(float)
     shifts = _shifts(fit, use["uncached_input_tokens"].to_numpy(float))
-    ks = stats.kstest(y, lambda t: _mixture_cdf(t, fit, shifts)).statistic
+    if fit.sigma == 0 and not shifts.any():  # a constant TTFT: the CDF is one step
+        ks = _point_mass_ks(y, fit.median_s)
+    else:
+        ks = stats.kstest(y, lambda t: _mixture_cdf(t, fit, shifts)).statistic
     measured = {f"p{p}": float(np.percentile(y, p)) for p in PERCENTILES}
     fitted = {f"p{p}": _mixture_quantile(p / 100, fit, shifts) for p in PERCENTILES}
     return {"ks": float(ks), "measured": measured, "fitted": fitted}
 
 
-def _goodness(x: np.ndarray, dist) -> dict[str, Any]:
-    ks = stats.kstest(x, dist.cdf).statistic
+def _point_mass_ks(x: np.ndarray, value: float) -> float:
+    """The KS distance between measured values and a point mass at ``value``: the share on either side."""
+    tol = CONSTANT_RTOL * abs(value)
+    return float(max(np.mean(x < value - tol), np.mean(x > value + tol)))
+
+
+def _goodness(x: np.ndarray, dist, constant: float | None = None) -> dict[str, Any]:
+    ks = stats.kstest(x, dist.cdf).statistic if constant is None else _point_mass_ks(x, constant)
     return {
         "ks": float(ks),
         "measured": {f"p{p}": float(np.percentile(x, p)) for p in PERCENTILES},

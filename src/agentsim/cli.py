@@ -20,6 +20,7 @@ from rich.console import Console
 from rich.table import Table
 
 from .loading import ScenarioError, load
+from .outdir import OutputError
 
 if TYPE_CHECKING:
     from .results import Results
@@ -60,7 +61,7 @@ def handle_errors(fn: Callable) -> Callable:
             raise
         except ScenarioError as exc:
             _fail("\n".join(f"error: {item}" for item in exc.items), 2)
-        except BadInput as exc:
+        except (BadInput, OutputError) as exc:
             _fail(f"error: {exc}", 2)
         except KeyboardInterrupt:
             _fail("interrupted", 130)
@@ -254,10 +255,13 @@ def run(
     no_size_limit: NoSizeLimitOpt = False,
 ) -> None:
     """Simulate a scenario and compare its variants."""
+    from .outdir import check_folder
     from .report import write_results
     from .simulation import simulate
 
     scenario = load(file)
+    if out is not None:
+        check_folder(out)  # before the simulation: a bad --out costs a second, not the run
     res = simulate(scenario, runs=runs, seed=seed, engine=engine, workers=workers)
     if json_out:
         sys.stdout.write(res.to_json())

@@ -42,7 +42,19 @@ def _fit_table(doc: dict) -> Table:
     return t
 
 
-def _date_for(found_dates: list[tuple[dt.date | None, str | None, Path]], given: str | None) -> tuple[dt.date, str]:
+def relative_to_profile(path: str | os.PathLike, profile: Path) -> str:
+    """``path`` as written into a profile: relative to the profile's folder (POSIX slashes), so a
+    committed profile names no absolute path of the machine it was made on."""
+    try:
+        rel = os.path.relpath(Path(path).resolve(), profile.resolve().parent)
+    except ValueError:  # another drive (Windows): the file name alone
+        return Path(path).name
+    return Path(rel).as_posix()
+
+
+def _date_for(
+    found_dates: list[tuple[dt.date | None, str | None, Path]], given: str | None, shown=str
+) -> tuple[dt.date, str]:
     if given is not None:
         try:
             return dt.date.fromisoformat(given), "given with --date"
@@ -51,10 +63,10 @@ def _date_for(found_dates: list[tuple[dt.date | None, str | None, Path]], given:
     dates = [(d, note, p) for d, note, p in found_dates if d is not None]
     if dates:
         d, note, p = min(dates, key=lambda t: t[0])
-        return d, f"{note} in {p}"
+        return d, f"{note} in {shown(p)}"
     p = found_dates[0][2]
     mtime = dt.datetime.fromtimestamp(p.stat().st_mtime, tz=dt.UTC).date()
-    return mtime, f"modification time of {p} (the file records no dates; pass --date to set it)"
+    return mtime, f"modification time of {shown(p)} (the file records no dates; pass --date to set it)"
 
 
 @app.command()
@@ -73,12 +85,13 @@ def calibrate(
 
     from .calibrate import CalibrationError, profile_document, select_model, write_profile
     from .calibrate import calibrate as fit
+    from .outdir import check_file
     from .profiles import Profile
     from .traces.measurements import FORMATS, read_file
 
-    for target, option in ((out, "-o"), (plot, "--plot")):
-        if target is not None and target.is_dir():
-            raise BadInput(f"{option} {target} is a folder: give a file name, e.g. {target / 'profile.yaml'}")
+    for target, option, example in ((out, "-o", "profile.yaml"), (plot, "--plot", "calibration.png")):
+        if target is not None:  # both targets checked before anything is read or written
+            check_file(target, option, example)
     if fmt != "auto" and fmt not in FORMATS:
         raise BadInput(f"--format {fmt!r} is not a known format: use {FORMAT_CHOICES}")
     tables, found = [], []
@@ -91,38 +104,56 @@ def calibrate(
         cal = fit(table, model=model)
     except CalibrationError as exc:
         raise BadInput(f"{', '.join(map(str, files))}: {exc}") from None
-    when, date_source = _date_for([(r.date, r.date_note, Path(r.file)) for r in found], date)
+    # the profile names its input files relative to itself, never as typed
+    when, date_source = _date_for(
+        [(r.date, r.date_note, Path(r.file)) for r in found], date, lambda p: relative_to_profile(p, out)
+    )
     notes = tuple(dict.fromkeys(n for r in found for n in r.notes))
     doc = profile_document(
         cal,
         name=name or cal.model or out.stem,
-        sources=[str(f) for f in files],
+        sources=[relative_to_profile(f, out) for f in files],
         formats=[r.source_format for r in found],
         date=when,
         date_source=date_source,
         notes=notes,
     )
     Profile.model_validate(doc)  # what we write must load
+    png = None
+    if plot is not None:  # drawn before anything is written, so a failure leaves neither file
+        import io
+
+        from .plots_calibrate import calibration_figure
+
+        buf = io.BytesIO()
+        calibration_figure(select_model(table, model), cal, title=doc["profile"]).savefig(buf, dpi=110, format="png")
+        png = buf.getvalue()
     write_profile(out, doc)
     if plot is not None:
-        from .plots_calibrate import calibration_figure
         from .report import write_files
 
-        fig = calibration_figure(select_model(table, model), cal, title=doc["profile"])
-        write_files(plot.parent, {plot.name: lambda p: fig.savefig(p, dpi=110, format="png")})
+        write_files(plot.parent, {plot.name: lambda p: p.write_bytes(png)})
     console = Console(markup=False, emoji=False, soft_wrap=False)
     console.print(_fit_table(doc))
     c = cal.counts
     lines = [
         f"requests: {c['requests']} read, {c['usable']} used, {c['failed']} failed, {c['incomplete']} incomplete",
-        f"TTFT base: lognormal median {cal.ttft.median_s:.3g} s, p90 {cal.ttft.p90_s:.3g} s",
+        (
+            f"TTFT base: lognormal median {cal.ttft.median_s:.3g} s, p90 {cal.ttft.p90_s:.3g} s"
+            if cal.ttft.sigma > 0
+            else f"TTFT base: constant {cal.ttft.median_s:.3g} s (the same in every measured request)"
+        ),
         (
             "prefill: "
             + (f"{cal.ttft.prefill_tps:,.0f} uncached input tokens/s" if cal.ttft.prefill_tps else "left out")
             + f" ({cal.ttft.prefill_note})"
         ),
         f"output tokens/s: {cal.tps.family} "
-        + ", ".join(f"{k} {v:g}" for k, v in cal.tps.spec()[cal.tps.family].items()),
+        + (
+            ", ".join(f"{k} {v:g}" for k, v in cal.tps.spec()[cal.tps.family].items())
+            if cal.tps.family != "constant"
+            else f"{cal.tps.spec():g} (every measured request decoded at the same speed)"
+        ),
         f"wrote {out}" + (f" and {plot}" if plot is not None else ""),
     ]
     err_console.print("\n".join(lines), markup=False)

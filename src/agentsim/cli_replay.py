@@ -155,6 +155,10 @@ def replay_command(
 
     if fmt not in FORMATS:
         raise BadInput(f"--format '{fmt}' is not one of {', '.join(FORMATS)}")
+    if out is not None:
+        from .outdir import check_folder
+
+        check_folder(out)
     if split is not None and split not in ("ttft-first", "proportional"):
         raise BadInput(f"--split '{split}' is not ttft-first or proportional")
     since_d, until_d = _date(since, "--since"), _date(until, "--until")
@@ -192,9 +196,16 @@ def replay_command(
         raise BadInput(str(exc)) from None
     for rep in reports:
         if rep.corrupt:
+            why = f"; {rep.first_problem}" if rep.first_problem else ""
             err_console.print(
                 f"warning: {rep.path}: skipped {rep.corrupt} corrupt lines (first at line "
-                f"{', '.join(map(str, rep.corrupt_lines))})",
+                f"{', '.join(map(str, rep.corrupt_lines))}{why})",
+                markup=False,
+            )
+        if rep.duplicates:
+            err_console.print(
+                f"warning: {rep.path}: {rep.duplicates} records were already read from another file "
+                "(a copy, or a path given twice) and are counted once",
                 markup=False,
             )
     chosen = select_sessions(sessions, since_d, until_d, project)
@@ -227,7 +238,7 @@ def replay_command(
 
 def write_replay(res, out_dir: Path) -> list[Path]:
     """Write ``replay.json``, ``sessions``/``calls``/``spans`` tables (Parquet and CSV) and two figures."""
-    from .report import write_files
+    from .outdir import write_folder
 
     def fig_writer(make):
         def write(path: Path):
@@ -242,4 +253,4 @@ def write_replay(res, out_dir: Path) -> list[Path]:
         writers[f"{name}.csv"] = lambda p, f=frame: f.to_csv(p, index=False)
     writers["tradeoff.png"] = fig_writer(res.plot_tradeoff)
     writers["breakdown.png"] = fig_writer(res.plot_breakdown)
-    return write_files(out_dir, writers)
+    return write_folder(out_dir, writers)

@@ -123,6 +123,10 @@ def sweep(
         raise BadInput(f"--executor {executor!r}: choose process or dask")
     if scheduler and executor != "dask":
         raise BadInput("--scheduler needs --executor dask")
+    if out is not None and not json_out:
+        from .outdir import check_folder
+
+        check_folder(out)
     try:
         axes = [parse_set(s) for s in set_] if set_ else None
     except ValueError as exc:
@@ -465,6 +469,9 @@ def report(
 
     if out.is_dir():
         raise BadInput(f"--out {out} is a folder; give a file name such as {out / 'report.html'}")
+    from .outdir import check_file
+
+    check_file(out)  # before the simulation
     if runs_per_month is not None and not runs_per_month > 0:
         raise BadInput(f"--runs-per-month {runs_per_month:g}: give a number of runs above 0")
     with progress_bar(quiet, "report") as bar:

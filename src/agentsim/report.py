@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 
+from .outdir import sigterm_interrupts, write_folder
 from .results import Results, version
 
 __all__ = [
@@ -28,7 +29,9 @@ __all__ = [
     "figure_data_uri",
     "resolved_scenario",
     "sweep_document",
+    "write_calls_parquet",
     "write_files",
+    "write_folder",
     "write_report",
     "write_results",
     "write_sweep",
@@ -46,24 +49,28 @@ def resolved_scenario(res: Results) -> dict:
 
 
 def write_files(out_dir: str | os.PathLike, writers: dict[str, Callable[[Path], None]]) -> list[Path]:
-    """Write files atomically as a set: ``writers`` maps a file name to a function writing that path."""
+    """Write files atomically as a set into an existing (or new) folder, leaving its other files alone.
+
+    ``writers`` maps a file name to a function writing that path. (A result folder, replaced
+    whole, is :func:`agentsim.outdir.write_folder`.)"""
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
         raise NotADirectoryError(f"{out} exists and is not a folder")
     parent = out.parent if str(out.parent) else Path(".")
     parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=parent))
-    try:
-        for name, write in writers.items():
-            write(tmp / name)
-        out.mkdir(exist_ok=True)
-        written = []
-        for name in writers:
-            os.replace(tmp / name, out / name)
-            written.append(out / name)
-        return written
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+    with sigterm_interrupts():
+        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=parent))
+        try:
+            for name, write in writers.items():
+                write(tmp / name)
+            out.mkdir(exist_ok=True)
+            written = []
+            for name in writers:
+                os.replace(tmp / name, out / name)
+                written.append(out / name)
+            return written
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
 
 
 def write_results(res: Results, out_dir: str | os.PathLike, extra: dict | None = None) -> list[Path]:
@@ -80,7 +87,7 @@ def write_results(res: Results, out_dir: str | os.PathLike, extra: dict | None =
     writers: dict[str, Callable[[Path], None]] = {
         "summary.json": lambda p: p.write_text(res.to_json(), encoding="utf-8"),
         "runs.parquet": lambda p: res.runs.to_parquet(p, index=False),
-        "calls.parquet": lambda p: res.calls.to_parquet(p, index=False),
+        "calls.parquet": lambda p: write_calls_parquet(res, p),
         "scenario.resolved.yaml": lambda p: p.write_text(
             yaml.safe_dump(resolved_scenario(res), sort_keys=False, allow_unicode=True), encoding="utf-8"
         ),
@@ -91,7 +98,60 @@ def write_results(res: Results, out_dir: str | os.PathLike, extra: dict | None =
         if res.extra.get("outcomes"):
             writers["limits.png"] = fig_writer(res.plot_limits)
     writers.update(extra or {})
-    return write_files(out_dir, writers)
+    return write_folder(out_dir, writers)
+
+
+def write_calls_parquet(res: Results, path: Path) -> None:
+    """Write ``res.calls`` to ``path`` block by block, never holding the whole table.
+
+    The blocks come variant-interleaved (each block of runs is simulated once for every
+    variant), while the table is ordered variant by variant; so each variant's blocks go
+    to a part file first, and the parts are then copied row group by row group into
+    ``path``. Memory stays at one block's frames plus one row group, whatever the runs.
+    """
+    import pandas as pd
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    categories = list(res.variants)
+    parts_dir = path.with_name(path.name + ".parts")
+    writers: dict[int, pq.ParquetWriter] = {}
+    schema = None
+    try:
+        for v, frame in res.calls_parts():
+            if not len(frame):
+                continue
+            frame = frame.assign(variant=pd.Categorical(frame["variant"], categories=categories))
+            table = pa.Table.from_pandas(frame, preserve_index=False)
+            if schema is None:
+                schema = table.schema
+                parts_dir.mkdir()
+            else:
+                table = _conform(table, schema)
+            if v not in writers:
+                writers[v] = pq.ParquetWriter(parts_dir / f"{v}.parquet", schema)
+            writers[v].write_table(table)
+        for w in writers.values():
+            w.close()
+        if schema is None:  # no call was made at all
+            res.calls.to_parquet(path, index=False)
+            return
+        with pq.ParquetWriter(path, schema) as out:
+            for v in sorted(writers):
+                part = pq.ParquetFile(parts_dir / f"{v}.parquet")
+                for i in range(part.num_row_groups):
+                    out.write_table(_conform(part.read_row_group(i), schema))
+    finally:
+        for w in writers.values():
+            w.close()
+        shutil.rmtree(parts_dir, ignore_errors=True)
+
+
+def _conform(table, schema):
+    """The same columns under exactly ``schema``: pandas' per-frame metadata may differ, and a parquet
+    round trip reads a dictionary of ``large_string`` back as one of ``string``."""
+    table = table.replace_schema_metadata(schema.metadata)
+    return table if table.schema.equals(schema) else table.cast(schema)
 
 
 # --------------------------------------------------------------------------- the HTML report
@@ -644,4 +704,4 @@ def write_sweep(sw, out_dir: str | os.PathLike) -> list[Path]:
         writers[f"sweep-{i + 1}-{slug}.png"] = fig_writer(
             lambda a=a: plots.sweep_figure(sw.table, a.text, a.label, name)
         )
-    return write_files(out_dir, writers)
+    return write_folder(out_dir, writers)

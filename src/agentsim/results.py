@@ -117,6 +117,7 @@ class Results:
         calls_builder,
         spans_builder,
         extra: dict | None = None,
+        calls_parts=None,
     ):
         self.plan = plan
         self.scenario = plan.scenario
@@ -131,6 +132,7 @@ class Results:
         self._calls: pd.DataFrame | None = None
         self._spans: pd.DataFrame | None = None
         self.extra = extra or {}
+        self._calls_parts = calls_parts
 
     # ------------------------------------------------------------------ tables
     @property
@@ -139,6 +141,18 @@ class Results:
         if self._calls is None:
             self._calls = self._calls_builder()
         return self._calls
+
+    def calls_parts(self):
+        """The ``calls`` table in parts, without building it whole: ``(variant index, frame)`` pairs.
+
+        Concatenating the frames of variant 0 in the order given, then variant 1's, … gives
+        :attr:`calls` (the ``variant`` column here is plain text). Used to write large tables
+        block by block; when the table is already built (or cannot be split), it is one part.
+        """
+        if self._calls is not None or self._calls_parts is None:
+            yield 0, self.calls
+        else:
+            yield from self._calls_parts()
 
     @property
     def spans(self) -> pd.DataFrame:

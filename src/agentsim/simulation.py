@@ -195,6 +195,11 @@ def simulate_plan(plan: Plan, runs: int, seed: int, *, engine: str = "auto", wor
 
         return _build
 
+    def calls_parts():  # the calls table block by block, for writing it without holding it whole
+        for results in blocks():
+            for res in results:
+                yield res.variant, calls_frame(plan, res, plan.variants[res.variant])
+
     calls_builder = build(calls_frame)
     extra = {}
     if plan.needs_attempts:
@@ -209,6 +214,7 @@ def simulate_plan(plan: Plan, runs: int, seed: int, *, engine: str = "auto", wor
         calls_builder=calls_builder,
         spans_builder=build(spans_frame),
         extra=extra,
+        calls_parts=calls_parts,
     )
 
 

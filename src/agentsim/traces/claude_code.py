@@ -39,7 +39,7 @@ import bisect
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .sessions import Call, FileReport, Node, Session, json_lines, link_nodes, parse_timestamp
+from .sessions import Call, FileReport, Node, Session, json_lines, link_nodes, parse_timestamp, token_count
 
 __all__ = ["FORMAT", "looks_like", "read_claude_code", "session_groups"]
 
@@ -112,11 +112,7 @@ class _Line:
 
 
 def _int(v) -> int:
-    if v is None:
-        return 0
-    if isinstance(v, bool) or not isinstance(v, int | float) or v < 0:
-        raise ValueError("token count is not a non-negative number")
-    return int(v)
+    return token_count(v)
 
 
 def _usage(u) -> dict:
@@ -198,8 +194,8 @@ def _read_file(path: Path, report: FileReport) -> list[_Line]:
     for no, obj in json_lines(path, report):
         try:
             line = _parse_line(no, obj)
-        except (ValueError, TypeError, AttributeError):
-            report.bad_line(no)
+        except (ValueError, TypeError, AttributeError) as exc:
+            report.bad_line(no, str(exc) if "token count" in str(exc) else None)
             continue
         if line is not None:
             lines.append(line)

@@ -36,7 +36,17 @@ import bisect
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .sessions import Call, FileReport, Node, Session, json_lines, link_nodes, parse_timestamp
+from .sessions import (
+    MAX_TOKENS_PER_CALL,
+    Call,
+    FileReport,
+    Node,
+    Session,
+    json_lines,
+    link_nodes,
+    parse_timestamp,
+    token_count,
+)
 
 __all__ = ["FORMAT", "looks_like", "read_codex"]
 
@@ -52,21 +62,16 @@ def looks_like(obj: dict) -> bool:
     return isinstance(obj, dict) and obj.get("type") in ROLLOUT_TYPES and "payload" in obj
 
 
-def _num(v) -> int:
-    if v is None:
-        return 0
-    if isinstance(v, bool) or not isinstance(v, int | float) or v < 0:
-        raise ValueError("token count is not a non-negative number")
-    return int(v)
+MAX_SESSION_TOKENS = 10**13  # a session's running total (total_token_usage) may pass one call's 10^8
 
 
-def _usage(u) -> dict | None:
+def _usage(u, limit: int = MAX_TOKENS_PER_CALL) -> dict | None:
     if u is None:
         return None
     if not isinstance(u, dict):
         raise ValueError("usage is not an object")
     return {
-        k: _num(u.get(k))
+        k: token_count(u.get(k), limit)
         for k in ("input_tokens", "cached_input_tokens", "output_tokens", "reasoning_output_tokens", "total_tokens")
     }
 
@@ -157,7 +162,8 @@ def _read_rollout(path: Path) -> _Rollout:
                 info = payload.get("info")
                 if not isinstance(info, dict):
                     continue  # rate limits only
-                last, total = _usage(info.get("last_token_usage")), _usage(info.get("total_token_usage"))
+                last = _usage(info.get("last_token_usage"))
+                total = _usage(info.get("total_token_usage"), MAX_SESSION_TOKENS)
                 if ro.subagent and not turn_started and not first_count_done:
                     first_count_done = True
                     prev_total = total
@@ -168,7 +174,7 @@ def _read_rollout(path: Path) -> _Rollout:
                     ro.repeats += 1
                     continue
                 if last is None and total is not None:
-                    last = {k: max(total[k] - (prev_total or {}).get(k, 0), 0) for k in total}
+                    last = {k: token_count(max(total[k] - (prev_total or {}).get(k, 0), 0)) for k in total}
                 if total is not None:
                     prev_total = total
                 if last is None or not any(last[k] for k in last if k != "total_tokens"):
@@ -199,8 +205,8 @@ def _read_rollout(path: Path) -> _Rollout:
                     out_ts = held_outputs.pop(cid)
                     add_tool(cid, out_ts)
                     last_input = max(last_input, out_ts)
-        except (ValueError, TypeError, KeyError, AttributeError):
-            report.bad_line(no)
+        except (ValueError, TypeError, KeyError, AttributeError) as exc:
+            report.bad_line(no, str(exc) if "token count" in str(exc) else None)
             continue
     if nodes and ro.prompts and not ro.subagent:  # a subagent's prompts come from its parent agent
         ends = sorted(n.end for n in nodes)
@@ -249,7 +255,21 @@ def _depth(ro: _Rollout, by_id: dict[str, _Rollout]) -> int:
 
 def read_codex(files: list[Path]) -> tuple[list[Session], list[FileReport]]:
     """Read Codex rollout files into sessions (subagents inside their parent's session when it is read too)."""
-    rollouts = [_read_rollout(f) for f in files]
+    read = [_read_rollout(f) for f in files]
+    # The same rollout twice (a copy, or a path given twice) counts once: by rollout id, the copy
+    # with the most lines wins (a copy taken while the session ran is a prefix of the final file).
+    best: dict[str, _Rollout] = {}
+    for ro in read:
+        kept = best.get(ro.session.id)
+        if kept is None or ro.report.lines > kept.report.lines:
+            best[ro.session.id] = ro
+    rollouts, copies = [], []
+    for ro in read:
+        (rollouts if best[ro.session.id] is ro else copies).append(ro)
+    for ro in copies:
+        kept = best[ro.session.id]
+        ro.report.duplicates, ro.report.calls = ro.report.calls, 0
+        ro.report.notes.append(f"the rollout {ro.session.id} is also in {kept.path}: counted once, from that file")
     by_id = {ro.session.id: ro for ro in rollouts}
     merged: set[int] = set()
     order = sorted(range(len(rollouts)), key=lambda k: -_depth(rollouts[k], by_id))  # deepest subagents first
@@ -276,4 +296,4 @@ def read_codex(files: list[Path]) -> tuple[list[Session], list[FileReport]]:
             link_nodes(ro.session.nodes)
             sessions.append(ro.session)
             ro.report.sessions = 1
-    return sessions, [ro.report for ro in rollouts]
+    return sessions, [ro.report for ro in read]

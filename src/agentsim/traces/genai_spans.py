@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .measurements import Rows, epoch_date, fail, require_somewhere
+from .measurements import Rows, epoch_date, fail, read_text, require_somewhere
 from .otlp import attr, read_otlp
 
 __all__ = ["MODEL_CALL_OPERATIONS", "read_genai_spans"]
@@ -39,6 +39,7 @@ def read_genai_spans(path: Path) -> Rows:
     file = str(path)
     if not Path(path).exists():
         raise fail(file, "no such file", "check the path")
+    read_text(path)  # not UTF-8, a folder, unreadable: the same message as every other format
     spans, problems = read_otlp(path)
     if problems:
         line, message = problems[0]

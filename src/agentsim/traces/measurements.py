@@ -122,7 +122,13 @@ def read_text(path: str | Path) -> str:
         return Path(path).read_text(encoding="utf-8")
     except FileNotFoundError:
         raise fail(path, "no such file", "check the path") from None
-    except (IsADirectoryError, PermissionError, UnicodeDecodeError) as exc:
+    except UnicodeDecodeError as exc:
+        raise fail(
+            path,
+            f"not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset {exc.start})",
+            "give the measurement tool's JSON, JSON Lines or CSV output, not a binary or compressed file",
+        ) from None
+    except (IsADirectoryError, PermissionError, OSError) as exc:
         raise fail(path, f"cannot read the file: {exc}") from None
 
 
@@ -195,8 +201,44 @@ def require_somewhere(rows: list[dict], key: str, file: str | Path, what: str, h
 # --------------------------------------------------------------------------- the common table
 
 
+# Largest plausible magnitude per raw field: a value beyond it is corrupt, or in the wrong unit.
+PLAUSIBLE = {
+    "ttft_s": (1e6, "seconds"),
+    "latency_s": (1e6, "seconds"),
+    "decode_s": (1e6, "seconds"),
+    "itl_s": (1e6, "seconds"),
+    "gaps_s": (1e6, "seconds"),
+    "tps": (1e7, "tokens per second"),
+    "input_tokens": (1e8, "tokens"),
+    "cached_input_tokens": (1e8, "tokens"),
+    "output_tokens": (1e8, "tokens"),
+    "start_s": (1e11, "seconds"),
+}
+
+
+def check_plausible(found: Rows) -> None:
+    """Every number of a plausible size (no 1e308 tokens, no infinite seconds); else an error at its place."""
+    for raw in found.rows:
+        for key, (limit, unit) in PLAUSIBLE.items():
+            v = raw.get(key)
+            values = v if isinstance(v, list) else [v]
+            for x in values:
+                if x is None or (isinstance(x, int | float) and (math.isnan(x) or abs(x) <= limit)):
+                    continue  # NaN is how some tools write "not measured": it stays missing
+                place = str(raw.get("place") or "")
+                line = int(place[5:]) if place.startswith("line ") and place[5:].isdigit() else None
+                where = "" if line is not None else f"{place}: " if place else ""
+                raise fail(
+                    found.file,
+                    f"{where}{key} is {x!r}, which is not a plausible number of {unit} (at most {limit:g})",
+                    "the file is corrupt there, or the value is in another unit: fix or remove that record",
+                    line=line,
+                )
+
+
 def measurement_table(found: Rows) -> pd.DataFrame:
     """The common table (see the module docstring) of one file's rows."""
+    check_plausible(found)
     df = pd.DataFrame.from_records([_finish_row(raw) for raw in found.rows], columns=list(COLUMNS))
     df["source_format"] = found.source_format
     df["source_file"] = found.file

@@ -31,7 +31,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from .otlp import Span, attr, read_otlp
-from .sessions import Call, FileReport, Node, Session, link_nodes
+from .sessions import Call, FileReport, Node, Session, link_nodes, token_count
 
 __all__ = ["FORMAT", "read_otel"]
 
@@ -67,11 +67,7 @@ def _is_tool(s: Span) -> bool:
 
 
 def _count(v) -> int:
-    if v is None:
-        return 0
-    if isinstance(v, bool) or not isinstance(v, int | float) or v < 0:
-        raise ValueError("token count is not a non-negative number")
-    return int(v)
+    return token_count(v)
 
 
 def _session_key(spans: list[Span]) -> str | None:
@@ -88,6 +84,7 @@ def read_otel(files: list[Path]) -> tuple[list[Session], list[FileReport]]:
     reports: list[FileReport] = []
     traces: dict[str, list[Span]] = defaultdict(list)
     report_of_trace: dict[str, FileReport] = {}
+    seen: set[tuple[str, str]] = set()
     for f in files:
         rep = FileReport(str(f), FORMAT)
         reports.append(rep)
@@ -103,8 +100,15 @@ def read_otel(files: list[Path]) -> tuple[list[Session], list[FileReport]]:
             else:
                 rep.bad_line(line)
         for s in spans:
+            key = (s.trace_id, s.span_id)
+            if key in seen:  # the same span again (the file twice, a copy, a re-sent batch): counted once
+                rep.duplicates += 1
+                continue
+            seen.add(key)
             traces[s.trace_id].append(s)
             report_of_trace.setdefault(s.trace_id, rep)
+        if rep.duplicates:
+            rep.notes.append(f"{rep.duplicates} spans repeat a (traceId, spanId) already read: counted once")
     grouped: dict[str, list[str]] = defaultdict(list)
     for tid, spans in traces.items():
         grouped[_session_key(spans) or tid].append(tid)
@@ -133,64 +137,90 @@ def _build(key: str, traces: list[list[Span]], rep: FileReport) -> Session | Non
         if s.parent_id and (s.trace_id, s.parent_id) in by_id:
             children[(s.trace_id, s.parent_id)].append(s)
 
+    # Any call or tool strictly below each span, bottom-up without recursion (traces may nest deeply).
+    # Spans whose parent links form a cycle are reachable from no root and are left out.
     genai_below: dict[tuple[str, str], bool] = {}
+    for root in all_spans:
+        if (root.trace_id, root.span_id) in genai_below:
+            continue
+        stack: list[tuple[Span, bool]] = [(root, False)]
+        opened: set[tuple[str, str]] = set()
+        while stack:
+            s, expanded = stack.pop()
+            k = (s.trace_id, s.span_id)
+            if k in genai_below or (k in opened and not expanded):  # done, or met again around a cycle
+                continue
+            opened.add(k)
+            if expanded:
+                genai_below[k] = any(
+                    _is_call(c) or _is_tool(c) or genai_below.get((c.trace_id, c.span_id), False) for c in children[k]
+                )
+                continue
+            stack.append((s, True))
+            stack.extend((c, False) for c in children[k] if (c.trace_id, c.span_id) not in genai_below)
 
-    def has_genai(s: Span) -> bool:  # any call or tool strictly below s
-        k = (s.trace_id, s.span_id)
-        if k not in genai_below:
-            genai_below[k] = any(_is_call(c) or _is_tool(c) or has_genai(c) for c in children[k])
-        return genai_below[k]
+    def has_genai(s: Span) -> bool:
+        return genai_below[(s.trace_id, s.span_id)]
 
     project = next((str(s.resource["service.name"]) for s in all_spans if "service.name" in s.resource), None)
     session = Session(id=key, source=FORMAT, file=rep.path, project=project)
     uncached_style = 0
     nested_calls = 0
 
-    def visit(s: Span, parent: str | None, agent: str) -> None:
+    def visit(root: Span) -> None:  # depth first, children in start order, without recursion
         nonlocal uncached_style, nested_calls
-        nid = ids[(s.trace_id, s.span_id)]
-        below = has_genai(s)
-        if s.end_s < s.start_s:
-            rep.bad_line(s.source_line)  # a span that ends before it starts
-            return
-        if _is_call(s) and not below:
-            try:
-                call, added_cached = _call(s, nid)
-            except ValueError:
-                rep.bad_line(s.source_line)
-                return
-            uncached_style += added_cached
-            session.nodes.append(Node(nid, "call", s.start_s, s.end_s, parent=parent, agent=agent, call=call))
-            return
-        if _is_tool(s) and not below:
-            name = attr(s, "tool_name")
+        stack: list[tuple[Span, str | None, str]] = [(root, None, "main")]
+        while stack:
+            s, parent, agent = stack.pop()
+            nid = ids[(s.trace_id, s.span_id)]
+            below = has_genai(s)
+            if s.end_s < s.start_s:
+                rep.bad_line(s.source_line)  # a span that ends before it starts
+                continue
+            if _is_call(s) and not below:
+                try:
+                    call, added_cached = _call(s, nid)
+                except ValueError as exc:
+                    rep.bad_line(s.source_line, f"span {s.span_id}: {exc}")
+                    continue
+                uncached_style += added_cached
+                session.nodes.append(Node(nid, "call", s.start_s, s.end_s, parent=parent, agent=agent, call=call))
+                continue
+            if _is_tool(s) and not below:
+                name = attr(s, "tool_name")
+                session.nodes.append(
+                    Node(
+                        nid,
+                        "tool",
+                        s.start_s,
+                        s.end_s,
+                        parent=parent,
+                        agent=agent,
+                        name=str(name) if name is not None else "tool",
+                    )
+                )
+                continue
+            if not below:
+                continue  # not GenAI: its time stays as lag
+            if _is_call(s):
+                nested_calls += 1
+            kind = "tool" if _is_tool(s) else "agent"
+            agent_name = attr(s, "agent_name")
+            inner_agent = str(agent_name) if agent_name is not None and kind == "agent" else agent
+            name = attr(s, "tool_name") if kind == "tool" else (agent_name or s.name.split(" ")[0])
             session.nodes.append(
                 Node(
                     nid,
-                    "tool",
+                    kind,
                     s.start_s,
                     s.end_s,
                     parent=parent,
                     agent=agent,
-                    name=str(name) if name is not None else "tool",
+                    name=str(name) if name is not None else None,
                 )
             )
-            return
-        if not below:
-            return  # not GenAI: its time stays as lag
-        if _is_call(s):
-            nested_calls += 1
-        kind = "tool" if _is_tool(s) else "agent"
-        agent_name = attr(s, "agent_name")
-        inner_agent = str(agent_name) if agent_name is not None and kind == "agent" else agent
-        name = attr(s, "tool_name") if kind == "tool" else (agent_name or s.name.split(" ")[0])
-        session.nodes.append(
-            Node(
-                nid, kind, s.start_s, s.end_s, parent=parent, agent=agent, name=str(name) if name is not None else None
-            )
-        )
-        for c in sorted(children[(s.trace_id, s.span_id)], key=lambda c: (c.start_s, c.span_id)):
-            visit(c, nid, inner_agent)
+            kids = sorted(children[(s.trace_id, s.span_id)], key=lambda c: (c.start_s, c.span_id))
+            stack.extend((c, nid, inner_agent) for c in reversed(kids))
 
     trace_spans = sorted(traces, key=lambda spans: min(s.start_s for s in spans))
     prev_end: float | None = None
@@ -199,7 +229,7 @@ def _build(key: str, traces: list[list[Span]], rep: FileReport) -> Session | Non
         roots = [s for s in spans if not s.parent_id or (s.trace_id, s.parent_id) not in by_id]
         before = len(session.nodes)
         for r in sorted(roots, key=lambda r: (r.start_s, r.span_id)):
-            visit(r, None, "main")
+            visit(r)
         new = [n for n in session.nodes[before:] if n.parent is None]
         if not new:
             continue

@@ -27,6 +27,7 @@ __all__ = ["FORMATS", "SessionInputError", "default_paths", "detect_format", "re
 FORMATS = ("auto", "claude-code", "codex", "otel")
 SNIFF_LINES = 50
 SNIFF_BYTES = 256 * 1024
+MAX_NESTING = 200  # containers (agents, tools holding subagents) inside one another, per session
 
 
 class SessionInputError(ValueError):
@@ -131,8 +132,15 @@ def read_sessions(paths: list[tuple[Path, str]]) -> tuple[list[Session], list[Fi
         sessions += s
         reports += r
     for rep in reports:
-        if Path(rep.path).resolve() in found.named and rep.calls == 0:
+        if Path(rep.path).resolve() in found.named and rep.calls == 0 and not rep.duplicates:
             raise SessionInputError(_nothing_usable(rep))
+    for session in sessions:
+        depth = _nesting(session)
+        if depth > MAX_NESTING:
+            raise SessionInputError(
+                f"{session.file}: session {session.id} nests agent and tool spans {depth} levels deep; agentsim "
+                f"replays up to {MAX_NESTING} levels: leave this file out, or flatten the trace's span tree"
+            )
     if found.unknown:
         reports.append(
             FileReport(
@@ -153,6 +161,22 @@ def read_sessions(paths: list[tuple[Path, str]]) -> tuple[list[Session], list[Fi
         )
     sessions.sort(key=lambda s: (s.start, s.id))
     return sessions, reports
+
+
+def _nesting(session: Session) -> int:
+    """How deep containers nest in a session (1: no container), without recursion."""
+    parent = {n.id: n.parent for n in session.nodes}
+    depth: dict[str | None, int] = {None: 0}
+    for nid in parent:
+        chain = []
+        cur: str | None = nid
+        while cur not in depth and len(chain) <= len(parent):
+            chain.append(cur)
+            cur = parent.get(cur)
+        base = depth.get(cur, 0)
+        for k, c in enumerate(reversed(chain), start=1):
+            depth[c] = base + k
+    return max(depth.values())
 
 
 def _nothing_usable(rep: FileReport) -> str:

@@ -29,6 +29,7 @@ from __future__ import annotations
 import datetime as dt
 import heapq
 import json
+import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,9 +49,27 @@ __all__ = [
     "link_nodes",
     "parse_timestamp",
     "spans_table",
+    "token_count",
 ]
 
 MAX_BAD_LINES_SHOWN = 5
+MAX_TOKENS_PER_CALL = 10**8  # no model reads or writes more in one request: a larger count is corrupt
+
+
+def token_count(v, limit: int = MAX_TOKENS_PER_CALL) -> int:
+    """A recorded token count as an int (``None`` is 0); raises ValueError, saying why, on a negative,
+    fractional, non-finite or implausible (above ``limit``, by default 10^8 for one call) count."""
+    if v is None:
+        return 0
+    if isinstance(v, bool) or not isinstance(v, int | float):
+        raise ValueError(f"token count {v!r} is not a number")
+    if isinstance(v, float) and not (math.isfinite(v) and v == int(v)):
+        raise ValueError(f"token count {v!r} is not a whole number")
+    if v < 0:
+        raise ValueError(f"token count {v:g} is negative")
+    if v > limit:
+        raise ValueError(f"token count {v:g} is above {limit:.0e}, which is not plausible")
+    return int(v)
 
 
 @dataclass
@@ -141,11 +160,15 @@ class FileReport:
     corrupt: int = 0
     corrupt_lines: list[int] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    first_problem: str | None = None  # why the first corrupt line was skipped, when known
+    duplicates: int = 0  # records already read from another file (or earlier in this one): counted once
 
-    def bad_line(self, line: int | None) -> None:
+    def bad_line(self, line: int | None, reason: str | None = None) -> None:
         self.corrupt += 1
         if line is not None and len(self.corrupt_lines) < MAX_BAD_LINES_SHOWN:
             self.corrupt_lines.append(line)
+        if reason and self.first_problem is None:
+            self.first_problem = f"line {line}: {reason}" if line is not None else reason
 
     def to_json(self) -> dict:
         return {
@@ -157,6 +180,7 @@ class FileReport:
             "corrupt_lines_skipped": self.corrupt,
             "first_corrupt_lines": list(self.corrupt_lines),
             "notes": list(self.notes),
+            **({"duplicates_skipped": self.duplicates} if self.duplicates else {}),
         }
 
 

@@ -64,6 +64,10 @@ CSV_COLUMNS: dict[str, tuple[str, float | None]] = {
     "start_s": ("start_s", 1.0),
 }
 _UNITLESS = ("ttft", "latency", "e2e_latency", "end_to_end_latency", "decode", "itl", "tpot", "start")
+_CSV_HINT = (
+    "a field over 128 KB or a stray quote usually means this is not a measurements table, or a quote is "
+    "never closed: check the file at that line"
+)
 _TRUE = {"true", "1", "yes", "y", "t"}
 _FALSE = {"false", "0", "no", "n", "f"}
 
@@ -71,12 +75,22 @@ _FALSE = {"false", "0", "no", "n", "f"}
 def read_csv(path: Path) -> Rows:
     file = str(path)
     text = read_text(path)
+    if "\0" in text:
+        raise fail(file, "the file holds NUL bytes: it is not a text CSV", "give the CSV export, not a binary file")
     reader = csv.DictReader(io.StringIO(text))
-    header = [h.strip() for h in (reader.fieldnames or [])]
+    try:
+        header = [h.strip() for h in (reader.fieldnames or [])]
+    except csv.Error as exc:
+        raise fail(file, f"not a readable CSV: {exc}", _CSV_HINT, line=reader.line_num or 1) from None
     if not header:
         raise fail(file, "the CSV has no header line", "the first line names the columns, e.g. ttft_s,output_tokens")
     reader.fieldnames = header
-    lower = {h.lower(): h for h in header}
+    lower: dict[str, str] = {}
+    for i, h in enumerate(header, start=1):
+        if h.lower() in lower and h.lower():
+            first = [k.lower() for k in header].index(h.lower()) + 1
+            raise fail(file, f"column '{h}' appears twice (columns {first} and {i})", "keep one of them", line=1)
+        lower[h.lower()] = h
     for name in _UNITLESS:
         if name in lower:
             raise fail(file, f"column '{lower[name]}' has no unit", f"rename it {name}_s or {name}_ms", line=1)
@@ -103,7 +117,14 @@ def read_csv(path: Path) -> Rows:
         )
     factor = {CSV_COLUMNS[c][0]: CSV_COLUMNS[c][1] for c in CSV_COLUMNS if c in lower}
     rows = []
-    for rec in reader:
+    records = iter(reader)
+    while True:
+        try:
+            rec = next(records)
+        except StopIteration:
+            break
+        except csv.Error as exc:
+            raise fail(file, f"not a readable CSV: {exc}", _CSV_HINT, line=reader.line_num + 1) from None
         line = reader.line_num
         row: dict = {"place": f"line {line}"}
         for field, col in fields.items():
