@@ -60,10 +60,11 @@ from .records import (
     empty_span_tensors,
 )
 from .sampling import Block
+from .streaming import stall_draws
 
 __all__ = ["VecCtx", "run_block_fast"]
 
-Q, TTFT, DEC, TOOL, WAIT = range(5)
+Q, TTFT, DEC, TOOL, WAIT, STALL = range(6)  # STALL: reported only when the plan has stalls
 _NONE_S = -1  # "no entry" marker for cache entry prefixes
 
 
@@ -260,7 +261,13 @@ class _Evaluator:
         inp, read, write, w1h = st.ctx.begin_call(tier.index, ttl, i_new, t0)
         ttft = ttft0 + (inp - read) / tier.prefill_tps
         dec = (out + reas) / tps
-        t_end = t0 + (ttft + dec)
+        sd = stall_draws(self.plan, self.block, node, tier.index)
+        if sd is None:
+            t_end = t0 + (ttft + dec)
+        else:
+            stall = sd[0][sl]
+            t_end = t0 + ((ttft + dec) + stall)
+            st.acc[STALL] = st.acc[STALL] + np.where(active, stall, 0.0)
         st.ctx.mark(tier.index, inp, t_end, active, on)
         fields = (
             ("t_submit", t0),
@@ -367,7 +374,7 @@ class _Evaluator:
             winner = np.argsort(order, axis=-1, kind="stable") < kk
         T = np.take_along_axis(ends, critical[..., None], axis=-1)[..., 0]
         st.t = np.where(active, T, t_fork)
-        for slot in range(5):
+        for slot in range(len(st.acc)):
             stacked = np.stack([s.acc[slot] for s in states], axis=-1)
             st.acc[slot] = np.take_along_axis(stacked, critical[..., None], axis=-1)[..., 0]
         st.ctx.join([s.ctx for s in states], [winner[..., b] | ~active for b in range(nb)])
@@ -411,7 +418,7 @@ class _Evaluator:
             winner = act_c & (np.argsort(order, axis=-1, kind="stable") < kk[..., None])
             T_raw = np.take_along_axis(ends, critical, axis=-1)[..., 0]
         st.t = T_raw if full else np.where(has, T_raw, t_fork)
-        for slot in range(5):
+        for slot in range(len(st.acc)):
             chosen = np.take_along_axis(sub.acc[slot], critical, axis=-1)[..., 0]
             st.acc[slot] = chosen if full else np.where(has, chosen, st.acc[slot])
         st.ctx.join_copies(sub.ctx, winner | ~act_c)
@@ -512,14 +519,17 @@ def run_block_fast(plan: Plan, block: Block, variant: int, speeds: dict) -> Bloc
     _tune_malloc()
     ev = _Evaluator(plan, block, variant, speeds)
     n = block.n
-    st = _State(np.zeros(n), [np.zeros(n) for _ in range(5)], VecCtx.fresh(plan.ctx, (n,)), np.ones(n, dtype=bool))
+    st = _State(np.zeros(n), [np.zeros(n) for _ in range(6)], VecCtx.fresh(plan.ctx, (n,)), np.ones(n, dtype=bool))
     with np.errstate(divide="ignore", invalid="ignore"):
         ev.seq(plan.root, st, ())
+    breakdown = {k: st.acc[i] for i, k in enumerate(BREAKDOWN)}
+    if plan.has_stalls:
+        breakdown["stall"] = st.acc[STALL]
     return BlockResult(
         variant=variant,
         block=block,
         wall=st.t,
-        breakdown={k: st.acc[i] for i, k in enumerate(BREAKDOWN)},
+        breakdown=breakdown,
         calls=ev.calls,
         spans=ev.spans,
     )

@@ -25,6 +25,7 @@ from .records import DONE, BlockResult, calls_frame, price_calls, run_columns, s
 from .results import Results, _CallStats
 from .sampling import block_spans, call_speeds, sample_block
 from .scenario import Scenario
+from .stream_stats import StreamStats
 
 __all__ = ["ENGINES", "choose_engine", "simulate", "simulate_plan"]
 
@@ -40,6 +41,12 @@ def choose_engine(plan: Plan, requested: str = "auto") -> str:
     if requested not in ENGINES:
         raise EngineError(f"unknown engine '{requested}' (choose one of {', '.join(ENGINES)})")
     reasons = des_reasons(plan)
+    streamed = any(c.interrupt is not None for c in plan.calls) or any(n.kind == "pipeline" for n in plan.nodes)
+    if streamed and (plan.needs_attempts or plan.workload is not None):
+        raise EngineError(
+            "interrupt and pipeline cannot yet be combined with shared limits, failing models or a workload "
+            "(remove limits:, error_rate/timeout or workload:, or the interrupt/pipeline)"
+        )
     if requested == "fastpath" and reasons:
         raise EngineError("the fast path cannot run this scenario: " + "; ".join(reasons) + " (use --engine des)")
     if requested == "auto":
@@ -57,6 +64,10 @@ def des_reasons(plan: Plan) -> list[str]:
         reasons.append("it runs a workload of many agents (workload: arrivals/concurrent)")
     if any(t.error_rate > 0 or t.timeout_s is not None for t in plan.tiers):
         reasons.append("its models can fail (error_rate or timeout) and be retried")
+    if any(c.interrupt is not None for c in plan.calls):
+        reasons.append("its calls can be interrupted (interrupt:)")
+    if any(n.kind == "pipeline" for n in plan.nodes):
+        reasons.append("it starts steps on a call's partial output (pipeline:)")
     return reasons
 
 
@@ -94,6 +105,10 @@ def _block_summary(plan: Plan, seed: int, span, engine: str, keep: bool):
     columns, samples = [], []
     for res in results:
         columns.append(run_columns(plan, res))
+        if plan.has_streaming:
+            from .streaming import block_metrics
+
+            res.extra["streaming"] = block_metrics(plan, res)
         ttft, tps = [], []
         for node in plan.calls:
             t = res.calls[node.id]
@@ -101,7 +116,8 @@ def _block_summary(plan: Plan, seed: int, span, engine: str, keep: bool):
             ttft.append(t["ttft"][done])
             tps.append(t["tps"][done])
         samples.append((np.concatenate(ttft) if ttft else np.zeros(0), np.concatenate(tps) if tps else np.zeros(0)))
-    return columns, samples, (results if keep else None)
+    streams = [res.extra.pop("streaming", None) for res in results]
+    return columns, samples, (results if keep else None), streams
 
 
 def _est_call_instances(plan: Plan, runs: int) -> int:
@@ -125,12 +141,13 @@ def simulate_plan(plan: Plan, runs: int, seed: int, *, engine: str = "auto", wor
     nv = len(plan.variants)
     keep = _est_call_instances(plan, runs) * nv <= KEEP_CALLS_LIMIT or plan.needs_attempts
     call_stats = {name: _CallStats() for name in plan.variants}
+    stream_stats = {name: StreamStats(plan) for name in plan.variants}
     columns: dict[str, np.ndarray] = {}
     kept = [] if keep else None
 
     def consume(part) -> None:
         # Stream each block into preallocated columns, so memory stays one copy of the runs table.
-        cols, samples, results = part
+        cols, samples, results, results_stream = part
         for v, block_cols in enumerate(cols):
             first = v * runs + spans[len(seen)][1]
             for name, arr in block_cols.items():
@@ -138,6 +155,8 @@ def simulate_plan(plan: Plan, runs: int, seed: int, *, engine: str = "auto", wor
                     columns[name] = np.empty(runs * nv, dtype=arr.dtype)
                 columns[name][first : first + len(arr)] = arr
             call_stats[plan.variants[v]].add(*samples[v])
+            if plan.has_streaming:
+                stream_stats[plan.variants[v]].add(results_stream[v])
         if kept is not None:
             kept.append(results)
         seen.append(1)
@@ -175,6 +194,8 @@ def simulate_plan(plan: Plan, runs: int, seed: int, *, engine: str = "auto", wor
 
     calls_builder = build(calls_frame)
     extra = {}
+    if plan.has_streaming:
+        extra["streaming"] = stream_stats
     if plan.needs_attempts:
         extra["variant_sections"] = {"limits": _replication_limits_section(plan, runs_df, kept, calls_builder)}
     return Results(
