@@ -52,6 +52,7 @@ from .plan import (
     ChooseNode,
     FanoutNode,
     ParNode,
+    PipelineNode,
     Plan,
     RepeatNode,
     SeqNode,
@@ -72,7 +73,7 @@ from .records import (
     empty_span_tensors,
 )
 from .sampling import Block, tier_speeds
-from .streaming import interruption, stall_draws, stall_position, streams
+from .streaming import interruption, pipeline_offset, stall_draws, stall_position, streams
 
 __all__ = ["run_block_des"]
 
@@ -95,12 +96,13 @@ class _Settle(Event):
 class Flow:
     """A thread of sequential steps of run ``r``: its context and its critical-path breakdown so far."""
 
-    __slots__ = ("acc", "ctx", "r")
+    __slots__ = ("acc", "ctx", "r", "trigger")
 
     def __init__(self, ctx: Ctx, acc: list[float], r: int):
         self.ctx = ctx
         self.acc = acc
         self.r = r
+        self.trigger = None  # (event, pipeline node, pipeline flow) while a call feeds a pipeline
 
 
 class RunFailed(Exception):
@@ -181,6 +183,16 @@ class _Runner:
         self.steps_of = {
             node.id: [(handler[type(ch)], ch) for ch in node.steps] for node in plan.nodes if isinstance(node, SeqNode)
         }
+        for node in plan.nodes:  # a call and the pipeline after it run as one step (see pipelined)
+            if isinstance(node, SeqNode) and any(isinstance(ch, PipelineNode) for ch in node.steps):
+                steps = []
+                for fn, ch in self.steps_of[node.id]:
+                    if isinstance(ch, PipelineNode):
+                        fn_call, call = steps.pop()
+                        steps.append((_Runner.pipelined, (call, ch, fn_call)))
+                    else:
+                        steps.append((fn, ch))
+                self.steps_of[node.id] = steps
         self.env: simpy.Environment = None  # type: ignore[assignment]
         self.accounts: list = []
         # per-run results
@@ -259,7 +271,7 @@ class _Runner:
         if self.stalls and node.id in self.stalls:
             stall = self.stalls[node.id][j]
             d = d + stall
-        if node.id in self.streamed:
+        if node.id in self.streamed or st.trigger is not None:
             yield from self._streamed_call(
                 node, st, flat, t0, ttft, tps, i_new, out, reas, stall, key, inp, read, write, w1h
             )
@@ -311,8 +323,13 @@ class _Runner:
         fa = None
         if node.consumer is not None and node.consumer.kind == "speech":
             fa = np.array([self.value(node, FIRST_AUDIO, r, flat)])
-        hit, t_cut, billed = interruption(self.plan, self.block, node, tier, flat, runs, sb, fa)
+        if node.interrupt is not None:
+            hit, t_cut, billed = interruption(self.plan, self.block, node, tier, flat, runs, sb, fa)
+        else:
+            hit, t_cut, billed = np.zeros(1, dtype=bool), end, N
         d = float(end[0] - t0)
+        if st.trigger is not None:
+            self._arm_pipeline(st, node, flat, runs, sb, t0, ttft, stall, stall_u, float(t_cut[0]) if hit[0] else None)
         if not hit[0]:
             if ctx.cfg.cache:
                 ctx.mark(key, inp, t0 + d)
@@ -347,6 +364,73 @@ class _Runner:
         acc[DEC] += (T - t0) - ttft - stalled
         if stalled:
             acc[STALL] += stalled
+
+    def _arm_pipeline(self, st, node, flat, runs, sb, t0, ttft, stall, stall_u, t_cut):
+        """Start the pipeline after ``node`` once it has streamed enough (agentsim.streaming.pipeline_offset)."""
+        env = self.env
+        event, pipe, pflow = st.trigger
+        st.trigger = None
+        t_go = float(pipeline_offset(pipe, self.block, flat, runs, sb)[0])
+        if t_cut is not None:
+            t_go = min(t_go, t_cut)
+        t_go = max(t_go, t0)
+        # the pipeline's critical path so far: this call's TTFT, decode and stall up to t_go
+        acc = list(st.acc)
+        elapsed = t_go - t0
+        first = min(ttft, elapsed)
+        stalled = 0.0
+        if stall:
+            k = int(stall_position(np.array([stall_u]), sb.N)[0])
+            stalled = min(max(t_go - float(sb.A[0, k - 1]), 0.0), stall) if k >= 1 else 0.0
+        acc[TTFT] += first
+        acc[DEC] += (elapsed - first) - stalled
+        acc[STALL] += stalled
+        pflow.acc = acc
+        env.timeout(t_go - t0).callbacks.append(lambda _ev: event.succeed())
+
+    def pipelined(self, pair, st: Flow, flat: int):
+        """A call and the pipeline after it: the pipeline starts on the call's partial output; both join.
+
+        Like a parallel fork: the pipeline sees the context as it was before the call, and its additions
+        are appended after the call's at the join; the later of the two is the critical path.
+        """
+        call, pipe, call_fn = pair
+        env = self.env
+        cfg = st.ctx.cfg
+        static = not cfg.grows and not cfg.cache
+        fa = Flow(st.ctx if static else st.ctx.fork(), list(st.acc), st.r)
+        fb = Flow(st.ctx if static else st.ctx.fork(), list(st.acc), st.r)
+        start = env.event()
+        fa.trigger = (start, pipe, fb)
+        ends = [None, None]
+
+        def call_branch():
+            try:
+                yield from call_fn(self, call, fa, flat)
+            except simpy.Interrupt:
+                return
+            ends[0] = env.now
+
+        def pipe_branch():
+            try:
+                yield start
+                yield from self.seq(pipe.body, fb, flat)
+            except simpy.Interrupt:
+                return
+            ends[1] = env.now
+
+        procs = [env.process(call_branch()), env.process(pipe_branch())]
+        try:
+            yield procs[0] & procs[1]
+        except simpy.Interrupt:
+            for p in procs:
+                if p.is_alive:
+                    p.interrupt()
+            raise
+        critical = fb if ends[1] >= ends[0] else fa
+        if not static:
+            st.ctx.join([fa.ctx, fb.ctx])
+        st.acc[:] = critical.acc
 
     def call_limited(self, node: CallNode, st: Flow, flat: int):
         """A call that may wait for, or be refused by, shared accounts, fail, time out and be retried."""
@@ -692,6 +776,7 @@ _HANDLER = {
     RepeatNode: _Runner.repeat,
     ChooseNode: _Runner.choose,
     SubagentNode: _Runner.subagent,
+    PipelineNode: None,  # run together with the call before it (see _Runner.pipelined)
 }
 
 
