@@ -309,39 +309,40 @@ def consumer_metrics(cons: ConsumerCfg, sb: StreamBatch, n: np.ndarray, sent_tok
     D, send = sb.D, sb.send
     C, width = D.shape
     i = np.arange(width)
-    valid = i[None, :] < n[:, None]
-    Dv = np.where(valid, D, np.nan)
+    if np.array_equal(n, sb.N):
+        Dv = D  # NaN beyond each call's N already
+    else:
+        Dv = np.where(i[None, :] < n[:, None], D, np.nan)
     has = n > 0
     out: dict[str, np.ndarray] = {"ttft_s": np.where(has, D[:, 0] - send, np.nan)}
-    # gaps between successive deliveries, as the client sees them
-    gaps = np.full((C, max(width - 1, 0)), np.nan)
-    if width >= 2:
-        g = Dv[:, 1:] - Dv[:, :-1]
-        gaps = np.where(sb.chunk_start[:, 1:] & valid[:, 1:], g, np.nan)
+    # gaps between successive deliveries, as the client sees them (NaN: no gap there)
     with np.errstate(invalid="ignore"):
-        any_gap = ~np.all(np.isnan(gaps), axis=1) if gaps.shape[1] else np.zeros(C, dtype=bool)
-        out["longest_gap_s"] = np.where(any_gap, np.nanmax(np.where(any_gap[:, None], gaps, 0.0), axis=1), 0.0)
-        out["gaps_over_250ms"] = np.sum(gaps > 0.25, axis=1).astype(np.float64)
-        out["gaps_over_1s"] = np.sum(gaps > 1.0, axis=1).astype(np.float64)
-    if gaps.shape[1]:
-        filled = np.where(any_gap[:, None], gaps, 0.0)
-        q = np.nanquantile(filled, [0.5, 0.99], axis=1) if filled.size else np.zeros((2, C))
-        out["itl_p50_s"] = np.where(any_gap, q[0], np.nan)
-        out["itl_p99_s"] = np.where(any_gap, q[1], np.nan)
-    else:
-        out["itl_p50_s"] = out["itl_p99_s"] = np.full(C, np.nan)
-    # Andes QoE
+        if width >= 2:
+            gaps = Dv[:, 1:] - Dv[:, :-1]
+            if not sb.chunk_start.all():
+                gaps[~sb.chunk_start[:, 1:]] = np.nan
+            longest = np.fmax.reduce(gaps, axis=1)
+            out["longest_gap_s"] = np.where(np.isnan(longest), 0.0, longest)
+            out["gaps_over_250ms"] = np.count_nonzero(gaps > 0.25, axis=1).astype(np.float64)
+            out["gaps_over_1s"] = np.count_nonzero(gaps > 1.0, axis=1).astype(np.float64)
+            out["itl_p50_s"], out["itl_p99_s"] = _row_quantiles(gaps, (0.5, 0.99))
+        else:
+            out["longest_gap_s"] = np.zeros(C)
+            out["gaps_over_250ms"] = out["gaps_over_1s"] = np.zeros(C)
+            out["itl_p50_s"] = out["itl_p99_s"] = np.full(C, np.nan)
+    # Andes QoE: expected x_i, digested u_i = max(d_i, x_i) over the delivered tokens
     x = send[:, None] + cons.qoe_ttft + i[None, :] / cons.qoe_rate
-    u = np.maximum(Dv, x)
-    T_end = np.nanmax(np.where(valid, u, -np.inf), axis=1)
-    whole = np.sum(np.where(valid, T_end[:, None] - x, 0.0), axis=1)
-    actual = np.sum(np.where(valid, T_end[:, None] - u, 0.0), axis=1)
+    u = np.maximum(Dv, x)  # NaN beyond n
+    T_end = np.fmax.reduce(u, axis=1)
+    x[np.isnan(u)] = np.nan
+    nf = n.astype(np.float64)
     with np.errstate(invalid="ignore", divide="ignore"):
-        out["qoe"] = np.where(~has, np.nan, np.where(whole > 0, actual / whole, 1.0))
+        whole = nf * T_end - np.nansum(x, axis=1)
+        actual = nf * T_end - np.nansum(u, axis=1)
+        out["qoe"] = np.where(~has, np.nan, np.where(whole > 0, np.maximum(actual, 0.0) / whole, 1.0))
     if cons.kind == "reader":
         r = cons.rate
-        j = i[None, :].astype(np.float64)
-        best = np.nanmax(np.where(valid, D - j / r, -np.inf), axis=1)
+        best = np.fmax.reduce(Dv - i[None, :] / r, axis=1)
         f_n = n / r + np.maximum(send, best)
         out["reader_done_s"] = np.where(has, f_n - send, np.nan)
         out["reader_wait_s"] = np.where(has, np.maximum((f_n - send) - n / r, 0.0), np.nan)
@@ -375,6 +376,21 @@ def consumer_metrics(cons: ConsumerCfg, sb: StreamBatch, n: np.ndarray, sent_tok
         out["silence_s"] = np.where(has, silence, np.nan)
         out["longest_silence_s"] = np.where(has, longest, np.nan)
         out["speech_done_s"] = np.where(has, done - send, np.nan)
+    return out
+
+
+def _row_quantiles(x: np.ndarray, qs) -> list[np.ndarray]:
+    """Quantiles (linear interpolation) of each row's non-NaN values; NaN for a row without any."""
+    srt = np.sort(x, axis=1)  # NaN last
+    m = np.count_nonzero(~np.isnan(x), axis=1)
+    out = []
+    for q in qs:
+        pos = q * np.maximum(m - 1, 0)
+        lo = np.floor(pos).astype(np.int64)
+        hi = np.minimum(lo + 1, np.maximum(m - 1, 0))
+        a = np.take_along_axis(srt, lo[:, None], axis=1)[:, 0]
+        b = np.take_along_axis(srt, hi[:, None], axis=1)[:, 0]
+        out.append(np.where(m > 0, a + (b - a) * (pos - lo), np.nan))
     return out
 
 
