@@ -409,3 +409,21 @@ def test_speed_tier_stream_overrides_the_models():
     assert v["std"]["wall_time_s"]["mean"] == pytest.approx(14.0)
     assert v["fast"]["wall_time_s"]["mean"] == pytest.approx(11.0)
     assert v["fast"]["breakdown_s"]["stall"] == 0.0
+
+
+def test_profile_brings_its_stream(tmp_path):
+    # A profile's stream applies unless the scenario gives its own: a certain 2 s stall makes the
+    # 100-token call end at 1 + 10 + 2 = 13 s.
+    (tmp_path / "p.yaml").write_text(
+        "profile: p\nkind: assumption\nsource: test\ndate: 2026-01-01\nttft: 1\noutput_tps: 10\n"
+        "stream: {stall: {p: 1, seconds: 2}}\n"
+    )
+    (tmp_path / "s.yaml").write_text(
+        "name: s\nruns: 2\nmodels:\n  m: {profile: p.yaml, price: {input_mtok: 1, output_mtok: 1}}\n"
+        "agent:\n  steps:\n    - call: {output: 100}\n"
+    )
+    import agentsim
+
+    v = agentsim.simulate(tmp_path / "s.yaml").summary_dict()["variants"]["baseline"]
+    assert v["wall_time_s"]["mean"] == pytest.approx(13.0)
+    assert v["breakdown_s"]["stall"] == pytest.approx(2.0)
