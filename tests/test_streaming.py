@@ -29,7 +29,9 @@ def one_call(consumer, output=100, stream=None, reasoning=0, tps=10.0, ttft=1.0,
     m = model(ttft=ttft, tps=tps, price={"input_mtok": 1, "output_mtok": 10})
     if stream is not None:
         m["stream"] = stream
-    step = {"name": "a", "output": output, "reasoning": reasoning, "consumer": consumer, **call}
+    step = {"name": "a", "output": output, "reasoning": reasoning, **call}
+    if consumer is not None:
+        step["consumer"] = consumer
     return scenario([{"call": step}], models={"m": m})
 
 
@@ -427,3 +429,11 @@ def test_profile_brings_its_stream(tmp_path):
     v = agentsim.simulate(tmp_path / "s.yaml").summary_dict()["variants"]["baseline"]
     assert v["wall_time_s"]["mean"] == pytest.approx(13.0)
     assert v["breakdown_s"]["stall"] == pytest.approx(2.0)
+
+
+def test_interruptible_call_without_consumer_reports_its_stream():
+    res = run(one_call(None, interrupt={"p": 1, "after_first_token": 2.05}))
+    s = stream_of(res, "a")
+    assert s["interrupted_share"] == 1.0 and s["ttft_s"] == pytest.approx(1.0)
+    assert "reader_done_s" not in s
+    assert res.calls["output_tokens"].iloc[0] == 21

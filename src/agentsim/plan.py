@@ -121,7 +121,7 @@ class StreamCfg:
 class ConsumerCfg:
     """Who consumes a call's streamed answer (see agentsim.streaming)."""
 
-    kind: str  # "reader", "speech" or "render"
+    kind: str  # "reader", "speech", "render", or "none" (no consumer, but interruptible: common metrics)
     rate: float  # tokens/s: reading pace (reader), speaking rate (speech); 0 for render
     first_audio: Sampler | None = None  # speech: seconds from a sentence's last token to its audio
     sentence: Sampler | None = None  # speech: tokens per sentence, drawn per sentence
@@ -618,6 +618,8 @@ class _Compiler:
         node.consumer = self.consumer(
             c.consumer if own else self.sc.consumer, (*p, "consumer") if own else ("consumer",)
         )
+        if node.consumer is None and c.interrupt is not None:
+            node.consumer = ConsumerCfg("none", 0.0)  # an interruptible call still reports its stream
         if node.consumer is not None and node.consumer.first_audio is not None:
             self.draw(node, FIRST_AUDIO, scope, node.consumer.first_audio)
         if c.interrupt is not None:

@@ -238,6 +238,7 @@ def _simulate_workload(plan: Plan, seed: int) -> Results:
     nv = len(plan.variants)
     outcomes = [run_workload(plan, seed, v) for v in range(nv)]
     frames, call_stats = [], {name: _CallStats() for name in plan.variants}
+    stream_stats = {name: StreamStats(plan) for name in plan.variants}
     for v, out in enumerate(outcomes):
         for res in out.blocks:
             speeds = call_speeds(plan, res.block, v)
@@ -248,6 +249,13 @@ def _simulate_workload(plan: Plan, seed: int) -> Results:
             frame = pd.DataFrame({"variant": plan.variants[v], "run": res.block.start + np.arange(n), **cols})
             frames.append(frame[started])
             counted_ok = res.extra["counted"] & (cols["status"] == 0)
+            if plan.has_streaming:  # streaming metrics of the calls of counted, completed runs
+                from .streaming import block_metrics
+
+                per_node = block_metrics(plan, res)
+                stream_stats[plan.variants[v]].add(
+                    {nid: {k: a[counted_ok[m["_run"]]] for k, a in m.items()} for nid, m in per_node.items()}
+                )
             for node in plan.calls:
                 t = res.calls[node.id]
                 done = (t["status"] == DONE) & counted_ok.reshape((-1,) + (1,) * (t["status"].ndim - 1))
@@ -358,7 +366,11 @@ def _simulate_workload(plan: Plan, seed: int) -> Results:
         call_stats=call_stats,
         calls_builder=all_calls,
         spans_builder=build(spans_frame),
-        extra={"variant_sections": sections, "outcomes": outcomes},
+        extra={
+            "variant_sections": sections,
+            "outcomes": outcomes,
+            **({"streaming": stream_stats} if plan.has_streaming else {}),
+        },
     )
     return res
 

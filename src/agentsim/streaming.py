@@ -106,6 +106,7 @@ METRICS = {
         *COMMON[1:],
     ),
     "render": ("ttft_s", "first_render_s", *COMMON[1:]),
+    "none": COMMON,  # a call without a consumer that can be interrupted
 }
 
 
@@ -353,7 +354,7 @@ def consumer_metrics(cons: ConsumerCfg, sb: StreamBatch, n: np.ndarray, sent_tok
         ok = (n >= m) & (m >= 1)
         idx = np.clip(m - 1, 0, width - 1)
         out["first_render_s"] = np.where(ok, np.take_along_axis(D, idx[:, None], axis=1)[:, 0] - send, np.nan)
-    else:  # speech: a loop over sentences, vectorised over calls
+    elif cons.kind == "speech":  # a loop over sentences, vectorised over calls
         rate = cons.rate
         K = sent_tokens.shape[1]
         ends = np.cumsum(sent_tokens, axis=1) - 1
@@ -434,8 +435,10 @@ def block_metrics(plan: Plan, result) -> dict[int, dict[str, np.ndarray]]:
                     order.append(runs * width + flat)
         if not order:
             continue
-        perm = np.argsort(np.concatenate(order), kind="stable")
+        flat_index = np.concatenate(order)
+        perm = np.argsort(flat_index, kind="stable")
         out[node.id] = {k: np.concatenate(v)[perm] for k, v in parts.items()}
+        out[node.id]["_run"] = flat_index[perm] // width  # the block-local run of each call
     return out
 
 
