@@ -437,3 +437,26 @@ def test_interruptible_call_without_consumer_reports_its_stream():
     assert s["interrupted_share"] == 1.0 and s["ttft_s"] == pytest.approx(1.0)
     assert "reader_done_s" not in s
     assert res.calls["output_tokens"].iloc[0] == 21
+
+
+def test_interruptible_call_cancelled_by_a_race():
+    # join: any against a 2 s wait: the call (tokens from 1 s) is cancelled at 2 s with floor((2 - 1) x 10) = 10
+    # tokens generated, as any cancelled call.
+    call = {"call": {"name": "a", "output": 100, "interrupt": {"p": 0, "after_first_token": 1}}}
+    doc = scenario([{"parallel": {"branches": [call, {"wait": {"latency": 2}}], "join": "any"}}], models=M10)
+    res = run(doc)
+    row = res.calls.iloc[0]
+    assert row["status"] == "cancelled" and row["output_tokens"] == 10 and row["t_end"] == pytest.approx(2.0)
+    assert res.summary_dict()["variants"]["baseline"]["wall_time_s"]["mean"] == pytest.approx(2.0)
+
+
+def test_pipeline_starts_at_the_interruption_when_that_comes_first():
+    # The call is cut at 3.05 s (21 tokens), before its 50th token would arrive (5.95 s): the pipeline starts at
+    # 3.05 s and its 1 s tool ends at 4.05 s, the run's end.
+    steps = [
+        {"call": {"name": "a", "output": 100, "interrupt": {"p": 1, "after_first_token": 2.05}}},
+        {"pipeline": {"after": {"tokens": 50}, "steps": [{"tool": {"name": "t", "latency": 1}}]}},
+    ]
+    res = run(scenario(steps, models=M10))
+    assert res.spans["t_start"].iloc[0] == pytest.approx(3.05)
+    assert res.summary_dict()["variants"]["baseline"]["wall_time_s"]["mean"] == pytest.approx(4.05)

@@ -273,7 +273,7 @@ class _Runner:
             d = d + stall
         if node.id in self.streamed or st.trigger is not None:
             yield from self._streamed_call(
-                node, st, flat, t0, ttft, tps, i_new, out, reas, stall, key, inp, read, write, w1h
+                node, st, flat, t0, ttft, tps, i_new, out, reas, stall, d, key, inp, read, write, w1h
             )
             return
         if cfg.cache:
@@ -299,7 +299,7 @@ class _Runner:
         if stall:
             acc[STALL] += stall
 
-    def _streamed_call(self, node, st, flat, t0, ttft, tps, i_new, out, reas, stall, key, inp, read, write, w1h):
+    def _streamed_call(self, node, st, flat, t0, ttft, tps, i_new, out, reas, stall, d, key, inp, read, write, w1h):
         """A call that may be interrupted: the shared rule (agentsim.streaming.interruption) decides where."""
         env, r = self.env, st.r
         ctx = st.ctx
@@ -327,13 +327,12 @@ class _Runner:
             hit, t_cut, billed = interruption(self.plan, self.block, node, tier, flat, runs, sb, fa)
         else:
             hit, t_cut, billed = np.zeros(1, dtype=bool), end, N
-        d = float(end[0] - t0)
         if st.trigger is not None:
             self._arm_pipeline(st, node, flat, runs, sb, t0, ttft, stall, stall_u, float(t_cut[0]) if hit[0] else None)
         if not hit[0]:
             if ctx.cfg.cache:
                 ctx.mark(key, inp, t0 + d)
-            yield env.timeout(d)
+            yield from self._cancellable(node, r, flat, t0, ttft, tps, out, reas, inp, read, write, w1h, key, d)
             self.plain_recs.extend((node.id, r, flat, t0, ttft, inp, read, write, w1h))
             if ctx.cfg.grows:
                 ctx.L += i_new + out
@@ -351,7 +350,7 @@ class _Runner:
             stalled = min(max(T - float(sb.A[0, k - 1]), 0.0), stall)
         if ctx.cfg.cache:
             ctx.mark(key, inp, T)
-        yield env.timeout(T - t0)
+        yield from self._cancellable(node, r, flat, t0, ttft, tps, out, reas, inp, read, write, w1h, key, T - t0)
         T = env.now
         self.call_recs.extend(
             (node.id, r, flat, DONE, t0, t0, t0 + ttft, T, ttft, inp, read, write, w1h, vis, reas, key)
@@ -364,6 +363,22 @@ class _Runner:
         acc[DEC] += (T - t0) - ttft - stalled
         if stalled:
             acc[STALL] += stalled
+
+    def _cancellable(self, node, r, flat, t0, ttft, tps, out, reas, inp, read, write, w1h, key, d):
+        """Wait ``d``; if a race cancels the call meanwhile, record what it had generated (as in ``call``)."""
+        env = self.env
+        try:
+            yield env.timeout(d)
+        except simpy.Interrupt:
+            T = env.now
+            if t0 < T:
+                t_first = t0 + ttft
+                gen = min(math.floor((T - t_first) * tps), out + reas) if t_first < T else 0
+                rb = min(reas, gen)
+                self.call_recs.extend(
+                    (node.id, r, flat, CANCELLED, t0, t0, t_first, T, ttft, inp, read, write, w1h, gen - rb, rb, key)
+                )
+            raise
 
     def _arm_pipeline(self, st, node, flat, runs, sb, t0, ttft, stall, stall_u, t_cut):
         """Start the pipeline after ``node`` once it has streamed enough (agentsim.streaming.pipeline_offset)."""
