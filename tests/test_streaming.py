@@ -460,3 +460,43 @@ def test_pipeline_starts_at_the_interruption_when_that_comes_first():
     res = run(scenario(steps, models=M10))
     assert res.spans["t_start"].iloc[0] == pytest.approx(3.05)
     assert res.summary_dict()["variants"]["baseline"]["wall_time_s"]["mean"] == pytest.approx(4.05)
+
+
+@pytest.mark.parametrize("join", ["all", "any", {"k": 2}])
+def test_engines_agree_with_stalls_in_fanouts_races_and_subagents(join):
+    stream = {"stall": {"p": 0.5, "seconds": {"uniform": {"low": 0.5, "high": 4}}}, "chunk_tokens": 3}
+    m = model(ttft={"lognormal": {"median": 1, "p90": 2}}, tps={"gamma": {"mean": 50, "sd": 15}}, stream=stream)
+    reader = {"reader": {"tokens_per_s": 8}}
+    doc = scenario(
+        [
+            {
+                "fanout": {
+                    "n": {"uniform": {"low": 1, "high": 4}},
+                    "join": join,
+                    "steps": [
+                        {"call": {"name": "f", "output": {"uniform": {"low": 20, "high": 200}}, "consumer": reader}},
+                        {"tool": {"latency": {"exponential": {"mean": 1}}}},
+                    ],
+                }
+            },
+            {
+                "choose": {
+                    "options": [
+                        {"p": 0.5, "steps": [{"subagent": {"workflow": "w"}}]},
+                        {
+                            "p": 0.5,
+                            "steps": [{"call": {"name": "c", "output": 80, "consumer": {"render": {"tokens": 30}}}}],
+                        },
+                    ]
+                }
+            },
+        ],
+        models={"m": m},
+        runs=200,
+        context={"system": 500, "grows": True, "cache": True},
+        workflows={"w": {"steps": [{"call": {"name": "s", "output": 120, "consumer": reader}}]}},
+    )
+    a = run(doc, engine="des").to_json().replace('"engine": "des"', '"engine": "E"')
+    b = run(doc, engine="fastpath").to_json().replace('"engine": "fastpath"', '"engine": "E"')
+    assert a == b
+    assert set(json.loads(a)["variants"]["baseline"]["streaming"]["calls"]) == {"f", "c", "s"}
