@@ -175,7 +175,8 @@ def test_apparate_point_is_the_consumers_pace():
 # --------------------------------------------------------------------------- interruptions
 
 
-def test_interruption_billed_to_the_exact_token():
+@pytest.mark.parametrize("engine", ENGINES)
+def test_interruption_billed_to_the_exact_token(engine):
     # Interrupted at a_1 + 2.05 = 3.05 s: tokens with 1 + (i-1)*10/99 <= 3.05 are i <= 21 (20.295 gaps).
     # Billed: 21 output tokens x $10/M = $0.00021, the call ends at 3.05 s; the next call sees 21 tokens of
     # context and ends 1 + 10/10 = 2 s later.
@@ -194,7 +195,7 @@ def test_interruption_billed_to_the_exact_token():
         models=M10,
         context={"system": 0, "grows": True},
     )
-    res = run(doc)
+    res = run(doc, engine=engine)
     calls = res.calls.set_index("step")
     assert calls.loc["a", "output_tokens"] == 21
     assert calls.loc["a", "t_end"] == pytest.approx(3.05)
@@ -209,12 +210,13 @@ def test_interruption_billed_to_the_exact_token():
     assert v["breakdown_s"]["ttft"] + v["breakdown_s"]["decode"] == pytest.approx(5.05)
 
 
-def test_interruption_after_first_audio():
+@pytest.mark.parametrize("engine", ENGINES)
+def test_interruption_after_first_audio(engine):
     # Speech: s_1 = a_20 + 0.3 = 1 + 19*6/59 + 0.3; cut 1 s later at t = 3.2322 + 1: tokens with
     # 1 + (i-1)*6/59 <= 4.2322 are i <= 32.
     speech = {"speech": {"first_audio": 0.3, "tokens_per_s": 3, "sentence_tokens": 20}}
     doc = one_call(speech, output=60, interrupt={"p": 1, "after_first_audio": 1})
-    res = run(doc)
+    res = run(doc, engine=engine)
     t = 1 + 19 * 6 / 59 + 0.3 + 1
     assert res.calls["output_tokens"].iloc[0] == 1 + int((t - 1) // (6 / 59))
     assert res.calls["t_end"].iloc[0] == pytest.approx(t)
@@ -276,15 +278,62 @@ def test_pipeline_after_first_sentence_and_when_the_call_is_longer():
     assert res.summary_dict()["variants"]["baseline"]["wall_time_s"]["mean"] == pytest.approx(11.0)
 
 
-def test_fast_path_declines_interrupts_and_pipelines():
+def test_fast_path_declines_pipelines_and_runs_interrupts():
     from agentsim.plan import compile_plan
     from agentsim.simulation import EngineError, choose_engine, des_reasons
 
-    plan = compile_plan(make(one_call({"reader": {"tokens_per_s": 5}}, interrupt={"p": 1, "after_first_token": 1})))
-    assert any("interrupt" in r for r in des_reasons(plan))
+    tool = [{"tool": {"latency": 1}}]
+    steps = [{"call": {"output": 10}}, {"pipeline": {"after": {"tokens": 5}, "steps": tool}}]
+    plan = compile_plan(make(scenario(steps)))
+    assert any("pipeline" in r for r in des_reasons(plan))
     with pytest.raises(EngineError):
         choose_engine(plan, "fastpath")
     assert choose_engine(plan, "auto") == "des"
+    plan = compile_plan(make(one_call({"reader": {"tokens_per_s": 5}}, interrupt={"p": 1, "after_first_token": 1})))
+    assert des_reasons(plan) == [] and choose_engine(plan, "auto") == "fastpath"
+
+
+@pytest.mark.parametrize("after", ["after_first_token", "after_first_audio"])
+def test_engines_agree_on_interruptions(after):
+    # interruptions inside repeats and fan-outs (with races), with stalls, jitter and chunks, on a growing cached
+    # context: the fast path applies the same rule as the DES, to the last bit
+    stream = {"jitter_cv": 0.4, "chunk_tokens": {"uniform": {"low": 1, "high": 5}}, "stall": {"p": 0.5, "seconds": 2}}
+    m = model(ttft={"lognormal": {"median": 1, "p90": 2}}, tps={"gamma": {"mean": 40, "sd": 10}}, stream=stream)
+    speech = {
+        "speech": {"first_audio": {"uniform": {"low": 0.1, "high": 0.6}}, "tokens_per_s": 4, "sentence_tokens": 15}
+    }
+    cut = {"p": 0.6, after: {"exponential": {"mean": 2}}}
+    call = {
+        "name": "say",
+        "output": {"uniform": {"low": 5, "high": 150}},
+        "reasoning": 20,
+        "consumer": speech,
+        "interrupt": cut,
+    }
+    doc = scenario(
+        [
+            {
+                "repeat": {
+                    "times": {"uniform": {"low": 1, "high": 4}},
+                    "steps": [{"call": call}, {"tool": {"latency": 0.5, "output": 30}}],
+                }
+            },
+            {"fanout": {"n": 3, "join": "any", "steps": [{"call": {**call, "name": "race"}}]}},
+            {"call": {"name": "after", "output": 20}},
+        ],
+        models={"m": m},
+        runs=300,
+        context={"system": 200, "grows": True, "cache": True},
+    )
+    a = run(doc, engine="des")
+    b = run(doc, engine="fastpath")
+    ja = a.to_json().replace('"engine": "des"', '"engine": "E"')
+    jb = b.to_json().replace('"engine": "fastpath"', '"engine": "E"')
+    assert ja == jb
+    share = json.loads(ja)["variants"]["baseline"]["streaming"]["calls"]["say"]["interrupted_share"]["mean"]
+    assert 0.2 < share < 0.7
+    for col in ("t_end", "output_tokens", "input_tokens", "cost_usd"):
+        assert np.array_equal(a.calls[col].to_numpy(), b.calls[col].to_numpy()), col
 
 
 # --------------------------------------------------------------------------- theory: jitter moves no end
@@ -431,20 +480,22 @@ def test_profile_brings_its_stream(tmp_path):
     assert v["breakdown_s"]["stall"] == pytest.approx(2.0)
 
 
-def test_interruptible_call_without_consumer_reports_its_stream():
-    res = run(one_call(None, interrupt={"p": 1, "after_first_token": 2.05}))
+@pytest.mark.parametrize("engine", ENGINES)
+def test_interruptible_call_without_consumer_reports_its_stream(engine):
+    res = run(one_call(None, interrupt={"p": 1, "after_first_token": 2.05}), engine=engine)
     s = stream_of(res, "a")
     assert s["interrupted_share"] == 1.0 and s["ttft_s"] == pytest.approx(1.0)
     assert "reader_done_s" not in s
     assert res.calls["output_tokens"].iloc[0] == 21
 
 
-def test_interruptible_call_cancelled_by_a_race():
+@pytest.mark.parametrize("engine", ENGINES)
+def test_interruptible_call_cancelled_by_a_race(engine):
     # join: any against a 2 s wait: the call (tokens from 1 s) is cancelled at 2 s with floor((2 - 1) x 10) = 10
     # tokens generated, as any cancelled call.
     call = {"call": {"name": "a", "output": 100, "interrupt": {"p": 0, "after_first_token": 1}}}
     doc = scenario([{"parallel": {"branches": [call, {"wait": {"latency": 2}}], "join": "any"}}], models=M10)
-    res = run(doc)
+    res = run(doc, engine=engine)
     row = res.calls.iloc[0]
     assert row["status"] == "cancelled" and row["output_tokens"] == 10 and row["t_end"] == pytest.approx(2.0)
     assert res.summary_dict()["variants"]["baseline"]["wall_time_s"]["mean"] == pytest.approx(2.0)

@@ -73,7 +73,7 @@ from .records import (
     empty_span_tensors,
 )
 from .sampling import Block, tier_speeds
-from .streaming import interruption, pipeline_offset, stall_draws, stall_position, streams
+from .streaming import interruption, pipeline_offset, stall_draws, stalled_by, streams
 
 __all__ = ["run_block_des"]
 
@@ -344,13 +344,11 @@ class _Runner:
             return
         T = float(t_cut[0])
         vis = int(billed[0])
-        stalled = 0.0
-        if stall:
-            k = int(stall_position(np.array([stall_u]), N)[0])
-            stalled = min(max(T - float(sb.A[0, k - 1]), 0.0), stall)
+        stalled = float(stalled_by(sb, np.array([stall]), np.array([stall_u]), t_cut)[0])
         if ctx.cfg.cache:
             ctx.mark(key, inp, T)
-        yield from self._cancellable(node, r, flat, t0, ttft, tps, out, reas, inp, read, write, w1h, key, T - t0)
+        # (a race may still cancel it before T: what it generated is capped by what T would have billed)
+        yield from self._cancellable(node, r, flat, t0, ttft, tps, vis, reas, inp, read, write, w1h, key, T - t0)
         T = env.now
         self.call_recs.extend(
             (node.id, r, flat, DONE, t0, t0, t0 + ttft, T, ttft, inp, read, write, w1h, vis, reas, key)
@@ -393,10 +391,7 @@ class _Runner:
         acc = list(st.acc)
         elapsed = t_go - t0
         first = min(ttft, elapsed)
-        stalled = 0.0
-        if stall:
-            k = int(stall_position(np.array([stall_u]), sb.N)[0])
-            stalled = min(max(t_go - float(sb.A[0, k - 1]), 0.0), stall) if k >= 1 else 0.0
+        stalled = float(stalled_by(sb, np.array([stall]), np.array([stall_u]), np.array([t_go]))[0])
         acc[TTFT] += first
         acc[DEC] += (elapsed - first) - stalled
         acc[STALL] += stalled

@@ -31,6 +31,7 @@ import numpy as np
 from .context import ONE_HOUR
 from .plan import (
     COUNT,
+    FIRST_AUDIO,
     INPUT,
     LATENCY,
     OUTPUT,
@@ -60,7 +61,7 @@ from .records import (
     empty_span_tensors,
 )
 from .sampling import Block
-from .streaming import stall_draws
+from .streaming import interruption, stall_draws, stalled_by, streams
 
 __all__ = ["VecCtx", "run_block_fast"]
 
@@ -221,6 +222,9 @@ class _Evaluator:
             if isinstance(s, ToolNode | WaitNode)
         }
         self._members: dict[int, list[Node]] = {}
+        self.interrupted = {
+            c.id: np.zeros((block.n, *block.shape(c.scope)), dtype=bool) for c in plan.calls if c.interrupt is not None
+        }
 
     # ------------------------------------------------------------------ helpers
     def members(self, node: Node) -> list[Node]:
@@ -267,8 +271,21 @@ class _Evaluator:
         else:
             stall = sd[0][sl]
             t_end = t0 + ((ttft + dec) + stall)
+        t_mark = t_end
+        if node.interrupt is not None:  # the shared rule of agentsim.streaming, as the DES applies it
+            stall_now = np.zeros(t0.shape) if sd is None else np.broadcast_to(stall, t0.shape)
+            hit, t_cut, billed, stalled = self._interrupt(node, tier, ix, t0, ttft, tps, out, reas, stall_now, active)
+            T = t0 + (t_cut - t0)
+            t_end = np.where(hit, T, t_end)
+            t_mark = np.where(hit, t_cut, t_end)
+            dec = np.where(hit, ((T - t0) - ttft) - stalled, dec)
+            out = np.where(hit, billed, out)
+            if sd is not None:
+                stall = np.where(hit, stalled, stall)
+            self.interrupted[nid][sl] = hit
+        if sd is not None:
             st.acc[STALL] = st.acc[STALL] + np.where(active, stall, 0.0)
-        st.ctx.mark(tier.index, inp, t_end, active, on)
+        st.ctx.mark(tier.index, inp, t_mark, active, on)
         fields = (
             ("t_submit", t0),
             ("t_start", t0),
@@ -299,6 +316,50 @@ class _Evaluator:
             st.acc[TTFT] = np.where(active, st.acc[TTFT] + ttft, st.acc[TTFT])
             st.acc[DEC] = np.where(active, st.acc[DEC] + dec, st.acc[DEC])
         st.ctx.add(i_new + out, active, on)
+
+    def _interrupt(self, node, tier, ix, t0, ttft, tps, out, reas, stall, active):
+        """(hit, t, billed, stalled) of every active call instance at ``ix`` (agentsim.streaming rules)."""
+        shape = t0.shape
+        hit = np.zeros(shape, dtype=bool)
+        t_cut = np.full(shape, np.inf)
+        billed = np.zeros(shape, dtype=np.int64)
+        stalled = np.zeros(shape)
+        slots = np.arange(max(1, int(np.prod(self.block.shape(node.scope), dtype=np.int64))))
+        slots = slots.reshape(self.block.shape(node.scope))[tuple(ix)]  # instance slot of each copy
+        sd = stall_draws(self.plan, self.block, node, tier.index)
+        fa_all = self.V.get((node.id, FIRST_AUDIO))
+
+        def full(x):
+            return np.broadcast_to(x, shape)
+
+        t0f, ttftf, tpsf, outf, reasf, stallf = map(full, (t0, ttft, tps, out, reas, stall))
+        for pos in np.ndindex(np.shape(slots)):
+            flat = int(np.asarray(slots)[pos])
+            sub = (slice(None), *pos)
+            act = full(active)[sub]
+            runs = np.nonzero(act)[0]
+            if not runs.size:
+                continue
+            send, tt, tp = t0f[sub][runs], ttftf[sub][runs], tpsf[sub][runs]
+            N, R, st_s = outf[sub][runs].astype(np.int64), reasf[sub][runs], stallf[sub][runs]
+            st_u = np.zeros(len(runs))
+            if sd is not None:
+                st_u = np.broadcast_to(sd[1], (self.block.n, *self.block.shape(node.scope))).reshape(self.block.n, -1)[
+                    runs, flat
+                ]
+            end = send + ((tt + (N + R) / tp) + st_s)
+            a1 = (send + tt) + R / tp
+            sb = streams(tier, self.block, node, flat, runs, send, a1, end, N, st_s, st_u, cache=True)
+            fa = None
+            if fa_all is not None:
+                fa = np.broadcast_to(fa_all, (self.block.n, *self.block.shape(node.scope))).reshape(self.block.n, -1)[
+                    runs, flat
+                ]
+            h, t, b = interruption(self.plan, self.block, node, tier, flat, runs, sb, fa)
+            idx = (runs, *pos)
+            hit[idx], t_cut[idx], billed[idx] = h, t, b
+            stalled[idx] = np.where(h, stalled_by(sb, st_s, st_u, t), 0.0)
+        return hit, t_cut, billed, stalled
 
     def span(self, node, st: _State, ix: tuple):
         sl = (slice(None), *ix)
@@ -525,7 +586,7 @@ def run_block_fast(plan: Plan, block: Block, variant: int, speeds: dict) -> Bloc
     breakdown = {k: st.acc[i] for i, k in enumerate(BREAKDOWN)}
     if plan.has_stalls:
         breakdown["stall"] = st.acc[STALL]
-    return BlockResult(
+    res = BlockResult(
         variant=variant,
         block=block,
         wall=st.t,
@@ -533,3 +594,6 @@ def run_block_fast(plan: Plan, block: Block, variant: int, speeds: dict) -> Bloc
         calls=ev.calls,
         spans=ev.spans,
     )
+    if ev.interrupted:
+        res.extra["interrupted"] = ev.interrupted
+    return res

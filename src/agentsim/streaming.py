@@ -76,6 +76,7 @@ __all__ = [
     "pipeline_offset",
     "stall_draws",
     "stall_position",
+    "stalled_by",
     "streams",
 ]
 
@@ -281,6 +282,15 @@ def interruption(plan: Plan, block: Block, node: CallNode, tier, flat: int, runs
         t = first_audio_times(sb.D, sent, fa) + x
     hit = (u < cfg.p) & (t < sb.end) & (sb.N > 0)
     return hit, t, np.where(hit, arrived(sb.A, t), sb.N)
+
+
+def stalled_by(sb: StreamBatch, stall: np.ndarray, stall_u: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """Seconds of each call's stall already spent at ``t`` (it starts when token ``k`` arrives)."""
+    width = sb.A.shape[1]
+    k = stall_position(stall_u, sb.N)
+    at = np.take_along_axis(sb.A, np.clip(k - 1, 0, width - 1)[:, None], axis=1)[:, 0]
+    live = (stall > 0) & (sb.N > 0)
+    return np.where(live, np.minimum(np.maximum(t - np.where(live, at, t), 0.0), stall), 0.0)
 
 
 def pipeline_offset(pnode, block: Block, flat: int, runs, sb: StreamBatch) -> np.ndarray:
