@@ -242,7 +242,8 @@ def test_interruption_share_is_p():
 # --------------------------------------------------------------------------- pipelines
 
 
-def test_pipeline_shortens_the_wall_time_by_hand():
+@pytest.mark.parametrize("engine", ENGINES)
+def test_pipeline_shortens_the_wall_time_by_hand(engine):
     # Call a: 100 tokens from 1 s to 11 s. A 20 s tool after it ends at 31 s; started once 20 tokens have
     # streamed (a_20 = 1 + 190/99 = 2.919 s) it ends at 22.919 s, and call b (2 s) follows the later of the two.
     # Saving: 31 - 22.919 = 11 - 190/99 - 1 = 8.0808 s.
@@ -250,9 +251,10 @@ def test_pipeline_shortens_the_wall_time_by_hand():
     tool = {"tool": {"name": "t", "latency": 20, "output": 7}}
     after = [{"call": {"name": "b", "output": 10}}]
     ctx = {"system": 0, "grows": True}
-    plain = run(scenario([*seq, tool, *after], models=M10, context=ctx))
+    plain = run(scenario([*seq, tool, *after], models=M10, context=ctx), engine=engine)
     piped = run(
-        scenario([*seq, {"pipeline": {"after": {"tokens": 20}, "steps": [tool]}}, *after], models=M10, context=ctx)
+        scenario([*seq, {"pipeline": {"after": {"tokens": 20}, "steps": [tool]}}, *after], models=M10, context=ctx),
+        engine=engine,
     )
     w0 = plain.summary_dict()["variants"]["baseline"]["wall_time_s"]["mean"]
     w1 = piped.summary_dict()["variants"]["baseline"]["wall_time_s"]["mean"]
@@ -266,31 +268,94 @@ def test_pipeline_shortens_the_wall_time_by_hand():
     assert b["tool"] == pytest.approx(20.0)
 
 
-def test_pipeline_after_first_sentence_and_when_the_call_is_longer():
+@pytest.mark.parametrize("engine", ENGINES)
+def test_pipeline_after_first_sentence_and_when_the_call_is_longer(engine):
     # first_sentence with a speech consumer of 20-token sentences: starts at a_20 = 1 + 190/99; a 1 s tool ends
     # long before the call (11 s), so the call is the critical path: wall = 11 s.
     steps = [
         {"call": {"name": "a", "output": 100, "consumer": {"speech": {"tokens_per_s": 3, "sentence_tokens": 20}}}},
         {"pipeline": {"after": "first_sentence", "steps": [{"tool": {"name": "t", "latency": 1}}]}},
     ]
-    res = run(scenario(steps, models=M10))
+    res = run(scenario(steps, models=M10), engine=engine)
     assert res.spans["t_start"].iloc[0] == pytest.approx(1 + 190 / 99)
     assert res.summary_dict()["variants"]["baseline"]["wall_time_s"]["mean"] == pytest.approx(11.0)
 
 
-def test_fast_path_declines_pipelines_and_runs_interrupts():
+def test_the_fast_path_runs_interrupts_and_pipelines():
     from agentsim.plan import compile_plan
-    from agentsim.simulation import EngineError, choose_engine, des_reasons
+    from agentsim.simulation import choose_engine, des_reasons
 
     tool = [{"tool": {"latency": 1}}]
-    steps = [{"call": {"output": 10}}, {"pipeline": {"after": {"tokens": 5}, "steps": tool}}]
+    steps = [
+        {"call": {"output": 10, "interrupt": {"p": 1, "after_first_token": 1}}},
+        {"pipeline": {"after": {"tokens": 5}, "steps": tool}},
+    ]
     plan = compile_plan(make(scenario(steps)))
-    assert any("pipeline" in r for r in des_reasons(plan))
-    with pytest.raises(EngineError):
-        choose_engine(plan, "fastpath")
-    assert choose_engine(plan, "auto") == "des"
-    plan = compile_plan(make(one_call({"reader": {"tokens_per_s": 5}}, interrupt={"p": 1, "after_first_token": 1})))
     assert des_reasons(plan) == [] and choose_engine(plan, "auto") == "fastpath"
+
+
+def test_engines_agree_on_pipelines():
+    stream = {"jitter_cv": 0.4, "chunk_tokens": {"uniform": {"low": 1, "high": 5}}, "stall": {"p": 0.5, "seconds": 2}}
+    m = model(ttft={"lognormal": {"median": 1, "p90": 2}}, tps={"gamma": {"mean": 40, "sd": 10}}, stream=stream)
+    speech = {"speech": {"first_audio": 0.2, "tokens_per_s": 4, "sentence_tokens": {"uniform": {"low": 5, "high": 25}}}}
+    call = {
+        "name": "say",
+        "output": {"uniform": {"low": 5, "high": 150}},
+        "consumer": speech,
+        "interrupt": {"p": 0.4, "after_first_token": {"exponential": {"mean": 3}}},
+    }
+    body = [
+        {"tool": {"name": "t", "latency": {"exponential": {"mean": 2}}, "output": 40}},
+        {"call": {"name": "inner", "output": 30}},
+    ]
+    doc = scenario(
+        [
+            {
+                "repeat": {
+                    "times": {"uniform": {"low": 1, "high": 3}},
+                    "steps": [
+                        {"call": call},
+                        {"pipeline": {"after": "first_sentence", "steps": body}},
+                    ],
+                }
+            },
+            {
+                "fanout": {
+                    "n": 2,
+                    "steps": [
+                        {"call": {"name": "f", "output": {"uniform": {"low": 10, "high": 90}}}},
+                        {"pipeline": {"after": {"tokens": 20}, "steps": [{"tool": {"latency": 3, "output": 5}}]}},
+                    ],
+                }
+            },
+            {
+                "choose": {
+                    "options": [
+                        {
+                            "p": 0.5,
+                            "steps": [
+                                {"call": {"name": "c", "output": 40}},
+                                {"pipeline": {"after": {"tokens": 10}, "steps": [{"wait": {"latency": 9}}]}},
+                            ],
+                        },
+                        {"p": 0.5, "steps": []},
+                    ]
+                }
+            },
+            {"call": {"name": "after", "output": 20}},
+        ],
+        models={"m": m},
+        runs=300,
+        context={"system": 200, "grows": True, "cache": True},
+    )
+    a = run(doc, engine="des")
+    b = run(doc, engine="fastpath")
+    ja = a.to_json().replace('"engine": "des"', '"engine": "E"')
+    jb = b.to_json().replace('"engine": "fastpath"', '"engine": "E"')
+    assert ja == jb
+    for col in ("t_start", "t_end", "output_tokens", "input_tokens", "cache_read_tokens", "cost_usd"):
+        assert np.array_equal(a.calls[col].to_numpy(), b.calls[col].to_numpy(), equal_nan=True), col
+    assert np.array_equal(a.spans["t_start"].to_numpy(), b.spans["t_start"].to_numpy())
 
 
 @pytest.mark.parametrize("after", ["after_first_token", "after_first_audio"])
@@ -501,14 +566,15 @@ def test_interruptible_call_cancelled_by_a_race(engine):
     assert res.summary_dict()["variants"]["baseline"]["wall_time_s"]["mean"] == pytest.approx(2.0)
 
 
-def test_pipeline_starts_at_the_interruption_when_that_comes_first():
+@pytest.mark.parametrize("engine", ENGINES)
+def test_pipeline_starts_at_the_interruption_when_that_comes_first(engine):
     # The call is cut at 3.05 s (21 tokens), before its 50th token would arrive (5.95 s): the pipeline starts at
     # 3.05 s and its 1 s tool ends at 4.05 s, the run's end.
     steps = [
         {"call": {"name": "a", "output": 100, "interrupt": {"p": 1, "after_first_token": 2.05}}},
         {"pipeline": {"after": {"tokens": 50}, "steps": [{"tool": {"name": "t", "latency": 1}}]}},
     ]
-    res = run(scenario(steps, models=M10))
+    res = run(scenario(steps, models=M10), engine=engine)
     assert res.spans["t_start"].iloc[0] == pytest.approx(3.05)
     assert res.summary_dict()["variants"]["baseline"]["wall_time_s"]["mean"] == pytest.approx(4.05)
 

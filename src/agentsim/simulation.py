@@ -64,8 +64,6 @@ def des_reasons(plan: Plan) -> list[str]:
         reasons.append("it runs a workload of many agents (workload: arrivals/concurrent)")
     if any(t.error_rate > 0 or t.timeout_s is not None for t in plan.tiers):
         reasons.append("its models can fail (error_rate or timeout) and be retried")
-    if any(n.kind == "pipeline" for n in plan.nodes):
-        reasons.append("it starts steps on a call's partial output (pipeline:)")
     return reasons
 
 
