@@ -80,7 +80,8 @@ __all__ = [
     "streams",
 ]
 
-BATCH_ELEMENTS = 1 << 22  # tokens per batch of calls (memory of one matrix: 32 MiB)
+BATCH_ELEMENTS = 1 << 21  # tokens per batch of calls (memory of one matrix: 16 MiB)
+CACHE_BYTES = 128 << 20  # per-token draws kept per block for the engines' repeated look-ups (beyond: redrawn)
 ARRIVED_TOL = 1e-9  # a token arriving within this many seconds after t counts as arrived by t
 
 # Metrics by consumer kind (the order of summary.json); COMMON ones apply to every consumer.
@@ -117,12 +118,16 @@ METRICS = {
 def _rows(block: Block, key_node: int, purpose: int, flat: int, rows: int, cache: bool) -> np.ndarray:
     """Standard normals ``(rows, block.n)`` of one instance slot, token-major (row j: j-th draw of each run)."""
     key = (key_node, purpose, flat)
-    z = block.stream_cache.get(key)
+    store = block.stream_cache
+    z = store.get(key)
     if z is None or z.shape[0] < rows:
         seq = np.random.SeedSequence(block.seed, spawn_key=(block.index, key_node, purpose, flat))
         z = np.random.Generator(np.random.PCG64(seq)).standard_normal((max(rows, 1), block.n))
-        if cache:
-            block.stream_cache[key] = z
+        if cache:  # the same numbers either way: the cache only saves drawing them again
+            used = store.get("_bytes", 0) - (store[key].nbytes if key in store else 0)
+            if used + z.nbytes <= CACHE_BYTES:
+                store[key] = z
+                store["_bytes"] = used + z.nbytes
     return z[:rows]
 
 
@@ -131,8 +136,29 @@ def _sizes(sampler, block: Block, key_node: int, purpose: int, flat: int, runs: 
     if sampler.is_constant:
         size = max(1, int(np.rint(sampler.constant_value)))
         return np.full((len(runs), rows), size, dtype=np.int64)
-    z = _rows(block, key_node, purpose, flat, rows, cache)[:, runs].T
+    z = _columns(_rows(block, key_node, purpose, flat, rows, cache), runs, block.n)
     return np.maximum(np.rint(sampler.transform(z)), 1).astype(np.int64)
+
+
+def _group_sizes(sampler, block, key_node, purpose, flat, runs, N, cache) -> np.ndarray:
+    """Group sizes covering each call's ``N`` tokens: a first guess of rows from the mean, all rows if short.
+
+    Rows are drawn token-major, so drawing fewer or more of them never changes the first ones.
+    """
+    width = max(int(N.max()) if len(N) else 1, 1)
+    if not sampler.is_constant:
+        guess = min(width, 2 * math.ceil(width / max(sampler.mean, 1.0)) + 8)
+        sizes = _sizes(sampler, block, key_node, purpose, flat, runs, guess, cache)
+        if guess == width or bool(np.all(sizes.sum(axis=1) >= N)):
+            return sizes
+    return _sizes(sampler, block, key_node, purpose, flat, runs, width, cache)
+
+
+def _columns(z: np.ndarray, runs: np.ndarray, n: int) -> np.ndarray:
+    """``z[:, runs].T``, without a copy when ``runs`` is every run in order."""
+    if len(runs) == n and (n == 0 or (runs[0] == 0 and runs[-1] == n - 1)):
+        return z.T
+    return z[:, runs].T
 
 
 def stall_draws(plan: Plan, block: Block, node: CallNode, tier_index: int):
@@ -198,7 +224,7 @@ def streams(
     st = tier.stream
     if st is not None and st.jitter_cv > 0 and width >= 2:
         sigma = math.sqrt(math.log1p(st.jitter_cv**2))
-        z = _rows(block, node.id, GAPS, flat, width - 1, cache)[:, runs].T
+        z = _columns(_rows(block, node.id, GAPS, flat, width - 1, cache), runs, block.n)
         w = np.exp(sigma * z - 0.5 * sigma * sigma)
         w = np.where(i[None, 1:] < N[:, None], w, 0.0)  # gap j (1-based) exists when j < N
         cum = np.concatenate([np.zeros((C, 1)), np.cumsum(w, axis=1)], axis=1)
@@ -220,7 +246,7 @@ def streams(
         D = A
         chunk_start = np.ones((C, width), dtype=bool)
     else:
-        sizes = _sizes(st.chunk, block, node.id, CHUNKS, flat, runs, width, cache)
+        sizes = _group_sizes(st.chunk, block, node.id, CHUNKS, flat, runs, N, cache)
         ends = np.cumsum(sizes, axis=1) - 1  # 0-based index of each group's last token
         is_end = np.zeros((C, width + 1), dtype=bool)
         np.put_along_axis(is_end, np.minimum(ends, width), True, axis=1)
@@ -245,11 +271,12 @@ def arrived(A: np.ndarray, t: np.ndarray) -> np.ndarray:
 
 def sentence_ends(sampler, block: Block, key_node: int, flat: int, runs: np.ndarray, n: np.ndarray, cache=False):
     """Sentence lengths ``(calls, K)`` over ``n`` tokens: the last sentence shortened to fit, then zeros."""
-    K = max(int(n.max()) if len(n) else 1, 1)
     if sampler.is_constant:
         L = max(1, int(np.rint(sampler.constant_value)))
         K = max(-(-int(n.max()) // L) if len(n) else 1, 1)
-    sizes = _sizes(sampler, block, key_node, SENTENCES, flat, runs, K, cache)
+        sizes = _sizes(sampler, block, key_node, SENTENCES, flat, runs, K, cache)
+    else:
+        sizes = _group_sizes(sampler, block, key_node, SENTENCES, flat, runs, n, cache)
     cum = np.minimum(np.cumsum(sizes, axis=1), n[:, None])
     start = np.concatenate([np.zeros((len(n), 1), dtype=np.int64), cum[:, :-1]], axis=1)
     return cum - start  # tokens per sentence; 0 once the answer is used up
@@ -469,14 +496,14 @@ def _batch(plan, block, node, tid, flat, runs, t, width, out_drawn, interrupted)
         stall_u = np.broadcast_to(sd[1], t["status"].shape).reshape(n_runs, width)[runs, flat]
     end = send + ((ttft + (N + reas) / tps) + stall)
     a1 = (send + ttft) + reas / tps
-    sb = streams(tier, block, node, flat, runs, send, a1, end, N, stall, stall_u)
+    sb = streams(tier, block, node, flat, runs, send, a1, end, N, stall, stall_u, cache=True)
     hit = np.zeros(len(runs), dtype=bool) if interrupted is None else interrupted[runs, flat]
     cut = col("t_end")
     n = np.where(hit, arrived(sb.D, cut), N)
     cons = node.consumer
     sent = fa = None
     if cons.kind == "speech":
-        sent = sentence_ends(cons.sentence, block, node.id, flat, runs, n)
+        sent = sentence_ends(cons.sentence, block, node.id, flat, runs, n, cache=True)
         fa = np.broadcast_to(block.get(node.id, FIRST_AUDIO), t["status"].shape).reshape(n_runs, width)[runs, flat]
     vals = consumer_metrics(cons, sb, n, sent, fa)
     vals["_tps"] = tps  # for the apparate point (agentsim.stream_stats)
