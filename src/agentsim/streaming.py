@@ -39,6 +39,11 @@ Both engines call the same functions, so their streaming numbers agree to the la
 the call's end. The call ends at ``t``; its reasoning and the visible tokens that have arrived by
 ``t`` (``a_i <= t``) are billed; only those join the context.
 
+**Engines.** The DES applies :func:`streams`, :func:`interruption`, :func:`stalled_by` and
+:func:`pipeline_offset` to one call at a time; the fast path to all the runs of one instance slot at
+once. Every operation is per row, so both get the same bits. :func:`block_metrics` then computes the
+consumer metrics from the records of either engine.
+
 Per-token random numbers (jitter weights, chunk and sentence sizes) come from streams keyed like
 every other draw (``SeedSequence(seed, spawn_key=(block, node, purpose, instance))``), filled
 token-major so a call's numbers do not depend on the other calls.
