@@ -617,3 +617,26 @@ def test_engines_agree_with_stalls_in_fanouts_races_and_subagents(join):
     b = run(doc, engine="fastpath").to_json().replace('"engine": "fastpath"', '"engine": "E"')
     assert a == b
     assert set(json.loads(a)["variants"]["baseline"]["streaming"]["calls"]) == {"f", "c", "s"}
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_edge_cases_empty_and_tiny_answers(engine):
+    # 0 tokens: no streaming figure (null), no crash; 1 token: TTFT and first render at a_1, no gaps;
+    # a renderer needing more tokens than the answer has draws at the last token (a_5 = end = 1 + 5/10 = 1.5 s);
+    # chunks larger than the answer: one group, delivered at a_1 (the first group's rule), no gap at all.
+    models = {"m": model(ttft=1.0, tps=10.0), "c": model(ttft=1.0, tps=10.0, stream={"chunk_tokens": 50})}
+    steps = [
+        {"call": {"name": "zero", "model": "m", "output": 0, "consumer": {"reader": {"tokens_per_s": 5}}}},
+        {"call": {"name": "one", "model": "m", "output": 1, "consumer": {"render": {"tokens": 1}}}},
+        {"call": {"name": "five", "model": "m", "output": 5, "consumer": {"render": {"tokens": 100}}}},
+        {"call": {"name": "chunky", "model": "c", "output": 5, "consumer": {"render": {"tokens": 3}}}},
+    ]
+    res = run(scenario(steps, models=models), engine=engine)
+    calls = res.summary_dict()["variants"]["baseline"]["streaming"]["calls"]
+    assert calls["zero"]["ttft_s"]["mean"] is None
+    assert calls["one"]["ttft_s"]["mean"] == pytest.approx(1.0)
+    assert calls["one"]["first_render_s"]["mean"] == pytest.approx(1.0)
+    assert calls["one"]["longest_gap_s"]["mean"] == 0.0
+    assert calls["five"]["first_render_s"]["mean"] == pytest.approx(1.5)
+    assert calls["chunky"]["first_render_s"]["mean"] == pytest.approx(1.0)
+    assert calls["chunky"]["longest_gap_s"]["mean"] == 0.0

@@ -390,9 +390,8 @@ def consumer_metrics(cons: ConsumerCfg, sb: StreamBatch, n: np.ndarray, sent_tok
         out["reader_done_s"] = np.where(has, f_n - send, np.nan)
         out["reader_wait_s"] = np.where(has, np.maximum((f_n - send) - n / r, 0.0), np.nan)
     elif cons.kind == "render":
-        m = np.full(C, width if cons.render_tokens is None else cons.render_tokens)
-        if cons.render_tokens is None:
-            m = sb.N.copy()
+        # an answer shorter than the tokens needed renders at its last token; a cut-off one before that, never
+        m = sb.N.copy() if cons.render_tokens is None else np.minimum(cons.render_tokens, sb.N)
         ok = (n >= m) & (m >= 1)
         idx = np.clip(m - 1, 0, width - 1)
         out["first_render_s"] = np.where(ok, np.take_along_axis(D, idx[:, None], axis=1)[:, 0] - send, np.nan)
