@@ -154,6 +154,8 @@ def summary_table(doc: dict) -> Table:
     t.add_row("critical path (mean)", *[""] * len(variants))
     for k, label in (("queue", "queue"), ("ttft", "TTFT"), ("decode", "decode"), ("tool", "tools"), ("wait", "waits")):
         row(f"  {label}", lambda v, k=k: _fmt_s(v["breakdown_s"][k]))
+    if "stall" in next(iter(variants.values()))["breakdown_s"]:
+        row("  stalls", lambda v: _fmt_s(v["breakdown_s"].get("stall")))
     row("Δ time vs first", lambda v: _signed(_fmt_s, v["vs_baseline"]["delta_time_s"]))
     row("Δ cost vs first", lambda v: _signed(_fmt_usd, v["vs_baseline"]["delta_cost_usd"]))
     row("USD per hour saved", lambda v: _fmt_usd(v["vs_baseline"]["usd_per_hour_saved"]))
@@ -167,6 +169,8 @@ def summary_table(doc: dict) -> Table:
         row("  unfinished at end", lambda v: f"{v['workload']['runs_unfinished']:,}")
         row("  throughput (runs/h)", lambda v: f"{v['workload']['throughput_runs_per_hour']:,.1f}")
         row("  output tokens/min", lambda v: _fmt_n(v["workload"]["output_tokens_per_min"]))
+    if "streaming" in first:
+        _streaming_rows(t, row, first, len(variants))
     if "limits" in first:
         t.add_row("limits", *[""] * len(variants))
         row("  queue wait mean", lambda v: _fmt_s(v["limits"]["queue_wait_s"]["mean"]))
@@ -189,6 +193,34 @@ def summary_table(doc: dict) -> Table:
                         lambda v, a=acct, k=kind: f"{v['limits']['accounts'][a][k]['utilisation']:.0%}",
                     )
     return t
+
+
+# The streaming block of the table: a few headline metrics per call with a consumer (means).
+_STREAM_ROWS = (
+    ("ttft_s", "TTFT seen", _fmt_s),
+    ("reader_done_s", "reader done", _fmt_s),
+    ("reader_wait_s", "reader waits", _fmt_s),
+    ("first_audio_s", "first audio", _fmt_s),
+    ("silence_s", "silence", _fmt_s),
+    ("first_render_s", "first render", _fmt_s),
+    ("longest_gap_s", "longest gap", _fmt_s),
+    ("qoe", "QoE", lambda x: "–" if x is None else f"{x:.2f}"),
+    ("interrupted_share", "interrupted", lambda x: "–" if x is None else f"{x:.0%}"),
+)
+
+
+def _streaming_rows(t: Table, row, first: dict, n_variants: int) -> None:
+    t.add_row("streaming (mean per call)", *[""] * n_variants)
+    for call, metrics in first["streaming"]["calls"].items():
+        for key, label, fmt in _STREAM_ROWS:
+            if key in metrics:
+                row(
+                    f"  {call}: {label}",
+                    lambda v, c=call, k=key, f=fmt: f(v["streaming"]["calls"].get(c, {}).get(k, {}).get("mean")),
+                )
+        app = first["streaming"]["apparate"].get(call)
+        if app is not None:
+            row(f"  {call}: gains nothing above", lambda v, a=app: f"{a['tokens_per_s']:.1f} tok/s")
 
 
 def print_summary(res: Results) -> None:

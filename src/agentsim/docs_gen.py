@@ -179,6 +179,21 @@ UNITS: dict[str, str] = {
     "SweepRange.start": "the swept value's",
     "SweepRange.stop": "the swept value's",
     "SweepRange.step": "the swept value's",
+    "StreamSpec.chunk_tokens": "tokens",
+    "StreamSpec.jitter_cv": "× (sd / mean of a gap)",
+    "StallSpec.seconds": "s",
+    "ReaderSpec.tokens_per_s": "tokens/s",
+    "ReaderSpec.words_per_min": "words / min",
+    "SpeechSpec.first_audio": "s",
+    "SpeechSpec.tokens_per_s": "tokens/s",
+    "SpeechSpec.sentence_tokens": "tokens",
+    "RenderSpec.tokens": "tokens",
+    "QoeSpec.expected_ttft": "s",
+    "QoeSpec.tokens_per_s": "tokens/s",
+    "InterruptSpec.after_first_token": "s",
+    "InterruptSpec.after_first_audio": "s",
+    "AfterTokens.tokens": "tokens",
+    "PipelineSpec.sentence_tokens": "tokens",
 }
 _BY_NAME = {
     "ttft": "s",
@@ -323,6 +338,25 @@ fallback: {model: sonnet, after: 3}
         ("fallback",),
     ),
     (
+        "StreamSpec",
+        "models.NAME.stream (also speeds.TIER.stream and profiles)",
+        """\
+stream:
+  chunk_tokens: {choice: {values: [1, 4, 16]}}   # tokens per delivered chunk, drawn per chunk
+  jitter_cv: 0.5                                  # uneven gaps; the call's end does not move
+  stall: {p: 0.05, seconds: {lognormal: {median: 1.5, p90: 4}}}   # adds to the call's time
+""",
+        ("stream",),
+    ),
+    (
+        "StallSpec",
+        "models.NAME.stream.stall",
+        """\
+stall: {p: 0.05, seconds: 2}
+""",
+        ("stall",),
+    ),
+    (
         "Agent",
         "agent",
         """\
@@ -454,6 +488,76 @@ subagent: {name: research, workflow: researcher, output: 400}
         ("subagent",),
     ),
     (
+        "PipelineSpec",
+        "Step `pipeline`",
+        """\
+pipeline:                      # right after a call: starts once that call has streamed 50 tokens
+  after: {tokens: 50}          # or: first_sentence
+  steps:
+    - tool: {name: tts-warmup, latency: 0.2}
+""",
+        ("pipeline",),
+    ),
+    (
+        "AfterTokens",
+        "When a pipeline starts",
+        """\
+after: {tokens: 50}
+""",
+        ("after",),
+    ),
+    (
+        "ConsumerSpec",
+        "Who consumes a call's answer (call.consumer, top-level consumer)",
+        """\
+consumer: {reader: {words_per_min: 250}, qoe: {expected_ttft: 1, tokens_per_s: 5.5}}
+# or: {speech: {first_audio: 0.3, tokens_per_s: 3, sentence_tokens: 20}}
+# or: {render: {tokens: 200}}     (or tokens: all)
+""",
+        ("consumer",),
+    ),
+    (
+        "ReaderSpec",
+        "consumer.reader",
+        """\
+reader: {words_per_min: 250}      # 1 token = 0.75 words: 5.56 tokens/s
+""",
+        ("reader",),
+    ),
+    (
+        "SpeechSpec",
+        "consumer.speech",
+        """\
+speech: {first_audio: 0.3, tokens_per_s: 3, sentence_tokens: {uniform: {low: 12, high: 30}}}
+""",
+        ("speech",),
+    ),
+    (
+        "RenderSpec",
+        "consumer.render",
+        """\
+render: {tokens: 200}
+""",
+        ("render",),
+    ),
+    (
+        "QoeSpec",
+        "consumer.qoe (Andes QoE, arXiv 2404.16283)",
+        """\
+qoe: {expected_ttft: 1.0, tokens_per_s: 5}
+""",
+        ("qoe",),
+    ),
+    (
+        "InterruptSpec",
+        "call.interrupt",
+        """\
+interrupt: {p: 0.2, after_first_token: {uniform: {low: 1, high: 5}}}
+# or: {p: 0.3, after_first_audio: 2}      (needs a speech consumer)
+""",
+        ("interrupt",),
+    ),
+    (
         "VariantSpec",
         "variants.NAME",
         """\
@@ -565,7 +669,10 @@ DIST_DRAW = {
 # Definitions documented inside another section rather than on their own.
 FOLDED = (
     {DIST, STEP}
-    | {f"{k.capitalize()}Step" for k in ("call", "tool", "wait", "parallel", "fanout", "repeat", "choose", "subagent")}
+    | {
+        f"{k.capitalize()}Step"
+        for k in ("call", "tool", "wait", "parallel", "fanout", "repeat", "choose", "subagent", "pipeline")
+    }
     | {
         f"{f.capitalize()}Dist"
         for f in ("uniform", "normal", "lognormal", "gamma", "exponential", "choice", "empirical")
@@ -712,7 +819,8 @@ def scenario_reference() -> str:
                 + ", ".join(f"`{k}`" for k in STEP_KINDS)
                 + ". Steps run in order; `parallel` and `fanout` run branches at the same time and join them; "
                 "`repeat` runs its steps several times; `choose` runs one option; `subagent` runs a named "
-                "workflow with its own context. Every step may have a `name`, used in the calls table and "
+                "workflow with its own context; `pipeline` (right after a call) starts its steps on that call's "
+                "partial output. Every step may have a `name`, used in the calls table and "
                 "by variants.",
                 "",
             ]
@@ -738,6 +846,14 @@ _STEP_SPECS = {
     "ChooseSpec",
     "ChooseOption",
     "SubagentSpec",
+    "PipelineSpec",
+    "AfterTokens",
+    "ConsumerSpec",
+    "ReaderSpec",
+    "SpeechSpec",
+    "RenderSpec",
+    "QoeSpec",
+    "InterruptSpec",
 }
 
 

@@ -38,6 +38,7 @@ from .context import Ctx
 from .limits import TooLarge
 from .plan import (
     COUNT,
+    FIRST_AUDIO,
     INPUT,
     LATENCY,
     OUTPUT,
@@ -51,6 +52,7 @@ from .plan import (
     ChooseNode,
     FanoutNode,
     ParNode,
+    PipelineNode,
     Plan,
     RepeatNode,
     SeqNode,
@@ -71,13 +73,14 @@ from .records import (
     empty_span_tensors,
 )
 from .sampling import Block, tier_speeds
+from .streaming import interruption, pipeline_offset, stall_draws, stalled_by, streams
 
 __all__ = ["run_block_des"]
 
 SETTLE = 2  # priority below SimPy's NORMAL (1): processed after every other event at the same time
 
-# Breakdown accumulator slots
-Q, TTFT, DEC, TOOL, WAIT = range(5)
+# Breakdown accumulator slots (STALL: streams that paused, reported only when the plan has stalls)
+Q, TTFT, DEC, TOOL, WAIT, STALL = range(6)
 
 
 class _Settle(Event):
@@ -93,12 +96,13 @@ class _Settle(Event):
 class Flow:
     """A thread of sequential steps of run ``r``: its context and its critical-path breakdown so far."""
 
-    __slots__ = ("acc", "ctx", "r")
+    __slots__ = ("acc", "ctx", "r", "trigger")
 
     def __init__(self, ctx: Ctx, acc: list[float], r: int):
         self.ctx = ctx
         self.acc = acc
         self.r = r
+        self.trigger = None  # (event, pipeline node, pipeline flow) while a call feeds a pipeline
 
 
 class RunFailed(Exception):
@@ -158,6 +162,14 @@ class _Runner:
                 tier.prefill_tps,
             )
         self._tier_speeds: dict[tuple[int, int], tuple[list, list]] = {}
+        # Streaming (agentsim.streaming): stall seconds of calls whose tier can stall; calls that can be cut off
+        self.stalls: dict[int, list] = {}
+        for c in plan.calls:
+            sd = stall_draws(plan, block, c, c.tiers[variant])
+            if sd is not None:
+                self.stalls[c.id] = np.broadcast_to(sd[0], (n, *block.shape(c.scope))).reshape(-1).tolist()
+        self.streamed = {c.id for c in plan.calls if c.interrupt is not None}
+        self.interrupt_recs = array("d")  # (node, run, instance) of calls cut off by an interruption
         # Records are appended as flat rows of doubles (read by NumPy without conversion).
         self.call_recs = array("d")  # CALL_RECORD rows: cancelled, failed and limited calls
         self.plain_recs = array("d")  # PLAIN_RECORD rows: plain calls that completed (the rest is rebuilt)
@@ -171,12 +183,22 @@ class _Runner:
         self.steps_of = {
             node.id: [(handler[type(ch)], ch) for ch in node.steps] for node in plan.nodes if isinstance(node, SeqNode)
         }
+        for node in plan.nodes:  # a call and the pipeline after it run as one step (see pipelined)
+            if isinstance(node, SeqNode) and any(isinstance(ch, PipelineNode) for ch in node.steps):
+                steps = []
+                for fn, ch in self.steps_of[node.id]:
+                    if isinstance(ch, PipelineNode):
+                        fn_call, call = steps.pop()
+                        steps.append((_Runner.pipelined, (call, ch, fn_call)))
+                    else:
+                        steps.append((fn, ch))
+                self.steps_of[node.id] = steps
         self.env: simpy.Environment = None  # type: ignore[assignment]
         self.accounts: list = []
         # per-run results
         self.wall = np.zeros(n)
         self.start = np.zeros(n)
-        self.acc = np.zeros((n, 5))
+        self.acc = np.zeros((n, 6))
         self.status = np.zeros(n, dtype=np.int8)
         self.done: list[simpy.Event | None] = [None] * n
 
@@ -196,7 +218,7 @@ class _Runner:
         env = self.env
         t_start = env.now
         self.start[r] = t_start
-        flow = Flow(Ctx(self.plan.ctx), [0.0, 0.0, 0.0, 0.0, 0.0], r)
+        flow = Flow(Ctx(self.plan.ctx), [0.0, 0.0, 0.0, 0.0, 0.0, 0.0], r)
         try:
             yield from self.seq(self.plan.root, flow, 0)
         except RunFailed:
@@ -245,6 +267,15 @@ class _Runner:
         ttft = ttft_l[j] + (inp - read) / prefill
         dec = (out + reas) / tps
         d = ttft + dec
+        stall = 0.0
+        if self.stalls and node.id in self.stalls:
+            stall = self.stalls[node.id][j]
+            d = d + stall
+        if node.id in self.streamed or st.trigger is not None:
+            yield from self._streamed_call(
+                node, st, flat, t0, ttft, tps, i_new, out, reas, stall, d, key, inp, read, write, w1h
+            )
+            return
         if cfg.cache:
             ctx.mark(key, inp, t0 + d)
         try:
@@ -265,6 +296,151 @@ class _Runner:
         acc = st.acc
         acc[TTFT] += ttft
         acc[DEC] += dec
+        if stall:
+            acc[STALL] += stall
+
+    def _streamed_call(self, node, st, flat, t0, ttft, tps, i_new, out, reas, stall, d, key, inp, read, write, w1h):
+        """A call that may be interrupted: the shared rule (agentsim.streaming.interruption) decides where."""
+        env, r = self.env, st.r
+        ctx = st.ctx
+        tier = self.plan.tiers[key]
+        sd = stall_draws(self.plan, self.block, node, key)
+        stall_u = 0.0
+        if sd is not None:
+            stall_u = float(
+                np.broadcast_to(sd[1], (self.n, *self.block.shape(node.scope))).reshape(-1)[
+                    r * self.width[node.id] + flat
+                ]
+            )
+        runs = np.array([r])
+        send = np.array([t0])
+        end = send + ((ttft + (out + reas) / tps) + stall)
+        a1 = (send + ttft) + reas / tps
+        N = np.array([out], dtype=np.int64)
+        sb = streams(
+            tier, self.block, node, flat, runs, send, a1, end, N, np.array([stall]), np.array([stall_u]), cache=True
+        )
+        fa = None
+        if node.consumer is not None and node.consumer.kind == "speech":
+            fa = np.array([self.value(node, FIRST_AUDIO, r, flat)])
+        if node.interrupt is not None:
+            hit, t_cut, billed = interruption(self.plan, self.block, node, tier, flat, runs, sb, fa)
+        else:
+            hit, t_cut, billed = np.zeros(1, dtype=bool), end, N
+        if st.trigger is not None:
+            self._arm_pipeline(st, node, flat, runs, sb, t0, ttft, stall, stall_u, float(t_cut[0]) if hit[0] else None)
+        if not hit[0]:
+            if ctx.cfg.cache:
+                ctx.mark(key, inp, t0 + d)
+            yield from self._cancellable(node, r, flat, t0, ttft, tps, out, reas, inp, read, write, w1h, key, d)
+            self.plain_recs.extend((node.id, r, flat, t0, ttft, inp, read, write, w1h))
+            if ctx.cfg.grows:
+                ctx.L += i_new + out
+            acc = st.acc
+            acc[TTFT] += ttft
+            acc[DEC] += (out + reas) / tps
+            if stall:
+                acc[STALL] += stall
+            return
+        T = float(t_cut[0])
+        vis = int(billed[0])
+        stalled = float(stalled_by(sb, np.array([stall]), np.array([stall_u]), t_cut)[0])
+        if ctx.cfg.cache:
+            ctx.mark(key, inp, T)
+        # (a race may still cancel it before T: what it generated is capped by what T would have billed)
+        yield from self._cancellable(node, r, flat, t0, ttft, tps, vis, reas, inp, read, write, w1h, key, T - t0)
+        T = env.now
+        self.call_recs.extend(
+            (node.id, r, flat, DONE, t0, t0, t0 + ttft, T, ttft, inp, read, write, w1h, vis, reas, key)
+        )
+        self.interrupt_recs.extend((node.id, r, flat))
+        if ctx.cfg.grows:
+            ctx.L += i_new + vis
+        acc = st.acc
+        acc[TTFT] += ttft
+        acc[DEC] += (T - t0) - ttft - stalled
+        if stalled:
+            acc[STALL] += stalled
+
+    def _cancellable(self, node, r, flat, t0, ttft, tps, out, reas, inp, read, write, w1h, key, d):
+        """Wait ``d``; if a race cancels the call meanwhile, record what it had generated (as in ``call``)."""
+        env = self.env
+        try:
+            yield env.timeout(d)
+        except simpy.Interrupt:
+            T = env.now
+            if t0 < T:
+                t_first = t0 + ttft
+                gen = min(math.floor((T - t_first) * tps), out + reas) if t_first < T else 0
+                rb = min(reas, gen)
+                self.call_recs.extend(
+                    (node.id, r, flat, CANCELLED, t0, t0, t_first, T, ttft, inp, read, write, w1h, gen - rb, rb, key)
+                )
+            raise
+
+    def _arm_pipeline(self, st, node, flat, runs, sb, t0, ttft, stall, stall_u, t_cut):
+        """Start the pipeline after ``node`` once it has streamed enough (agentsim.streaming.pipeline_offset)."""
+        env = self.env
+        event, pipe, pflow = st.trigger
+        st.trigger = None
+        t_go = float(pipeline_offset(pipe, self.block, flat, runs, sb)[0])
+        if t_cut is not None:
+            t_go = min(t_go, t_cut)
+        t_go = max(t_go, t0)
+        # the pipeline's critical path so far: this call's TTFT, decode and stall up to t_go
+        acc = list(st.acc)
+        elapsed = t_go - t0
+        first = min(ttft, elapsed)
+        stalled = float(stalled_by(sb, np.array([stall]), np.array([stall_u]), np.array([t_go]))[0])
+        acc[TTFT] += first
+        acc[DEC] += (elapsed - first) - stalled
+        acc[STALL] += stalled
+        pflow.acc = acc
+        env.timeout(t_go - t0).callbacks.append(lambda _ev: event.succeed())
+
+    def pipelined(self, pair, st: Flow, flat: int):
+        """A call and the pipeline after it: the pipeline starts on the call's partial output; both join.
+
+        Like a parallel fork: the pipeline sees the context as it was before the call, and its additions
+        are appended after the call's at the join; the later of the two is the critical path.
+        """
+        call, pipe, call_fn = pair
+        env = self.env
+        cfg = st.ctx.cfg
+        static = not cfg.grows and not cfg.cache
+        fa = Flow(st.ctx if static else st.ctx.fork(), list(st.acc), st.r)
+        fb = Flow(st.ctx if static else st.ctx.fork(), list(st.acc), st.r)
+        start = env.event()
+        fa.trigger = (start, pipe, fb)
+        ends = [None, None]
+
+        def call_branch():
+            try:
+                yield from call_fn(self, call, fa, flat)
+            except simpy.Interrupt:
+                return
+            ends[0] = env.now
+
+        def pipe_branch():
+            try:
+                yield start
+                yield from self.seq(pipe.body, fb, flat)
+            except simpy.Interrupt:
+                return
+            ends[1] = env.now
+
+        procs = [env.process(call_branch()), env.process(pipe_branch())]
+        try:
+            yield procs[0] & procs[1]
+        except simpy.Interrupt:
+            for p in procs:
+                if p.is_alive:
+                    p.interrupt()
+            raise
+        critical = fb if ends[1] >= ends[0] else fa
+        if not static:
+            st.ctx.join([fa.ctx, fb.ctx])
+        st.acc[:] = critical.acc
 
     def call_limited(self, node: CallNode, st: Flow, flat: int):
         """A call that may wait for, or be refused by, shared accounts, fail, time out and be retried."""
@@ -313,6 +489,11 @@ class _Runner:
             ttft = ttft0 + (inp - read) / tier.prefill_tps
             dec = (out + reas) / tps
             d = ttft + dec
+            stall = 0.0
+            sd = stall_draws(plan, self.block, node, tkey) if plan.has_stalls else None
+            if sd is not None:
+                stall = float(np.broadcast_to(sd[0], (self.n, *self.block.shape(node.scope))).reshape(-1)[j])
+                d = d + stall
             error = u_err[base_idx + attempt - 1] < tier.error_rate
             timeout = tier.timeout_s
             if error:
@@ -386,6 +567,8 @@ class _Runner:
                 acc[Q] += t0 - t_submit
                 acc[TTFT] += ttft
                 acc[DEC] += dec
+                if stall:
+                    acc[STALL] += stall
                 return
             # a failed attempt: an error (nothing billed) or a timeout (billed what was generated)
             if outcome == ATT_TIMEOUT:
@@ -603,6 +786,7 @@ _HANDLER = {
     RepeatNode: _Runner.repeat,
     ChooseNode: _Runner.choose,
     SubagentNode: _Runner.subagent,
+    PipelineNode: None,  # run together with the call before it (see _Runner.pipelined)
 }
 
 
@@ -659,7 +843,11 @@ def _scatter_calls(plan: Plan, runner: _Runner, variant: int) -> dict[int, dict[
         t["status"][done] = DONE
         t["t_submit"][done] = t0
         t["t_first"][done] = t0 + ttft
-        t["t_end"][done] = t0 + (ttft + dec)
+        sd = stall_draws(plan, block, node, node.tiers[variant])
+        if sd is None:
+            t["t_end"][done] = t0 + (ttft + dec)
+        else:
+            t["t_end"][done] = t0 + ((ttft + dec) + np.broadcast_to(sd[0], done.shape)[done])
         t["output"][done] = output
         t["reasoning"][done] = reasoning
         t["tier"][done] = node.tiers[variant]
@@ -722,15 +910,20 @@ def attempts_frame(plan: Plan, block: Block, variant: int, recs: list[tuple]) ->
 
 def finish_block(plan: Plan, runner: _Runner, block: Block, variant: int, start=None) -> BlockResult:
     """Turn a runner's records into a :class:`BlockResult`."""
+    breakdown = {k: runner.acc[:, i].copy() for i, k in enumerate(BREAKDOWN)}
+    if plan.has_stalls:
+        breakdown["stall"] = runner.acc[:, STALL].copy()
     res = BlockResult(
         variant=variant,
         block=block,
         wall=runner.wall,
-        breakdown={k: runner.acc[:, i].copy() for i, k in enumerate(BREAKDOWN)},
+        breakdown=breakdown,
         calls=_scatter_calls(plan, runner, variant),
         spans=_scatter_spans(plan, block, runner.span_recs),
         start=start,
     )
+    if runner.streamed:
+        res.extra["interrupted"] = _interrupted(plan, block, runner.interrupt_recs)
     if plan.needs_attempts:
         att = attempts_frame(plan, block, variant, runner.attempt_recs)
         local = att["run"] - block.start
@@ -740,6 +933,21 @@ def finish_block(plan: Plan, runner: _Runner, block: Block, variant: int, start=
         res.extra["run_status"] = runner.status.copy()
         res.extra["attempts"] = att
     return res
+
+
+def _interrupted(plan: Plan, block: Block, recs: array) -> dict[int, np.ndarray]:
+    """Per call node that can be interrupted: a boolean (runs, *instances) array, True where it was."""
+    A = _columns(recs, 3).astype(np.int64)
+    out = {}
+    for node in plan.calls:
+        if node.interrupt is None:
+            continue
+        shape = (block.n, *block.shape(node.scope))
+        m = np.zeros(shape, dtype=bool)
+        rows = A[A[:, 0] == node.id]
+        m.reshape(block.n, -1)[rows[:, 1], rows[:, 2]] = True
+        out[node.id] = m
+    return out
 
 
 def run_block_des(plan: Plan, block: Block, variant: int, speeds: dict) -> BlockResult:

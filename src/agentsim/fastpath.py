@@ -31,6 +31,7 @@ import numpy as np
 from .context import ONE_HOUR
 from .plan import (
     COUNT,
+    FIRST_AUDIO,
     INPUT,
     LATENCY,
     OUTPUT,
@@ -42,6 +43,7 @@ from .plan import (
     FanoutNode,
     Node,
     ParNode,
+    PipelineNode,
     Plan,
     RepeatNode,
     SeqNode,
@@ -60,10 +62,11 @@ from .records import (
     empty_span_tensors,
 )
 from .sampling import Block
+from .streaming import interruption, pipeline_offset, stall_draws, stalled_by, streams
 
 __all__ = ["VecCtx", "run_block_fast"]
 
-Q, TTFT, DEC, TOOL, WAIT = range(5)
+Q, TTFT, DEC, TOOL, WAIT, STALL = range(6)  # STALL: reported only when the plan has stalls
 _NONE_S = -1  # "no entry" marker for cache entry prefixes
 
 
@@ -240,6 +243,11 @@ class _Evaluator:
             if isinstance(s, ToolNode | WaitNode)
         }
         self._members: dict[int, list[Node]] = {}
+        self.pipe_after = {n.call.id: n for n in plan.nodes if isinstance(n, PipelineNode) and n.call is not None}
+        self.pipe_state: dict[int, tuple] = {}
+        self.interrupted = {
+            c.id: np.zeros((block.n, *block.shape(c.scope)), dtype=bool) for c in plan.calls if c.interrupt is not None
+        }
 
     # ------------------------------------------------------------------ helpers
     def to_c_order(self) -> None:
@@ -282,12 +290,47 @@ class _Evaluator:
         tps = self.speeds[nid][1][sl]
         t0, active = st.t, st.active
         on = bool(active.all())
+        pipe = self.pipe_after.get(nid)
+        if pipe is not None:  # the context and critical path before the call, for the pipeline's fork
+            cfg = st.ctx.cfg
+            pre_ctx = st.ctx if (not cfg.grows and not cfg.cache) else st.ctx.fork()
+            pre_acc = list(st.acc)
         ttl = tier.ttl_s if tier.ttl_s is not None else st.ctx.cfg.ttl_s
         inp, read, write, w1h = st.ctx.begin_call(tier.index, ttl, i_new, t0)
         ttft = ttft0 + (inp - read) / tier.prefill_tps
         dec = (out + reas) / tps
-        t_end = t0 + (ttft + dec)
-        st.ctx.mark(tier.index, inp, t_end, active, on)
+        sd = stall_draws(self.plan, self.block, node, tier.index)
+        if sd is None:
+            t_end = t0 + (ttft + dec)
+        else:
+            stall = sd[0][sl]
+            t_end = t0 + ((ttft + dec) + stall)
+        t_mark = t_end
+        stall_now = np.zeros(t0.shape) if sd is None else np.broadcast_to(stall, t0.shape)
+        hit = t_cut = None
+        if pipe is not None or node.interrupt is not None:
+            out_planned = out
+        if node.interrupt is not None:  # the shared rule of agentsim.streaming, as the DES applies it
+            hit, t_cut, billed, stalled = self._interrupt(node, tier, ix, t0, ttft, tps, out, reas, stall_now, active)
+            T = t0 + (t_cut - t0)
+            t_end = np.where(hit, T, t_end)
+            t_mark = np.where(hit, t_cut, t_end)
+            dec = np.where(hit, ((T - t0) - ttft) - stalled, dec)
+            out = np.where(hit, billed, out)
+            if sd is not None:
+                stall = np.where(hit, stalled, stall)
+            self.interrupted[nid][sl] = hit
+        if pipe is not None:
+            if hit is None:
+                hit, t_cut = np.zeros(t0.shape, dtype=bool), np.full(t0.shape, np.inf)
+            t_go, p_stalled = self._pipeline_start(
+                pipe, node, tier, ix, t0, ttft, tps, out_planned, reas, stall_now, active, hit, t_cut
+            )
+            first = np.minimum(ttft, t_go - t0)
+            self.pipe_state[pipe.id] = (pre_ctx, pre_acc, t0, t_go, first, p_stalled)
+        if sd is not None:
+            st.acc[STALL] = st.acc[STALL] + np.where(active, stall, 0.0)
+        st.ctx.mark(tier.index, inp, t_mark, active, on)
         fields = (
             ("t_submit", t0),
             ("t_start", t0),
@@ -318,6 +361,89 @@ class _Evaluator:
             st.acc[TTFT] = np.where(active, st.acc[TTFT] + ttft, st.acc[TTFT])
             st.acc[DEC] = np.where(active, st.acc[DEC] + dec, st.acc[DEC])
         st.ctx.add(i_new + out, active, on)
+
+    def _stream_slots(self, node, tier, ix, t0, ttft, tps, out, reas, stall, active):
+        """Token timelines (agentsim.streaming.streams) of the active calls at ``ix``, one instance slot at a time.
+
+        Yields ``(idx, flat, runs, sb, stall, stall_u, first_audio)``; ``idx`` indexes arrays shaped like ``t0``.
+        """
+        shape = t0.shape
+        dims = self.block.shape(node.scope)
+        slots = np.arange(max(1, int(np.prod(dims, dtype=np.int64)))).reshape(dims)[tuple(ix)]
+        sd = stall_draws(self.plan, self.block, node, tier.index)
+        fa_all = self.V.get((node.id, FIRST_AUDIO))
+        n = self.block.n
+
+        def full(x):
+            return np.broadcast_to(x, shape)
+
+        t0f, ttftf, tpsf, outf, reasf, stallf, actf = map(full, (t0, ttft, tps, out, reas, stall, active))
+        for pos in np.ndindex(np.shape(slots)):
+            flat = int(np.asarray(slots)[pos])
+            sub = (slice(None), *pos)
+            runs = np.nonzero(actf[sub])[0]
+            if not runs.size:
+                continue
+            send, tt, tp = t0f[sub][runs], ttftf[sub][runs], tpsf[sub][runs]
+            N, R, st_s = outf[sub][runs].astype(np.int64), reasf[sub][runs], stallf[sub][runs]
+            st_u = np.zeros(len(runs))
+            if sd is not None:
+                st_u = np.broadcast_to(sd[1], (n, *dims)).reshape(n, -1)[runs, flat]
+            end = send + ((tt + (N + R) / tp) + st_s)
+            a1 = (send + tt) + R / tp
+            sb = streams(tier, self.block, node, flat, runs, send, a1, end, N, st_s, st_u, cache=True)
+            fa = None if fa_all is None else np.broadcast_to(fa_all, (n, *dims)).reshape(n, -1)[runs, flat]
+            yield (runs, *pos), flat, runs, sb, st_s, st_u, fa
+
+    def _interrupt(self, node, tier, ix, t0, ttft, tps, out, reas, stall, active):
+        """(hit, t, billed, stalled) of every active call instance at ``ix`` (agentsim.streaming rules)."""
+        shape = t0.shape
+        hit = np.zeros(shape, dtype=bool)
+        t_cut = np.full(shape, np.inf)
+        billed = np.zeros(shape, dtype=np.int64)
+        stalled = np.zeros(shape)
+        for idx, flat, runs, sb, st_s, st_u, fa in self._stream_slots(
+            node, tier, ix, t0, ttft, tps, out, reas, stall, active
+        ):
+            h, t, b = interruption(self.plan, self.block, node, tier, flat, runs, sb, fa)
+            hit[idx], t_cut[idx], billed[idx] = h, t, b
+            stalled[idx] = np.where(h, stalled_by(sb, st_s, st_u, t), 0.0)
+        return hit, t_cut, billed, stalled
+
+    def _pipeline_start(self, pipe, node, tier, ix, t0, ttft, tps, out, reas, stall, active, hit, t_cut):
+        """When the pipeline after ``node`` starts (``t_go``) and the stall spent by then, as the DES decides."""
+        shape = t0.shape
+        t_go = np.array(np.broadcast_to(t0, shape), dtype=np.float64)
+        stalled = np.zeros(shape)
+        for idx, flat, runs, sb, st_s, st_u, _fa in self._stream_slots(
+            node, tier, ix, t0, ttft, tps, out, reas, stall, active
+        ):
+            go = pipeline_offset(pipe, self.block, flat, runs, sb)
+            go = np.where(hit[idx], np.minimum(go, t_cut[idx]), go)
+            go = np.maximum(go, sb.send)
+            t_go[idx] = go
+            stalled[idx] = stalled_by(sb, st_s, st_u, go)
+        return t_go, stalled
+
+    def pipeline(self, node: PipelineNode, st: _State, ix: tuple):
+        """The pipeline after a call (agentsim.engine._Runner.pipelined, vectorised): a fork, then a join."""
+        pre_ctx, pre_acc, t0, t_go, first, stalled = self.pipe_state.pop(node.id)
+        active = st.active
+        acc = list(pre_acc)
+        elapsed = t_go - t0
+        acc[TTFT] = acc[TTFT] + first
+        acc[DEC] = acc[DEC] + ((elapsed - first) - stalled)
+        acc[STALL] = acc[STALL] + stalled
+        cfg = st.ctx.cfg
+        static = not cfg.grows and not cfg.cache
+        pst = _State(t0 + (t_go - t0), acc, pre_ctx if static else pre_ctx.fork(), active)
+        self.seq(node.body, pst, ix)
+        later = pst.t >= st.t  # ties: the pipeline is the critical path, as in the DES
+        st.t = np.where(active, np.where(later, pst.t, st.t), st.t)
+        st.acc = [np.where(active & later, p, c) for p, c in zip(pst.acc, st.acc, strict=True)]
+        if not static:  # the call's additions, then the pipeline's (rows not running this are unchanged in both)
+            pre_ctx.join([st.ctx, pst.ctx], [np.ones(st.t.shape, dtype=bool)] * 2)
+            st.ctx = pre_ctx
 
     def span(self, node, st: _State, ix: tuple):
         sl = (slice(None), *ix)
@@ -393,7 +519,7 @@ class _Evaluator:
             winner = np.argsort(order, axis=-1, kind="stable") < kk
         T = np.take_along_axis(ends, critical[..., None], axis=-1)[..., 0]
         st.t = np.where(active, T, t_fork)
-        for slot in range(5):
+        for slot in range(len(st.acc)):
             stacked = np.stack([s.acc[slot] for s in states], axis=-1)
             st.acc[slot] = np.take_along_axis(stacked, critical[..., None], axis=-1)[..., 0]
         st.ctx.join([s.ctx for s in states], [winner[..., b] | ~active for b in range(nb)])
@@ -437,7 +563,7 @@ class _Evaluator:
             winner = act_c & (np.argsort(order, axis=-1, kind="stable") < kk[..., None])
             T_raw = np.take_along_axis(ends, critical, axis=-1)[..., 0]
         st.t = T_raw if full else np.where(has, T_raw, t_fork)
-        for slot in range(5):
+        for slot in range(len(st.acc)):
             chosen = np.take_along_axis(sub.acc[slot], critical, axis=-1)[..., 0]
             st.acc[slot] = chosen if full else np.where(has, chosen, st.acc[slot])
         st.ctx.join_copies(sub.ctx, winner | ~act_c)
@@ -502,6 +628,7 @@ _DISPATCH = {
     RepeatNode: _Evaluator.repeat,
     ChooseNode: _Evaluator.choose,
     SubagentNode: _Evaluator.subagent,
+    PipelineNode: _Evaluator.pipeline,
 }
 
 
@@ -538,15 +665,21 @@ def run_block_fast(plan: Plan, block: Block, variant: int, speeds: dict) -> Bloc
     _tune_malloc()
     ev = _Evaluator(plan, block, variant, speeds)
     n = block.n
-    st = _State(np.zeros(n), [np.zeros(n) for _ in range(5)], VecCtx.fresh(plan.ctx, (n,)), np.ones(n, dtype=bool))
+    st = _State(np.zeros(n), [np.zeros(n) for _ in range(6)], VecCtx.fresh(plan.ctx, (n,)), np.ones(n, dtype=bool))
     with np.errstate(divide="ignore", invalid="ignore"):
         ev.seq(plan.root, st, ())
+    breakdown = {k: st.acc[i] for i, k in enumerate(BREAKDOWN)}
+    if plan.has_stalls:
+        breakdown["stall"] = st.acc[STALL]
     ev.to_c_order()
-    return BlockResult(
+    res = BlockResult(
         variant=variant,
         block=block,
         wall=st.t,
-        breakdown={k: st.acc[i] for i, k in enumerate(BREAKDOWN)},
+        breakdown=breakdown,
         calls=ev.calls,
         spans=ev.spans,
     )
+    if ev.interrupted:
+        res.extra["interrupted"] = ev.interrupted
+    return res

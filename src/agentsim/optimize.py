@@ -91,7 +91,7 @@ def _children(node) -> list:
         return list(node.steps)
     if isinstance(node, ParNode):
         return list(node.branches)
-    if isinstance(node, FanoutNode | RepeatNode | SubagentNode):
+    if isinstance(node, FanoutNode | RepeatNode | SubagentNode) or getattr(node, "kind", "") == "pipeline":
         return [node.body]
     if isinstance(node, ChooseNode):
         return list(node.options)

@@ -37,6 +37,7 @@ from .scenario import (
     FanoutStep,
     KJoin,
     ParallelStep,
+    PipelineStep,
     Problem,
     RepeatStep,
     RetrySpec,
@@ -54,6 +55,7 @@ __all__ = [
     "FanoutNode",
     "Node",
     "ParNode",
+    "PipelineNode",
     "Plan",
     "RepeatNode",
     "SeqNode",
@@ -79,6 +81,10 @@ def _practical_max(s: Sampler) -> float:
 
 # What a draw is for; part of the random-stream key, so never renumber.
 U_TTFT, U_TPS, INPUT, OUTPUT, REASONING, LATENCY, COUNT, PICK, ARRIVAL, THINK, U_ERROR, U_JITTER = range(12)
+# Streaming (contract v1.1), appended after the v1 purposes. Per call: whether and how long its stream stalls and
+# after which token (raw normals), whether and when it is interrupted, its text-to-speech first-audio latency.
+# CHUNKS, GAPS and SENTENCES key the per-token streams of agentsim.streaming (not drawn by sample_block).
+STALL_P, STALL_S, STALL_AT, INTERRUPT_P, INTERRUPT_X, FIRST_AUDIO, CHUNKS, GAPS, SENTENCES = range(12, 21)
 
 
 @dataclass(frozen=True)
@@ -105,10 +111,41 @@ class Tier:
     fallback: int | None = None  # tier index to use after `fallback_after` failures
     fallback_after: int | None = None
     accounts: tuple[int, ...] = ()  # indices into Plan.accounts
+    stream: StreamCfg | None = None  # how the answer arrives (None: evenly, one token at a time)
 
     @property
     def label(self) -> str:
         return self.model if self.speed == "standard" else f"{self.model}@{self.speed}"
+
+
+@dataclass(frozen=True)
+class StreamCfg:
+    """A tier's stream description (see agentsim.streaming): chunk sizes, gap jitter, one possible stall."""
+
+    chunk: Sampler  # tokens per delivered chunk, drawn per chunk
+    jitter_cv: float
+    stall_p: float
+    stall_s: Sampler  # seconds of the stall, drawn per call (from raw normals)
+
+
+@dataclass(frozen=True)
+class ConsumerCfg:
+    """Who consumes a call's streamed answer (see agentsim.streaming)."""
+
+    kind: str  # "reader", "speech", "render", or "none" (no consumer, but interruptible: common metrics)
+    rate: float  # tokens/s: reading pace (reader), speaking rate (speech); 0 for render
+    first_audio: Sampler | None = None  # speech: seconds from a sentence's last token to its audio
+    sentence: Sampler | None = None  # speech: tokens per sentence, drawn per sentence
+    render_tokens: int | None = None  # render: tokens needed to first draw (None: all of them)
+    qoe_ttft: float = 1.0  # expected TTFT of the Andes QoE
+    qoe_rate: float = 5.0  # expected pace (tokens/s) of the Andes QoE
+
+
+@dataclass(frozen=True)
+class InterruptCfg:
+    p: float
+    after: str  # "first_token" or "first_audio"
+    delay: Sampler
 
 
 @dataclass(frozen=True)
@@ -140,6 +177,8 @@ class CallNode(Node):
     output: Sampler = None
     reasoning: Sampler = None
     tiers: tuple[int, ...] = ()  # tier index per variant
+    consumer: ConsumerCfg | None = None
+    interrupt: InterruptCfg | None = None
     kind = "call"
 
 
@@ -194,6 +233,17 @@ class ChooseNode(Node):
 
 
 @dataclass(eq=False)
+class PipelineNode(Node):
+    """Steps started on the previous call's partial output (see agentsim.streaming.pipeline_offset)."""
+
+    call: CallNode = None  # the call just before it in the same sequence
+    after_tokens: int | None = None  # None: after the first sentence
+    sentence: Sampler = None  # sentence length for after: first_sentence
+    body: SeqNode = None
+    kind = "pipeline"
+
+
+@dataclass(eq=False)
 class SubagentNode(Node):
     body: SeqNode = None
     ctx: ContextCfg = None
@@ -243,6 +293,16 @@ class Plan:
     def needs_attempts(self) -> bool:
         """Whether calls can fail or be refused (and so need the DES's retry logic)."""
         return bool(self.accounts) or any(t.error_rate > 0 or t.timeout_s is not None for t in self.tiers)
+
+    @property
+    def has_stalls(self) -> bool:
+        """Whether some call's stream can stall (its breakdown then has a ``stall`` slot)."""
+        return any(t.stream is not None and t.stream.stall_p > 0 for t in self.tiers)
+
+    @property
+    def has_streaming(self) -> bool:
+        """Whether some call has a consumer (the summary then has a ``streaming`` section)."""
+        return any(c.consumer is not None for c in self.calls)
 
     @property
     def calls(self) -> list[CallNode]:
@@ -356,6 +416,10 @@ class _Compiler:
             elif sspec.price_x is not None:
                 rates = base_rates.scaled(sspec.price_x, f"{base_rates.source} x{sspec.price_x:g}")
             # neither: the tier is billed at the model's own price
+        stream_spec, spath = mspec.stream, (*mpath, "stream")
+        if speed != "standard" and mspec.speeds[speed].stream is not None:
+            stream_spec, spath = mspec.speeds[speed].stream, (*mpath, "speeds", speed, "stream")
+        stream = self.stream(stream_spec, spath)
         ttl = TTL_SECONDS[mspec.cache.ttl] if mspec.cache is not None else None
         prefill = mspec.prefill_tps if mspec.prefill_tps is not None else math.inf
         retry = mspec.retry or RetrySpec()
@@ -377,6 +441,7 @@ class _Compiler:
             backoff_cap=retry.backoff_cap,
             full_jitter=retry.jitter == "full",
             honour_retry_after=retry.honour_retry_after,
+            stream=stream,
         )
         self.tiers.append(t)
         self._tier_index[key] = t.index
@@ -385,10 +450,53 @@ class _Compiler:
             self.tiers[t.index] = replace(t, fallback=fb, fallback_after=mspec.fallback.after)
         return t.index
 
+    def stream(self, spec, path) -> StreamCfg | None:
+        if spec is None:
+            return None
+        chunk = self.sampler(spec.chunk_tokens, (*path, "chunk_tokens"), "chunk tokens", positive=True)
+        stall_p, stall_s = 0.0, Sampler("constant", {"value": 0.0})
+        if spec.stall is not None:
+            stall_p = spec.stall.p
+            stall_s = self.sampler(spec.stall.seconds, (*path, "stall", "seconds"), "stall seconds")
+        return StreamCfg(chunk, spec.jitter_cv, stall_p, stall_s)
+
+    def consumer(self, spec, path) -> ConsumerCfg | None:
+        if spec is None:
+            return None
+        q = spec.qoe
+        qoe_ttft = q.expected_ttft if q is not None else 1.0
+        qoe_rate = q.tokens_per_s if q is not None else None
+        if spec.reader is not None:
+            rate = spec.reader.rate
+            return ConsumerCfg("reader", rate, qoe_ttft=qoe_ttft, qoe_rate=qoe_rate or rate)
+        if spec.speech is not None:
+            sp, sp_path = spec.speech, (*path, "speech")
+            return ConsumerCfg(
+                "speech",
+                sp.tokens_per_s,
+                first_audio=self.sampler(sp.first_audio, (*sp_path, "first_audio"), "first audio"),
+                sentence=self.sampler(
+                    sp.sentence_tokens, (*sp_path, "sentence_tokens"), "sentence tokens", positive=True
+                ),
+                qoe_ttft=qoe_ttft,
+                qoe_rate=qoe_rate or sp.tokens_per_s,
+            )
+        tokens = spec.render.tokens
+        return ConsumerCfg(
+            "render",
+            0.0,
+            render_tokens=None if tokens == "all" else tokens,
+            qoe_ttft=qoe_ttft,
+            qoe_rate=qoe_rate or 5.0,
+        )
+
     # ------------------------------------------------------------------ steps
     def seq(self, steps, scope, path, name="") -> SeqNode:
         node = self.new_node(SeqNode, name, scope, path)
         node.steps = tuple(self.step(s, scope, (*path, i)) for i, s in enumerate(steps))
+        for prev, step in zip(node.steps, node.steps[1:], strict=False):
+            if isinstance(step, PipelineNode) and isinstance(prev, CallNode):
+                step.call = prev
         return node
 
     def branch(self, branch, scope, path) -> SeqNode:
@@ -478,6 +586,17 @@ class _Compiler:
                 for i, o in enumerate(c.options)
             )
             return node
+        if isinstance(step, PipelineStep):
+            pl = step.pipeline
+            p = (*path, "pipeline")
+            node = self.new_node(PipelineNode, pl.name or f"pipeline{len(self.nodes)}", scope, p)
+            if isinstance(pl.after, str):
+                spec = pl.sentence_tokens if pl.sentence_tokens is not None else 20.0
+                node.sentence = self.sampler(spec, (*p, "sentence_tokens"), "sentence tokens", positive=True)
+            else:
+                node.after_tokens = pl.after.tokens
+            node.body = self.seq(pl.steps, scope, (*p, "steps"))
+            return node
         if isinstance(step, SubagentStep):
             s = step.subagent
             p = (*path, "subagent")
@@ -526,6 +645,21 @@ class _Compiler:
         self.draw(node, INPUT, scope, node.input, integer=True)
         self.draw(node, OUTPUT, scope, node.output, integer=True)
         self.draw(node, REASONING, scope, node.reasoning, integer=True)
+        own = c.consumer is not None
+        node.consumer = self.consumer(
+            c.consumer if own else self.sc.consumer, (*p, "consumer") if own else ("consumer",)
+        )
+        if node.consumer is None and c.interrupt is not None:
+            node.consumer = ConsumerCfg("none", 0.0)  # an interruptible call still reports its stream
+        if node.consumer is not None and node.consumer.first_audio is not None:
+            self.draw(node, FIRST_AUDIO, scope, node.consumer.first_audio)
+        if c.interrupt is not None:
+            it, ip = c.interrupt, (*p, "interrupt")
+            after = "first_token" if it.after_first_token is not None else "first_audio"
+            spec = it.after_first_token if after == "first_token" else it.after_first_audio
+            node.interrupt = InterruptCfg(it.p, after, self.sampler(spec, (*ip, f"after_{after}"), "interrupt delay"))
+            self.draw(node, INTERRUPT_P, scope, None)
+            self.draw(node, INTERRUPT_X, scope, node.interrupt.delay)
         return node
 
 
@@ -560,6 +694,7 @@ def compile_plan(scenario: Scenario, *, file: str | None = None, lines: dict | N
         for speed in scenario.models[model].speeds:
             comp.tier(model, speed, ("models", model, "speeds", speed))
     accounts = _compile_accounts(comp, scenario)
+    _stall_draws(comp)
     workload = _compile_workload(comp, scenario)
     if workload is not None and workload.kind == "closed":
         from .sizeguard import zero_time_reason
@@ -683,3 +818,15 @@ def _attempt_draws(comp: _Compiler, accounts: list) -> None:
                 attempts = max(attempts, tiers[tiers[t].fallback].max_attempts)
         comp.draws.append(Draw(node.id, U_ERROR, node.scope, None, extra=(attempts,)))
         comp.draws.append(Draw(node.id, U_JITTER, node.scope, None, extra=(attempts,)))
+
+
+def _stall_draws(comp: _Compiler) -> None:
+    """Per call whose tier can stall: whether (STALL_P), how long (STALL_S) and after which token (STALL_AT)."""
+    tiers = comp.tiers
+    for node in comp.nodes:
+        if not isinstance(node, CallNode):
+            continue
+        used = set(node.tiers) | {tiers[t].fallback for t in node.tiers if tiers[t].fallback is not None}
+        if any(tiers[t].stream is not None and tiers[t].stream.stall_p > 0 for t in used):
+            for purpose in (STALL_P, STALL_S, STALL_AT):
+                comp.draws.append(Draw(node.id, purpose, node.scope, None))

@@ -3,7 +3,7 @@
 A scenario model can say ``profile: gemini-3-flash`` (a profile bundled with
 agentsim, see ``agentsim profiles``) or ``profile: ./measured.yaml`` (a file, for
 example written by ``agentsim calibrate``). The profile fills the model's
-``ttft``, ``prefill_tps``, ``output_tps`` and ``speeds`` speed effects; anything
+``ttft``, ``prefill_tps``, ``output_tps``, ``stream`` and ``speeds`` speed effects; anything
 the scenario gives itself wins. Prices never come from a profile.
 
 A profile file::
@@ -17,6 +17,7 @@ A profile file::
     prefill_tps: 20000                            # optional, uncached input tokens per second
     output_tps: {lognormal: {median: 218, p90: 280}}
     speeds: {fast: {output_tps_x: 2.5}}           # optional: speed effects of tiers (no prices)
+    stream: {chunk_tokens: 4, jitter_cv: 0.3}     # optional: how it streams (scenario's stream wins)
     notes: free text
     fit: {...}                                    # optional: calibration diagnostics (free form)
     figures:                                      # optional: the published numbers behind it
@@ -34,7 +35,7 @@ from typing import Any, Literal
 from pydantic import Field, ValidationError
 
 from .loading import ErrorItem, ScenarioError, _errors_from_validation, _line, load_data
-from .scenario import Dist, PosNum, _Model, suggest
+from .scenario import Dist, PosNum, StreamSpec, _Model, suggest
 
 __all__ = ["PROFILE_KINDS", "Profile", "apply_profiles", "bundled_profiles", "load_profile"]
 
@@ -70,6 +71,7 @@ class Profile(_Model):
     output_tps: Dist
     prefill_tps: PosNum | None = None
     speeds: dict[str, SpeedEffect] = Field(default_factory=dict)
+    stream: StreamSpec | None = Field(None, description="How the model streams (chunks, gap jitter, stalls).")
     notes: str | None = None
     fit: dict[str, Any] | None = None
     figures: list[Figure] = Field(default_factory=list, description="The published numbers behind the profile.")
@@ -107,7 +109,7 @@ def load_profile(ref: str, base_dir: Path | None = None) -> tuple[Profile, Path]
         raise ScenarioError(_errors_from_validation(exc, data, lines, str(path))) from None
 
 
-SPEED_KEYS = ("ttft", "output_tps", "prefill_tps")
+SPEED_KEYS = ("ttft", "output_tps", "prefill_tps", "stream")
 
 
 def apply_profiles(data: dict, file: str, lines: dict, base_dir: Path | None) -> dict:

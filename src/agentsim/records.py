@@ -171,6 +171,8 @@ def run_columns(plan: Plan, result: BlockResult) -> dict[str, np.ndarray]:
         data[f"{k}_tokens"] = tot[f"{k}_tokens"]
     for k in BREAKDOWN:
         data[f"{k}_s"] = result.breakdown[k]
+    if "stall" in result.breakdown:  # streams that paused (only when the scenario has stalls)
+        data["stall_s"] = result.breakdown["stall"]
     data["status"] = result.extra.get("run_status", np.zeros(n, dtype=np.int8))
     if result.start is not None:
         data["start_s"] = result.start

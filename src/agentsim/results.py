@@ -162,6 +162,17 @@ class Results:
         return self._spans
 
     @property
+    def streaming(self) -> pd.DataFrame:
+        """Streaming metrics of calls with a consumer: one row per variant, step and metric (mean, p50, p95).
+
+        Empty when no call has a consumer. See agentsim.streaming for what each metric means.
+        """
+        from .stream_stats import streaming_frame
+
+        stats = self.extra.get("streaming", {})
+        return streaming_frame({name: stats[name].section() for name in self.variants if name in stats})
+
+    @property
     def value_of_time(self) -> float | None:
         vot = self.scenario.value_of_time
         return vot.usd_per_hour if vot is not None else None
@@ -203,6 +214,8 @@ class Results:
                 },
                 "breakdown_s": {k: _mean(col(f"{k}_s")) for k in ("queue", "ttft", "decode", "tool", "wait")},
             }
+            if "stall_s" in self.runs:  # streams that paused (contract v1.1; only when the scenario has stalls)
+                v["breakdown_s"]["stall"] = _mean(col("stall_s"))
             if base is None:
                 base = v
                 empty = wall["mean"] is None
@@ -224,6 +237,8 @@ class Results:
             v["per_call"] = self._call_stats[name].summary()
             for key, fn in self.extra.get("variant_sections", {}).items():
                 v[key] = fn(name)
+            if "streaming" in self.extra:
+                v["streaming"] = self.extra["streaming"][name].section()
             variants[name] = v
         doc = {
             "scenario": self.scenario.name,

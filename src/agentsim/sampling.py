@@ -51,6 +51,8 @@ class Block:
     dims: dict[int, int]  # repeat/fanout node id -> largest count in the block
     values: dict[tuple[int, int], np.ndarray]  # (node id, purpose) -> (n, *dims of scope)
     speed_cache: dict = field(default_factory=dict)  # (node id, tier) -> (ttft0, tps), see call_speeds
+    seed: int = 0  # the scenario seed, for the per-token streams of agentsim.streaming
+    stream_cache: dict = field(default_factory=dict)  # per-token draws of agentsim.streaming, by key
 
     def shape(self, scope: tuple[int, ...]) -> tuple[int, ...]:
         return tuple(self.dims[m] for m in scope)
@@ -100,7 +102,7 @@ def sample_block(plan: Plan, seed: int, index: int, start: int, n: int) -> Block
         if d.purpose == COUNT:
             dims[d.node] = int(arr.max()) if arr.size else 0
         values[(d.node, d.purpose)] = arr
-    return Block(index, start, n, dims, values)
+    return Block(index, start, n, dims, values, seed=seed)
 
 
 def _continue_count(z: np.ndarray, p: float, cap: int | None) -> np.ndarray:

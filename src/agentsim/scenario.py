@@ -423,6 +423,27 @@ class PriceSpec(_Model):
 # --------------------------------------------------------------------------- models
 
 
+class StallSpec(_Model):
+    """A pause in a model's stream: with probability ``p`` a call's stream stops once, for ``seconds``."""
+
+    p: Prob = Field(0.0, description="Probability that a call's stream stalls (once).")
+    seconds: Dist = Field(0.0, description="Length of the stall, drawn per call; it adds to the call's time.")
+
+
+class StreamSpec(_Model):
+    """How a model's answer arrives (contract v1.1): chunking, uneven gaps, stalls.
+
+    Without it a call streams evenly: visible token 1 at TTFT (+ reasoning decode), the last at
+    the call's end. Chunking and jitter never move the call's end; a stall does (docs/concepts.md).
+    """
+
+    chunk_tokens: Dist = Field(1.0, description="Tokens per delivered chunk, drawn per chunk (rounded, at least 1).")
+    jitter_cv: NonNegNum = Field(
+        0.0, description="Coefficient of variation of the gaps between tokens (0: even); the call's end stays."
+    )
+    stall: StallSpec | None = Field(None, description="A pause of the stream, with its probability per call.")
+
+
 class SpeedSpec(_Model):
     """A speed tier of a model (``fast``, ``priority``...): a speed effect and a price."""
 
@@ -432,6 +453,7 @@ class SpeedSpec(_Model):
         None, description="This tier's price table (default: the model's own price, unless price_x is given)."
     )
     price_x: PosNum | None = Field(None, description="Or: the model's price multiplied by this factor.")
+    stream: StreamSpec | None = Field(None, description="How this tier streams (replaces the model's stream).")
 
     @model_validator(mode="after")
     def _priced(self) -> SpeedSpec:
@@ -491,6 +513,7 @@ class ModelSpec(_Model):
     timeout: PosNum | None = Field(None, description="Seconds after which the client cancels an attempt.")
     retry: RetrySpec | None = Field(None, description="Retry policy (default: the official SDKs').")
     fallback: FallbackSpec | None = Field(None, description="Switch to another model after repeated failures.")
+    stream: StreamSpec | None = Field(None, description="How the answer arrives (default: evenly, one token a time).")
 
     @field_validator("speeds")
     @classmethod
@@ -500,6 +523,96 @@ class ModelSpec(_Model):
                 "standard_tier", "'standard' is the model itself; do not declare it under speeds", {}
             )
         return speeds
+
+
+# --------------------------------------------------------------------------- streaming consumers
+
+
+class ReaderSpec(_Model):
+    """A person reading the answer as it streams, at a fixed pace (1 token = 0.75 words)."""
+
+    tokens_per_s: PosNum | None = Field(None, description="Reading pace in tokens per second.")
+    words_per_min: PosNum | None = Field(None, description="Or: reading pace in words per minute.")
+
+    @model_validator(mode="after")
+    def _one(self) -> ReaderSpec:
+        if (self.tokens_per_s is None) == (self.words_per_min is None):
+            raise PydanticCustomError(
+                "reader_pace",
+                "a reader takes one of tokens_per_s or words_per_min, e.g. {example}",
+                {"example": "{words_per_min: 250}"},
+            )
+        return self
+
+    @property
+    def rate(self) -> float:
+        """Reading pace in tokens per second."""
+        return self.tokens_per_s if self.tokens_per_s is not None else self.words_per_min / 0.75 / 60.0
+
+
+class SpeechSpec(_Model):
+    """Text-to-speech: each complete sentence is spoken after the previous one."""
+
+    first_audio: Dist = Field(
+        0.0, description="Seconds from a sentence's last token to its first audio (drawn per call)."
+    )
+    tokens_per_s: PosNum = Field(description="Speaking rate in tokens per second.")
+    sentence_tokens: Dist = Field(20.0, description="Tokens per sentence, drawn per sentence (rounded, at least 1).")
+
+
+class RenderSpec(_Model):
+    """A generated interface that can first draw once it has ``tokens`` tokens (or ``all`` of them)."""
+
+    tokens: Annotated[int, Field(ge=1)] | Literal["all"] = Field(description="Tokens needed before the first render.")
+
+
+class QoeSpec(_Model):
+    """The user's expectation for the Andes QoE score (arXiv 2404.16283)."""
+
+    expected_ttft: NonNegNum = Field(1.0, description="Seconds the user expects to wait for the first token.")
+    tokens_per_s: PosNum | None = Field(
+        None, description="Pace the user digests tokens at (default: the reader's or speaker's pace, else 5)."
+    )
+
+
+class ConsumerSpec(_Model):
+    """Who consumes a call's output as it streams: one of reader, speech, render."""
+
+    reader: ReaderSpec | None = Field(None, description="A person reading at a pace.")
+    speech: SpeechSpec | None = Field(None, description="Text-to-speech, sentence by sentence.")
+    render: RenderSpec | None = Field(None, description="An interface drawn once enough tokens arrived.")
+    qoe: QoeSpec | None = Field(None, description="Expected TTFT and pace for the QoE score.")
+
+    @model_validator(mode="after")
+    def _one(self) -> ConsumerSpec:
+        given = [k for k in ("reader", "speech", "render") if getattr(self, k) is not None]
+        if len(given) != 1:
+            raise PydanticCustomError(
+                "consumer_kind",
+                "a consumer is exactly one of reader, speech or render, e.g. {example}; got: {given}",
+                {"example": "{reader: {words_per_min: 250}}", "given": ", ".join(given) or "none"},
+            )
+        return self
+
+    @property
+    def kind(self) -> str:
+        return next(k for k in ("reader", "speech", "render") if getattr(self, k) is not None)
+
+
+class InterruptSpec(_Model):
+    """The user cuts the answer off (barge-in): with probability ``p``, a time after the first token or audio."""
+
+    p: Prob = Field(description="Probability that the call is interrupted.")
+    after_first_token: Dist | None = Field(None, description="Seconds after the first visible token.")
+    after_first_audio: Dist | None = Field(None, description="Or: seconds after the first audio (speech consumer).")
+
+    @model_validator(mode="after")
+    def _one(self) -> InterruptSpec:
+        if (self.after_first_token is None) == (self.after_first_audio is None):
+            raise PydanticCustomError(
+                "interrupt_when", "an interrupt takes one of after_first_token or after_first_audio", {}
+            )
+        return self
 
 
 # --------------------------------------------------------------------------- steps
@@ -512,6 +625,10 @@ class CallSpec(_Model):
     output: Dist = Field(description="Output tokens (visible; joins the context).")
     reasoning: Dist = Field(0.0, description="Reasoning tokens: decode time, billed, not in the context.")
     speed: str | None = Field(None, description="Speed tier of the model for this call.")
+    consumer: ConsumerSpec | None = Field(
+        None, description="Who consumes the streamed answer (default: the scenario's consumer)."
+    )
+    interrupt: InterruptSpec | None = Field(None, description="The user may cut the answer off.")
 
 
 class ToolSpec(_Model):
@@ -589,6 +706,23 @@ class ChooseSpec(_Model):
         return self
 
 
+class AfterTokens(_Model):
+    tokens: Annotated[int, Field(ge=1)] = Field(description="Tokens the previous call must have streamed.")
+
+
+class PipelineSpec(_Model):
+    """Steps that start on the previous call's partial output, alongside the rest of its stream."""
+
+    name: str | None = Field(None, description="Step name, used in records and variant overrides.")
+    after: AfterTokens | Literal["first_sentence"] = Field(
+        description="Start once the previous call has streamed {tokens: N} tokens, or its first_sentence."
+    )
+    sentence_tokens: Dist | None = Field(
+        None, description="Sentence length for first_sentence (default: the call's speech consumer's, else 20)."
+    )
+    steps: list[Step] = Field(min_length=1, description="The steps to run, in order.")
+
+
 class SubagentSpec(_Model):
     name: str | None = Field(None, description="Step name, used in records and variant overrides.")
     workflow: str = Field(description="A key of the top-level workflows.")
@@ -640,7 +774,11 @@ class SubagentStep(_Model):
     subagent: SubagentSpec
 
 
-STEP_KINDS = ("call", "tool", "wait", "parallel", "fanout", "repeat", "choose", "subagent")
+class PipelineStep(_Model):
+    pipeline: PipelineSpec
+
+
+STEP_KINDS = ("call", "tool", "wait", "parallel", "fanout", "repeat", "choose", "subagent", "pipeline")
 
 
 def _check_step_shape(value: Any) -> Any:
@@ -679,7 +817,8 @@ Step = Annotated[
     | Annotated[FanoutStep, Tag("fanout")]
     | Annotated[RepeatStep, Tag("repeat")]
     | Annotated[ChooseStep, Tag("choose")]
-    | Annotated[SubagentStep, Tag("subagent")],
+    | Annotated[SubagentStep, Tag("subagent")]
+    | Annotated[PipelineStep, Tag("pipeline")],
     Discriminator(_step_tag),
     BeforeValidator(_check_step_shape),
 ]
@@ -884,6 +1023,9 @@ class Scenario(_Model):
     limits: dict[str, LimitSpec] | None = Field(None, description="Shared provider accounts and their limits.")
     workload: Workload | None = Field(None, description="Many agents over time sharing limits; spend volume.")
     sweeps: list[SweepSpec] | None = Field(None, description="Grid of values to sweep (agentsim sweep).")
+    consumer: ConsumerSpec | None = Field(
+        None, description="Default consumer of every call's streamed answer (a call's own consumer wins)."
+    )
 
     _source: str | None = PrivateAttr(None)  # the file it was loaded from (for relative paths)
 
@@ -892,7 +1034,18 @@ class Scenario(_Model):
         return dict(self.variants) if self.variants else {"baseline": VariantSpec()}
 
 
-for _cls in (ParallelSpec, FanoutSpec, RepeatSpec, ChooseOption, ParallelStep, Agent, Workflow, Scenario):
+for _cls in (
+    ParallelSpec,
+    FanoutSpec,
+    RepeatSpec,
+    ChooseOption,
+    ParallelStep,
+    PipelineSpec,
+    PipelineStep,
+    Agent,
+    Workflow,
+    Scenario,
+):
     _cls.model_rebuild()
 
 
@@ -931,6 +1084,8 @@ def walk_step(step: Any, here: tuple[str | int, ...]):
     elif isinstance(step, ChooseStep):
         for o, opt in enumerate(step.choose.options):
             yield from iter_steps(opt.steps, (*here, "choose", "options", o, "steps"))
+    elif isinstance(step, PipelineStep):
+        yield from iter_steps(step.pipeline.steps, (*here, "pipeline", "steps"))
 
 
 def step_name(step: Any) -> str | None:
@@ -1019,6 +1174,7 @@ def check_references(scenario: Scenario) -> list[Problem]:
                 )
 
     problems.extend(_check_subagent_cycles(scenario))
+    problems.extend(_check_streaming(scenario))
 
     for mname, m in models.items():
         if m.fallback is not None:
@@ -1084,4 +1240,58 @@ def _check_subagent_cycles(scenario: Scenario) -> list[Problem]:
                 if nxt not in seen:
                     seen.add(nxt)
                     stack.append(nxt)
+    return problems
+
+
+def _sequences(steps: list[Any], path: tuple[str | int, ...]):
+    """Yield ``(path, steps)`` for every list of steps run in order, nested ones included."""
+    yield path, steps
+    for i, step in enumerate(steps):
+        here = (*path, i)
+        if isinstance(step, ParallelStep):
+            base = (*here, "parallel") if isinstance(step.parallel, list) else (*here, "parallel", "branches")
+            for b, branch in enumerate(step.spec.branches):
+                if isinstance(branch, list):
+                    yield from _sequences(branch, (*base, b))
+                else:
+                    yield from _sequences([branch], (*base, b))
+        elif isinstance(step, FanoutStep):
+            yield from _sequences(step.fanout.steps, (*here, "fanout", "steps"))
+        elif isinstance(step, RepeatStep):
+            yield from _sequences(step.repeat.steps, (*here, "repeat", "steps"))
+        elif isinstance(step, ChooseStep):
+            for o, opt in enumerate(step.choose.options):
+                yield from _sequences(opt.steps, (*here, "choose", "options", o, "steps"))
+        elif isinstance(step, PipelineStep):
+            yield from _sequences(step.pipeline.steps, (*here, "pipeline", "steps"))
+
+
+def _check_streaming(scenario: Scenario) -> list[Problem]:
+    """A pipeline follows a call in the same sequence; after_first_audio needs a speech consumer."""
+    problems: list[Problem] = []
+    roots = [(("agent", "steps"), scenario.agent.steps)]
+    roots += [(("workflows", w, "steps"), wf.steps) for w, wf in scenario.workflows.items()]
+    for root_path, root in roots:
+        for path, steps in _sequences(root, root_path):
+            for i, step in enumerate(steps):
+                if isinstance(step, PipelineStep) and (i == 0 or not isinstance(steps[i - 1], CallStep)):
+                    problems.append(
+                        Problem(
+                            (*path, i, "pipeline"),
+                            "a pipeline starts on the streamed output of the call just before it, "
+                            "but the step before it is not a call",
+                            "put the pipeline right after a call in the same list of steps",
+                        )
+                    )
+    for path, step in all_steps(scenario):
+        if isinstance(step, CallStep) and step.call.interrupt is not None:
+            consumer = step.call.consumer or scenario.consumer
+            if step.call.interrupt.after_first_audio is not None and (consumer is None or consumer.speech is None):
+                problems.append(
+                    Problem(
+                        (*path, "call", "interrupt", "after_first_audio"),
+                        "after_first_audio needs a speech consumer, and this call has none",
+                        "add consumer: {speech: {...}} to the call (or the scenario), or use after_first_token",
+                    )
+                )
     return problems

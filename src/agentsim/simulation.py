@@ -26,6 +26,7 @@ from .results import PER_CALL_CAP, Results, _CallStats
 from .sampling import block_spans, call_speeds, sample_block
 from .scenario import Scenario
 from .sizeguard import check_plan
+from .stream_stats import StreamStats
 
 __all__ = ["ENGINES", "choose_engine", "simulate", "simulate_plan"]
 
@@ -41,6 +42,12 @@ def choose_engine(plan: Plan, requested: str = "auto") -> str:
     if requested not in ENGINES:
         raise EngineError(f"unknown engine '{requested}' (choose one of {', '.join(ENGINES)})")
     reasons = des_reasons(plan)
+    streamed = any(c.interrupt is not None for c in plan.calls) or any(n.kind == "pipeline" for n in plan.nodes)
+    if streamed and (plan.needs_attempts or plan.workload is not None):
+        raise EngineError(
+            "interrupt and pipeline cannot yet be combined with shared limits, failing models or a workload "
+            "(remove limits:, error_rate/timeout or workload:, or the interrupt/pipeline)"
+        )
     if requested == "fastpath" and reasons:
         raise EngineError("the fast path cannot run this scenario: " + "; ".join(reasons) + " (use --engine des)")
     if requested == "auto":
@@ -99,8 +106,13 @@ def _block_summary(plan: Plan, seed: int, span, engine: str, keep: bool, room: l
     columns, samples = [], []
     for res in results:
         columns.append(run_columns(plan, res))
+        if plan.has_streaming:
+            from .streaming import block_metrics
+
+            res.extra["streaming"] = block_metrics(plan, res)
         samples.append(_call_samples(plan, res, None if room is None else room[res.variant]))
-    return columns, samples, (results if keep else None)
+    streams = [res.extra.pop("streaming", None) for res in results]
+    return columns, samples, (results if keep else None), streams
 
 
 def _call_samples(plan: Plan, res: BlockResult, room: int | None) -> tuple[np.ndarray, np.ndarray]:
@@ -146,12 +158,13 @@ def simulate_plan(plan: Plan, runs: int, seed: int, *, engine: str = "auto", wor
     nv = len(plan.variants)
     keep = _est_call_instances(plan, runs) * nv <= KEEP_CALLS_LIMIT or plan.needs_attempts
     call_stats = {name: _CallStats() for name in plan.variants}
+    stream_stats = {name: StreamStats(plan) for name in plan.variants}
     columns: dict[str, np.ndarray] = {}
     kept = [] if keep else None
 
     def consume(part) -> None:
         # Stream each block into preallocated columns, so memory stays one copy of the runs table.
-        cols, samples, results = part
+        cols, samples, results, results_stream = part
         for v, block_cols in enumerate(cols):
             first = v * runs + spans[len(seen)][1]
             for name, arr in block_cols.items():
@@ -159,6 +172,8 @@ def simulate_plan(plan: Plan, runs: int, seed: int, *, engine: str = "auto", wor
                     columns[name] = np.empty(runs * nv, dtype=arr.dtype)
                 columns[name][first : first + len(arr)] = arr
             call_stats[plan.variants[v]].add(*samples[v])
+            if plan.has_streaming:
+                stream_stats[plan.variants[v]].add(results_stream[v])
         if kept is not None:
             kept.append(results)
         seen.append(1)
@@ -202,6 +217,8 @@ def simulate_plan(plan: Plan, runs: int, seed: int, *, engine: str = "auto", wor
 
     calls_builder = build(calls_frame)
     extra = {}
+    if plan.has_streaming:
+        extra["streaming"] = stream_stats
     if plan.needs_attempts:
         extra["variant_sections"] = {"limits": _replication_limits_section(plan, runs_df, kept, calls_builder)}
     return Results(
@@ -245,6 +262,7 @@ def _simulate_workload(plan: Plan, seed: int) -> Results:
     nv = len(plan.variants)
     outcomes = [run_workload(plan, seed, v) for v in range(nv)]
     frames, call_stats = [], {name: _CallStats() for name in plan.variants}
+    stream_stats = {name: StreamStats(plan) for name in plan.variants}
     for v, out in enumerate(outcomes):
         for res in out.blocks:
             speeds = call_speeds(plan, res.block, v)
@@ -255,6 +273,13 @@ def _simulate_workload(plan: Plan, seed: int) -> Results:
             frame = pd.DataFrame({"variant": plan.variants[v], "run": res.block.start + np.arange(n), **cols})
             frames.append(frame[started])
             counted_ok = res.extra["counted"] & (cols["status"] == 0)
+            if plan.has_streaming:  # streaming metrics of the calls of counted, completed runs
+                from .streaming import block_metrics
+
+                per_node = block_metrics(plan, res)
+                stream_stats[plan.variants[v]].add(
+                    {nid: {k: a[counted_ok[m["_run"]]] for k, a in m.items()} for nid, m in per_node.items()}
+                )
             for node in plan.calls:
                 t = res.calls[node.id]
                 done = (t["status"] == DONE) & counted_ok.reshape((-1,) + (1,) * (t["status"].ndim - 1))
@@ -365,7 +390,11 @@ def _simulate_workload(plan: Plan, seed: int) -> Results:
         call_stats=call_stats,
         calls_builder=all_calls,
         spans_builder=build(spans_frame),
-        extra={"variant_sections": sections, "outcomes": outcomes},
+        extra={
+            "variant_sections": sections,
+            "outcomes": outcomes,
+            **({"streaming": stream_stats} if plan.has_streaming else {}),
+        },
     )
     return res
 

@@ -192,7 +192,7 @@ def _lanes(start: np.ndarray, end: np.ndarray, context: np.ndarray | None = None
 
 def branch_context(plan) -> dict[int, int]:
     """Node id -> id of the innermost parallel branch or fan-out body around it (-1: none)."""
-    from .plan import FanoutNode, ParNode
+    from .plan import FanoutNode, ParNode, PipelineNode
 
     out: dict[int, int] = {}
 
@@ -201,7 +201,7 @@ def branch_context(plan) -> dict[int, int]:
         if isinstance(node, ParNode):
             for b in node.branches:
                 walk(b, b.id)
-        elif isinstance(node, FanoutNode):
+        elif isinstance(node, FanoutNode | PipelineNode):  # a pipeline runs beside its call: a lane of its own
             walk(node.body, node.body.id)
         else:
             for child in _children(node):
