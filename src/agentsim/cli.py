@@ -152,6 +152,11 @@ def summary_table(doc: dict) -> Table:
     label = f"pays off at ${vot:,.0f}/h" if vot is not None else "pays off (no value_of_time)"
     row(label, lambda v: {True: "yes", False: "no", None: "–"}[v["vs_baseline"]["pays_off"]])
     first = next(iter(variants.values()))
+    if "success" in first:
+        t.add_row("success", *[""] * len(variants))
+        row("  success share", lambda v: f"{v['success']['share']:.1%}" if v["success"]["share"] is not None else "–")
+        row("  cost per success", lambda v: _fmt_usd(v["success"]["cost_per_success_usd"]))
+        row("  time to success", lambda v: _fmt_s(v["success"]["time_to_success_s"]))
     if "workload" in first:
         t.add_row("workload", *[""] * len(variants))
         row("  runs counted", lambda v: f"{v['workload']['runs_counted']:,}")

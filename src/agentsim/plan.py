@@ -31,9 +31,11 @@ from .distributions import DistError, Sampler, sampler
 from .loading import ErrorItem, ScenarioError, _line, source_of
 from .pricing import PriceError, Rates, compile_price, needs_default_date, today
 from .scenario import (
+    ByModel,
     CallStep,
     ChooseStep,
     ContextSpec,
+    FailStep,
     FanoutStep,
     KJoin,
     ParallelStep,
@@ -51,6 +53,7 @@ __all__ = [
     "ChooseNode",
     "ContextCfg",
     "Draw",
+    "FailNode",
     "FanoutNode",
     "Node",
     "ParNode",
@@ -68,6 +71,7 @@ TTL_SECONDS = {"5m": 300.0, "1h": 3600.0}
 
 # What a draw is for; part of the random-stream key, so never renumber.
 U_TTFT, U_TPS, INPUT, OUTPUT, REASONING, LATENCY, COUNT, PICK, ARRIVAL, THINK, U_ERROR, U_JITTER = range(12)
+FAIL, COND_TTFT, COND_TPS = 12, 13, 14  # a fail step's uniform; a model's per-run condition factors
 
 
 @dataclass(frozen=True)
@@ -172,6 +176,7 @@ class RepeatNode(Node):
     continue_p: float | None = None
     max: int | None = None
     body: SeqNode = None
+    continue_ps: tuple[float, ...] | None = None  # per variant, when continue_p depends on a call's model
     kind = "repeat"
 
 
@@ -179,7 +184,17 @@ class RepeatNode(Node):
 class ChooseNode(Node):
     cum: np.ndarray = None  # cumulative probabilities without the final 1
     options: tuple[SeqNode, ...] = ()
+    cums: tuple[np.ndarray, ...] | None = None  # per variant, when an option's p depends on a call's model
     kind = "choose"
+
+
+@dataclass(eq=False)
+class FailNode(Node):
+    """The run stops here as a failed run with probability ``p[variant]`` (a uniform per instance)."""
+
+    p: tuple[float, ...] = ()  # per variant
+    in_branch: bool = False  # inside a parallel or fanout branch (the fast path declines these)
+    kind = "fail"
 
 
 @dataclass(eq=False)
@@ -227,6 +242,12 @@ class Plan:
     accounts: list = field(default_factory=list)  # agentsim.limits.AccountSpec
     workload: WorkloadCfg | None = None
     prices_as_of: dt.date | None = None  # date of catalog prices without their own date (None: none used)
+    conditions: dict[str, int] = field(default_factory=dict)  # model -> pseudo-node of its per-run factors
+
+    @property
+    def defines_success(self) -> bool:
+        """Whether runs can fail by design (a ``fail`` step), so success is reported."""
+        return any(isinstance(n, FailNode) for n in self.nodes)
 
     @property
     def needs_attempts(self) -> bool:
@@ -255,6 +276,8 @@ class _Compiler:
         self._model_rates: dict[str, Rates] = {}
         self.prices_as_of = scenario.prices_as_of or today()  # one date for the whole compile
         self._groups: list[str] = []  # names of the enclosing named steps, outermost first
+        self._by_model: list[tuple] = []  # (node, kind, spec, path): probabilities resolved per variant at the end
+        self._branch_depth = 0  # parallel/fanout branches around the step being compiled
 
     # ------------------------------------------------------------------ helpers
     def problem(self, path, message, hint=""):
@@ -411,7 +434,9 @@ class _Compiler:
             p = (*path, "parallel")
             bp = p if isinstance(step.parallel, list) else (*p, "branches")
             node = self.new_node(ParNode, spec.name or f"parallel{len(self.nodes)}", scope, p)
+            self._branch_depth += 1
             node.branches = tuple(self.branch(b, scope, (*bp, i)) for i, b in enumerate(spec.branches))
+            self._branch_depth -= 1
             node.k = _join_k(spec.join)
             return node
         if isinstance(step, FanoutStep):
@@ -422,7 +447,9 @@ class _Compiler:
             self.draw(node, COUNT, scope, node.n, integer=True)
             k = _join_k(f.join)
             node.join = "all" if k is None else k
+            self._branch_depth += 1
             node.body = self.seq(f.steps, (*scope, node.id), (*p, "steps"))
+            self._branch_depth -= 1
             return node
         if isinstance(step, RepeatStep):
             r = step.repeat
@@ -432,7 +459,11 @@ class _Compiler:
                 node.times = self.sampler(r.times, (*p, "times"), "repeat times")
                 self.draw(node, COUNT, scope, node.times, integer=True)
             else:
-                node.continue_p, node.max = r.continue_p, r.max
+                node.max = r.max
+                if isinstance(r.continue_p, ByModel):
+                    self._by_model.append((node, "repeat", r.continue_p, (*p, "continue_p")))
+                else:
+                    node.continue_p = r.continue_p
                 self.draw(node, COUNT, scope, None)
             node.body = self.seq(r.steps, (*scope, node.id), (*p, "steps"))
             return node
@@ -440,12 +471,27 @@ class _Compiler:
             c = step.choose
             p = (*path, "choose")
             node = self.new_node(ChooseNode, c.name or f"choose{len(self.nodes)}", scope, p)
-            node.cum = np.cumsum([o.p for o in c.options])[:-1]
+            if any(isinstance(o.p, ByModel) for o in c.options):
+                node.cum = np.zeros(len(c.options) - 1)  # replaced per variant (cums) once calls are known
+                self._by_model.append((node, "choose", c, p))
+            else:
+                node.cum = np.cumsum([o.p for o in c.options])[:-1]
             self.draw(node, PICK, scope, None)
             node.options = tuple(
                 self.seq(o.steps, scope, (*p, "options", i, "steps"), name=o.name or "")
                 for i, o in enumerate(c.options)
             )
+            return node
+        if isinstance(step, FailStep):
+            f = step.fail
+            p = (*path, "fail")
+            node = self.new_node(FailNode, f.name or f"fail{len(self.nodes)}", scope, p)
+            node.in_branch = self._branch_depth > 0
+            if isinstance(f.p, ByModel):
+                self._by_model.append((node, "fail", f.p, (*p, "p")))
+            else:
+                node.p = (float(f.p),) * len(self.variants)
+            self.draw(node, FAIL, scope, None)
             return node
         if isinstance(step, SubagentStep):
             s = step.subagent
@@ -514,6 +560,7 @@ def compile_plan(scenario: Scenario, *, file: str | None = None, lines: dict | N
     comp = _Compiler(scenario, base_dir)
     ctx = ContextCfg.from_spec(scenario.agent.context)
     root = comp.seq(scenario.agent.steps, (), ("agent", "steps"), name="agent")
+    _resolve_by_model(comp)
     # Every model must compile even if no step uses it (a typo in an unused price is still a typo).
     for model in scenario.models:
         comp.tier(model, "standard", ("models", model))
@@ -521,6 +568,7 @@ def compile_plan(scenario: Scenario, *, file: str | None = None, lines: dict | N
             comp.tier(model, speed, ("models", model, "speeds", speed))
     accounts = _compile_accounts(comp, scenario)
     workload = _compile_workload(comp, scenario)
+    conditions = _compile_conditions(comp, scenario)
     _attempt_draws(comp, accounts)
     if comp.problems:
         file = file or src or "<scenario>"
@@ -534,7 +582,149 @@ def compile_plan(scenario: Scenario, *, file: str | None = None, lines: dict | N
         raise ScenarioError(items)
     specs = [s for m in scenario.models.values() for s in (m.price, *(t.price for t in m.speeds.values()))]
     as_of = comp.prices_as_of if needs_default_date(specs) else scenario.prices_as_of
-    return Plan(scenario, root, ctx, comp.tiers, list(comp.variants), comp.nodes, comp.draws, accounts, workload, as_of)
+    return Plan(
+        scenario,
+        root,
+        ctx,
+        comp.tiers,
+        list(comp.variants),
+        comp.nodes,
+        comp.draws,
+        accounts,
+        workload,
+        as_of,
+        conditions,
+    )
+
+
+def _compile_conditions(comp: _Compiler, scenario: Scenario) -> dict[str, int]:
+    """Per-run provider-condition factors: one pseudo-node per model with ``conditions`` (after all real
+    nodes and the workload's pseudo-node), drawn with scope () so each run has one factor per model."""
+    out: dict[str, int] = {}
+    for i, (model, mspec) in enumerate(scenario.models.items()):
+        cond = mspec.conditions
+        if cond is None:
+            continue
+        node = len(comp.nodes) + 1 + i
+        where = ("models", model, "conditions")
+        ttft_x = comp.sampler(cond.ttft_x, (*where, "ttft_x"), "conditions ttft_x", positive=True)
+        tps_x = comp.sampler(cond.output_tps_x, (*where, "output_tps_x"), "conditions output_tps_x", positive=True)
+        comp.draws.append(Draw(node, COND_TTFT, (), ttft_x))
+        comp.draws.append(Draw(node, COND_TPS, (), tps_x))
+        out[model] = node
+    return out
+
+
+def _resolve_by_model(comp: _Compiler) -> None:
+    """Turn every ``{by: CALL, MODEL: p}`` probability into one value per variant.
+
+    The named call's tier in each variant picks the value: a ``MODEL@TIER`` key first, then
+    ``MODEL``, then ``default``. Every problem (an unknown call, model or tier, a missing value,
+    choose options that do not sum to 1 in some variant) is reported with its dotted path.
+    """
+    from .scenario import suggest
+
+    calls: dict[str, list[CallNode]] = {}
+    for n in comp.nodes:
+        if isinstance(n, CallNode):
+            calls.setdefault(n.name, []).append(n)
+    models = comp.sc.models
+    nv = len(comp.variants)
+
+    def values(spec, path) -> tuple[float, ...] | None:
+        if not isinstance(spec, ByModel):
+            return (float(spec),) * nv
+        ok = True
+        for key in spec.table:
+            model, _, tier = key.partition("@")
+            if model not in models:
+                comp.problem(
+                    (*path, key),
+                    f"'{key}' is not a model defined under models",
+                    suggest(model, list(models)) or "models: " + ", ".join(models),
+                )
+                ok = False
+            elif tier and tier != "standard" and tier not in models[model].speeds:
+                tiers = ["standard", *models[model].speeds]
+                comp.problem(
+                    (*path, key),
+                    f"model '{model}' has no speed tier '{tier}'",
+                    suggest(tier, tiers) or "its tiers: " + ", ".join(tiers),
+                )
+                ok = False
+        named = calls.get(spec.by, [])
+        if not named:
+            comp.problem(
+                (*path, "by"),
+                f"no call is named '{spec.by}'",
+                suggest(spec.by, [k for k in calls if "#" not in k]) or "name the call whose model decides this value",
+            )
+            return None
+        if not ok:
+            return None
+        out = []
+        for v, vname in enumerate(comp.variants):
+            found = set()
+            for node in named:
+                t = comp.tiers[node.tiers[v]]
+                for key in (f"{t.model}@{t.speed}", t.model):
+                    if key in spec.table:
+                        found.add(spec.table[key])
+                        break
+                else:
+                    if spec.default is None:
+                        comp.problem(
+                            path,
+                            f"no value for model '{t.label}': call '{spec.by}' runs on it in variant '{vname}'",
+                            f"add '{t.model}: P' (or '{t.model}@{t.speed}: P') or 'default: P'",
+                        )
+                        return None
+                    found.add(float(spec.default))
+            if len(found) > 1:
+                comp.problem(
+                    (*path, "by"),
+                    f"the calls named '{spec.by}' run on models with different values in variant '{vname}'",
+                    "give those calls distinct names and refer to one of them",
+                )
+                return None
+            out.append(found.pop())
+        return tuple(out)
+
+    for node, kind, spec, path in comp._by_model:
+        if kind == "fail":
+            p = values(spec, path)
+            node.p = p if p is not None else (0.0,) * nv
+        elif kind == "repeat":
+            ps = values(spec, path)
+            if ps is None:
+                continue
+            for v, p in enumerate(ps):
+                if p >= 1 and node.max is None:
+                    comp.problem(
+                        path,
+                        f"this repeat can never end in variant '{list(comp.variants)[v]}': "
+                        f"continue_p is {p:g} and there is no max",
+                        "set continue_p below 1 or add max",
+                    )
+            node.continue_ps = ps
+            node.continue_p = ps[0]
+        else:  # choose
+            per_option = [values(o.p, (*path, "options", i, "p")) for i, o in enumerate(spec.options)]
+            if any(p is None for p in per_option):
+                continue
+            cums = []
+            for v, vname in enumerate(comp.variants):
+                ps = [p[v] for p in per_option]
+                total = math.fsum(ps)
+                if abs(total - 1.0) > 1e-9:
+                    comp.problem(
+                        (*path, "options"),
+                        f"option probabilities sum to {total:.6g}, not 1, in variant '{vname}'",
+                        "make the options' p sum to 1 for every model the named call can run on",
+                    )
+                cums.append(np.cumsum(ps)[:-1])
+            node.cums = tuple(cums)
+            node.cum = cums[0]
 
 
 def _compile_accounts(comp: _Compiler, scenario: Scenario) -> list:
