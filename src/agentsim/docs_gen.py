@@ -176,6 +176,7 @@ UNITS: dict[str, str] = {
     "Duration.days": "days",
     "ContextSpec.system": "tokens",
     "SubagentSpec.output": "tokens",
+    "ByModel.default": "probability",
     "SweepRange.start": "the swept value's",
     "SweepRange.stop": "the swept value's",
     "SweepRange.step": "the swept value's",
@@ -323,6 +324,14 @@ fallback: {model: sonnet, after: 3}
         ("fallback",),
     ),
     (
+        "ConditionsSpec",
+        "models.NAME.conditions (provider conditions)",
+        """\
+conditions: {ttft_x: 1, output_tps_x: {lognormal: {median: 1, p90: 1.5}}}   # drawn once per run
+""",
+        ("conditions",),
+    ),
+    (
         "Agent",
         "agent",
         """\
@@ -446,6 +455,22 @@ option: {p: 0.3, name: escalate, steps: [{wait: {latency: 600}}]}
         ("option",),
     ),
     (
+        "FailSpec",
+        "Step `fail`",
+        """\
+fail: {name: wrong-answer, p: {by: act, opus: 0.05, haiku: 0.15}}   # or a plain probability: {p: 0.1}
+""",
+        ("fail",),
+    ),
+    (
+        "ByModel",
+        "A probability that depends on a call's model (`continue_p`, `fail.p`, an option's `p`)",
+        """\
+continue_p: {by: act, opus: 0.7, opus@fast: 0.72, haiku: 0.82, default: 0.75}
+""",
+        ("continue_p",),
+    ),
+    (
         "SubagentSpec",
         "Step `subagent`",
         """\
@@ -565,7 +590,10 @@ DIST_DRAW = {
 # Definitions documented inside another section rather than on their own.
 FOLDED = (
     {DIST, STEP}
-    | {f"{k.capitalize()}Step" for k in ("call", "tool", "wait", "parallel", "fanout", "repeat", "choose", "subagent")}
+    | {
+        f"{k.capitalize()}Step"
+        for k in ("call", "tool", "wait", "parallel", "fanout", "repeat", "choose", "subagent", "fail")
+    }
     | {
         f"{f.capitalize()}Dist"
         for f in ("uniform", "normal", "lognormal", "gamma", "exponential", "choice", "empirical")
@@ -732,6 +760,8 @@ _STEP_SPECS = {
     "ChooseSpec",
     "ChooseOption",
     "SubagentSpec",
+    "FailSpec",
+    "ByModel",
 }
 
 

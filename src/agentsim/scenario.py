@@ -107,7 +107,18 @@ class ByModel(BaseModel):
     over ``MODEL``; ``default`` covers models not listed.
     """
 
-    model_config = ConfigDict(extra="allow", frozen=True)
+    model_config = ConfigDict(
+        extra="allow",
+        frozen=True,
+        json_schema_extra={
+            "additionalProperties": {
+                "type": "number",
+                "minimum": 0,
+                "maximum": 1,
+                "description": "MODEL or MODEL@TIER: the probability when the named call runs on it.",
+            }
+        },
+    )
 
     by: str = Field(description="Name of the call whose model (in each variant) decides the value.")
     default: Prob | None = Field(None, description="Value for models not listed.")
