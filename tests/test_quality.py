@@ -318,3 +318,90 @@ variants:
     assert r.exit_code == 2
     assert "s.yaml:8" in r.stderr and "no value for model 'haiku'" in r.stderr
     assert "Traceback" not in r.output
+
+
+# --------------------------------------------------------------------------- decisions per success
+
+
+def quality_doc(with_fail=True):
+    """One `solve` loop: opus needs fewer iterations and fails less; haiku is cheaper per call.
+
+    E[iterations] = (1 - p^50) / (1 - p): opus (p = 0.5) 2.000, haiku (p = 0.9) 9.948. Per run:
+    opus 2.000 x 0.0025 = 0.00500 USD, haiku 9.948 x 0.0004 = 0.00398 USD (haiku wins). Per success
+    (fail 0.02 vs 0.4, independent of the loop): opus 0.00500 / 0.98 = 0.00510, haiku 0.00398 / 0.6 =
+    0.00663 USD (haiku loses).
+    """
+    models = {
+        "opus": model({"input_mtok": 5, "output_mtok": 25}, ttft=1.0, tps=50.0),
+        "haiku": model({"input_mtok": 1, "output_mtok": 4}, ttft=0.5, tps=200.0),
+    }
+    steps = [
+        {
+            "repeat": {
+                "name": "solve",
+                "continue_p": {"by": "act", "opus": 0.5, "haiku": 0.9},
+                "max": 50,
+                "steps": [{"call": {"name": "act", "model": "opus", "output": 100}}],
+            }
+        }
+    ]
+    if with_fail:
+        steps.append({"fail": {"name": "wrong", "p": {"by": "act", "opus": 0.02, "haiku": 0.4}}})
+    return scenario(steps, models=models, runs=4000, seed=5)
+
+
+CLOSED = {  # (cost per run, cost per success)
+    "opus": (0.0025 * (1 - 0.5**50) / 0.5, 0.0025 * (1 - 0.5**50) / 0.5 / 0.98),
+    "haiku": (0.0004 * (1 - 0.9**50) / 0.1, 0.0004 * (1 - 0.9**50) / 0.1 / 0.6),
+}
+
+
+def test_optimizer_ranks_by_cost_per_success():
+    from agentsim.optimize import optimize
+
+    doc = quality_doc()
+    # the same two candidates as plain variants, to know the Monte-Carlo error of their figures
+    check = json.loads(json.dumps(doc))
+    check["variants"] = {"opus": {}, "haiku": {"model": {"solve": "haiku"}}}
+    plan = compile_plan(make(check))
+    res = simulate_plan(plan, 4000, 5)
+    for variant, (per_run, per_success) in CLOSED.items():
+        runs = res.runs[res.runs["variant"] == variant]
+        cost = runs["cost_usd"].to_numpy()
+        ok = (runs["status"] == 0).to_numpy().astype(float)
+        assert abs(cost.mean() - per_run) < 4 * cost.std(ddof=1) / math.sqrt(len(cost))
+        s = res.summary_dict()["variants"][variant]["success"]
+        assert abs(s["cost_per_success_usd"] - per_success) < 4 * ratio_se(cost, ok)
+
+    opt = optimize(make(doc), max_time_s=1e9, metric="mean", models=["haiku"])
+    assert opt.choices == {"solve": "standard"}  # stays on opus: cheaper per success
+    assert opt.chosen["basis"] == "per success"
+    assert opt.chosen["cost_mean_usd"] == pytest.approx(
+        res.summary_dict()["variants"]["opus"]["success"]["cost_per_success_usd"], rel=1e-12
+    )
+
+    # the same decision without a notion of success moves the loop to the cheaper-per-run model
+    opt = optimize(make(quality_doc(with_fail=False)), max_time_s=1e9, metric="mean", models=["haiku"])
+    assert opt.choices == {"solve": "haiku"}
+    assert "basis" not in opt.chosen
+
+
+def test_size_counts_successful_tasks(tmp_path):
+    import yaml
+
+    doc = quality_doc()
+    doc["variants"] = {"opus": {}, "haiku": {"model": {"solve": "haiku"}}}
+    doc["runs"] = 500
+    f = tmp_path / "q.yaml"
+    f.write_text(yaml.safe_dump(doc))
+    r = CliRunner().invoke(app, ["size", str(f), "--runs-per-month", "1000", "--json"])
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout)["variants"]
+    res = simulate_plan(compile_plan(make(doc)), 500, 5)
+    summary = res.summary_dict()["variants"]
+    for v in ("opus", "haiku"):
+        s = summary[v]["success"]
+        assert out[v]["api_usd_per_month"] == pytest.approx(1000 * s["cost_per_success_usd"], rel=1e-12)
+        assert out[v]["wait_hours_per_month"] == pytest.approx(1000 * s["time_to_success_s"] / 3600, rel=1e-12)
+    r = CliRunner().invoke(app, ["size", str(f), "--runs-per-month", "1000"])
+    assert r.exit_code == 0 and "successful tasks per month" in r.stdout
