@@ -484,9 +484,10 @@ class CacheSpec(_Model):
     ttl: Literal["5m", "1h"] = Field("5m", description="Prompt-cache time to live.")
     scope: Literal["context", "model"] | None = Field(
         None,
-        description="Context caches only. context (default): a call reads what the previous call of the same "
-        "context sent, whatever its model (DESIGN.md §4); model: each model and speed tier has its own cache, "
-        "as providers do (switching model or fast/standard starts a new cache).",
+        description="Context caches only. model (default): each model and speed tier has its own cache, as "
+        "providers do (switching model or fast/standard starts a new cache); context: a call reads what the "
+        "previous call of the same context sent, whatever its model or tier (DESIGN.md §4 read literally; the "
+        "default before 0.x, see CHANGELOG.md).",
     )
 
 
@@ -778,7 +779,8 @@ class ContextSpec(_Model):
 
     @property
     def cache_per_model(self) -> bool:
-        return isinstance(self.cache, CacheSpec) and self.cache.scope == "model"
+        """One cache per (model, speed tier), as providers keep them: the default; ``scope: context`` opts out."""
+        return not (isinstance(self.cache, CacheSpec) and self.cache.scope == "context")
 
 
 class Agent(_Model):
