@@ -405,3 +405,24 @@ def test_size_counts_successful_tasks(tmp_path):
         assert out[v]["wait_hours_per_month"] == pytest.approx(1000 * s["time_to_success_s"] / 3600, rel=1e-12)
     r = CliRunner().invoke(app, ["size", str(f), "--runs-per-month", "1000"])
     assert r.exit_code == 0 and "successful tasks per month" in r.stdout
+
+
+def test_fail_steps_in_a_workload():
+    # closed loop, 3 agents for 10 minutes; a run is call a (1.5 s), fail p = 0.3, call b (1.5 s)
+    models = {"m": model({"input_mtok": 1, "output_mtok": 5}, ttft=0.5, tps=100.0)}
+    doc = scenario(
+        [{"call": {"name": "a", "output": 100}}, {"fail": {"p": 0.3}}, {"call": {"name": "b", "output": 100}}],
+        models=models,
+        workload={"concurrent": 3, "duration": {"minutes": 10}},
+    )
+    res = simulate_plan(compile_plan(make(doc)), 1, 1)
+    v = res.summary_dict()["variants"]["baseline"]
+    runs = res.runs[res.runs["counted"]]
+    failed, ok = runs[runs["status"] == 1], runs[runs["status"] == 0]
+    assert np.all(failed["wall_time_s"] == 1.5) and np.all(ok["wall_time_s"] == 3.0)
+    n, k = len(failed) + len(ok), len(ok)
+    assert v["workload"]["runs_failed"] == len(failed) and v["workload"]["runs_completed"] == k
+    assert v["success"]["share"] == pytest.approx(k / n, rel=1e-12)
+    assert v["success"]["time_to_success_s"] == pytest.approx((1.5 * n + 1.5 * k) / k, rel=1e-12)
+    assert v["success"]["cost_per_success_usd"] == pytest.approx((n * 500 + k * 500) / 1e6 / k, rel=1e-9)
+    assert abs(k / n - 0.7) < 4 * math.sqrt(0.21 / n)

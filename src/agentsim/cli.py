@@ -200,7 +200,9 @@ def print_summary(res: Results) -> None:
         if w and w["failed_share"] > 0.01:
             err_console.print(
                 f"warning: in variant '{name}', {w['failed_share']:.0%} of the runs counted did not complete "
-                f"({w['runs_failed']:,} failed after using up their retries, {w['runs_unfinished']:,} unfinished); "
+                f"({w['runs_failed']:,} failed "
+                + ("(a fail step, or retries used up)" if "success" in v else "after using up their retries")
+                + f", {w['runs_unfinished']:,} unfinished); "
                 "wall-time and cost figures describe the completed runs only",
                 markup=False,
             )

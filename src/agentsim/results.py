@@ -238,7 +238,7 @@ class Results:
         runs = self.runs
         mask = (runs["variant"] == name).to_numpy()
         if "counted" in runs:
-            mask &= runs["counted"].to_numpy(dtype=bool)
+            mask = mask & runs["counted"].to_numpy(dtype=bool)
         status = runs["status"].to_numpy()[mask] if "status" in runs else np.zeros(int(mask.sum()), dtype=np.int8)
         known = status != 2  # an unfinished run (a workload's end) has no outcome yet
         ok = int((status[known] == 0).sum())
