@@ -12,6 +12,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from agentsim.cli import app
@@ -19,6 +21,7 @@ from agentsim.loading import ScenarioError
 from agentsim.plan import compile_plan
 from agentsim.simulation import des_reasons, simulate_plan
 from conftest import assert_frames_identical, make, model, scenario
+from test_engines_agree import scenarios
 
 # opus: every call of 100 output tokens takes 1 + 100/50 = 3 s and costs 100 x 25 / 1e6 = 0.0025 USD;
 # haiku: 0.5 + 100/200 = 1 s and 100 x 5 / 1e6 = 0.0005 USD.
@@ -426,3 +429,50 @@ def test_fail_steps_in_a_workload():
     assert v["success"]["time_to_success_s"] == pytest.approx((1.5 * n + 1.5 * k) / k, rel=1e-12)
     assert v["success"]["cost_per_success_usd"] == pytest.approx((n * 500 + k * 500) / 1e6 / k, rel=1e-9)
     assert abs(k / n - 0.7) < 4 * math.sqrt(0.21 / n)
+
+
+# --------------------------------------------------------------------------- engines agree on random scenarios
+
+
+def _with_quality(doc, fail_p, cont, where):
+    """A random scenario (tests/test_engines_agree.py) with a named pivot call, model-dependent fail and
+    continue probabilities, a by-model choose and provider conditions on both models."""
+    doc = json.loads(json.dumps(doc))
+    steps = doc["agent"]["steps"]
+    by = {"by": "pivot", "a": fail_p, "a@fast": fail_p / 2, "default": 0.3}
+    loop = {
+        "repeat": {
+            "continue_p": {"by": "pivot", "a": cont, "b": 0.9, "default": 0.5},
+            "max": 5,
+            "steps": [{"call": {"model": "b", "output": 20}}, {"fail": {"p": by}}],
+        }
+    }
+    pick = {
+        "choose": {
+            "options": [
+                {"p": {"by": "pivot", "a": 0.2, "default": 0.7}, "steps": [{"fail": {"p": 0.5}}]},
+                {"p": {"by": "pivot", "a": 0.8, "default": 0.3}, "steps": [{"wait": {"latency": 1}}]},
+            ]
+        }
+    }
+    steps.insert(0, {"call": {"name": "pivot", "model": "a", "output": 30}})
+    steps.insert(min(where, len(steps)), loop)
+    steps.append(pick)
+    steps.append({"fail": {"p": by}})
+    doc["models"]["a"]["conditions"] = {"ttft_x": {"lognormal": {"median": 1, "p90": 1.5}}}
+    doc["models"]["b"]["conditions"] = {"output_tps_x": {"uniform": {"low": 0.5, "high": 1.5}}}
+    return doc
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(scenarios(), st.sampled_from([0.0, 0.2, 0.6]), st.sampled_from([0.3, 0.95]), st.integers(1, 4))
+def test_random_scenarios_with_quality_keys_agree(doc, fail_p, cont, where):
+    doc = _with_quality(doc, fail_p, cont, where)
+    plan = compile_plan(make(doc))
+    assert not des_reasons(plan)
+    des, fast = (
+        simulate_plan(plan, 24, doc["seed"], engine="des"),
+        simulate_plan(plan, 24, doc["seed"], engine="fastpath"),
+    )
+    assert_same(des, fast)
+    assert_frames_identical(des.spans, fast.spans)

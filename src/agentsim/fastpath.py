@@ -330,9 +330,7 @@ class _Evaluator:
         outer = st.active
         dim = self.block.dims[node.id]
         for i in range(dim):
-            act = outer & (count > i)
-            if self.alive is not None:
-                act = act & self.alive
+            act = self.live(outer & (count > i))
             if not act.any():
                 # no run does iteration i or later: mark those instances "not made"
                 rest = (slice(None), *ix, slice(i, dim))
@@ -359,8 +357,10 @@ class _Evaluator:
         st.ctx.add(self.V[(node.id, OUTPUT)][(slice(None), *ix)], st.active)
 
     def live(self, mask: np.ndarray) -> np.ndarray:
-        """``mask`` without the runs that have failed at a fail step."""
-        return mask if self.alive is None else mask & self.alive
+        """``mask`` without the runs that have failed at a fail step (``mask`` may have fanout copy axes)."""
+        if self.alive is None:
+            return mask
+        return mask & self.alive.reshape(self.alive.shape + (1,) * (mask.ndim - 1))
 
     def fail(self, node: FailNode, st: _State, ix: tuple):
         """Runs whose draw is below this variant's p fail here: they stop, their time and cost freeze.

@@ -390,6 +390,9 @@ def compare(base: dict, v: dict, vot: float | None) -> dict[str, Any]:
     variant pays off if it saves more money than the extra waiting is worth. A variant with the
     same time and cost as the baseline does not "pay off" (there is nothing to gain).
     """
+    if None in (v["wall_time_s"]["mean"], base["wall_time_s"]["mean"], v["cost_usd"]["mean"], base["cost_usd"]["mean"]):
+        # no run completed in one of them (every run failed): nothing to compare
+        return {"delta_time_s": None, "delta_cost_usd": None, "usd_per_hour_saved": None, "pays_off": None}
     dt = v["wall_time_s"]["mean"] - base["wall_time_s"]["mean"]
     dc = v["cost_usd"]["mean"] - base["cost_usd"]["mean"]
     saved_h = -dt / 3600.0
