@@ -94,6 +94,8 @@ def scenario_schema() -> dict:
         for old, new in _KEYWORDS.items():  # constraints pydantic could not translate (after a BeforeValidator)
             if old in node and "type" in node:
                 node[new] = node.pop(old)
+        if node.pop("x-distribution", False):  # a distribution named by a model's json_schema_extra
+            node.update(_ref(DIST))
         if node.get("oneOf") == dist_options:
             node.pop("oneOf")
             node.update(_ref(DIST))
@@ -177,6 +179,7 @@ UNITS: dict[str, str] = {
     "ContextSpec.system": "tokens",
     "SubagentSpec.output": "tokens",
     "ByModel.default": "probability",
+    "ByModelCount.default": "iterations",
     "SweepRange.start": "the swept value's",
     "SweepRange.stop": "the swept value's",
     "SweepRange.step": "the swept value's",
@@ -471,6 +474,14 @@ continue_p: {by: act, opus: 0.7, opus@fast: 0.72, haiku: 0.82, default: 0.75}
         ("continue_p",),
     ),
     (
+        "ByModelCount",
+        "A repeat count that depends on a call's model (`repeat.times`)",
+        """\
+times: {by: act, opus: 30, haiku: {uniform: {low: 35, high: 45}}, default: 40}
+""",
+        ("times",),
+    ),
+    (
         "SubagentSpec",
         "Step `subagent`",
         """\
@@ -762,6 +773,7 @@ _STEP_SPECS = {
     "SubagentSpec",
     "FailSpec",
     "ByModel",
+    "ByModelCount",
 }
 
 

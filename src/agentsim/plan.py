@@ -32,6 +32,7 @@ from .loading import ErrorItem, ScenarioError, _line, source_of
 from .pricing import PriceError, Rates, compile_price, needs_default_date, today
 from .scenario import (
     ByModel,
+    ByModelCount,
     CallStep,
     ChooseStep,
     ContextSpec,
@@ -177,6 +178,7 @@ class RepeatNode(Node):
     max: int | None = None
     body: SeqNode = None
     continue_ps: tuple[float, ...] | None = None  # per variant, when continue_p depends on a call's model
+    times_by: tuple[Sampler, ...] | None = None  # per variant, when times depends on a call's model
     kind = "repeat"
 
 
@@ -455,7 +457,10 @@ class _Compiler:
             r = step.repeat
             p = (*path, "repeat")
             node = self.new_node(RepeatNode, r.name or f"repeat{len(self.nodes)}", scope, p)
-            if r.times is not None:
+            if isinstance(r.times, ByModelCount):  # samplers per variant, resolved once calls are known
+                self._by_model.append((node, "times", r.times, (*p, "times")))
+                self.draw(node, COUNT, scope, None)
+            elif r.times is not None:
                 node.times = self.sampler(r.times, (*p, "times"), "repeat times")
                 self.draw(node, COUNT, scope, node.times, integer=True)
             else:
@@ -631,9 +636,11 @@ def _resolve_by_model(comp: _Compiler) -> None:
     models = comp.sc.models
     nv = len(comp.variants)
 
-    def values(spec, path) -> tuple[float, ...] | None:
-        if not isinstance(spec, ByModel):
+    def values(spec, path) -> tuple | None:
+        """The value per variant (a probability; for a ByModelCount, the number or distribution given)."""
+        if not isinstance(spec, ByModel | ByModelCount):
             return (float(spec),) * nv
+        as_value = float if isinstance(spec, ByModel) else (lambda x: x)
         ok = True
         for key in spec.table:
             model, _, tier = key.partition("@")
@@ -664,12 +671,12 @@ def _resolve_by_model(comp: _Compiler) -> None:
             return None
         out = []
         for v, vname in enumerate(comp.variants):
-            found = set()
+            found = []
             for node in named:
                 t = comp.tiers[node.tiers[v]]
                 for key in (f"{t.model}@{t.speed}", t.model):
                     if key in spec.table:
-                        found.add(spec.table[key])
+                        found.append(as_value(spec.table[key]))
                         break
                 else:
                     if spec.default is None:
@@ -679,21 +686,32 @@ def _resolve_by_model(comp: _Compiler) -> None:
                             f"add '{t.model}: P' (or '{t.model}@{t.speed}: P') or 'default: P'",
                         )
                         return None
-                    found.add(float(spec.default))
-            if len(found) > 1:
+                    found.append(as_value(spec.default))
+            if any(x != found[0] for x in found):
                 comp.problem(
                     (*path, "by"),
                     f"the calls named '{spec.by}' run on models with different values in variant '{vname}'",
                     "give those calls distinct names and refer to one of them",
                 )
                 return None
-            out.append(found.pop())
+            out.append(found[0])
         return tuple(out)
 
     for node, kind, spec, path in comp._by_model:
         if kind == "fail":
             p = values(spec, path)
             node.p = p if p is not None else (0.0,) * nv
+        elif kind == "times":
+            counts = values(spec, path)
+            if counts is None:
+                node.times_by = (Sampler("constant", {"value": 1.0}),) * nv
+            else:
+                made: list[tuple] = []  # one sampler per distinct value, shared by the variants that use it
+                for c in counts:
+                    if not any(c == x for x, _ in made):
+                        made.append((c, comp.sampler(c, path, "repeat times")))
+                node.times_by = tuple(next(s for x, s in made if x == c) for c in counts)
+            node.times = node.times_by[0]
         elif kind == "repeat":
             ps = values(spec, path)
             if ps is None:

@@ -96,6 +96,10 @@ def sample_block(plan: Plan, seed: int, index: int, start: int, n: int) -> Block
                 arr = s.transform(z)
                 if d.integer:
                     arr = np.rint(arr).astype(np.int64)
+            elif d.purpose == COUNT and node.times_by is not None:  # times depends on a call's model
+                arr = _per_variant(
+                    z, node.times_by, lambda zz, s: np.rint(s.transform(zz)).astype(np.int64), d, by_variant
+                )
             elif d.purpose == COUNT and node.continue_ps is not None:  # continue_p depends on a call's model
                 arr = _per_variant(
                     z, node.continue_ps, lambda zz, p, cap=node.max: _continue_count(zz, p, cap), d, by_variant
@@ -129,14 +133,17 @@ def _per_variant(x: np.ndarray, params: tuple, transform, d, by_variant: dict) -
     (only where their parameter differs) go to ``by_variant``. Every variant transforms the same
     draws ``x`` (common random numbers)."""
     done: dict = {}
+
+    def key(param):
+        return param.tobytes() if isinstance(param, np.ndarray) else id(param) if hasattr(param, "transform") else param
+
     for v, param in enumerate(params):
-        key = param.tobytes() if isinstance(param, np.ndarray) else param
-        if key not in done:
-            done[key] = transform(x, param)
-        if v > 0 and key != (params[0].tobytes() if isinstance(params[0], np.ndarray) else params[0]):
-            by_variant.setdefault(v, {})[(d.node, d.purpose)] = done[key]
-    first = params[0]
-    return done[first.tobytes() if isinstance(first, np.ndarray) else first]
+        k = key(param)
+        if k not in done:
+            done[k] = transform(x, param)
+        if v > 0 and k != key(params[0]):
+            by_variant.setdefault(v, {})[(d.node, d.purpose)] = done[k]
+    return done[key(params[0])]
 
 
 def _continue_count(z: np.ndarray, p: float, cap: int | None) -> np.ndarray:

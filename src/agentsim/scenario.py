@@ -379,6 +379,63 @@ Dist = Annotated[
 ]
 """A number (constant) or a distribution mapping with one family key."""
 
+
+class ByModelCount(BaseModel):
+    """A repeat count that depends on the model a named call runs on in each variant.
+
+    ``{by: act, opus: 30, haiku: {uniform: {low: 35, high: 45}}, default: 40}``: each value is a number or
+    a distribution; keys as for a model-dependent probability (``MODEL@TIER`` before ``MODEL``, then
+    ``default``). Every variant transforms the same draws (common random numbers).
+    """
+
+    model_config = ConfigDict(
+        extra="allow",
+        frozen=True,
+        json_schema_extra={
+            "additionalProperties": {
+                "x-distribution": True,  # agentsim.docs_gen makes this a reference to its Distribution
+                "description": "MODEL or MODEL@TIER: the count when the named call runs on it.",
+            }
+        },
+    )
+
+    by: str = Field(description="Name of the call whose model (in each variant) decides the count.")
+    default: Dist | None = Field(None, description="Count for models not listed.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _values_are_distributions(cls, data: Any) -> Any:
+        from pydantic import TypeAdapter, ValidationError
+
+        if isinstance(data, dict):
+            data = dict(data)
+            adapter = TypeAdapter(Dist)
+            for key, value in list(data.items()):
+                if key in ("by", "default"):
+                    continue
+                try:
+                    data[key] = adapter.validate_python(value)
+                except ValidationError as exc:
+                    raise PydanticCustomError(
+                        "by_model_count",
+                        "'{key}': {msg}",
+                        {"key": str(key), "msg": exc.errors()[0]["msg"]},
+                    ) from None
+        return data
+
+    @property
+    def table(self) -> dict[str, Any]:
+        """MODEL or MODEL@TIER -> count (a number or distribution), without ``by`` and ``default``."""
+        return dict(self.model_extra or {})
+
+
+def _count_tag(value: Any) -> str:
+    return "by_model" if (isinstance(value, dict) and "by" in value) or isinstance(value, ByModelCount) else "dist"
+
+
+Count = Annotated[Annotated[Dist, Tag("dist")] | Annotated[ByModelCount, Tag("by_model")], Discriminator(_count_tag)]
+"""A repeat count: a number or distribution, or ``{by: CALL_NAME, MODEL: count, ...}``."""
+
 # --------------------------------------------------------------------------- prices
 
 
@@ -597,7 +654,9 @@ class FanoutSpec(_Model):
 
 class RepeatSpec(_Model):
     name: str | None = Field(None, description="Step name, used in records and variant overrides.")
-    times: Dist | None = Field(None, description="Number of iterations (rounded).")
+    times: Count | None = Field(
+        None, description="Number of iterations (rounded; may depend on a call's model: {by: CALL, MODEL: n})."
+    )
     continue_p: ModelProb | None = Field(
         None, description="After each iteration another follows with this p (may depend on a call's model)."
     )
