@@ -476,3 +476,25 @@ def test_random_scenarios_with_quality_keys_agree(doc, fail_p, cont, where):
     )
     assert_same(des, fast)
     assert_frames_identical(des.spans, fast.spans)
+
+
+def test_per_success_rows_and_frontier():
+    import pandas as pd
+
+    from agentsim.tradeoffs import mark_pareto, per_success
+
+    # cheap: 1 USD and 10 s per run, half the runs succeed (2 USD, 20 s per success);
+    # good: 1.5 USD and 12 s per run, all succeed
+    rows = [
+        {"variant": "cheap", "wall_mean_s": 10.0, "wall_p95_s": 15.0, "cost_mean_usd": 1.0, "cost_ci95_lo_usd": 0.9,
+         "cost_ci95_hi_usd": 1.1, "success_share": 0.5, "cost_per_success_usd": 2.0, "time_to_success_s": 20.0},
+        {"variant": "good", "wall_mean_s": 12.0, "wall_p95_s": 16.0, "cost_mean_usd": 1.5, "cost_ci95_lo_usd": 1.4,
+         "cost_ci95_hi_usd": 1.6, "success_share": 1.0, "cost_per_success_usd": 1.5, "time_to_success_s": 12.0},
+    ]  # fmt: skip
+    per_run = mark_pareto(pd.DataFrame(rows)).set_index("variant")
+    assert per_run["pareto_mean"].tolist() == [True, False]  # per run "cheap" is faster and cheaper
+    assert per_run["pareto_per_success"].tolist() == [False, True]  # per success "good" beats "cheap"
+    ranked = per_success(rows[0])
+    assert (ranked["cost_mean_usd"], ranked["wall_mean_s"], ranked["cost_per_run_usd"]) == (2.0, 20.0, 1.0)
+    assert "cost_ci95_lo_usd" not in ranked and ranked["basis"] == "per success"
+    assert per_success({"wall_mean_s": 1.0, "cost_mean_usd": 2.0}) == {"wall_mean_s": 1.0, "cost_mean_usd": 2.0}

@@ -124,10 +124,17 @@ def per_success(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def mark_pareto(table: pd.DataFrame) -> pd.DataFrame:
-    """Add ``pareto_mean`` and ``pareto_p95`` columns: on the frontier of (mean or p95 wall time, mean cost)."""
+    """Add ``pareto_mean`` and ``pareto_p95`` columns: on the frontier of (mean or p95 wall time, mean cost);
+    and ``pareto_per_success`` (time to success, cost per success) for per-run rows that report success."""
     out = table.copy()
     for key, col in TIME_COLUMNS.items():
         out[f"pareto_{key}"] = pareto_mask(out[col].to_numpy(), out["cost_mean_usd"].to_numpy())
+    if "cost_per_success_usd" in out.columns and "basis" not in out.columns:
+        # rows per run (a sweep table) of a scenario with success: also the frontier per successful task
+        out["pareto_per_success"] = pareto_mask(
+            out["time_to_success_s"].to_numpy(dtype=np.float64, na_value=np.nan),
+            out["cost_per_success_usd"].to_numpy(dtype=np.float64, na_value=np.nan),
+        )
     return out
 
 
