@@ -322,19 +322,20 @@ class Results:
         return tradeoff_figure(self.summary(), title=self.scenario.name)
 
     def _repr_html_(self) -> str:
-        df = self.summary()[
-            [
-                "wall_mean_s",
-                "wall_p95_s",
-                "cost_mean_usd",
-                "cost_p95_usd",
-                "calls_mean",
-                "delta_time_s",
-                "delta_cost_usd",
-                "usd_per_hour_saved",
-                "pays_off",
-            ]
+        summary = self.summary()
+        columns = [
+            "wall_mean_s",
+            "wall_p95_s",
+            "cost_mean_usd",
+            "cost_p95_usd",
+            "calls_mean",
+            "delta_time_s",
+            "delta_cost_usd",
+            "usd_per_hour_saved",
+            "pays_off",
         ]
+        success = [c for c in ("success_share", "cost_per_success_usd", "time_to_success_s") if c in summary]
+        df = summary[columns + success]
         head = f"<p><b>{self.scenario.name}</b>: {self.n_runs} runs, seed {self.seed}, engine {self.engine}</p>"
         return head + df.to_html(float_format=lambda x: f"{x:,.4g}", na_rep="–")
 
