@@ -140,7 +140,7 @@ def scenarios(draw):
         "grows": draw(st.booleans()),
         "cache": draw(
             st.sampled_from(
-                [False, True, {"ttl": "5m"}, {"ttl": "1h"}, {"scope": "model"}, {"ttl": "1h", "scope": "model"}]
+                [False, True, {"ttl": "5m"}, {"ttl": "1h"}, {"scope": "model"}, {"ttl": "1h", "scope": "context"}]
             )
         ),
     }

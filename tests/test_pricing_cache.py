@@ -83,8 +83,9 @@ def test_per_model_ttls_side_by_side_in_one_run(engine):
 
 @pytest.mark.parametrize("engine", ["des", "fastpath"])
 def test_context_scope_reads_what_the_previous_call_sent_whatever_its_model(engine):
-    # DESIGN.md §4 (the default scope): a call reads the part of its input that the previous call of the same
-    # context already sent. a1 sends 1100; b1 (another model) reads those 1100 and writes 50; a2 reads the 1150
+    # DESIGN.md §4 read literally (scope: context, the default before caches followed providers): a call reads
+    # the part of its input that the previous call of the same context already sent. a1 sends 1100; b1
+    # (another model) reads those 1100 and writes 50; a2 reads the 1150
     # b1 sent and writes 50; b2 reads a2's 1200.
     steps = [
         {"call": {"name": "a1", "model": "x", "input": 100, "output": 50}},
@@ -95,7 +96,7 @@ def test_context_scope_reads_what_the_previous_call_sent_whatever_its_model(engi
     doc = scenario(
         steps,
         models={"x": model(price=PRICE), "y": model(price=PRICE)},
-        context={"system": 1000, "grows": True, "cache": True},
+        context={"system": 1000, "grows": True, "cache": {"scope": "context"}},
     )
     c = run(doc, engine=engine).calls.set_index("step")
     assert c["input_tokens"].tolist() == [1100, 1150, 1200, 1250]
@@ -117,3 +118,34 @@ def test_one_hour_writes_at_the_catalog_price(engine):
     assert c["cost_usd"].tolist() == pytest.approx(
         [(1100 * 10 + 50 * 25) / 1e6, (1100 * 0.5 + 150 * 10 + 50 * 25) / 1e6], rel=1e-12
     )
+
+
+@pytest.mark.parametrize("engine", ["des", "fastpath"])
+@pytest.mark.parametrize("cache", [True, {"scope": "model"}, {"scope": "context"}])
+def test_provider_default_one_cache_per_model_and_tier(engine, cache):
+    # issue 17: by default (cache: true) a fast call does not read what standard calls wrote. a1 (standard)
+    # sends 1100 and writes them; a2 on the fast tier sends 1150 and, with the provider default, finds no
+    # entry of its own tier: a cold write of all 1150 at 6x the price; a3 (standard) sends 1200 and reads the
+    # 1100 that a1 left (idle 1.25 s), writing 100. With scope: context, a2 reads a1's 1100 (writes 50) and
+    # a3 reads a2's 1150 (writes 50).
+    steps = [
+        {"call": {"name": "a1", "input": 100, "output": 50}},
+        {"call": {"name": "a2", "output": 50, "speed": "fast"}},
+        {"call": {"name": "a3", "output": 50}},
+    ]
+    doc = scenario(
+        steps,
+        models={"x": model(price=PRICE, speeds={"fast": {"output_tps_x": 2, "price_x": 6}})},
+        context={"system": 1000, "grows": True, "cache": cache},
+    )
+    c = run(doc, engine=engine).calls.set_index("step")
+    assert c["input_tokens"].tolist() == [1100, 1150, 1200]
+    if cache == {"scope": "context"}:
+        reads, writes = [0, 1100, 1150], [1100, 50, 50]
+    else:
+        reads, writes = [0, 0, 1100], [1100, 1150, 100]
+    assert c["cache_read_tokens"].tolist() == reads
+    assert c["cache_write_tokens"].tolist() == writes
+    x = [1, 6, 1]  # a2's fast tier costs 6x every rate
+    costs = [(r * 0.3 + w * 3.75 + 50 * 15) * k / 1e6 for r, w, k in zip(reads, writes, x, strict=True)]
+    assert c["cost_usd"].tolist() == pytest.approx(costs, rel=1e-12)

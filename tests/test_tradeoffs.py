@@ -202,6 +202,21 @@ def test_bundled_scenarios_have_a_frontier():
         assert vt["pareto_mean"].any() and vt["pareto_p95"].any()
         be = break_even(vt, value_of_time=res.value_of_time)
         doc = res.summary_dict()["variants"]
+        if vt.attrs.get("basis") == "per success":
+            # trade-offs decide per successful task (docs/tradeoffs.md): the summary's rule on those figures
+            from agentsim.results import compare
+
+            def as_means(s):
+                return {
+                    "wall_time_s": {"mean": s["time_to_success_s"]},
+                    "cost_usd": {"mean": s["cost_per_success_usd"]},
+                }
+
+            base = as_means(doc[vt.index[0]]["success"])
+            for name in vt.index[1:]:
+                expected = compare(base, as_means(doc[name]["success"]), res.value_of_time)["pays_off"]
+                assert be.loc[name, "pays_off"] == expected
+            continue
         for name in vt.index[1:]:  # the same verdict as summary.json
             assert be.loc[name, "pays_off"] == doc[name]["vs_baseline"]["pays_off"]
 

@@ -162,6 +162,11 @@ def summary_table(doc: dict) -> Table:
     label = f"pays off at ${vot:,.0f}/h" if vot is not None else "pays off (no value_of_time)"
     row(label, lambda v: {True: "yes", False: "no", None: "–"}[v["vs_baseline"]["pays_off"]])
     first = next(iter(variants.values()))
+    if "success" in first:
+        t.add_row("success", *[""] * len(variants))
+        row("  success share", lambda v: f"{v['success']['share']:.1%}" if v["success"]["share"] is not None else "–")
+        row("  cost per success", lambda v: _fmt_usd(v["success"]["cost_per_success_usd"]))
+        row("  time to success", lambda v: _fmt_s(v["success"]["time_to_success_s"]))
     if "workload" in first:
         t.add_row("workload", *[""] * len(variants))
         row("  runs counted", lambda v: f"{v['workload']['runs_counted']:,}")
@@ -250,7 +255,9 @@ def print_summary(res: Results) -> None:
         if w and w["failed_share"] > 0.01:
             err_console.print(
                 f"warning: in variant '{name}', {w['failed_share']:.0%} of the runs counted did not complete "
-                f"({w['runs_failed']:,} failed after using up their retries, {w['runs_unfinished']:,} unfinished); "
+                f"({w['runs_failed']:,} failed "
+                + ("(a fail step, or retries used up)" if "success" in v else "after using up their retries")
+                + f", {w['runs_unfinished']:,} unfinished); "
                 "wall-time and cost figures describe the completed runs only",
                 markup=False,
             )

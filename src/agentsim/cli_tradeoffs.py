@@ -236,10 +236,13 @@ def _clean_records(df) -> list[dict]:
 
 def buyers_table(name, res, sizing, be, env, vot) -> Table:
     n = float(sizing["runs_per_month"].iloc[0])
+    success = res.plan.defines_success  # sized per successful task: failed runs are retried
+    what = "successful tasks" if success else "runs"
     t = Table(
-        title=f"{name}: spend at {n:,.0f} runs per month ({res.n_runs:,} runs simulated, seed {res.seed})",
+        title=f"{name}: spend at {n:,.0f} {what} per month ({res.n_runs:,} runs simulated, seed {res.seed})",
         title_justify="left",
-        caption="every run's wall time counts as waiting; Δ against the first variant",
+        caption="every run's wall time counts as waiting; Δ against the first variant"
+        + ("; per successful task (cost per success, time to success: failed runs retried)" if success else ""),
         caption_justify="left",
     )
     t.add_column("", style="bold", no_wrap=True)
@@ -251,10 +254,13 @@ def buyers_table(name, res, sizing, be, env, vot) -> Table:
         t.add_row(label, *[fn(v) for v in variants])
 
     row("API spend per month", lambda v: _money(sizing.loc[v, "api_usd_per_month"]))
-    row(
-        "  95% CI",
-        lambda v: f"{_money(sizing.loc[v, 'api_usd_per_month_lo'])}–{_money(sizing.loc[v, 'api_usd_per_month_hi'])}",
-    )
+    if "api_usd_per_month_lo" in sizing.columns:
+        row(
+            "  95% CI",
+            lambda v: (
+                f"{_money(sizing.loc[v, 'api_usd_per_month_lo'])}–{_money(sizing.loc[v, 'api_usd_per_month_hi'])}"
+            ),
+        )
     row("hours waiting per month", lambda v: f"{sizing.loc[v, 'wait_hours_per_month']:,.0f} h")
     row(
         "mean / p95 wait per run",
@@ -374,10 +380,14 @@ def _names(text: str | None) -> list[str] | None:
 
 
 def optimize_tables(name: str, opt, crit) -> list[Table]:
+    success = "basis" in opt.chosen  # ranked per successful task (the scenario has fail steps)
+    unit = "per success" if success else "per run"
+    cost_word = "cost per success" if success else "mean cost"
+    time_word = "time to success" if success and opt.metric == "mean" else f"{opt.metric} wall time"
     goal = (
-        f"minimise {opt.metric} wall time with mean cost ≤ {_money(opt.limit)} per run"
+        f"minimise {time_word} with {cost_word} ≤ {_money(opt.limit)} {unit}"
         if opt.mode == "budget"
-        else f"minimise mean cost with {opt.metric} wall time ≤ {_fmt_s(opt.limit)}"
+        else f"minimise {cost_word} with {time_word} ≤ {_fmt_s(opt.limit)}"
     )
     head = Table(
         title=f"{name}: {goal} ({opt.method}, {opt.evaluated} assignments simulated)"
@@ -400,11 +410,20 @@ def optimize_tables(name: str, opt, crit) -> list[Table]:
     res = Table(title="result", title_justify="left")
     for c in ("", "base", "chosen", "Δ"):
         res.add_column(c, justify="right" if c else "left")
-    for label, key, fmt in (
+    figures = (
         ("mean wall time", "wall_mean_s", _fmt_s),
         ("p95 wall time", "wall_p95_s", _fmt_s),
         ("mean cost per run", "cost_mean_usd", _fmt_usd),
-    ):
+    )
+    if success:
+        figures = (
+            ("time to success", "wall_mean_s", _fmt_s),
+            ("p95 wall time", "wall_p95_s", _fmt_s),
+            ("cost per success", "cost_mean_usd", _fmt_usd),
+            ("mean cost per run", "cost_per_run_usd", _fmt_usd),
+            ("success share", "success_share", lambda x: f"{x:.1%}"),
+        )
+    for label, key, fmt in figures:
         b, c = opt.baseline[key], opt.chosen[key]
         res.add_row(label, fmt(b), fmt(c), ("+" if c - b > 0 else "−" if c - b < 0 else "±") + fmt(abs(c - b)))
     front = Table(
@@ -412,8 +431,8 @@ def optimize_tables(name: str, opt, crit) -> list[Table]:
         title_justify="left",
     )
     front.add_column("assignment")
-    front.add_column(f"{opt.metric} wall", justify="right")
-    front.add_column("mean cost", justify="right")
+    front.add_column(f"{opt.metric} wall" if not success or opt.metric != "mean" else "to success", justify="right")
+    front.add_column("cost per success" if success else "mean cost", justify="right")
     extra = "move" if opt.method == "greedy" else "chosen"
     front.add_column(extra)
     for r in opt.frontier.itertuples():

@@ -9,10 +9,11 @@ Prompt caching (``cache: true``) works on *prefixes*. After a call, the provider
 holds a cache entry for the prefix it sent that later calls of the same context
 will share: the call's whole input when the context grows, else the context
 alone (the system prompt). A later call reads from the cache the longest live
-entry of its context — by default whatever the previous call of the same context
-sent, whichever model made it (DESIGN.md §4); with ``cache: {scope: model}`` each
-model and speed tier has its own entries, as providers do (switching model or
-fast/standard starts a new cache) — and writes the rest. The first call writes all of its input. An
+entry of its context — by default from its own (model, speed tier) entries, as
+providers keep one cache per model and tier (switching model or fast/standard
+starts a new cache); with ``cache: {scope: context}`` whatever the previous call
+of the same context sent, whichever model made it (DESIGN.md §4 read literally) —
+and writes the rest. The first call writes all of its input. An
 entry idle for longer than its TTL (5 minutes by default, or 1 hour) is gone;
 reading or writing it refreshes it, at the moment the call starts.
 

@@ -94,6 +94,8 @@ def scenario_schema() -> dict:
         for old, new in _KEYWORDS.items():  # constraints pydantic could not translate (after a BeforeValidator)
             if old in node and "type" in node:
                 node[new] = node.pop(old)
+        if node.pop("x-distribution", False):  # a distribution named by a model's json_schema_extra
+            node.update(_ref(DIST))
         if node.get("oneOf") == dist_options:
             node.pop("oneOf")
             node.update(_ref(DIST))
@@ -176,6 +178,8 @@ UNITS: dict[str, str] = {
     "Duration.days": "days",
     "ContextSpec.system": "tokens",
     "SubagentSpec.output": "tokens",
+    "ByModel.default": "probability",
+    "ByModelCount.default": "iterations",
     "SweepRange.start": "the swept value's",
     "SweepRange.stop": "the swept value's",
     "SweepRange.step": "the swept value's",
@@ -357,6 +361,14 @@ stall: {p: 0.05, seconds: 2}
         ("stall",),
     ),
     (
+        "ConditionsSpec",
+        "models.NAME.conditions (provider conditions)",
+        """\
+conditions: {ttft_x: 1, output_tps_x: {lognormal: {median: 1, p90: 1.5}}}   # drawn once per run
+""",
+        ("conditions",),
+    ),
+    (
         "Agent",
         "agent",
         """\
@@ -478,6 +490,30 @@ choose:
 option: {p: 0.3, name: escalate, steps: [{wait: {latency: 600}}]}
 """,
         ("option",),
+    ),
+    (
+        "FailSpec",
+        "Step `fail`",
+        """\
+fail: {name: wrong-answer, p: {by: act, opus: 0.05, haiku: 0.15}}   # or a plain probability: {p: 0.1}
+""",
+        ("fail",),
+    ),
+    (
+        "ByModel",
+        "A probability that depends on a call's model (`continue_p`, `fail.p`, an option's `p`)",
+        """\
+continue_p: {by: act, opus: 0.7, opus@fast: 0.72, haiku: 0.82, default: 0.75}
+""",
+        ("continue_p",),
+    ),
+    (
+        "ByModelCount",
+        "A repeat count that depends on a call's model (`repeat.times`)",
+        """\
+times: {by: act, opus: 30, haiku: {uniform: {low: 35, high: 45}}, default: 40}
+""",
+        ("times",),
     ),
     (
         "SubagentSpec",
@@ -671,7 +707,7 @@ FOLDED = (
     {DIST, STEP}
     | {
         f"{k.capitalize()}Step"
-        for k in ("call", "tool", "wait", "parallel", "fanout", "repeat", "choose", "subagent", "pipeline")
+        for k in ("call", "tool", "wait", "parallel", "fanout", "repeat", "choose", "subagent", "pipeline", "fail")
     }
     | {
         f"{f.capitalize()}Dist"
@@ -854,6 +890,9 @@ _STEP_SPECS = {
     "RenderSpec",
     "QoeSpec",
     "InterruptSpec",
+    "FailSpec",
+    "ByModel",
+    "ByModelCount",
 }
 
 

@@ -38,6 +38,7 @@ from .context import Ctx
 from .limits import TooLarge
 from .plan import (
     COUNT,
+    FAIL,
     FIRST_AUDIO,
     INPUT,
     LATENCY,
@@ -50,6 +51,7 @@ from .plan import (
     U_TTFT,
     CallNode,
     ChooseNode,
+    FailNode,
     FanoutNode,
     ParNode,
     PipelineNode,
@@ -106,7 +108,7 @@ class Flow:
 
 
 class RunFailed(Exception):
-    """A call used up its attempts: the run stops here."""
+    """A call used up its attempts, or a ``fail`` step failed the run: the run stops here."""
 
 
 # run status codes (runs table)
@@ -138,7 +140,8 @@ class _Runner:
                 return [arr.item(0)] if arr.size else [0]
             return arr.reshape(-1).tolist()
 
-        self.tl = tl = {key: values(key, arr) for key, arr in block.values.items() if key not in raw}
+        # a variant sees its own counts and picks where they depend on a call's model (Block.values_for)
+        self.tl = tl = {key: values(key, arr) for key, arr in block.values_for(variant).items() if key not in raw}
         self.const = {key: key in constant for key in tl}
         # width of each node's instance axes (its scope), to find (r, i) in the flat lists
         self.width = {nd.id: int(np.prod(block.shape(nd.scope), dtype=np.int64)) for nd in plan.nodes}
@@ -707,6 +710,12 @@ class _Runner:
         pick = self.value(node, PICK, st.r, flat)
         yield from self.seq(node.options[pick], st, flat)
 
+    def fail(self, node: FailNode, st: Flow, flat: int):
+        """Fail the run here with probability p (this variant's): the run stops at this instant."""
+        if self.value(node, FAIL, st.r, flat) < node.p[self.variant]:
+            raise RunFailed
+        yield from ()
+
     def subagent(self, node: SubagentNode, st: Flow, flat: int):
         yield from self.seq(node.body, Flow(Ctx(node.ctx), st.acc, st.r), flat)
         st.ctx.add(self.value(node, OUTPUT, st.r, flat))
@@ -787,6 +796,7 @@ _HANDLER = {
     ChooseNode: _Runner.choose,
     SubagentNode: _Runner.subagent,
     PipelineNode: None,  # run together with the call before it (see _Runner.pipelined)
+    FailNode: _Runner.fail,
 }
 
 
@@ -932,6 +942,8 @@ def finish_block(plan: Plan, runner: _Runner, block: Block, variant: int, start=
         res.extra["failed_attempts_cost_usd"] = extra
         res.extra["run_status"] = runner.status.copy()
         res.extra["attempts"] = att
+    elif plan.defines_success:
+        res.extra["run_status"] = runner.status.copy()
     return res
 
 

@@ -31,6 +31,7 @@ import numpy as np
 from .context import ONE_HOUR
 from .plan import (
     COUNT,
+    FAIL,
     FIRST_AUDIO,
     INPUT,
     LATENCY,
@@ -40,6 +41,7 @@ from .plan import (
     CallNode,
     ChooseNode,
     ContextCfg,
+    FailNode,
     FanoutNode,
     Node,
     ParNode,
@@ -232,8 +234,11 @@ class _Evaluator:
     def __init__(self, plan: Plan, block: Block, variant: int, speeds: dict):
         self.plan = plan
         self.block = block
-        self.V = block.values
+        self.V = block.values_for(variant)  # this variant's counts and picks (see Block.values_for)
+        self.variant = variant
         self.speeds = speeds
+        # runs still going: None without fail steps; else (runs,) False once a run failed at a fail step
+        self.alive = np.ones(block.n, dtype=bool) if plan.defines_success else None
         self.tier_of = {c.id: plan.tiers[c.tiers[variant]] for c in plan.calls}
         # every element is written below (masked), so the tensors start uninitialised
         self.calls = {c.id: _tensors(empty_call_tensors, plan, block, c.scope) for c in plan.calls}
@@ -477,7 +482,7 @@ class _Evaluator:
         outer = st.active
         dim = self.block.dims[node.id]
         for i in range(dim):
-            act = outer & (count > i)
+            act = self.live(outer & (count > i))
             if not act.any():
                 # no run does iteration i or later: mark those instances "not made"
                 rest = (slice(None), *ix, slice(i, dim))
@@ -486,7 +491,7 @@ class _Evaluator:
                 break
             st.active = act
             self.seq(node.body, st, (*ix, i))
-        st.active = outer
+        st.active = self.live(outer)
 
     def choose(self, node: ChooseNode, st: _State, ix: tuple):
         pick = self.V[(node.id, PICK)][(slice(None), *ix)]
@@ -494,13 +499,32 @@ class _Evaluator:
         for o, option in enumerate(node.options):
             st.active = outer & (pick == o)
             self.seq(option, st, ix)  # options are exclusive: masked updates never overlap
-        st.active = outer
+        st.active = self.live(outer)
 
     def subagent(self, node: SubagentNode, st: _State, ix: tuple):
         sub = _State(st.t, st.acc, VecCtx.fresh(node.ctx, st.t.shape), st.active)
         self.seq(node.body, sub, ix)
         st.t, st.acc = sub.t, sub.acc
+        st.active = self.live(st.active)
         st.ctx.add(self.V[(node.id, OUTPUT)][(slice(None), *ix)], st.active)
+
+    def live(self, mask: np.ndarray) -> np.ndarray:
+        """``mask`` without the runs that have failed at a fail step (``mask`` may have fanout copy axes)."""
+        if self.alive is None:
+            return mask
+        return mask & self.alive.reshape(self.alive.shape + (1,) * (mask.ndim - 1))
+
+    def fail(self, node: FailNode, st: _State, ix: tuple):
+        """Runs whose draw is below this variant's p fail here: they stop, their time and cost freeze.
+
+        Fail steps inside parallel/fanout branches never get here (the DES runs those plans), so
+        every array is one value per run.
+        """
+        u = self.V[(node.id, FAIL)][(slice(None), *ix)]
+        dead = st.active & (u < node.p[self.variant])
+        if dead.any():
+            self.alive = self.alive & ~dead
+            st.active = st.active & ~dead
 
     def par(self, node: ParNode, st: _State, ix: tuple):
         nb = len(node.branches)
@@ -629,6 +653,7 @@ _DISPATCH = {
     ChooseNode: _Evaluator.choose,
     SubagentNode: _Evaluator.subagent,
     PipelineNode: _Evaluator.pipeline,
+    FailNode: _Evaluator.fail,
 }
 
 
@@ -682,4 +707,8 @@ def run_block_fast(plan: Plan, block: Block, variant: int, speeds: dict) -> Bloc
     )
     if ev.interrupted:
         res.extra["interrupted"] = ev.interrupted
+    if ev.alive is not None:
+        from .engine import RUN_FAILED, RUN_OK
+
+        res.extra["run_status"] = np.where(ev.alive, RUN_OK, RUN_FAILED).astype(np.int8)
     return res

@@ -21,6 +21,11 @@ Two modes:
   cost at most the budget;
 * ``max_time`` (seconds): minimise mean cost with the wall time metric at most that.
 
+When the scenario defines success (a ``fail`` step), candidates are ranked per successful task
+(:func:`agentsim.tradeoffs.per_success`): "cost" is the cost per success (a budget is then USD per
+success) and the ``mean`` time metric is the time to success; ``p95`` stays the p95 wall time of
+completed runs.
+
 Search: when the number of assignments is at most ``exhaustive_max`` (4096, i.e.
 twelve two-way choices) every one is simulated and the best feasible is taken
 (ties: lower cost, then fewer changes from the base); the *frontier* shown is the
@@ -47,7 +52,7 @@ from .plan import CallNode, ChooseNode, FanoutNode, ParNode, Plan, RepeatNode, S
 from .scenario import Scenario, VariantSpec, all_steps, step_name, suggest
 from .simulation import simulate_plan
 from .sweeps import summary_rows
-from .tradeoffs import pareto_mask
+from .tradeoffs import pareto_mask, per_success
 
 __all__ = ["Optimum", "Option", "Unit", "critical_table", "decision_units", "optimize", "variant_for"]
 
@@ -221,7 +226,7 @@ def _evaluate_chunk(scenario: Scenario, specs: list[VariantSpec], runs: int, see
     variants = {f"c{i}": s for i, s in enumerate(specs)}
     sc = scenario.model_copy(update={"variants": variants})
     plan = compile_plan(sc)
-    return summary_rows(simulate_plan(plan, runs, seed))
+    return [per_success(r) for r in summary_rows(simulate_plan(plan, runs, seed))]
 
 
 @dataclass
@@ -284,13 +289,16 @@ class Optimum:
 
 
 def _row_of(units: list[Unit], a: tuple[int, ...], m: dict, metric: str) -> dict[str, Any]:
-    return {
+    row = {
         "assignment": ", ".join(f"{u.name}={u.options[k].label}" for u, k in zip(units, a, strict=True)),
         "time_s": m[METRICS[metric]],
         "wall_mean_s": m["wall_mean_s"],
         "wall_p95_s": m["wall_p95_s"],
         "cost_mean_usd": m["cost_mean_usd"],
     }
+    if "basis" in m:  # per success: cost_mean_usd / wall_mean_s are per success; per-run figures beside
+        row |= {"cost_per_run_usd": m["cost_per_run_usd"], "success_share": m["success_share"], "basis": m["basis"]}
+    return row
 
 
 def optimize(

@@ -31,9 +31,12 @@ from .distributions import DistError, Sampler, sampler
 from .loading import ErrorItem, ScenarioError, _line, source_of
 from .pricing import PriceError, Rates, compile_price, needs_default_date, today
 from .scenario import (
+    ByModel,
+    ByModelCount,
     CallStep,
     ChooseStep,
     ContextSpec,
+    FailStep,
     FanoutStep,
     KJoin,
     ParallelStep,
@@ -52,6 +55,7 @@ __all__ = [
     "ChooseNode",
     "ContextCfg",
     "Draw",
+    "FailNode",
     "FanoutNode",
     "Node",
     "ParNode",
@@ -85,6 +89,7 @@ U_TTFT, U_TPS, INPUT, OUTPUT, REASONING, LATENCY, COUNT, PICK, ARRIVAL, THINK, U
 # after which token (raw normals), whether and when it is interrupted, its text-to-speech first-audio latency.
 # CHUNKS, GAPS and SENTENCES key the per-token streams of agentsim.streaming (not drawn by sample_block).
 STALL_P, STALL_S, STALL_AT, INTERRUPT_P, INTERRUPT_X, FIRST_AUDIO, CHUNKS, GAPS, SENTENCES = range(12, 21)
+FAIL, COND_TTFT, COND_TPS = 21, 22, 23  # a fail step's uniform; a model's per-run condition factors
 
 
 @dataclass(frozen=True)
@@ -222,6 +227,8 @@ class RepeatNode(Node):
     continue_p: float | None = None
     max: int | None = None
     body: SeqNode = None
+    continue_ps: tuple[float, ...] | None = None  # per variant, when continue_p depends on a call's model
+    times_by: tuple[Sampler, ...] | None = None  # per variant, when times depends on a call's model
     kind = "repeat"
 
 
@@ -229,6 +236,7 @@ class RepeatNode(Node):
 class ChooseNode(Node):
     cum: np.ndarray = None  # cumulative probabilities without the final 1
     options: tuple[SeqNode, ...] = ()
+    cums: tuple[np.ndarray, ...] | None = None  # per variant, when an option's p depends on a call's model
     kind = "choose"
 
 
@@ -241,6 +249,15 @@ class PipelineNode(Node):
     sentence: Sampler = None  # sentence length for after: first_sentence
     body: SeqNode = None
     kind = "pipeline"
+
+
+@dataclass(eq=False)
+class FailNode(Node):
+    """The run stops here as a failed run with probability ``p[variant]`` (a uniform per instance)."""
+
+    p: tuple[float, ...] = ()  # per variant
+    in_branch: bool = False  # inside a parallel or fanout branch (the fast path declines these)
+    kind = "fail"
 
 
 @dataclass(eq=False)
@@ -288,6 +305,12 @@ class Plan:
     accounts: list = field(default_factory=list)  # agentsim.limits.AccountSpec
     workload: WorkloadCfg | None = None
     prices_as_of: dt.date | None = None  # date of catalog prices without their own date (None: none used)
+    conditions: dict[str, int] = field(default_factory=dict)  # model -> pseudo-node of its per-run factors
+
+    @property
+    def defines_success(self) -> bool:
+        """Whether runs can fail by design (a ``fail`` step), so success is reported."""
+        return any(isinstance(n, FailNode) for n in self.nodes)
 
     @property
     def needs_attempts(self) -> bool:
@@ -326,6 +349,8 @@ class _Compiler:
         self._model_rates: dict[str, Rates] = {}
         self.prices_as_of = scenario.prices_as_of or today()  # one date for the whole compile
         self._groups: list[str] = []  # names of the enclosing named steps, outermost first
+        self._by_model: list[tuple] = []  # (node, kind, spec, path): probabilities resolved per variant at the end
+        self._branch_depth = 0  # parallel/fanout branches around the step being compiled
 
     # ------------------------------------------------------------------ helpers
     def problem(self, path, message, hint=""):
@@ -542,7 +567,9 @@ class _Compiler:
             p = (*path, "parallel")
             bp = p if isinstance(step.parallel, list) else (*p, "branches")
             node = self.new_node(ParNode, spec.name or f"parallel{len(self.nodes)}", scope, p)
+            self._branch_depth += 1
             node.branches = tuple(self.branch(b, scope, (*bp, i)) for i, b in enumerate(spec.branches))
+            self._branch_depth -= 1
             node.k = _join_k(spec.join)
             return node
         if isinstance(step, FanoutStep):
@@ -561,17 +588,26 @@ class _Compiler:
                     f"join k={k} but there are at most {round(most)} copies (n)",
                     f"use a k from 1 to {max(1, round(most))}",
                 )
+            self._branch_depth += 1
             node.body = self.seq(f.steps, (*scope, node.id), (*p, "steps"))
+            self._branch_depth -= 1
             return node
         if isinstance(step, RepeatStep):
             r = step.repeat
             p = (*path, "repeat")
             node = self.new_node(RepeatNode, r.name or f"repeat{len(self.nodes)}", scope, p)
-            if r.times is not None:
+            if isinstance(r.times, ByModelCount):  # samplers per variant, resolved once calls are known
+                self._by_model.append((node, "times", r.times, (*p, "times")))
+                self.draw(node, COUNT, scope, None)
+            elif r.times is not None:
                 node.times = self.sampler(r.times, (*p, "times"), "repeat times")
                 self.draw(node, COUNT, scope, node.times, integer=True)
             else:
-                node.continue_p, node.max = r.continue_p, r.max
+                node.max = r.max
+                if isinstance(r.continue_p, ByModel):
+                    self._by_model.append((node, "repeat", r.continue_p, (*p, "continue_p")))
+                else:
+                    node.continue_p = r.continue_p
                 self.draw(node, COUNT, scope, None)
             node.body = self.seq(r.steps, (*scope, node.id), (*p, "steps"))
             return node
@@ -579,7 +615,11 @@ class _Compiler:
             c = step.choose
             p = (*path, "choose")
             node = self.new_node(ChooseNode, c.name or f"choose{len(self.nodes)}", scope, p)
-            node.cum = np.cumsum([o.p for o in c.options])[:-1]
+            if any(isinstance(o.p, ByModel) for o in c.options):
+                node.cum = np.zeros(len(c.options) - 1)  # replaced per variant (cums) once calls are known
+                self._by_model.append((node, "choose", c, p))
+            else:
+                node.cum = np.cumsum([o.p for o in c.options])[:-1]
             self.draw(node, PICK, scope, None)
             node.options = tuple(
                 self.seq(o.steps, scope, (*p, "options", i, "steps"), name=o.name or "")
@@ -595,7 +635,20 @@ class _Compiler:
                 node.sentence = self.sampler(spec, (*p, "sentence_tokens"), "sentence tokens", positive=True)
             else:
                 node.after_tokens = pl.after.tokens
+            self._branch_depth += 1  # the steps run alongside the call's stream, as a branch does
             node.body = self.seq(pl.steps, scope, (*p, "steps"))
+            self._branch_depth -= 1
+            return node
+        if isinstance(step, FailStep):
+            f = step.fail
+            p = (*path, "fail")
+            node = self.new_node(FailNode, f.name or f"fail{len(self.nodes)}", scope, p)
+            node.in_branch = self._branch_depth > 0
+            if isinstance(f.p, ByModel):
+                self._by_model.append((node, "fail", f.p, (*p, "p")))
+            else:
+                node.p = (float(f.p),) * len(self.variants)
+            self.draw(node, FAIL, scope, None)
             return node
         if isinstance(step, SubagentStep):
             s = step.subagent
@@ -688,6 +741,7 @@ def compile_plan(scenario: Scenario, *, file: str | None = None, lines: dict | N
                 "check the value (a typo?)",
             )
     root = comp.seq(scenario.agent.steps, (), ("agent", "steps"), name="agent")
+    _resolve_by_model(comp)
     # Every model must compile even if no step uses it (a typo in an unused price is still a typo).
     for model in scenario.models:
         comp.tier(model, "standard", ("models", model))
@@ -707,6 +761,7 @@ def compile_plan(scenario: Scenario, *, file: str | None = None, lines: dict | N
                 "would start run after run at the same instant and the simulation would never end",
                 "give the agent a step that takes time, or a workload.think_time above zero",
             )
+    conditions = _compile_conditions(comp, scenario)
     _attempt_draws(comp, accounts)
     if comp.problems:
         file = file or src or "<scenario>"
@@ -720,7 +775,162 @@ def compile_plan(scenario: Scenario, *, file: str | None = None, lines: dict | N
         raise ScenarioError(items)
     specs = [s for m in scenario.models.values() for s in (m.price, *(t.price for t in m.speeds.values()))]
     as_of = comp.prices_as_of if needs_default_date(specs) else scenario.prices_as_of
-    return Plan(scenario, root, ctx, comp.tiers, list(comp.variants), comp.nodes, comp.draws, accounts, workload, as_of)
+    return Plan(
+        scenario,
+        root,
+        ctx,
+        comp.tiers,
+        list(comp.variants),
+        comp.nodes,
+        comp.draws,
+        accounts,
+        workload,
+        as_of,
+        conditions,
+    )
+
+
+def _compile_conditions(comp: _Compiler, scenario: Scenario) -> dict[str, int]:
+    """Per-run provider-condition factors: one pseudo-node per model with ``conditions`` (after all real
+    nodes and the workload's pseudo-node), drawn with scope () so each run has one factor per model."""
+    out: dict[str, int] = {}
+    for i, (model, mspec) in enumerate(scenario.models.items()):
+        cond = mspec.conditions
+        if cond is None:
+            continue
+        node = len(comp.nodes) + 1 + i
+        where = ("models", model, "conditions")
+        ttft_x = comp.sampler(cond.ttft_x, (*where, "ttft_x"), "conditions ttft_x", positive=True)
+        tps_x = comp.sampler(cond.output_tps_x, (*where, "output_tps_x"), "conditions output_tps_x", positive=True)
+        comp.draws.append(Draw(node, COND_TTFT, (), ttft_x))
+        comp.draws.append(Draw(node, COND_TPS, (), tps_x))
+        out[model] = node
+    return out
+
+
+def _resolve_by_model(comp: _Compiler) -> None:
+    """Turn every ``{by: CALL, MODEL: p}`` probability into one value per variant.
+
+    The named call's tier in each variant picks the value: a ``MODEL@TIER`` key first, then
+    ``MODEL``, then ``default``. Every problem (an unknown call, model or tier, a missing value,
+    choose options that do not sum to 1 in some variant) is reported with its dotted path.
+    """
+    from .scenario import suggest
+
+    calls: dict[str, list[CallNode]] = {}
+    for n in comp.nodes:
+        if isinstance(n, CallNode):
+            calls.setdefault(n.name, []).append(n)
+    models = comp.sc.models
+    nv = len(comp.variants)
+
+    def values(spec, path) -> tuple | None:
+        """The value per variant (a probability; for a ByModelCount, the number or distribution given)."""
+        if not isinstance(spec, ByModel | ByModelCount):
+            return (float(spec),) * nv
+        as_value = float if isinstance(spec, ByModel) else (lambda x: x)
+        ok = True
+        for key in spec.table:
+            model, _, tier = key.partition("@")
+            if model not in models:
+                comp.problem(
+                    (*path, key),
+                    f"'{key}' is not a model defined under models",
+                    suggest(model, list(models)) or "models: " + ", ".join(models),
+                )
+                ok = False
+            elif tier and tier != "standard" and tier not in models[model].speeds:
+                tiers = ["standard", *models[model].speeds]
+                comp.problem(
+                    (*path, key),
+                    f"model '{model}' has no speed tier '{tier}'",
+                    suggest(tier, tiers) or "its tiers: " + ", ".join(tiers),
+                )
+                ok = False
+        named = calls.get(spec.by, [])
+        if not named:
+            comp.problem(
+                (*path, "by"),
+                f"no call is named '{spec.by}'",
+                suggest(spec.by, [k for k in calls if "#" not in k]) or "name the call whose model decides this value",
+            )
+            return None
+        if not ok:
+            return None
+        out = []
+        for v, vname in enumerate(comp.variants):
+            found = []
+            for node in named:
+                t = comp.tiers[node.tiers[v]]
+                for key in (f"{t.model}@{t.speed}", t.model):
+                    if key in spec.table:
+                        found.append(as_value(spec.table[key]))
+                        break
+                else:
+                    if spec.default is None:
+                        comp.problem(
+                            path,
+                            f"no value for model '{t.label}': call '{spec.by}' runs on it in variant '{vname}'",
+                            f"add '{t.model}: P' (or '{t.model}@{t.speed}: P') or 'default: P'",
+                        )
+                        return None
+                    found.append(as_value(spec.default))
+            if any(x != found[0] for x in found):
+                comp.problem(
+                    (*path, "by"),
+                    f"the calls named '{spec.by}' run on models with different values in variant '{vname}'",
+                    "give those calls distinct names and refer to one of them",
+                )
+                return None
+            out.append(found[0])
+        return tuple(out)
+
+    for node, kind, spec, path in comp._by_model:
+        if kind == "fail":
+            p = values(spec, path)
+            node.p = p if p is not None else (0.0,) * nv
+        elif kind == "times":
+            counts = values(spec, path)
+            if counts is None:
+                node.times_by = (Sampler("constant", {"value": 1.0}),) * nv
+            else:
+                made: list[tuple] = []  # one sampler per distinct value, shared by the variants that use it
+                for c in counts:
+                    if not any(c == x for x, _ in made):
+                        made.append((c, comp.sampler(c, path, "repeat times")))
+                node.times_by = tuple(next(s for x, s in made if x == c) for c in counts)
+            node.times = node.times_by[0]
+        elif kind == "repeat":
+            ps = values(spec, path)
+            if ps is None:
+                continue
+            for v, p in enumerate(ps):
+                if p >= 1 and node.max is None:
+                    comp.problem(
+                        path,
+                        f"this repeat can never end in variant '{list(comp.variants)[v]}': "
+                        f"continue_p is {p:g} and there is no max",
+                        "set continue_p below 1 or add max",
+                    )
+            node.continue_ps = ps
+            node.continue_p = ps[0]
+        else:  # choose
+            per_option = [values(o.p, (*path, "options", i, "p")) for i, o in enumerate(spec.options)]
+            if any(p is None for p in per_option):
+                continue
+            cums = []
+            for v, vname in enumerate(comp.variants):
+                ps = [p[v] for p in per_option]
+                total = math.fsum(ps)
+                if abs(total - 1.0) > 1e-9:
+                    comp.problem(
+                        (*path, "options"),
+                        f"option probabilities sum to {total:.6g}, not 1, in variant '{vname}'",
+                        "make the options' p sum to 1 for every model the named call can run on",
+                    )
+                cums.append(np.cumsum(ps)[:-1])
+            node.cums = tuple(cums)
+            node.cum = cums[0]
 
 
 def _compile_accounts(comp: _Compiler, scenario: Scenario) -> list:

@@ -433,6 +433,14 @@ def _page(path, sc, res, vt, be, env, sizing, share, figs, sweep_part) -> str:
     if sc.description:
         out.append(f"<p>{_esc(sc.description)}</p>")
     out.append(f'<p class="lead">{_verdict(vt, be, env, vot)}</p>')
+    per_success = vt.attrs.get("basis") == "per success"
+    if per_success:
+        out.append(
+            "<p>This scenario defines success (it has <code>fail</code> steps), so variants are compared "
+            "<b>per successful task</b>: “mean wall” is the time to success and “mean cost” the cost per "
+            "success (all runs' wall time or cost divided by the successful runs: what one result takes when "
+            "failed runs are retried); percentiles describe completed runs.</p>"
+        )
     out.append(_table(meta, None, "meta"))
 
     out.append("<h2>Variants compared</h2>")
@@ -442,7 +450,7 @@ def _page(path, sc, res, vt, be, env, sizing, share, figs, sweep_part) -> str:
             [
                 f"<b>{_esc(name)}</b>",
                 _s(r["wall_mean_s"]),
-                f"± {_s((r['wall_ci95_hi_s'] - r['wall_ci95_lo_s']) / 2)}",
+                "–" if per_success else f"± {_s((r['wall_ci95_hi_s'] - r['wall_ci95_lo_s']) / 2)}",
                 _s(r["wall_p50_s"]),
                 _s(r["wall_p95_s"]),
                 _s(r["wall_p99_s"]),
@@ -631,10 +639,14 @@ def _verdict(vt, be, env, vot) -> str:
         return "No variant completed a run: every run failed (see the limits and failures below)."
     fastest = vt["wall_mean_s"].idxmin()
     cheapest = vt["cost_mean_usd"].idxmin()
+    if vt.attrs.get("basis") == "per success":  # figures per successful task (tradeoffs.per_success)
+        mean, unit = "to success", "per success"
+    else:
+        mean, unit = "mean", "per run"
     parts = [
-        f"Fastest: <b>{_esc(fastest)}</b> ({_s(vt.loc[fastest, 'wall_mean_s'])} mean, "
-        f"{_usd(vt.loc[fastest, 'cost_mean_usd'])} per run). Cheapest: <b>{_esc(cheapest)}</b> "
-        f"({_s(vt.loc[cheapest, 'wall_mean_s'])}, {_usd(vt.loc[cheapest, 'cost_mean_usd'])} per run)."
+        f"Fastest: <b>{_esc(fastest)}</b> ({_s(vt.loc[fastest, 'wall_mean_s'])} {mean}, "
+        f"{_usd(vt.loc[fastest, 'cost_mean_usd'])} {unit}). Cheapest: <b>{_esc(cheapest)}</b> "
+        f"({_s(vt.loc[cheapest, 'wall_mean_s'])}, {_usd(vt.loc[cheapest, 'cost_mean_usd'])} {unit})."
     ]
     if vot is not None:
         row = env[(env["from_usd_per_hour"] <= vot) & (vot < env["to_usd_per_hour"])]

@@ -239,6 +239,8 @@ class Results:
                 v[key] = fn(name)
             if "streaming" in self.extra:
                 v["streaming"] = self.extra["streaming"][name].section()
+            if self.plan.defines_success:
+                v["success"] = self._success(name)
             variants[name] = v
         doc = {
             "scenario": self.scenario.name,
@@ -253,6 +255,31 @@ class Results:
         doc["prices_as_of"] = self.plan.prices_as_of.isoformat() if self.plan.prices_as_of else None
         doc["prices"] = prices_summary(self.plan.tiers)
         return doc
+
+    def _success(self, name: str) -> dict[str, Any]:
+        """Success share, cost per success and time to success of a variant (see docs/concepts.md).
+
+        Over the runs whose outcome is known (every run of replications; in a workload the counted
+        runs that finished or failed): ``share`` = successful / runs; ``cost_per_success_usd`` = the
+        cost of *all* those runs (failed ones included) / successful runs; ``time_to_success_s`` =
+        their total wall time / successful runs, the expected time to one success when a failed run
+        is retried (E[sum of wall times until a success] = E[T] / share, Wald's identity).
+        """
+        runs = self.runs
+        mask = (runs["variant"] == name).to_numpy()
+        if "counted" in runs:
+            mask = mask & runs["counted"].to_numpy(dtype=bool)
+        status = runs["status"].to_numpy()[mask] if "status" in runs else np.zeros(int(mask.sum()), dtype=np.int8)
+        known = status != 2  # an unfinished run (a workload's end) has no outcome yet
+        ok = int((status[known] == 0).sum())
+        total = int(known.sum())
+        cost = float(np.cumsum(runs["cost_usd"].to_numpy()[mask][known])[-1]) if total else 0.0
+        wall = float(np.cumsum(runs["wall_time_s"].to_numpy()[mask][known])[-1]) if total else 0.0
+        return {
+            "share": _f(ok / total) if total else None,
+            "cost_per_success_usd": _f(cost / ok) if ok else None,
+            "time_to_success_s": _f(wall / ok) if ok else None,
+        }
 
     def to_json(self, indent: int = 2) -> str:
         """The summary document as JSON text (deterministic for a given scenario and seed)."""
@@ -325,19 +352,20 @@ class Results:
         return tradeoff_figure(self.summary(), title=self.scenario.name)
 
     def _repr_html_(self) -> str:
-        df = self.summary()[
-            [
-                "wall_mean_s",
-                "wall_p95_s",
-                "cost_mean_usd",
-                "cost_p95_usd",
-                "calls_mean",
-                "delta_time_s",
-                "delta_cost_usd",
-                "usd_per_hour_saved",
-                "pays_off",
-            ]
+        summary = self.summary()
+        columns = [
+            "wall_mean_s",
+            "wall_p95_s",
+            "cost_mean_usd",
+            "cost_p95_usd",
+            "calls_mean",
+            "delta_time_s",
+            "delta_cost_usd",
+            "usd_per_hour_saved",
+            "pays_off",
         ]
+        success = [c for c in ("success_share", "cost_per_success_usd", "time_to_success_s") if c in summary]
+        df = summary[columns + success]
         head = f"<p><b>{self.scenario.name}</b>: {self.n_runs} runs, seed {self.seed}, engine {self.engine}</p>"
         return head + df.to_html(float_format=lambda x: f"{x:,.4g}", na_rep="–")
 
@@ -371,6 +399,15 @@ def summary_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
                 "delta_cost_usd": vs["delta_cost_usd"],
                 "usd_per_hour_saved": vs["usd_per_hour_saved"],
                 "pays_off": vs["pays_off"],
+                **(
+                    {
+                        "success_share": v["success"]["share"],
+                        "cost_per_success_usd": v["success"]["cost_per_success_usd"],
+                        "time_to_success_s": v["success"]["time_to_success_s"],
+                    }
+                    if "success" in v
+                    else {}
+                ),
             }
         )
     return rows
@@ -381,7 +418,7 @@ def summary_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
     (its ``None`` figures become NaN instead of making the column an object column)."""
     df = pd.DataFrame(rows)
     for col in df.columns:
-        if col not in ("variant", "pays_off") and df[col].dtype == object:
+        if col not in ("variant", "pays_off", "basis") and df[col].dtype == object:
             df[col] = df[col].astype("float64")
     return df
 

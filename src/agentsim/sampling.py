@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import special
 
-from .plan import COUNT, PICK, U_ERROR, U_JITTER, U_TPS, U_TTFT, ChooseNode, Plan, RepeatNode
+from .plan import COND_TPS, COND_TTFT, COUNT, FAIL, PICK, U_ERROR, U_JITTER, U_TPS, U_TTFT, ChooseNode, Plan, RepeatNode
 
 __all__ = ["BLOCK_SIZE", "Block", "block_spans", "call_speeds", "sample_block"]
 
@@ -53,12 +53,20 @@ class Block:
     speed_cache: dict = field(default_factory=dict)  # (node id, tier) -> (ttft0, tps), see call_speeds
     seed: int = 0  # the scenario seed, for the per-token streams of agentsim.streaming
     stream_cache: dict = field(default_factory=dict)  # per-token draws of agentsim.streaming, by key
+    # variant -> {(node id, purpose): array} where a variant's counts or picks differ from ``values``
+    # (a repeat's continue_p or a choose's p that depends on a call's model)
+    by_variant: dict[int, dict[tuple[int, int], np.ndarray]] = field(default_factory=dict)
 
     def shape(self, scope: tuple[int, ...]) -> tuple[int, ...]:
         return tuple(self.dims[m] for m in scope)
 
     def get(self, node: int, purpose: int) -> np.ndarray:
         return self.values[(node, purpose)]
+
+    def values_for(self, variant: int) -> dict[tuple[int, int], np.ndarray]:
+        """The draws as variant ``variant`` sees them (``values`` itself when no count or pick differs)."""
+        own = self.by_variant.get(variant)
+        return {**self.values, **own} if own else self.values
 
 
 def _normals(seed: int, block: int, node: int, purpose: int, shape: tuple[int, ...], n: int) -> np.ndarray:
@@ -74,6 +82,7 @@ def sample_block(plan: Plan, seed: int, index: int, start: int, n: int) -> Block
     _tune_malloc()  # large temporaries follow: keep freed memory for reuse (see fastpath._tune_malloc)
     dims: dict[int, int] = {}
     values: dict[tuple[int, int], np.ndarray] = {}
+    by_variant: dict[int, dict[tuple[int, int], np.ndarray]] = {}
     for d in plan.draws:
         shape = tuple(dims[m] for m in d.scope) + d.extra
         s = d.sampler
@@ -89,20 +98,54 @@ def sample_block(plan: Plan, seed: int, index: int, start: int, n: int) -> Block
                 arr = s.transform(z)
                 if d.integer:
                     arr = np.rint(arr).astype(np.int64)
+            elif d.purpose == COUNT and node.times_by is not None:  # times depends on a call's model
+                arr = _per_variant(
+                    z, node.times_by, lambda zz, s: np.rint(s.transform(zz)).astype(np.int64), d, by_variant
+                )
+            elif d.purpose == COUNT and node.continue_ps is not None:  # continue_p depends on a call's model
+                arr = _per_variant(
+                    z, node.continue_ps, lambda zz, p, cap=node.max: _continue_count(zz, p, cap), d, by_variant
+                )
             elif d.purpose == COUNT:  # repeat with continue_p
                 assert isinstance(node, RepeatNode)
                 arr = _continue_count(z, node.continue_p, node.max)
+            elif d.purpose == PICK and node.cums is not None:  # an option's p depends on a call's model
+                u = special.ndtr(z)
+                arr = _per_variant(
+                    u, node.cums, lambda uu, cum: np.searchsorted(cum, uu, side="right").astype(np.int64), d, by_variant
+                )
             elif d.purpose == PICK:
                 assert isinstance(node, ChooseNode)
                 arr = np.searchsorted(node.cum, special.ndtr(z), side="right").astype(np.int64)
-            elif d.purpose in (U_ERROR, U_JITTER):  # uniforms per attempt
+            elif d.purpose in (U_ERROR, U_JITTER, FAIL):  # uniforms (per attempt; per fail-step instance)
                 arr = special.ndtr(z)
             else:  # raw normals for TTFT and TPS, transformed per variant
                 arr = np.ascontiguousarray(z)
         if d.purpose == COUNT:
             dims[d.node] = int(arr.max()) if arr.size else 0
+            for own in by_variant.values():  # a block's instance axes fit every variant's counts
+                if (d.node, COUNT) in own and own[(d.node, COUNT)].size:
+                    dims[d.node] = max(dims[d.node], int(own[(d.node, COUNT)].max()))
         values[(d.node, d.purpose)] = arr
-    return Block(index, start, n, dims, values, seed=seed)
+    return Block(index, start, n, dims, values, seed=seed, by_variant=by_variant)
+
+
+def _per_variant(x: np.ndarray, params: tuple, transform, d, by_variant: dict) -> np.ndarray:
+    """Variant 0's array of a count or pick whose parameter differs by variant; the others' arrays
+    (only where their parameter differs) go to ``by_variant``. Every variant transforms the same
+    draws ``x`` (common random numbers)."""
+    done: dict = {}
+
+    def key(param):
+        return param.tobytes() if isinstance(param, np.ndarray) else id(param) if hasattr(param, "transform") else param
+
+    for v, param in enumerate(params):
+        k = key(param)
+        if k not in done:
+            done[k] = transform(x, param)
+        if v > 0 and k != key(params[0]):
+            by_variant.setdefault(v, {})[(d.node, d.purpose)] = done[k]
+    return done[key(params[0])]
 
 
 def _continue_count(z: np.ndarray, p: float, cap: int | None) -> np.ndarray:
@@ -135,5 +178,10 @@ def tier_speeds(plan: Plan, block: Block, node, tier_index: int) -> tuple[np.nda
         tier = plan.tiers[tier_index]
         ttft0 = tier.ttft.transform(block.get(node.id, U_TTFT)) * tier.ttft_x
         tps = tier.output_tps.transform(block.get(node.id, U_TPS)) * tier.tps_x
+        cond = plan.conditions.get(tier.model)
+        if cond is not None:  # provider conditions: one factor per run, shared by the run's calls to the model
+            shape = (block.n,) + (1,) * (ttft0.ndim - 1)
+            ttft0 = ttft0 * block.get(cond, COND_TTFT).reshape(shape)
+            tps = tps * block.get(cond, COND_TPS).reshape(shape)
         cache[key] = (ttft0, tps)
     return cache[key]

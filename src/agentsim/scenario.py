@@ -127,6 +127,75 @@ PosNum = Annotated[float, BeforeValidator(_number), Field(gt=0)]
 NonNegNum = Annotated[float, BeforeValidator(_number), Field(ge=0)]
 Prob = Annotated[float, BeforeValidator(_number), Field(ge=0, le=1)]
 
+
+class ByModel(BaseModel):
+    """A probability that depends on the model a named call runs on in each variant (contract v1.1).
+
+    ``{by: act, opus: 0.7, haiku: 0.82, default: 0.75}``: in a variant where the call named ``act``
+    runs on ``haiku`` the probability is 0.82. A ``MODEL@TIER`` key (``opus@fast``) takes precedence
+    over ``MODEL``; ``default`` covers models not listed.
+    """
+
+    model_config = ConfigDict(
+        extra="allow",
+        frozen=True,
+        json_schema_extra={
+            "additionalProperties": {
+                "type": "number",
+                "minimum": 0,
+                "maximum": 1,
+                "description": "MODEL or MODEL@TIER: the probability when the named call runs on it.",
+            }
+        },
+    )
+
+    by: str = Field(description="Name of the call whose model (in each variant) decides the value.")
+    default: Prob | None = Field(None, description="Value for models not listed.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _values_are_probabilities(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            if "by" not in data:
+                raise PydanticCustomError(
+                    "by_model",
+                    "a model-dependent probability needs 'by: CALL_NAME' beside its MODEL: p entries, e.g. {example}",
+                    {"example": "{by: act, opus: 0.7, haiku: 0.82}"},
+                )
+            for key, value in data.items():
+                if key in ("by", "default"):
+                    continue
+                value = _number(value)
+                if not 0 <= value <= 1:
+                    raise PydanticCustomError(
+                        "by_model_p",
+                        "'{key}': {value} is not a probability (0 to 1)",
+                        {"key": str(key), "value": value},
+                    )
+        return data
+
+    @property
+    def table(self) -> dict[str, float]:
+        """MODEL or MODEL@TIER -> probability (without ``by`` and ``default``)."""
+        return {k: float(v) for k, v in (self.model_extra or {}).items()}
+
+    def all_values(self) -> list[float]:
+        return [*self.table.values(), *([self.default] if self.default is not None else [])]
+
+
+def _p_tag(value: Any) -> str:
+    return "by_model" if isinstance(value, dict | ByModel) else "number"
+
+
+ModelProb = Annotated[Annotated[Prob, Tag("number")] | Annotated[ByModel, Tag("by_model")], Discriminator(_p_tag)]
+"""A probability, or ``{by: CALL_NAME, MODEL: p, ...}`` (see :class:`ByModel`)."""
+
+
+def max_p(p: float | ByModel) -> float:
+    """The largest value a (possibly model-dependent) probability can take."""
+    return max(p.all_values()) if isinstance(p, ByModel) else p
+
+
 # --------------------------------------------------------------------------- distributions
 
 
@@ -339,6 +408,63 @@ Dist = Annotated[
 ]
 """A number (constant) or a distribution mapping with one family key."""
 
+
+class ByModelCount(BaseModel):
+    """A repeat count that depends on the model a named call runs on in each variant.
+
+    ``{by: act, opus: 30, haiku: {uniform: {low: 35, high: 45}}, default: 40}``: each value is a number or
+    a distribution; keys as for a model-dependent probability (``MODEL@TIER`` before ``MODEL``, then
+    ``default``). Every variant transforms the same draws (common random numbers).
+    """
+
+    model_config = ConfigDict(
+        extra="allow",
+        frozen=True,
+        json_schema_extra={
+            "additionalProperties": {
+                "x-distribution": True,  # agentsim.docs_gen makes this a reference to its Distribution
+                "description": "MODEL or MODEL@TIER: the count when the named call runs on it.",
+            }
+        },
+    )
+
+    by: str = Field(description="Name of the call whose model (in each variant) decides the count.")
+    default: Dist | None = Field(None, description="Count for models not listed.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _values_are_distributions(cls, data: Any) -> Any:
+        from pydantic import TypeAdapter, ValidationError
+
+        if isinstance(data, dict):
+            data = dict(data)
+            adapter = TypeAdapter(Dist)
+            for key, value in list(data.items()):
+                if key in ("by", "default"):
+                    continue
+                try:
+                    data[key] = adapter.validate_python(value)
+                except ValidationError as exc:
+                    raise PydanticCustomError(
+                        "by_model_count",
+                        "'{key}': {msg}",
+                        {"key": str(key), "msg": exc.errors()[0]["msg"]},
+                    ) from None
+        return data
+
+    @property
+    def table(self) -> dict[str, Any]:
+        """MODEL or MODEL@TIER -> count (a number or distribution), without ``by`` and ``default``."""
+        return dict(self.model_extra or {})
+
+
+def _count_tag(value: Any) -> str:
+    return "by_model" if (isinstance(value, dict) and "by" in value) or isinstance(value, ByModelCount) else "dist"
+
+
+Count = Annotated[Annotated[Dist, Tag("dist")] | Annotated[ByModelCount, Tag("by_model")], Discriminator(_count_tag)]
+"""A repeat count: a number or distribution, or ``{by: CALL_NAME, MODEL: count, ...}``."""
+
 # --------------------------------------------------------------------------- prices
 
 
@@ -468,10 +594,23 @@ class CacheSpec(_Model):
     ttl: Literal["5m", "1h"] = Field("5m", description="Prompt-cache time to live.")
     scope: Literal["context", "model"] | None = Field(
         None,
-        description="Context caches only. context (default): a call reads what the previous call of the same "
-        "context sent, whatever its model (DESIGN.md §4); model: each model and speed tier has its own cache, "
-        "as providers do (switching model or fast/standard starts a new cache).",
+        description="Context caches only. model (default): each model and speed tier has its own cache, as "
+        "providers do (switching model or fast/standard starts a new cache); context: a call reads what the "
+        "previous call of the same context sent, whatever its model or tier (DESIGN.md §4 read literally; the "
+        "default before 0.x, see CHANGELOG.md).",
     )
+
+
+class ConditionsSpec(_Model):
+    """Provider conditions: factors drawn once per run and shared by all that run's calls to the model.
+
+    A slow afternoon makes every call of a run slow together, which independent per-call draws average
+    away. ``ttft_x`` multiplies the drawn TTFT (not the prefill term, like a speed tier's ``ttft_x``);
+    ``output_tps_x`` multiplies the output speed. They apply to every speed tier of the model.
+    """
+
+    ttft_x: Dist = Field(1.0, description="Multiplies the drawn TTFT of every call to this model in a run.")
+    output_tps_x: Dist = Field(1.0, description="Multiplies the output speed of every call to this model in a run.")
 
 
 class RetrySpec(_Model):
@@ -514,6 +653,9 @@ class ModelSpec(_Model):
     retry: RetrySpec | None = Field(None, description="Retry policy (default: the official SDKs').")
     fallback: FallbackSpec | None = Field(None, description="Switch to another model after repeated failures.")
     stream: StreamSpec | None = Field(None, description="How the answer arrives (default: evenly, one token a time).")
+    conditions: ConditionsSpec | None = Field(
+        None, description="Provider conditions: TTFT and speed factors drawn once per run, shared by its calls."
+    )
 
     @field_validator("speeds")
     @classmethod
@@ -666,8 +808,12 @@ class FanoutSpec(_Model):
 
 class RepeatSpec(_Model):
     name: str | None = Field(None, description="Step name, used in records and variant overrides.")
-    times: Dist | None = Field(None, description="Number of iterations (rounded).")
-    continue_p: Prob | None = Field(None, description="After each iteration another follows with this p.")
+    times: Count | None = Field(
+        None, description="Number of iterations (rounded; may depend on a call's model: {by: CALL, MODEL: n})."
+    )
+    continue_p: ModelProb | None = Field(
+        None, description="After each iteration another follows with this p (may depend on a call's model)."
+    )
     max: Annotated[int, BeforeValidator(_integer), Field(ge=1)] | None = Field(
         None, description="Cap on iterations with continue_p."
     )
@@ -679,17 +825,19 @@ class RepeatSpec(_Model):
             raise PydanticCustomError("repeat_count", "repeat needs exactly one of times or continue_p (with max)", {})
         if self.times is not None and self.max is not None:
             raise PydanticCustomError("repeat_max", "max goes with continue_p, not with times", {})
-        if self.continue_p is not None and self.continue_p >= 1 and self.max is None:
+        if self.continue_p is not None and max_p(self.continue_p) >= 1 and self.max is None:
             raise PydanticCustomError(
                 "repeat_never_ends",
                 "this repeat can never end: continue_p is {p} and there is no max; set continue_p below 1 or add max",
-                {"p": self.continue_p},
+                {"p": max_p(self.continue_p)},
             )
         return self
 
 
 class ChooseOption(_Model):
-    p: Prob = Field(description="Probability of this option (the options' p sum to 1).")
+    p: ModelProb = Field(
+        description="Probability of this option (the options' p sum to 1; may depend on a call's model)."
+    )
     steps: list[Step] = Field(default_factory=list, description="The steps of this option (none: skip).")
     name: str | None = Field(None, description="Option name.")
 
@@ -700,6 +848,8 @@ class ChooseSpec(_Model):
 
     @model_validator(mode="after")
     def _sums_to_one(self) -> ChooseSpec:
+        if any(isinstance(o.p, ByModel) for o in self.options):
+            return self  # checked per variant when the plan is compiled
         total = math.fsum(o.p for o in self.options)
         if abs(total - 1.0) > 1e-9:
             raise PydanticCustomError("p_sum", "option probabilities sum to {total}, not 1", {"total": f"{total:.6g}"})
@@ -721,6 +871,13 @@ class PipelineSpec(_Model):
         None, description="Sentence length for first_sentence (default: the call's speech consumer's, else 20)."
     )
     steps: list[Step] = Field(min_length=1, description="The steps to run, in order.")
+
+
+class FailSpec(_Model):
+    """The run stops here as a failed run with probability ``p`` (contract v1.1)."""
+
+    name: str | None = Field(None, description="Step name, used in records and variant overrides.")
+    p: ModelProb = Field(description="Probability that the run fails at this step (may depend on a call's model).")
 
 
 class SubagentSpec(_Model):
@@ -778,7 +935,11 @@ class PipelineStep(_Model):
     pipeline: PipelineSpec
 
 
-STEP_KINDS = ("call", "tool", "wait", "parallel", "fanout", "repeat", "choose", "subagent", "pipeline")
+class FailStep(_Model):
+    fail: FailSpec
+
+
+STEP_KINDS = ("call", "tool", "wait", "parallel", "fanout", "repeat", "choose", "subagent", "pipeline", "fail")
 
 
 def _check_step_shape(value: Any) -> Any:
@@ -818,7 +979,8 @@ Step = Annotated[
     | Annotated[RepeatStep, Tag("repeat")]
     | Annotated[ChooseStep, Tag("choose")]
     | Annotated[SubagentStep, Tag("subagent")]
-    | Annotated[PipelineStep, Tag("pipeline")],
+    | Annotated[PipelineStep, Tag("pipeline")]
+    | Annotated[FailStep, Tag("fail")],
     Discriminator(_step_tag),
     BeforeValidator(_check_step_shape),
 ]
@@ -856,7 +1018,8 @@ class ContextSpec(_Model):
 
     @property
     def cache_per_model(self) -> bool:
-        return isinstance(self.cache, CacheSpec) and self.cache.scope == "model"
+        """One cache per (model, speed tier), as providers keep them: the default; ``scope: context`` opts out."""
+        return not (isinstance(self.cache, CacheSpec) and self.cache.scope == "context")
 
 
 class Agent(_Model):

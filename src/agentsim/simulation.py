@@ -65,6 +65,10 @@ def des_reasons(plan: Plan) -> list[str]:
         reasons.append("it runs a workload of many agents (workload: arrivals/concurrent)")
     if any(t.error_rate > 0 or t.timeout_s is not None for t in plan.tiers):
         reasons.append("its models can fail (error_rate or timeout) and be retried")
+    from .plan import FailNode
+
+    if any(isinstance(n, FailNode) and n.in_branch for n in plan.nodes):
+        reasons.append("a fail step sits inside a parallel or fanout branch (it cancels the other branches)")
     return reasons
 
 

@@ -25,6 +25,12 @@ Every option (a variant, or a variant at one grid point of a sweep) is a point
   hours saved against the baseline, and the premium paid per saved hour
   (:func:`spend_sizing`). This counts every run's wall time as someone's waiting.
 
+When the scenario defines success (it has a ``fail`` step), every decision is made **per
+successful task** (:func:`per_success`): a variant's cost is its cost per success (all runs' cost /
+successful runs) and its mean time its time to success (all runs' wall time / successful runs), i.e.
+what one delivered result costs when failed runs are retried. A cheap model that fails more often, or
+loops longer, can win on cost per run and lose on cost per success.
+
 Sweeps (:mod:`agentsim.sweeps`) are re-exported here.
 """
 
@@ -51,6 +57,7 @@ __all__ = [
     "paired_deltas",
     "pareto_mask",
     "parse_set",
+    "per_success",
     "run_sweep",
     "runs_per_month",
     "spend_sizing",
@@ -93,11 +100,42 @@ def pareto_mask(time, cost) -> np.ndarray:
     return mask
 
 
+PER_SUCCESS = "per success"  # the ``basis`` of a table ranked per successful task
+
+
+def per_success(row: dict[str, Any]) -> dict[str, Any]:
+    """A summary row (:func:`summary_rows`) put on a per-success basis, when it reports success.
+
+    ``cost_mean_usd`` becomes the cost per success and ``wall_mean_s`` the time to success (``inf``
+    when no run succeeded), so that Pareto frontiers, break-even, spend sizing and the optimizer rank
+    by them; the per-run figures stay as ``cost_per_run_usd`` and ``wall_per_run_s``, and ``basis``
+    says ``per success``. The cost's confidence interval (of the per-run mean) is dropped. A row
+    without success figures is returned unchanged.
+    """
+    if "cost_per_success_usd" not in row:
+        return row
+    out = {k: v for k, v in row.items() if k not in ("cost_ci95_lo_usd", "cost_ci95_hi_usd")}
+    out["cost_per_run_usd"] = row["cost_mean_usd"]
+    out["wall_per_run_s"] = row["wall_mean_s"]
+    cps, tts = row["cost_per_success_usd"], row["time_to_success_s"]
+    out["cost_mean_usd"] = math.inf if cps is None else cps
+    out["wall_mean_s"] = math.inf if tts is None else tts
+    out["basis"] = PER_SUCCESS
+    return out
+
+
 def mark_pareto(table: pd.DataFrame) -> pd.DataFrame:
-    """Add ``pareto_mean`` and ``pareto_p95`` columns: on the frontier of (mean or p95 wall time, mean cost)."""
+    """Add ``pareto_mean`` and ``pareto_p95`` columns: on the frontier of (mean or p95 wall time, mean cost);
+    and ``pareto_per_success`` (time to success, cost per success) for per-run rows that report success."""
     out = table.copy()
     for key, col in TIME_COLUMNS.items():
         out[f"pareto_{key}"] = pareto_mask(out[col].to_numpy(), out["cost_mean_usd"].to_numpy())
+    if "cost_per_success_usd" in out.columns and "basis" not in out.columns:
+        # rows per run (a sweep table) of a scenario with success: also the frontier per successful task
+        out["pareto_per_success"] = pareto_mask(
+            out["time_to_success_s"].to_numpy(dtype=np.float64, na_value=np.nan),
+            out["cost_per_success_usd"].to_numpy(dtype=np.float64, na_value=np.nan),
+        )
     return out
 
 
@@ -105,8 +143,16 @@ def mark_pareto(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def variant_table(res) -> pd.DataFrame:
-    """One row per variant (index) with every summary figure (:func:`summary_rows`) and Pareto marks."""
-    return mark_pareto(summary_frame(summary_rows(res))).set_index("variant")
+    """One row per variant (index) with every summary figure (:func:`summary_rows`) and Pareto marks.
+
+    When the scenario defines success the rows are per successful task (:func:`per_success`) and the
+    table's ``attrs["basis"]`` is ``"per success"``.
+    """
+    rows = [per_success(r) for r in summary_rows(res)]
+    table = mark_pareto(summary_frame(rows)).set_index("variant")
+    if rows and rows[0].get("basis") == PER_SUCCESS:
+        table.attrs["basis"] = PER_SUCCESS
+    return table
 
 
 def paired_deltas(runs: pd.DataFrame, baseline: str | None = None) -> pd.DataFrame:
