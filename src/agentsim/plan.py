@@ -581,7 +581,7 @@ class _Compiler:
             k = _join_k(f.join)
             node.join = "all" if k is None else k
             most = node.n.support[1]
-            if isinstance(f.join, KJoin) and math.isfinite(most) and k > round(most):
+            if isinstance(f.join, KJoin) and math.isfinite(most) and 1 <= round(most) < k:
                 # as for parallel, whose k cannot exceed its branches
                 self.problem(
                     (*p, "join", "k"),
