@@ -19,6 +19,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from . import payoff
 from .loading import ScenarioError, load
 from .results import Results
 
@@ -148,7 +149,7 @@ def summary_table(doc: dict) -> Table:
         row(f"  {label}", lambda v, k=k: _fmt_s(v["breakdown_s"][k]))
     row("Δ time vs first", lambda v: _signed(_fmt_s, v["vs_baseline"]["delta_time_s"]))
     row("Δ cost vs first", lambda v: _signed(_fmt_usd, v["vs_baseline"]["delta_cost_usd"]))
-    row("USD per hour saved", lambda v: _fmt_usd(v["vs_baseline"]["usd_per_hour_saved"]))
+    row("USD per hour saved", lambda v: payoff.premium_text(v["vs_baseline"]["usd_per_hour_saved"], _fmt_usd))
     label = f"pays off at ${vot:,.0f}/h" if vot is not None else "pays off (no value_of_time)"
     row(label, lambda v: {True: "yes", False: "no", None: "–"}[v["vs_baseline"]["pays_off"]])
     first = next(iter(variants.values()))

@@ -21,6 +21,7 @@ import yaml
 from rich.console import Console
 from rich.table import Table
 
+from . import payoff
 from .cli import BadInput, _fmt_s, _fmt_usd, app, err_console, handle_errors
 from .loading import load
 
@@ -254,7 +255,10 @@ def buyers_table(name, res, sizing, be, env, vot) -> Table:
     )
     row("hours saved per month", lambda v: f"{sizing.loc[v, 'hours_saved_per_month']:,.0f} h")
     row("extra spend per month", lambda v: _money(sizing.loc[v, "extra_usd_per_month"]))
-    row("premium per saved hour", lambda v: _usd_h(sizing.loc[v, "premium_usd_per_saved_hour"]))
+    row(
+        "premium per saved hour",
+        lambda v: payoff.premium_text(sizing.loc[v, "premium_usd_per_saved_hour"], _money, "/h"),
+    )
     when = {"above": "V ≥ {v}", "below": "V ≤ {v}", "always": "always", "never": "never", "baseline": "–"}
     row(
         "pays off when",

@@ -47,6 +47,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from . import payoff
 from .plots import Figure
 from .pricing import PriceError, Rates, call_cost, compile_price
 from .records import CALL_INT
@@ -231,10 +232,8 @@ class ReplayResult:
             v = self.totals(name)
             dtime = v["wall_time_s"] - rec["wall_time_s"]
             dcost = v["cost_usd"] - rec["cost_usd"]
-            per_hour = dcost / (-dtime / 3600.0) if dtime < 0 else None
-            pays = None
-            if self.value_of_time is not None and per_hour is not None:
-                pays = per_hour <= self.value_of_time
+            per_hour = payoff.usd_per_hour_saved(dtime, dcost)
+            pays = payoff.pays_off(dtime, dcost, self.value_of_time) if self.value_of_time is not None else None
             v["spec"] = spec.model_dump(mode="json", exclude_none=True, exclude_defaults=True)
             v["vs_recorded"] = {
                 "delta_time_s": dtime,

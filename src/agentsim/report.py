@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 
+from . import payoff
 from .results import Results, version
 
 __all__ = [
@@ -428,7 +429,7 @@ def _page(path, sc, res, vt, be, env, sizing, share, figs, sweep_part) -> str:
                 f"<b>{_esc(name)}</b>",
                 _s(r["delta_time_s"]),
                 _usd(r["delta_cost_usd"]),
-                _usd(r["usd_per_hour_saved"]) + ("/h" if np.isfinite(r["usd_per_hour_saved"]) else ""),
+                _esc(payoff.premium_text(r["usd_per_hour_saved"], _usd, "/h")),
                 _esc(when[r["pays_off_when"]].format(v=v)),
                 ("yes" if r.get("pays_off") else "no") if vot is not None and r["pays_off_when"] != "baseline" else "–",
             ]

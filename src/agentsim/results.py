@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from . import payoff
 from .plan import Plan
 from .pricing import prices_summary
 
@@ -347,28 +348,14 @@ def summary_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def compare(base: dict, v: dict, vot: float | None) -> dict[str, Any]:
-    """Δ time, Δ cost, USD per hour saved, and whether it pays off at ``vot`` USD/h.
-
-    A faster variant pays off when ``vot >= usd_per_hour_saved`` (DESIGN.md §4); in general, when
-    its total cost (API cost + value of time x wall time) is not above the baseline's — a slower
-    variant pays off if it saves more money than the extra waiting is worth. A variant with the
-    same time and cost as the baseline does not "pay off" (there is nothing to gain).
-    """
+    """Δ time, Δ cost, USD per hour saved, and whether it pays off at ``vot`` USD/h (the rule of
+    :mod:`agentsim.payoff`: total cost not above the baseline's, for a variant faster or cheaper)."""
     dt = v["wall_time_s"]["mean"] - base["wall_time_s"]["mean"]
     dc = v["cost_usd"]["mean"] - base["cost_usd"]["mean"]
-    saved_h = -dt / 3600.0
-    per_hour = dc / saved_h if saved_h > 0 else None
-    if vot is None:
-        pays = None
-    elif dt == 0 and dc == 0:
-        pays = False
-    else:
-        time_value = vot * dt / 3600.0
-        # ties count as paying off; the tolerance absorbs float rounding of hand-made equalities
-        pays = bool(dc + time_value <= 1e-9 * max(abs(dc), abs(time_value)))
+    per_hour = payoff.usd_per_hour_saved(dt, dc)
     return {
         "delta_time_s": _f(dt),
         "delta_cost_usd": _f(dc),
         "usd_per_hour_saved": _f(per_hour) if per_hour is not None else None,
-        "pays_off": pays,
+        "pays_off": payoff.pays_off(dt, dc, vot) if vot is not None else None,
     }

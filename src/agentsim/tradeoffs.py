@@ -16,7 +16,7 @@ Every option (a variant, or a variant at one grid point of a sweep) is a point
   when ``V`` is at or above the *break-even value of time* ``V* = -3600 Δc / Δt``,
   which is the same number as the USD per hour saved. A slower variant pays off at
   or below ``V*`` (it is the cheaper choice when time is worth little). This is the
-  rule of ``summary.json``'s ``pays_off``.
+  rule of ``summary.json``'s ``pays_off`` (:mod:`agentsim.payoff`).
 * **Which option is cheapest overall at my value of time?** Each option's total cost
   is a line in ``V``; the lower envelope of the lines says which option is cheapest
   for each range of ``V`` (:func:`cheapest_intervals`).
@@ -38,6 +38,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from . import payoff
 from .scenario import Scenario
 from .sweeps import Sweep, SweepAxis, parse_set, run_sweep, summary_rows
 
@@ -157,38 +158,21 @@ def break_even(table: pd.DataFrame, baseline: str | None = None, value_of_time: 
     rows = []
     for name, r in table.iterrows():
         dt, dc = float(r["wall_mean_s"]) - t0, float(r["cost_mean_usd"]) - c0
-        per_hour = dc / (-dt / 3600.0) if dt < 0 else math.nan
-        v_star = -3600.0 * dc / dt if dt != 0 else math.nan
-        if name == baseline:
-            when = "baseline"
-        elif dt < 0:
-            when = "always" if dc <= 0 else "above"
-        elif dt > 0:
-            when = "below" if dc < 0 else "never"
-        else:
-            when = "always" if dc < 0 else "never"
+        per_hour = payoff.usd_per_hour_saved(dt, dc)
+        when, v_star = ("baseline", None) if name == baseline else payoff.break_even(dt, dc)
         row = {
             "variant": name,
             "delta_time_s": dt,
             "delta_cost_usd": dc,
-            "usd_per_hour_saved": per_hour,
-            "break_even_usd_per_hour": v_star if when in ("above", "below") else math.nan,
+            "usd_per_hour_saved": per_hour if per_hour is not None else math.nan,
+            "break_even_usd_per_hour": v_star if v_star is not None else math.nan,
             "pays_off_when": when,
         }
         if value_of_time is not None:
-            row["pays_off"] = _pays_off(dt, dc, value_of_time) if name != baseline else None
+            row["pays_off"] = payoff.pays_off(dt, dc, value_of_time) if name != baseline else None
             row["total_usd_per_run"] = float(r["cost_mean_usd"]) + value_of_time * float(r["wall_mean_s"]) / 3600.0
         rows.append(row)
     return pd.DataFrame(rows).set_index("variant")
-
-
-def _pays_off(dt: float, dc: float, vot: float) -> bool:
-    """The rule of ``summary.json`` (:func:`agentsim.results.compare`): total cost not above the baseline's
-    (ties pay off), except a variant identical in time and cost, which has nothing to gain."""
-    if dt == 0 and dc == 0:
-        return False
-    time_value = vot * dt / 3600.0
-    return bool(dc + time_value <= 1e-9 * max(abs(dc), abs(time_value)))
 
 
 def cheapest_intervals(table: pd.DataFrame) -> pd.DataFrame:
