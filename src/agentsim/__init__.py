@@ -9,9 +9,10 @@ The notebook API::
     res.plot_tradeoff()    # matplotlib Figure
 """
 
-from .loading import ScenarioError, load
+from .loading import ScenarioError
 from .results import Results, version
 from .simulation import simulate
+from .validation import load
 
 __all__ = ["Results", "ScenarioError", "load", "simulate", "version"]
 __version__ = version()

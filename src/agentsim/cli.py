@@ -20,8 +20,9 @@ from rich.console import Console
 from rich.table import Table
 
 from . import payoff
-from .loading import ScenarioError, load
+from .loading import ScenarioError
 from .results import Results
+from .validation import load
 
 app = typer.Typer(
     name="agentsim",

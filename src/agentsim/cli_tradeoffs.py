@@ -23,7 +23,7 @@ from rich.table import Table
 
 from . import payoff
 from .cli import BadInput, _fmt_s, _fmt_usd, app, err_console, handle_errors
-from .loading import load
+from .validation import load
 
 FileArg = Annotated[Path, typer.Argument(help="Scenario file (YAML, JSON or TOML).", show_default=False)]
 RunsOpt = Annotated[int | None, typer.Option(min=1, help="Monte-Carlo runs (default: the scenario's).")]

@@ -33,7 +33,7 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationError
 
-from .loading import ErrorItem, ScenarioError, _errors_from_validation, _line, load_data
+from .loading import ErrorItem, ScenarioError, errors_from_validation, line_of, load_data
 from .scenario import Dist, PosNum, _Model, suggest
 
 __all__ = ["PROFILE_KINDS", "Profile", "apply_profiles", "bundled_profiles", "load_profile"]
@@ -104,7 +104,7 @@ def load_profile(ref: str, base_dir: Path | None = None) -> tuple[Profile, Path]
     try:
         return Profile.model_validate(data), path
     except ValidationError as exc:
-        raise ScenarioError(_errors_from_validation(exc, data, lines, str(path))) from None
+        raise ScenarioError(errors_from_validation(exc, data, lines, str(path))) from None
 
 
 SPEED_KEYS = ("ttft", "output_tps", "prefill_tps")
@@ -123,12 +123,12 @@ def apply_profiles(data: dict, file: str, lines: dict, base_dir: Path | None) ->
         ref = m["profile"]
         where = ("models", name, "profile")
         if not isinstance(ref, str):
-            raise ScenarioError([ErrorItem(file, _line(lines, where), where, "profile takes a name or a file path")])
+            raise ScenarioError([ErrorItem(file, line_of(lines, where), where, "profile takes a name or a file path")])
         try:
             prof, _ = load_profile(ref, base_dir)
         except LookupError as exc:
             raise ScenarioError(
-                [ErrorItem(file, _line(lines, where), where, f"no bundled profile named '{ref}'", exc.args[1])]
+                [ErrorItem(file, line_of(lines, where), where, f"no bundled profile named '{ref}'", exc.args[1])]
             ) from None
         except ScenarioError as exc:
             if exc.items and exc.items[0].message == "no such file":
@@ -136,7 +136,7 @@ def apply_profiles(data: dict, file: str, lines: dict, base_dir: Path | None) ->
                     [
                         ErrorItem(
                             file,
-                            _line(lines, where),
+                            line_of(lines, where),
                             where,
                             f"profile file '{ref}' does not exist",
                             "paths are relative to the scenario file",

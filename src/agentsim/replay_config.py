@@ -43,7 +43,7 @@ import numpy as np
 from pydantic import Field, PrivateAttr, ValidationError, model_validator
 from pydantic_core import PydanticCustomError
 
-from .loading import ErrorItem, ScenarioError, _errors_from_validation, _line, load_data
+from .loading import ErrorItem, ScenarioError, errors_from_validation, line_of, load_data
 from .pricing import PriceError, Rates, catalog_price_fields, compile_price, find_catalog_model
 from .profiles import Profile, bundled_profiles, load_profile
 from .scenario import PosNum, PriceSpec, ValueOfTime, _Model, suggest
@@ -133,7 +133,7 @@ def load_replay_config(path: str | Path) -> ReplayConfig:
     try:
         cfg = ReplayConfig.model_validate(data)
     except ValidationError as exc:
-        raise ScenarioError(_errors_from_validation(exc, data, lines, str(path))) from None
+        raise ScenarioError(errors_from_validation(exc, data, lines, str(path))) from None
     cfg._base_dir = Path(path).parent
     cfg._file = str(path)
     cfg._lines = lines
@@ -303,7 +303,7 @@ class Resolver:
             except LookupError as exc:
                 msg = f"'{spec.profile}' is neither a bundled profile nor a profile file"
                 raise ScenarioError(
-                    [ErrorItem(file, _line(self.config._lines, where), where, msg, exc.args[1])]
+                    [ErrorItem(file, line_of(self.config._lines, where), where, msg, exc.args[1])]
                 ) from None
         return out
 

@@ -143,11 +143,11 @@ def build_report(
     done, total)`` is called as the work advances.
     """
     from . import plots
-    from .loading import load
     from .simulation import simulate
     from .timeline import critical_share, run_timeline, summarised
     from .tradeoffs import break_even, cheapest_intervals, spend_sizing, variant_table
     from .tradeoffs import runs_per_month as _rpm
+    from .validation import load
 
     def step(stage: str, done: int = 0, total: int | None = None) -> None:
         if progress is not None:

@@ -19,12 +19,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .loading import load
 from .plan import Plan, compile_plan
 from .records import DONE, BlockResult, calls_frame, price_calls, run_columns, spans_frame
 from .results import Results, _CallStats
 from .sampling import block_spans, call_speeds, sample_block
 from .scenario import Scenario
+from .validation import load
 
 __all__ = ["ENGINES", "choose_engine", "simulate", "simulate_plan"]
 
