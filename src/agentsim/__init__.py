@@ -9,6 +9,7 @@ The notebook API::
     res.plot_tradeoff()    # matplotlib Figure
 """
 
+from . import figure_methods  # noqa: F401  (gives Results and ReplayResult their plot_* methods)
 from .loading import ScenarioError
 from .results import Results, version
 from .simulation import simulate

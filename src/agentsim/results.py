@@ -275,25 +275,8 @@ class Results:
             return pd.DataFrame(columns=["variant", "account", "series", "t_s", "value", "limit"])
         return pd.concat(rows, ignore_index=True)
 
-    def plot_limits(self):
-        """Requests in flight and token-bucket levels per account over time (workloads)."""
-        from .plots_limits import limits_figure
-
-        outs = self.extra.get("outcomes")
-        return limits_figure(self.limits_timeseries(), outs[0].window if outs else None)
-
-    def plot_wait_cdf(self):
-        """CDF of the queue wait of every successful call, per variant."""
-        from .plots_limits import wait_cdf_figure
-
-        return wait_cdf_figure(self.calls)
-
-    # ------------------------------------------------------------------ figures
-    def plot_tradeoff(self):
-        """Mean cost against mean and p95 wall time, one point per variant (a matplotlib Figure)."""
-        from .plots import tradeoff_figure
-
-        return tradeoff_figure(self.summary(), title=self.scenario.name)
+    # Figures (plot_tradeoff, plot_limits, plot_wait_cdf) are attached by agentsim.figure_methods:
+    # this layer computes tables and statistics and knows no figures.
 
     def _repr_html_(self) -> str:
         df = self.summary()[

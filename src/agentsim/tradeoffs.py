@@ -25,7 +25,7 @@ Every option (a variant, or a variant at one grid point of a sweep) is a point
   hours saved against the baseline, and the premium paid per saved hour
   (:func:`spend_sizing`). This counts every run's wall time as someone's waiting.
 
-Sweeps (:mod:`agentsim.sweeps`) are re-exported here.
+Sweeps (:mod:`agentsim.sweeps`) build on this module (never the other way round).
 """
 
 from __future__ import annotations
@@ -39,22 +39,17 @@ import pandas as pd
 from scipy import stats
 
 from . import payoff
+from .results import Results, summary_rows
 from .scenario import Scenario
-from .sweeps import Sweep, SweepAxis, parse_set, run_sweep, summary_rows
 
 __all__ = [
-    "Sweep",
-    "SweepAxis",
     "break_even",
     "cheapest_intervals",
     "mark_pareto",
     "paired_deltas",
     "pareto_mask",
-    "parse_set",
-    "run_sweep",
     "runs_per_month",
     "spend_sizing",
-    "summary_rows",
     "variant_table",
 ]
 
@@ -104,9 +99,10 @@ def mark_pareto(table: pd.DataFrame) -> pd.DataFrame:
 # --------------------------------------------------------------------------- per-variant tables
 
 
-def variant_table(res) -> pd.DataFrame:
-    """One row per variant (index) with every summary figure (:func:`summary_rows`) and Pareto marks."""
-    return mark_pareto(pd.DataFrame(summary_rows(res))).set_index("variant")
+def variant_table(res: Results) -> pd.DataFrame:
+    """One row per variant (index) with every summary figure (:func:`agentsim.results.summary_rows`) and
+    Pareto marks."""
+    return mark_pareto(pd.DataFrame(summary_rows(res.summary_dict()))).set_index("variant")
 
 
 def paired_deltas(runs: pd.DataFrame, baseline: str | None = None) -> pd.DataFrame:
