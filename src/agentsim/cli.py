@@ -8,10 +8,7 @@ failed for another reason. Set ``AGENTSIM_DEBUG=1`` to see a traceback instead.
 
 from __future__ import annotations
 
-import os
 import sys
-from collections.abc import Callable
-from functools import wraps
 from pathlib import Path
 from typing import Annotated
 
@@ -20,96 +17,16 @@ from rich.console import Console
 from rich.table import Table
 
 from . import payoff
+from .cli_common import BadInput, app, err_console, handle_errors
+from .cli_common import fmt_n as _fmt_n
+from .cli_common import fmt_s as _fmt_s
+from .cli_common import fmt_usd as _fmt_usd
+from .cli_common import signed as _signed
 from .loading import ScenarioError
 from .results import Results
 from .validation import load
 
-app = typer.Typer(
-    name="agentsim",
-    help="Simulate LLM agents: wall time and cost across models, providers and speed tiers.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    rich_markup_mode=None,
-)
-
-err_console = Console(stderr=True, soft_wrap=True, highlight=False)
-
-
-class BadInput(Exception):
-    """Bad input that is not a scenario file (an option, a trace): exit 2."""
-
-
-def _fail(message: str, code: int) -> None:
-    err_console.print(message, markup=False)
-    raise typer.Exit(code)
-
-
-def handle_errors(fn: Callable) -> Callable:
-    """Turn known errors into messages and exit codes instead of tracebacks."""
-
-    @wraps(fn)
-    def wrapper(*args, **kwargs):
-        try:
-            return fn(*args, **kwargs)
-        except typer.Exit:
-            raise
-        except ScenarioError as exc:
-            _fail("\n".join(f"error: {item}" for item in exc.items), 2)
-        except BadInput as exc:
-            _fail(f"error: {exc}", 2)
-        except KeyboardInterrupt:
-            _fail("interrupted", 130)
-        except Exception as exc:
-            from .simulation import EngineError
-
-            if isinstance(exc, EngineError):
-                _fail(f"error: {exc}", 2)
-            if os.environ.get("AGENTSIM_DEBUG"):
-                raise
-            _fail(
-                f"error: the run failed: {type(exc).__name__}: {exc} "
-                "(set AGENTSIM_DEBUG=1 for a traceback, and please report it)",
-                1,
-            )
-
-    return wrapper
-
-
-# --------------------------------------------------------------------------- rendering
-
-
-def _fmt_s(x: float | None) -> str:
-    if x is None:
-        return "–"
-    if abs(x) >= 3600:
-        return f"{x / 3600:.2f} h"
-    if abs(x) >= 120:
-        return f"{x / 60:.1f} min"
-    return f"{x:.1f} s" if abs(x) >= 10 else f"{x:.2f} s"
-
-
-def _fmt_usd(x: float | None) -> str:
-    if x is None:
-        return "–"
-    if abs(x) >= 100:
-        return f"${x:,.0f}"
-    if abs(x) >= 1:
-        return f"${x:,.2f}"
-    return f"${x:.4f}"
-
-
-def _fmt_n(x: float | None) -> str:
-    if x is None:
-        return "–"
-    return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.1f}"
-
-
-def _signed(fmt, x):
-    if x is None:
-        return "–"
-    s = fmt(abs(x))
-    return ("+" if x > 0 else "−" if x < 0 else "±") + s
+__all__ = ["BadInput", "app", "err_console", "handle_errors", "main", "print_summary", "summary_table"]
 
 
 def summary_table(doc: dict) -> Table:
@@ -261,6 +178,8 @@ def main() -> None:  # console-script entry point
 if __name__ == "__main__":  # pragma: no cover
     main()
 
+# The other command groups register themselves on the shared app (agentsim.cli_common) when imported;
+# this is the one place that imports them all.
 from . import (  # noqa: E402
     cli_measure,  # noqa: F401
     cli_prices,  # noqa: F401

@@ -17,7 +17,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from .cli import BadInput, app, err_console, handle_errors
+from .cli_common import BadInput, app, err_console, handle_errors
 
 FORMAT_CHOICES = "auto, llmperf, vllm, guidellm, aiperf, otel, csv or measure"
 
@@ -74,7 +74,7 @@ def calibrate(
     from .calibrate import CalibrationError, profile_document, select_model, write_profile
     from .calibrate import calibrate as fit
     from .profiles import Profile
-    from .traces.measurements import FORMATS, read_file
+    from .traces.measurement_files import FORMATS, read_file
 
     for target, option in ((out, "-o"), (plot, "--plot")):
         if target is not None and target.is_dir():

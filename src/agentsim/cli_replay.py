@@ -20,7 +20,10 @@ from rich.console import Console
 from rich.table import Table
 
 from . import payoff
-from .cli import BadInput, _fmt_s, _fmt_usd, _signed, app, err_console, handle_errors
+from .cli_common import BadInput, app, err_console, handle_errors
+from .cli_common import fmt_s as _fmt_s
+from .cli_common import fmt_usd as _fmt_usd
+from .cli_common import signed as _signed
 from .traces.session_files import FORMATS, SessionInputError, default_paths, read_sessions, select_sessions
 
 __all__ = ["replay_command", "replay_table"]

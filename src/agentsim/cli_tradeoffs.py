@@ -22,7 +22,9 @@ from rich.console import Console
 from rich.table import Table
 
 from . import payoff
-from .cli import BadInput, _fmt_s, _fmt_usd, app, err_console, handle_errors
+from .cli_common import BadInput, app, err_console, handle_errors
+from .cli_common import fmt_s as _fmt_s
+from .cli_common import fmt_usd as _fmt_usd
 from .validation import load
 
 FileArg = Annotated[Path, typer.Argument(help="Scenario file (YAML, JSON or TOML).", show_default=False)]
