@@ -34,14 +34,14 @@ from typing import Any, Literal
 from pydantic import Field, ValidationError
 
 from .loading import ErrorItem, ScenarioError, errors_from_validation, line_of, load_data
-from .scenario import Dist, PosNum, _Model, suggest
+from .scenario import Dist, PosNum, StrictModel, suggest
 
 __all__ = ["PROFILE_KINDS", "Profile", "apply_profiles", "bundled_profiles", "load_profile"]
 
 PROFILE_KINDS = ("measured", "vendor-claimed", "calibrated", "assumption")
 
 
-class Figure(_Model):
+class Figure(StrictModel):
     """One published number behind a profile: what, how much, in what unit, from where and when."""
 
     quantity: str = Field(description="What the number measures, e.g. 'output speed'.")
@@ -55,12 +55,12 @@ class Figure(_Model):
     note: str | None = None
 
 
-class SpeedEffect(_Model):
+class SpeedEffect(StrictModel):
     output_tps_x: PosNum = 1.0
     ttft_x: PosNum = 1.0
 
 
-class Profile(_Model):
+class Profile(StrictModel):
     profile: str = Field(description="The profile's name.")
     description: str | None = None
     kind: Literal["measured", "vendor-claimed", "calibrated", "assumption"]

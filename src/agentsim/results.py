@@ -77,7 +77,7 @@ def describe(x: np.ndarray, percentiles=PERCENTILES) -> dict[str, Any]:
 
 
 @dataclass
-class _CallStats:
+class CallStats:
     """Per-call TTFT/TPS/ITL of one variant, kept for the first PER_CALL_CAP calls."""
 
     ttft: list[np.ndarray] = field(default_factory=list)
@@ -114,7 +114,7 @@ class Results:
         runs: int,
         engine: str,
         runs_df: pd.DataFrame,
-        call_stats: dict[str, _CallStats],
+        call_stats: dict[str, CallStats],
         calls_builder,
         spans_builder,
         extra: dict | None = None,

@@ -21,7 +21,7 @@ import pandas as pd
 
 from .plan import Plan, compile_plan
 from .records import DONE, BlockResult, calls_frame, price_calls, run_columns, spans_frame
-from .results import Results, _CallStats
+from .results import CallStats, Results
 from .sampling import block_spans, call_speeds, sample_block
 from .scenario import Scenario
 from .validation import load
@@ -124,7 +124,7 @@ def simulate_plan(plan: Plan, runs: int, seed: int, *, engine: str = "auto", wor
     spans = block_spans(runs)
     nv = len(plan.variants)
     keep = _est_call_instances(plan, runs) * nv <= KEEP_CALLS_LIMIT or plan.needs_attempts
-    call_stats = {name: _CallStats() for name in plan.variants}
+    call_stats = {name: CallStats() for name in plan.variants}
     columns: dict[str, np.ndarray] = {}
     kept = [] if keep else None
 
@@ -216,7 +216,7 @@ def _simulate_workload(plan: Plan, seed: int) -> Results:
 
     nv = len(plan.variants)
     outcomes = [run_workload(plan, seed, v) for v in range(nv)]
-    frames, call_stats = [], {name: _CallStats() for name in plan.variants}
+    frames, call_stats = [], {name: CallStats() for name in plan.variants}
     for v, out in enumerate(outcomes):
         for res in out.blocks:
             speeds = call_speeds(plan, res.block, v)
