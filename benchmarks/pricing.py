@@ -33,9 +33,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 import agentsim.pricing as pricing  # noqa: E402
-from agentsim.loading import load_data, parse  # noqa: E402
+from agentsim.loading import load_data  # noqa: E402
 from agentsim.plan import compile_plan  # noqa: E402
 from agentsim.simulation import simulate, simulate_plan  # noqa: E402
+from agentsim.validation import parse  # noqa: E402
 
 AS_OF = "2026-11-29"
 

@@ -504,7 +504,7 @@ def recovery_study(seeds: int, n_ok: int = 400) -> None:
     from scipy import stats
 
     from agentsim.calibrate import calibrate
-    from agentsim.traces.measurements import read_file
+    from agentsim.traces.measurement_files import read_file
 
     truth = Truth(cached_share=0.3)
     true_tps_median = stats.gamma(truth.tps_shape, scale=truth.tps_mean / truth.tps_shape).median()

@@ -17,7 +17,8 @@ import agentsim
 from agentsim.calibrate import CalibrationError, calibrate
 from agentsim.cli import app
 from agentsim.profiles import load_profile
-from agentsim.traces.measurements import Rows, detect_format, measurement_table, read_file
+from agentsim.traces.measurement_files import detect_format, read_file
+from agentsim.traces.measurements import Rows, measurement_table
 from measurement_formats import FIXTURE_DIR, WRITERS, Truth, draw, oracle_tolerances, write_fixtures
 from numeric_compare import assert_same_numbers
 

@@ -15,7 +15,7 @@ import yaml
 from pydantic import TypeAdapter
 
 from agentsim import docs_gen, scenario
-from agentsim.loading import parse
+from agentsim.validation import parse
 from conftest import ROOT, SCENARIOS
 
 GENERATED = list(docs_gen.generated())

@@ -120,8 +120,8 @@ def test_empirical_file_errors(tmp_path, spec, words):
     ],
 )
 def test_cross_field_errors(doc, words):
-    from agentsim.loading import parse
     from agentsim.plan import compile_plan
+    from agentsim.validation import parse
 
     with pytest.raises(ScenarioError) as e:
         compile_plan(parse(doc))

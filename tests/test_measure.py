@@ -35,7 +35,7 @@ from typer.testing import CliRunner
 from agentsim.calibrate import calibrate
 from agentsim.cli import app
 from agentsim.measure import MeasureConfig, build_prompt, input_sizes
-from agentsim.traces.measurements import read_file
+from agentsim.traces.measurement_files import read_file
 from sse_server import CACHED, SSEServer
 
 runner = CliRunner()

@@ -193,7 +193,7 @@ def test_opus_profile_gives_a_fast_tier_its_speed_effect():
         "agent": {"steps": [{"call": {"output": 100}}]},
         "variants": {"std": {}, "fast": {"speed": {"opus": "fast"}}},
     }
-    plan = compile_plan(agentsim.loading.parse(doc))
+    plan = compile_plan(agentsim.validation.parse(doc))
     fast = next(t for t in plan.tiers if t.speed == "fast")
     assert (fast.tps_x, fast.ttft_x) == (2.5, 1.0)
 

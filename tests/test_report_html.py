@@ -112,3 +112,15 @@ def test_report_opens_in_headless_chromium(tmp_path):
     assert len(images) == 5 + 1 + 1  # the five figures, the sweep frontier, one figure per swept axis
     assert all(i["ok"] for i in images), images
     assert shot.stat().st_size > 10_000 and shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_text_from_the_scenario_is_escaped(tmp_path):
+    """The page is rendered with autoescaping: markup in a scenario's text shows as text, never as HTML."""
+    doc = {"extends": str(CHAT), "description": 'Costs <script>alert("x")</script> & "more" <b>here</b>'}
+    src = tmp_path / "tricky.yaml"
+    src.write_text(yaml.safe_dump(doc), encoding="utf-8")
+    page = build_report(src, runs=30)
+    assert "<script" not in page and "<b>here</b>" not in page
+    assert "Costs &lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt; &amp; &#34;more&#34; &lt;b&gt;here&lt;/b&gt;" in page
+    # the scenario file itself is shown escaped too (with its comments)
+    assert "description: Costs &lt;script&gt;" in page or "description: &#39;Costs &lt;script&gt;" in page

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from agentsim.loading import ScenarioError, load_data, parse
+from agentsim.loading import ScenarioError, load_data
 from agentsim.plan import compile_plan
 from agentsim.simulation import simulate_plan
 from agentsim.sweeps import (
@@ -23,6 +23,7 @@ from agentsim.sweeps import (
     run_sweep,
     summary_rows,
 )
+from agentsim.validation import parse
 from conftest import SCENARIOS, assert_frames_identical, model, scenario
 
 CODING = SCENARIOS / "coding-agent.yaml"

@@ -23,15 +23,16 @@ __all__ = ["Results", "ScenarioError", "load", "simulate", "version"]
 _WHERE = {
     "Results": ".results",
     "ScenarioError": ".loading",
-    "load": ".loading",
+    "load": ".validation",
     "simulate": ".simulation",
     "version": ".results",
 }
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
-    from .loading import ScenarioError, load
+    from .loading import ScenarioError
     from .results import Results, version
     from .simulation import simulate
+    from .validation import load
 
 
 def __getattr__(name: str):
@@ -39,6 +40,8 @@ def __getattr__(name: str):
         value = import_module(".results", __name__).version()
     elif name in _WHERE:
         value = getattr(import_module(_WHERE[name], __name__), name)
+        if name in ("Results", "simulate"):
+            import_module(".figure_methods", __name__)  # gives the result classes their plot_* methods
     else:
         raise AttributeError(f"module 'agentsim' has no attribute '{name}'")
     globals()[name] = value  # later look-ups skip this function

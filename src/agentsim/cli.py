@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable
-from functools import wraps
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -19,103 +17,20 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from .loading import ScenarioError, load
-from .outdir import OutputError
+from . import payoff
+from .cli_common import BadInput, MaxCallsOpt, NoSizeLimitOpt, app, err_console, handle_errors
+from .cli_common import fmt_n as _fmt_n
+from .cli_common import fmt_s as _fmt_s
+from .cli_common import fmt_usd as _fmt_usd
+from .cli_common import signed as _signed
+from .loading import ScenarioError
+from .outdir import OutputError  # noqa: F401  (re-exported for command modules)
 
 if TYPE_CHECKING:
     from .results import Results
+from .validation import load
 
-app = typer.Typer(
-    name="agentsim",
-    help="Simulate LLM agents: wall time and cost across models, providers and speed tiers.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    rich_markup_mode=None,
-)
-
-err_console = Console(stderr=True, soft_wrap=True, highlight=False, markup=False, emoji=False)
-
-
-class BadInput(Exception):
-    """Bad input that is not a scenario file (an option, a trace): exit 2."""
-
-
-def _fail(message: str, code: int) -> None:
-    err_console.print(message, markup=False)
-    raise typer.Exit(code)
-
-
-def handle_errors(fn: Callable) -> Callable:
-    """Turn known errors into messages and exit codes instead of tracebacks."""
-
-    @wraps(fn)
-    def wrapper(*args, **kwargs):
-        try:
-            from .sizeguard import size_limits
-
-            # --max-calls / --no-size-limit (declared by commands that simulate) apply for the whole command
-            with size_limits(kwargs.pop("max_calls", None), kwargs.pop("no_size_limit", False)):
-                return fn(*args, **kwargs)
-        except typer.Exit:
-            raise
-        except ScenarioError as exc:
-            _fail("\n".join(f"error: {item}" for item in exc.items), 2)
-        except (BadInput, OutputError) as exc:
-            _fail(f"error: {exc}", 2)
-        except KeyboardInterrupt:
-            _fail("interrupted", 130)
-        except Exception as exc:
-            from .simulation import EngineError
-            from .sizeguard import SizeError
-
-            if isinstance(exc, EngineError | SizeError):
-                _fail(f"error: {exc}", 2)
-            if os.environ.get("AGENTSIM_DEBUG"):
-                raise
-            _fail(
-                f"error: the run failed: {type(exc).__name__}: {exc} "
-                "(set AGENTSIM_DEBUG=1 for a traceback, and please report it)",
-                1,
-            )
-
-    return wrapper
-
-
-# --------------------------------------------------------------------------- rendering
-
-
-def _fmt_s(x: float | None) -> str:
-    if x is None:
-        return "–"
-    if abs(x) >= 3600:
-        return f"{x / 3600:.2f} h"
-    if abs(x) >= 120:
-        return f"{x / 60:.1f} min"
-    return f"{x:.1f} s" if abs(x) >= 10 else f"{x:.2f} s"
-
-
-def _fmt_usd(x: float | None) -> str:
-    if x is None:
-        return "–"
-    if abs(x) >= 100:
-        return f"${x:,.0f}"
-    if abs(x) >= 1:
-        return f"${x:,.2f}"
-    return f"${x:.4f}"
-
-
-def _fmt_n(x: float | None) -> str:
-    if x is None:
-        return "–"
-    return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.1f}"
-
-
-def _signed(fmt, x):
-    if x is None:
-        return "–"
-    s = fmt(abs(x))
-    return ("+" if x > 0 else "−" if x < 0 else "±") + s
+__all__ = ["BadInput", "app", "err_console", "handle_errors", "main", "print_summary", "summary_table"]
 
 
 def summary_table(doc: dict) -> Table:
@@ -158,7 +73,7 @@ def summary_table(doc: dict) -> Table:
         row("  stalls", lambda v: _fmt_s(v["breakdown_s"].get("stall")))
     row("Δ time vs first", lambda v: _signed(_fmt_s, v["vs_baseline"]["delta_time_s"]))
     row("Δ cost vs first", lambda v: _signed(_fmt_usd, v["vs_baseline"]["delta_cost_usd"]))
-    row("USD per hour saved", lambda v: _fmt_usd(v["vs_baseline"]["usd_per_hour_saved"]))
+    row("USD per hour saved", lambda v: payoff.premium_text(v["vs_baseline"]["usd_per_hour_saved"], _fmt_usd))
     label = f"pays off at ${vot:,.0f}/h" if vot is not None else "pays off (no value_of_time)"
     row(label, lambda v: {True: "yes", False: "no", None: "–"}[v["vs_baseline"]["pays_off"]])
     first = next(iter(variants.values()))
@@ -266,18 +181,6 @@ def print_summary(res: Results) -> None:
 # --------------------------------------------------------------------------- commands
 
 FileArg = Annotated[Path, typer.Argument(help="Scenario file (YAML, JSON or TOML).", show_default=False)]
-MaxCallsOpt = Annotated[
-    float | None,
-    typer.Option(
-        "--max-calls",
-        min=1,
-        help="Refuse a simulation of more simulated calls (all variants) than this (default: 2e9).",
-        show_default=False,
-    ),
-]
-NoSizeLimitOpt = Annotated[
-    bool, typer.Option("--no-size-limit", help="Lift the size guards (calls and memory estimated up front).")
-]
 
 
 @app.command()
@@ -347,6 +250,8 @@ def main() -> None:  # console-script entry point
 if __name__ == "__main__":  # pragma: no cover
     main()
 
+# The other command groups register themselves on the shared app (agentsim.cli_common) when imported;
+# this is the one place that imports them all.
 from . import (  # noqa: E402
     cli_measure,  # noqa: F401
     cli_prices,  # noqa: F401

@@ -17,7 +17,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from .cli import BadInput, app, err_console, handle_errors
+from .cli_common import BadInput, app, err_console, handle_errors
 
 FORMAT_CHOICES = "auto, llmperf, vllm, guidellm, aiperf, otel, csv or measure"
 
@@ -87,7 +87,7 @@ def calibrate(
     from .calibrate import calibrate as fit
     from .outdir import check_file
     from .profiles import Profile
-    from .traces.measurements import FORMATS, read_file
+    from .traces.measurement_files import FORMATS, read_file
 
     for target, option, example in ((out, "-o", "profile.yaml"), (plot, "--plot", "calibration.png")):
         if target is not None:  # both targets checked before anything is read or written

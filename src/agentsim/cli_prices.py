@@ -22,7 +22,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from .cli import BadInput, app, err_console, handle_errors
+from .cli_common import BadInput, app, err_console, handle_errors
 from .pricing import PRICE_KINDS, PriceError, describe_catalog_model, find_catalog_model, search_catalog, today
 
 KIND_LABELS = {

@@ -19,7 +19,11 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from .cli import BadInput, _fmt_s, _fmt_usd, _signed, app, err_console, handle_errors
+from . import payoff
+from .cli_common import BadInput, app, err_console, handle_errors
+from .cli_common import fmt_s as _fmt_s
+from .cli_common import fmt_usd as _fmt_usd
+from .cli_common import signed as _signed
 from .traces.session_files import FORMATS, SessionInputError, default_paths, read_sessions, select_sessions
 
 __all__ = ["replay_command", "replay_table"]
@@ -75,11 +79,7 @@ def replay_table(doc: dict) -> Table:
         row("  unpriced calls", lambda v: f"{v['unpriced_calls']:,}")
     row(
         "premium per hour saved",
-        lambda v: (
-            _fmt_usd(v["vs_recorded"]["usd_per_hour_saved"]) + "/h"
-            if v.get("vs_recorded", {}).get("usd_per_hour_saved") is not None
-            else "–"
-        ),
+        lambda v: payoff.premium_text(v.get("vs_recorded", {}).get("usd_per_hour_saved"), _fmt_usd, "/h"),
     )
     vot = doc.get("value_of_time_usd_per_hour")
     if vot is not None:

@@ -21,8 +21,11 @@ import yaml
 from rich.console import Console
 from rich.table import Table
 
-from .cli import BadInput, MaxCallsOpt, NoSizeLimitOpt, _fmt_s, _fmt_usd, app, err_console, handle_errors
-from .loading import load
+from . import payoff
+from .cli_common import BadInput, MaxCallsOpt, NoSizeLimitOpt, app, err_console, handle_errors
+from .cli_common import fmt_s as _fmt_s
+from .cli_common import fmt_usd as _fmt_usd
+from .validation import load
 
 FileArg = Annotated[Path, typer.Argument(help="Scenario file (YAML, JSON or TOML).", show_default=False)]
 RunsOpt = Annotated[int | None, typer.Option(min=1, help="Monte-Carlo runs (default: the scenario's).")]
@@ -268,7 +271,10 @@ def buyers_table(name, res, sizing, be, env, vot) -> Table:
     )
     row("hours saved per month", lambda v: f"{sizing.loc[v, 'hours_saved_per_month']:,.0f} h")
     row("extra spend per month", lambda v: _money(sizing.loc[v, "extra_usd_per_month"]))
-    row("premium per saved hour", lambda v: _usd_h(sizing.loc[v, "premium_usd_per_saved_hour"]))
+    row(
+        "premium per saved hour",
+        lambda v: payoff.premium_text(sizing.loc[v, "premium_usd_per_saved_hour"], _money, "/h"),
+    )
     when = {"above": "V ≥ {v}", "below": "V ≤ {v}", "always": "always", "never": "never", "baseline": "–"}
     when["unknown"] = "– (no completed run)"
     row(

@@ -216,6 +216,10 @@ class _Runner:
         env.process(self.top(r))
         env.run()
 
+    def share(self, env: simpy.Environment, accounts: list) -> None:
+        """Run in ``env`` with ``accounts`` shared with other runners (a workload: many agents at once)."""
+        self.env, self.accounts = env, accounts
+
     def top(self, r: int):
         """The process of run ``r``: walks the plan, records its end, status and breakdown."""
         env = self.env
@@ -825,6 +829,8 @@ def _scatter(nodes, block: Block, recs: list[tuple], columns: tuple[str, ...], e
         out[node.id] = t
     return out
 
+
+Runner = _Runner  # the public name (workloads drive runners in a shared environment)
 
 # Record layouts after (node, run, instance): see _Runner.call / call_limited / _span.
 CALL_RECORD = (*CALL_FIELDS, "tier")  # a call recorded in full (cancelled, failed or limited)

@@ -22,13 +22,10 @@ It reproduces :mod:`agentsim.engine` bit for bit, by construction:
 
 from __future__ import annotations
 
-import ctypes
-import os
-import sys
-
 import numpy as np
 
 from .context import ONE_HOUR
+from .memory import tune_malloc
 from .plan import (
     COUNT,
     FAIL,
@@ -657,37 +654,9 @@ _DISPATCH = {
 }
 
 
-_MALLOC_TUNED = False
-
-
-def _tune_malloc() -> None:
-    """Keep glibc from returning NumPy's large temporaries to the kernel after every free.
-
-    The fast path allocates many short-lived arrays of a few hundred kilobytes. With glibc's
-    defaults the heap is trimmed (or the block unmapped) when they are freed, so every new array
-    page-faults its memory in again: measured here, that made the evaluator 5x slower. Raising the
-    mmap and trim thresholds (to 64 and 128 MiB) keeps freed blocks for reuse. It changes no
-    result, only speed and how much freed memory the process keeps. Linux/glibc only; set
-    ``AGENTSIM_NO_MALLOPT=1`` to leave malloc alone.
-    """
-    global _MALLOC_TUNED
-    if _MALLOC_TUNED:
-        return
-    _MALLOC_TUNED = True
-    if os.environ.get("AGENTSIM_NO_MALLOPT") or not sys.platform.startswith("linux"):
-        return
-    try:
-        libc = ctypes.CDLL("libc.so.6")
-        m_trim_threshold, m_mmap_threshold = -1, -3
-        libc.mallopt(m_mmap_threshold, 64 << 20)
-        libc.mallopt(m_trim_threshold, 128 << 20)
-    except (OSError, AttributeError):  # not glibc
-        pass
-
-
 def run_block_fast(plan: Plan, block: Block, variant: int, speeds: dict) -> BlockResult:
     """Evaluate every run of a block in one variant, vectorised."""
-    _tune_malloc()
+    tune_malloc()
     ev = _Evaluator(plan, block, variant, speeds)
     n = block.n
     st = _State(np.zeros(n), [np.zeros(n) for _ in range(6)], VecCtx.fresh(plan.ctx, (n,)), np.ones(n, dtype=bool))

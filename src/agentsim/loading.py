@@ -10,7 +10,9 @@ Alias expansion and nesting are bounded before any data is built (a "billion lau
 file is refused, not expanded).
 
 Validation errors from pydantic, and the cross-field :class:`~agentsim.scenario.Problem`
-list, are mapped back to the line of the offending key, so a user reads::
+list, are mapped back to the line of the offending key (:func:`line_of`,
+:func:`errors_from_validation`; :mod:`agentsim.validation` turns data into a checked
+scenario), so a user reads::
 
     scenarios/x.yaml:14: agent.steps[2].call.model: model 'opsu' is not defined under models (did you mean 'opus'?)
 """
@@ -25,9 +27,17 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from .scenario import DIST_FAMILIES, Problem, Scenario, check_references
+from .scenario import DIST_FAMILIES, Scenario
 
-__all__ = ["ErrorItem", "ScenarioError", "format_path", "load", "load_data", "parse"]
+__all__ = [
+    "ErrorItem",
+    "ScenarioError",
+    "errors_from_validation",
+    "format_path",
+    "line_of",
+    "load_data",
+    "source_of",
+]
 
 
 @dataclass(frozen=True)
@@ -68,6 +78,7 @@ def format_path(path: tuple[str | int, ...]) -> str:
 # --------------------------------------------------------------------------- YAML with lines
 
 _Lines = dict[tuple[str | int, ...], int]
+Lines = _Lines  # the line of every path of a file read by load_data
 
 
 def _construct(node: yaml.Node, path: tuple, lines: _Lines, file: str) -> Any:
@@ -346,7 +357,8 @@ def _data_path(data: Any, loc: tuple) -> tuple[str | int, ...]:
     return tuple(path)
 
 
-def _line(lines: _Lines, path: tuple) -> int | None:
+def line_of(lines: _Lines, path: tuple) -> int | None:
+    """The line of ``path`` in a file read by :func:`load_data`, or of its nearest enclosing key."""
     for n in range(len(path), -1, -1):
         if path[:n] in lines:
             return lines[path[:n]]
@@ -370,7 +382,8 @@ _FRIENDLY = {
 }
 
 
-def _errors_from_validation(exc: ValidationError, data: Any, lines: _Lines, file: str) -> list[ErrorItem]:
+def errors_from_validation(exc: ValidationError, data: Any, lines: _Lines, file: str) -> list[ErrorItem]:
+    """A pydantic error as one :class:`ErrorItem` per problem, each at the line of the offending key."""
     items: list[ErrorItem] = []
     seen: set[tuple] = set()
     for err in exc.errors(include_url=False):
@@ -401,7 +414,7 @@ def _errors_from_validation(exc: ValidationError, data: Any, lines: _Lines, file
         if key in seen:
             continue
         seen.add(key)
-        items.append(ErrorItem(file, _line(lines, path), path, msg, hint))
+        items.append(ErrorItem(file, line_of(lines, path), path, msg, hint))
     # When a value fails several members of a union, keep the most specific (deepest) messages.
     if len(items) > 1:
         deepest = max(len(i.path) for i in items)
@@ -412,39 +425,6 @@ def _errors_from_validation(exc: ValidationError, data: Any, lines: _Lines, file
         ]
         items = by_prefix or [i for i in items if len(i.path) == deepest]
     return items
-
-
-def parse(
-    data: dict[str, Any], *, file: str = "<scenario>", lines: _Lines | None = None, source: str | Path | None = None
-) -> Scenario:
-    """Validate plain data as a scenario; raise :class:`ScenarioError` with every problem found."""
-    lines = lines or {}
-    from .profiles import apply_profiles
-
-    base_dir = Path(source).parent if source is not None else None
-    data = apply_profiles(data, file, lines, base_dir)
-    try:
-        scenario = Scenario.model_validate(data)
-    except ValidationError as exc:
-        raise ScenarioError(_errors_from_validation(exc, data, lines, file)) from None
-    problems: list[Problem] = check_references(scenario)
-    if problems:
-        raise ScenarioError([ErrorItem(file, _line(lines, p.path), p.path, p.message, p.hint) for p in problems])
-    if source is not None:
-        scenario._source = str(source)
-    return scenario
-
-
-def load(path: str | Path) -> Scenario:
-    """Load and validate a scenario file (YAML, JSON or TOML)."""
-    data, lines = load_data(path)
-    scenario = parse(data, file=str(path), lines=lines, source=path)
-    # Compile once so that problems only visible to the compiler (empirical files,
-    # catalog prices, tiers) are reported at load time, with their place.
-    from .plan import compile_plan
-
-    compile_plan(scenario, file=str(path), lines=lines)
-    return scenario
 
 
 def source_of(scenario: Scenario) -> str | None:

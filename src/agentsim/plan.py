@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from .distributions import DistError, Sampler, sampler
-from .loading import ErrorItem, ScenarioError, _line, source_of
+from .loading import ErrorItem, ScenarioError, line_of, source_of
 from .pricing import PriceError, Rates, compile_price, needs_default_date, today
 from .scenario import (
     ByModel,
@@ -771,7 +771,7 @@ def compile_plan(scenario: Scenario, *, file: str | None = None, lines: dict | N
             if (p.path, p.message) in seen:
                 continue
             seen.add((p.path, p.message))
-            items.append(ErrorItem(file, _line(lines, p.path), p.path, p.message, p.hint))
+            items.append(ErrorItem(file, line_of(lines, p.path), p.path, p.message, p.hint))
         raise ScenarioError(items)
     specs = [s for m in scenario.models.values() for s in (m.price, *(t.price for t in m.speeds.values()))]
     as_of = comp.prices_as_of if needs_default_date(specs) else scenario.prices_as_of

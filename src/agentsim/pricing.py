@@ -74,7 +74,7 @@ PER = 1_000_000.0
 
 # The price fields agentsim simulates, in display order (genai-prices names).
 PRICE_KINDS = PRICE_FIELDS
-# Catalog price keys that do apply to a plain text call, mapped by _from_fields.
+# Catalog price keys that do apply to a plain text call, mapped by rates_from_fields.
 _EXTRA_KEYS = ("cache_write_5m_mtok",)
 NOON = dt.time(12, 0)
 
@@ -221,7 +221,7 @@ def _rate(value) -> Rate | None:
     return Rate(float(value.base), tuple(int(t.start) for t in value.tiers), tuple(float(t.price) for t in value.tiers))
 
 
-def _from_fields(fields: dict, source: str, as_of: dt.date | None = None) -> Rates:
+def rates_from_fields(fields: dict, source: str, as_of: dt.date | None = None) -> Rates:
     """Apply genai-prices' fall-backs to a dict of price fields (any may be None)."""
     inp = _rate(fields.get("input_mtok")) or ZERO
     out = _rate(fields.get("output_mtok")) or ZERO
@@ -265,7 +265,7 @@ def compile_price(spec: PriceSpec, prices_as_of: dt.date | None = None) -> Rates
             "add cache_write_mtok (the 5-minute write price): genai-prices rejects a 1-hour write price without it",
             ("cache_write_1h_mtok",),
         )
-    return _from_fields(fields, source, as_of)
+    return rates_from_fields(fields, source, as_of)
 
 
 def needs_default_date(specs) -> bool:

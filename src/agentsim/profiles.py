@@ -34,15 +34,15 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationError
 
-from .loading import ErrorItem, ScenarioError, _errors_from_validation, _line, load_data
-from .scenario import Dist, PosNum, StreamSpec, _Model, suggest
+from .loading import ErrorItem, ScenarioError, errors_from_validation, line_of, load_data
+from .scenario import Dist, PosNum, StreamSpec, StrictModel, suggest
 
 __all__ = ["PROFILE_KINDS", "Profile", "apply_profiles", "bundled_profiles", "load_profile"]
 
 PROFILE_KINDS = ("measured", "vendor-claimed", "calibrated", "assumption")
 
 
-class Figure(_Model):
+class Figure(StrictModel):
     """One published number behind a profile: what, how much, in what unit, from where and when."""
 
     quantity: str = Field(description="What the number measures, e.g. 'output speed'.")
@@ -56,12 +56,12 @@ class Figure(_Model):
     note: str | None = None
 
 
-class SpeedEffect(_Model):
+class SpeedEffect(StrictModel):
     output_tps_x: PosNum = 1.0
     ttft_x: PosNum = 1.0
 
 
-class Profile(_Model):
+class Profile(StrictModel):
     profile: str = Field(description="The profile's name.")
     description: str | None = None
     kind: Literal["measured", "vendor-claimed", "calibrated", "assumption"]
@@ -106,7 +106,7 @@ def load_profile(ref: str, base_dir: Path | None = None) -> tuple[Profile, Path]
     try:
         return Profile.model_validate(data), path
     except ValidationError as exc:
-        raise ScenarioError(_errors_from_validation(exc, data, lines, str(path))) from None
+        raise ScenarioError(errors_from_validation(exc, data, lines, str(path))) from None
 
 
 SPEED_KEYS = ("ttft", "output_tps", "prefill_tps", "stream")
@@ -125,12 +125,12 @@ def apply_profiles(data: dict, file: str, lines: dict, base_dir: Path | None) ->
         ref = m["profile"]
         where = ("models", name, "profile")
         if not isinstance(ref, str):
-            raise ScenarioError([ErrorItem(file, _line(lines, where), where, "profile takes a name or a file path")])
+            raise ScenarioError([ErrorItem(file, line_of(lines, where), where, "profile takes a name or a file path")])
         try:
             prof, _ = load_profile(ref, base_dir)
         except LookupError as exc:
             raise ScenarioError(
-                [ErrorItem(file, _line(lines, where), where, f"no bundled profile named '{ref}'", exc.args[1])]
+                [ErrorItem(file, line_of(lines, where), where, f"no bundled profile named '{ref}'", exc.args[1])]
             ) from None
         except ScenarioError as exc:
             if exc.items and exc.items[0].message == "no such file":
@@ -138,7 +138,7 @@ def apply_profiles(data: dict, file: str, lines: dict, base_dir: Path | None) ->
                     [
                         ErrorItem(
                             file,
-                            _line(lines, where),
+                            line_of(lines, where),
                             where,
                             f"profile file '{ref}' does not exist",
                             "paths are relative to the scenario file",

@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from .plots import Figure
+from . import payoff
 from .pricing import PriceError, Rates, call_cost, compile_price
 from .records import CALL_INT
 from .replay_config import (
@@ -69,7 +69,6 @@ __all__ = [
     "ReplayConfig",
     "ReplayResult",
     "ReplayVariantSpec",
-    "breakdown_figure",
     "load_replay_config",
     "parse_variant",
     "replay",
@@ -231,10 +230,8 @@ class ReplayResult:
             v = self.totals(name)
             dtime = v["wall_time_s"] - rec["wall_time_s"]
             dcost = v["cost_usd"] - rec["cost_usd"]
-            per_hour = dcost / (-dtime / 3600.0) if dtime < 0 else None
-            pays = None
-            if self.value_of_time is not None and per_hour is not None:
-                pays = per_hour <= self.value_of_time
+            per_hour = payoff.usd_per_hour_saved(dtime, dcost)
+            pays = payoff.pays_off(dtime, dcost, self.value_of_time) if self.value_of_time is not None else None
             v["spec"] = spec.model_dump(mode="json", exclude_none=True, exclude_defaults=True)
             v["vs_recorded"] = {
                 "delta_time_s": dtime,
@@ -294,13 +291,7 @@ class ReplayResult:
     def _repr_html_(self) -> str:
         return self.summary()._repr_html_()
 
-    def plot_tradeoff(self):
-        from .plots import tradeoff_figure
-
-        return tradeoff_figure(self.summary(), title="replayed sessions")
-
-    def plot_breakdown(self):
-        return breakdown_figure(self)
+    # Figures (plot_tradeoff, plot_breakdown) are attached by agentsim.figure_methods.
 
 
 def _fsum(series) -> float:
@@ -557,33 +548,3 @@ def replay(
         list(reports or []),
         value_of_time,
     )
-
-
-# --------------------------------------------------------------------------- figures
-
-
-def breakdown_figure(result: ReplayResult):
-    """Total wall time per variant, stacked by what it waited on (critical path)."""
-
-    from .plots import variant_colors
-
-    names = result.names
-    fig = Figure(figsize=(max(6.0, 1.4 * len(names) + 3), 4.2), layout="constrained")
-    ax = fig.subplots()
-    bottoms = np.zeros(len(names))
-    colors = variant_colors(["ttft", "decode", "tool", "human", "other"])
-    for kind, label in (
-        ("ttft", "model: TTFT"),
-        ("decode", "model: decode"),
-        ("tool", "tools"),
-        ("human", "human"),
-        ("other", "other"),
-    ):
-        hours = np.array([result.totals(n)["time_s"][kind] / 3600.0 for n in names])
-        ax.bar(names, hours, bottom=bottoms, label=label, color=colors[kind])
-        bottoms += hours
-    ax.set_ylabel("total wall time (hours)")
-    ax.set_title("replayed sessions: where the time went")
-    ax.legend(fontsize=8)
-    ax.grid(True, axis="y", alpha=0.3)
-    return fig

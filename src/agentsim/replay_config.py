@@ -43,10 +43,10 @@ import numpy as np
 from pydantic import Field, PrivateAttr, ValidationError, model_validator
 from pydantic_core import PydanticCustomError
 
-from .loading import ErrorItem, ScenarioError, _errors_from_validation, _line, load_data
+from .loading import ErrorItem, ScenarioError, errors_from_validation, line_of, load_data
 from .pricing import PriceError, Rates, catalog_price_fields, compile_price, find_catalog_model
 from .profiles import Profile, bundled_profiles, load_profile
-from .scenario import PosNum, PriceSpec, ValueOfTime, _Model, suggest
+from .scenario import PosNum, PriceSpec, StrictModel, ValueOfTime, suggest
 
 __all__ = [
     "DEFAULT_PROFILE",
@@ -80,7 +80,7 @@ PLAIN_VARIANTS = ("identity", "recorded")
 # --------------------------------------------------------------------------- the replay config file
 
 
-class ReplayTierSpec(_Model):
+class ReplayTierSpec(StrictModel):
     """A speed tier of a model in replay: its speed effect and, optionally, its price."""
 
     output_tps_x: PosNum | None = Field(
@@ -97,7 +97,7 @@ class ReplayTierSpec(_Model):
         return self
 
 
-class ReplayModelSpec(_Model):
+class ReplayModelSpec(StrictModel):
     """Settings for a model, keyed by its id (recorded, catalog ``provider/model``, or '*' for every model)."""
 
     profile: str | None = Field(None, description="Speed profile: bundled name or file (relative to this file).")
@@ -105,7 +105,7 @@ class ReplayModelSpec(_Model):
     speeds: dict[str, ReplayTierSpec] = Field(default_factory=dict)
 
 
-class ReplayVariantSpec(_Model):
+class ReplayVariantSpec(StrictModel):
     """What to change: speed tier and/or model, for every call (a string) or per recorded model (a mapping)."""
 
     speed: str | dict[str, str] | None = Field(None, description="Tier for every call, or recorded model -> tier.")
@@ -114,7 +114,7 @@ class ReplayVariantSpec(_Model):
     description: str | None = None
 
 
-class ReplayConfig(_Model):
+class ReplayConfig(StrictModel):
     prices_as_of: dt.date | None = Field(None, description="Price every call as of this date (default: its own).")
     value_of_time: ValueOfTime | None = None
     split: Literal["ttft-first", "proportional"] = "ttft-first"
@@ -133,7 +133,7 @@ def load_replay_config(path: str | Path) -> ReplayConfig:
     try:
         cfg = ReplayConfig.model_validate(data)
     except ValidationError as exc:
-        raise ScenarioError(_errors_from_validation(exc, data, lines, str(path))) from None
+        raise ScenarioError(errors_from_validation(exc, data, lines, str(path))) from None
     cfg._base_dir = Path(path).parent
     cfg._file = str(path)
     cfg._lines = lines
@@ -303,7 +303,7 @@ class Resolver:
             except LookupError as exc:
                 msg = f"'{spec.profile}' is neither a bundled profile nor a profile file"
                 raise ScenarioError(
-                    [ErrorItem(file, _line(self.config._lines, where), where, msg, exc.args[1])]
+                    [ErrorItem(file, line_of(self.config._lines, where), where, msg, exc.args[1])]
                 ) from None
         return out
 
@@ -363,9 +363,9 @@ class Resolver:
 
 
 def _rates_from(fields: dict, source: str, day: dt.date) -> Rates:
-    from .pricing import _from_fields
+    from .pricing import rates_from_fields
 
-    return _from_fields(fields, source, day)
+    return rates_from_fields(fields, source, day)
 
 
 def _undated(model: str) -> str:

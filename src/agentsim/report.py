@@ -20,7 +20,9 @@ from pathlib import Path
 
 import numpy as np
 import yaml
+from markupsafe import Markup
 
+from . import payoff
 from .outdir import sigterm_interrupts, write_folder
 from .results import Results, version
 
@@ -202,11 +204,11 @@ def build_report(
     done, total)`` is called as the work advances.
     """
     from . import plots
-    from .loading import load
     from .simulation import simulate
     from .timeline import critical_share, run_timeline, summarised
     from .tradeoffs import break_even, cheapest_intervals, spend_sizing, variant_table
     from .tradeoffs import runs_per_month as _rpm
+    from .validation import load
 
     def step(stage: str, done: int = 0, total: int | None = None) -> None:
         if progress is not None:
@@ -264,24 +266,18 @@ def build_report(
             lambda: plots.breakeven_figure(vt, vot, name),
         ),
     ]
-    sweep_part = ""
+    sweep_part = None
     if sweep and sc.sweeps:
         from .sweeps import run_sweep
 
         sw = run_sweep(path, runs=res.n_runs, seed=res.seed, workers=workers, progress=lambda d, t: step("sweep", d, t))
-        sweep_part = _sweep_section(sw, name)
+        sweep_part = _sweep_context(sw, name)
     html_figs = []
     for i, (title, caption, make) in enumerate(figures):
         step("figures", i, len(figures))
-        html_figs.append(_figure_html(title, caption, make()))
+        html_figs.append(_figure(title, caption, make()))
     step("figures", len(figures), len(figures))
     return _page(path, sc, res, vt, be, env, sizing, share, html_figs, sweep_part)
-
-
-def _esc(x) -> str:
-    import html
-
-    return html.escape(str(x), quote=True)
 
 
 def _s(x) -> str:
@@ -324,39 +320,28 @@ def _yes(x) -> str:
     return "✓" if x is True or x is np.True_ else ""
 
 
-def _table(rows: list[list[str]], header: list[str] | None, cls: str = "") -> str:
-    head = "<thead><tr>" + "".join(f"<th>{_esc(h)}</th>" for h in header) + "</tr></thead>" if header else ""
-    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>" for r in rows)
-    return f'<table class="{cls}">{head}<tbody>{body}</tbody></table>'
+def _b(x) -> Markup:
+    """A table cell in bold (the text is escaped)."""
+    return Markup("<b>{}</b>").format(x)
 
 
-def _figure_html(title: str, caption: str, fig) -> str:
-    uri = figure_data_uri(fig)
-    return (
-        f'<figure><img src="{uri}" alt="{_esc(title)}"><figcaption><b>{_esc(title)}.</b> '
-        f"{_esc(caption)}</figcaption></figure>"
-    )
+def _figure(title: str, caption: str, fig) -> dict:
+    return {"title": title, "caption": caption, "uri": figure_data_uri(fig)}
 
 
-def _sweep_section(sw, name: str) -> str:
+def _sweep_context(sw, name: str) -> dict:
     from . import plots
 
-    parts = [
-        f"<h2>Sweep</h2><p>{len(sw.points)} grid points × {len(sw.variants)} variants, {sw.runs:,} runs each "
-        f"(seed {sw.seed}, common random numbers across points). Swept: "
-        + ", ".join(f"<code>{_esc(a.text)}</code> ∈ {{{_esc(', '.join(map(str, a.values)))}}}" for a in sw.axes)
-        + ".</p>"
-    ]
-    parts.append(
-        _figure_html(
+    figures = [
+        _figure(
             "Frontier over the sweep",
             "Every grid point and variant; the frontier is dashed and dominated configurations are grey.",
             plots.frontier_figure(sw.table, "mean", name),
         )
-    )
+    ]
     for a in sw.axes:
-        parts.append(
-            _figure_html(
+        figures.append(
+            _figure(
                 f"Against {a.title}",
                 "Mean wall time (band: 95% CI), p95 (dashed) and mean cost (band: 95% CI) per variant.",
                 plots.sweep_figure(sw.table, a.text, a.label, name),
@@ -366,9 +351,9 @@ def _sweep_section(sw, name: str) -> str:
     shown = t if len(t) <= 300 else t[t["pareto_mean"] | t["pareto_p95"]]
     rows = [
         [
-            _esc(r["point"]),
-            *[_esc(r[a.text]) for a in sw.axes],
-            _esc(r["variant"]),
+            r["point"],
+            *[r[a.text] for a in sw.axes],
+            r["variant"],
             _s(r["wall_mean_s"]),
             _s(r["wall_p95_s"]),
             _usd(r["cost_mean_usd"]),
@@ -377,25 +362,27 @@ def _sweep_section(sw, name: str) -> str:
         ]
         for _, r in shown.iterrows()
     ]
-    note = "" if shown is t else f"<p>Only the {len(shown)} configurations on a frontier are listed (of {len(t)}).</p>"
-    parts.append(
-        note
-        + _table(
-            rows,
-            [
-                "point",
-                *[a.text for a in sw.axes],
-                "variant",
-                "mean wall",
-                "p95 wall",
-                "mean cost",
-                "frontier (mean)",
-                "frontier (p95)",
-            ],
-            "num",
-        )
-    )
-    return "".join(parts)
+    header = [
+        "point",
+        *[a.text for a in sw.axes],
+        "variant",
+        "mean wall",
+        "p95 wall",
+        "mean cost",
+        "frontier (mean)",
+        "frontier (p95)",
+    ]
+    return {
+        "points": len(sw.points),
+        "variants": len(sw.variants),
+        "runs": f"{sw.runs:,}",
+        "seed": sw.seed,
+        "axes": [{"text": a.text, "values": ", ".join(map(str, a.values))} for a in sw.axes],
+        "figures": figures,
+        "note": "" if shown is t else f"Only the {len(shown)} configurations on a frontier are listed (of {len(t)}).",
+        "rows": rows,
+        "header": header,
+    }
 
 
 _CSS = """
@@ -413,165 +400,92 @@ code{background:#f2f2f2;padding:0 .25em}details{margin:1em 0}
 """
 
 
-def _page(path, sc, res, vt, be, env, sizing, share, figs, sweep_part) -> str:
+def _page(path, sc, res, vt, be, env, sizing, share, figs, sweep) -> str:
+    """The page: the template ``templates/report.html`` filled in (values escaped unless marked as markup)."""
+    import jinja2
+
     vot = res.value_of_time
-    title = f"agentsim report: {sc.name}"
     meta = [
-        ["scenario file", f"<code>{_esc(path)}</code>"],
+        ["scenario file", Markup("<code>{}</code>").format(path)],
         ["runs per variant", f"{res.n_runs:,}"],
         ["seed", str(res.seed)],
-        ["engine", _esc(res.engine)],
-        ["agentsim version", _esc(version())],
-        ["prices as of", _esc(sc.prices_as_of or "today (catalog prices)")],
+        ["engine", res.engine],
+        ["agentsim version", version()],
+        ["prices as of", sc.prices_as_of or "today (catalog prices)"],
         ["value of time", _usd(vot) + "/h" if vot is not None else "not given"],
     ]
-    out = [
-        f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{_esc(title)}</title>'
-        f'<meta name="viewport" content="width=device-width, initial-scale=1"><style>{_CSS}</style></head><body>',
-        f"<h1>{_esc(title)}</h1>",
-    ]
-    if sc.description:
-        out.append(f"<p>{_esc(sc.description)}</p>")
-    out.append(f'<p class="lead">{_verdict(vt, be, env, vot)}</p>')
     per_success = vt.attrs.get("basis") == "per success"
-    if per_success:
-        out.append(
-            "<p>This scenario defines success (it has <code>fail</code> steps), so variants are compared "
-            "<b>per successful task</b>: “mean wall” is the time to success and “mean cost” the cost per "
-            "success (all runs' wall time or cost divided by the successful runs: what one result takes when "
-            "failed runs are retried); percentiles describe completed runs.</p>"
-        )
-    out.append(_table(meta, None, "meta"))
-
-    out.append("<h2>Variants compared</h2>")
-    rows = []
-    for name, r in vt.iterrows():
-        rows.append(
-            [
-                f"<b>{_esc(name)}</b>",
-                _s(r["wall_mean_s"]),
-                "–" if per_success else f"± {_s((r['wall_ci95_hi_s'] - r['wall_ci95_lo_s']) / 2)}",
-                _s(r["wall_p50_s"]),
-                _s(r["wall_p95_s"]),
-                _s(r["wall_p99_s"]),
-                _usd(r["cost_mean_usd"]),
-                _usd(r["cost_p95_usd"]),
-                f"{r['calls_mean']:,.1f}",
-                _yes(r["pareto_mean"]),
-                _yes(r["pareto_p95"]),
-            ]
-        )
-    out.append(
-        _table(
-            rows,
-            [
-                "variant",
-                "mean wall",
-                "95% CI",
-                "p50",
-                "p95",
-                "p99",
-                "mean cost",
-                "p95 cost",
-                "calls",
-                "frontier (mean)",
-                "frontier (p95)",
-            ],
-            "num",
-        )
-    )
-    out.append(figs[0] + figs[1] + figs[2])
-
-    out.append(
-        "<h2>Break-even</h2><p>Against the first variant: the extra API cost per hour of waiting saved, and "
-        "the value of time at which the variant pays off (total cost = API cost + value of time × wall "
-        "time).</p>"
-    )
-    rows = []
+    variants = [
+        [
+            _b(name),
+            _s(r["wall_mean_s"]),
+            "–" if per_success else f"± {_s((r['wall_ci95_hi_s'] - r['wall_ci95_lo_s']) / 2)}",
+            _s(r["wall_p50_s"]),
+            _s(r["wall_p95_s"]),
+            _s(r["wall_p99_s"]),
+            _usd(r["cost_mean_usd"]),
+            _usd(r["cost_p95_usd"]),
+            f"{r['calls_mean']:,.1f}",
+            _yes(r["pareto_mean"]),
+            _yes(r["pareto_p95"]),
+        ]
+        for name, r in vt.iterrows()
+    ]
     when = {"above": "above {v}", "below": "below {v}", "always": "always", "never": "never", "baseline": "baseline"}
     when["unknown"] = "– (no completed run)"
-    for name, r in be.iterrows():
-        v = _usd(r["break_even_usd_per_hour"]) + "/h"
-        rows.append(
-            [
-                f"<b>{_esc(name)}</b>",
-                _s(r["delta_time_s"]),
-                _usd(r["delta_cost_usd"]),
-                _usd(r["usd_per_hour_saved"]) + ("/h" if np.isfinite(r["usd_per_hour_saved"]) else ""),
-                _esc(when[r["pays_off_when"]].format(v=v)),
-                ("yes" if r.get("pays_off") else "no") if vot is not None and r["pays_off_when"] != "baseline" else "–",
-            ]
-        )
-    out.append(
-        _table(
-            rows,
-            [
-                "variant",
-                "Δ mean wall",
-                "Δ mean cost",
-                "USD per hour saved",
-                "pays off when value of time is",
-                f"pays off at {_usd(vot)}/h" if vot is not None else "pays off",
-            ],
-            "num",
-        )
-    )
-    rows = [
+    break_even = [
         [
-            f"<b>{_esc(r['variant'])}</b>",
+            _b(name),
+            _s(r["delta_time_s"]),
+            _usd(r["delta_cost_usd"]),
+            payoff.premium_text(r["usd_per_hour_saved"], _usd, "/h"),
+            when[r["pays_off_when"]].format(v=_usd(r["break_even_usd_per_hour"]) + "/h"),
+            ("yes" if r.get("pays_off") else "no") if vot is not None and r["pays_off_when"] != "baseline" else "–",
+        ]
+        for name, r in be.iterrows()
+    ]
+    cheapest = [
+        [
+            _b(r["variant"]),
             _usd(r["from_usd_per_hour"]) + "/h",
             (_usd(r["to_usd_per_hour"]) + "/h") if np.isfinite(r["to_usd_per_hour"]) else "and above",
         ]
         for _, r in env.iterrows()
     ]
-    out.append("<p>Cheapest overall, by value of time:</p>" + _table(rows, ["variant", "from", "to"], "num"))
-    out.append(figs[4])
-
-    out.append("<h2>Monthly spend</h2>")
-    if sizing is None:
-        out.append(
-            "<p>No volume given: add <code>workload: {volume: {runs_per_month: N}}</code> to the scenario "
-            "(or use <code>--runs-per-month</code>) to size the monthly spend.</p>"
-        )
-    else:
-        rows = []
-        for name, r in sizing.iterrows():
-            row = [
-                f"<b>{_esc(name)}</b>",
-                _usd(r["api_usd_per_month"]),
-                f"{_usd(r['api_usd_per_month_lo'])} – {_usd(r['api_usd_per_month_hi'])}",
-                _num(r["wait_hours_per_month"]),
-                _num(r["hours_saved_per_month"]),
-                _usd(r["extra_usd_per_month"]),
-                _usd(r["premium_usd_per_saved_hour"]),
-            ]
-            if "net_usd_per_month" in sizing.columns:
-                row.append(_usd(r["net_usd_per_month"]))
-            rows.append(row)
-        header = [
-            "variant",
-            "API spend / month",
-            "95% CI",
-            "hours waiting",
-            "hours saved",
-            "extra spend",
-            "premium per saved hour",
-        ] + (["net at value of time"] if "net_usd_per_month" in sizing.columns else [])
-        out.append(
-            f"<p>{_num(float(sizing['runs_per_month'].iloc[0]))} runs per month; every run's wall time counts "
-            "as waiting.</p>" + _table(rows, header, "num")
-        )
-
-    out.append(
-        "<h2>Critical path</h2><p>Per step: mean time it takes per run, mean time it spends on the critical "
-        "path (what decides the wall time), that as a share of the wall time, and the fraction of runs in "
-        "which it is on the critical path at all. Speeding up a step with a small share buys little.</p>"
-    )
-    rows = [
+    spend = None
+    if sizing is not None:
+        net = "net_usd_per_month" in sizing.columns
+        spend = {
+            "runs_per_month": _num(float(sizing["runs_per_month"].iloc[0])),
+            "rows": [
+                [
+                    _b(name),
+                    _usd(r["api_usd_per_month"]),
+                    f"{_usd(r['api_usd_per_month_lo'])} – {_usd(r['api_usd_per_month_hi'])}",
+                    _num(r["wait_hours_per_month"]),
+                    _num(r["hours_saved_per_month"]),
+                    _usd(r["extra_usd_per_month"]),
+                    _usd(r["premium_usd_per_saved_hour"]),
+                    *([_usd(r["net_usd_per_month"])] if net else []),
+                ]
+                for name, r in sizing.iterrows()
+            ],
+            "header": [
+                "variant",
+                "API spend / month",
+                "95% CI",
+                "hours waiting",
+                "hours saved",
+                "extra spend",
+                "premium per saved hour",
+                *(["net at value of time"] if net else []),
+            ],
+        }
+    critical = [
         [
-            _esc(r["variant"]),
-            f"<b>{_esc(r['step'])}</b>",
-            _esc(r["kind"]),
+            r["variant"],
+            _b(r["step"]),
+            r["kind"],
             _s(r["busy_s"]),
             _s(r["critical_s"]),
             _pct(r["share"]),
@@ -579,38 +493,69 @@ def _page(path, sc, res, vt, be, env, sizing, share, figs, sweep_part) -> str:
         ]
         for _, r in share.iterrows()
     ]
-    out.append(
-        _table(rows, ["variant", "step", "kind", "busy", "on critical path", "share of wall", "runs on path"], "num")
-    )
-    out.append(figs[3])
-    out.append(sweep_part)
-
-    out.append("<h2>The scenario</h2>")
     files = _source_files(path)
     notes = [
         ln.strip().lstrip("#").strip() for _, text in files for ln in text.splitlines() if ln.strip().startswith("#")
     ]
-    if notes:
-        out.append(
-            "<p>Assumptions and sources, as the scenario file states them:</p><ul>"
-            + "".join(f"<li>{_esc(n)}</li>" for n in notes if n)
-            + "</ul>"
-        )
-    for i, (f, text) in enumerate(files):
-        if len(files) > 1:
-            out.append(f"<p><code>{_esc(f)}</code>{' (extended by the file above)' if i else ''}:</p>")
-        out.append(f"<pre>{_esc(text)}</pre>")
-    resolved = yaml.safe_dump(resolved_scenario(res), sort_keys=False, allow_unicode=True)
-    out.append(
-        f"<details><summary>The scenario as run (every default filled in)</summary><pre>{_esc(resolved)}</pre>"
-        "</details>"
+    env_ = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(Path(__file__).parent / "templates"),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
     )
-    out.append(
-        f"<p><small>Made by agentsim {_esc(version())} with seed {res.seed} and {res.n_runs:,} runs per "
-        f"variant: <code>agentsim report {_esc(path)} --runs {res.n_runs} --seed {res.seed}</code> makes the "
-        "same page.</small></p></body></html>\n"
+    return env_.get_template("report.html").render(
+        title=f"agentsim report: {sc.name}",
+        css=Markup(_CSS),
+        description=sc.description,
+        verdict=_verdict(vt, be, env, vot),
+        per_success=per_success,
+        meta=meta,
+        variants={"rows": variants, "header": VARIANT_HEADER},
+        figures=figs,
+        break_even={
+            "rows": break_even,
+            "header": [
+                "variant",
+                "Δ mean wall",
+                "Δ mean cost",
+                "USD per hour saved",
+                "pays off when value of time is",
+                f"pays off at {_usd(vot)}/h" if vot is not None else "pays off",
+            ],
+        },
+        cheapest={"rows": cheapest, "header": ["variant", "from", "to"]},
+        sizing=spend,
+        critical={
+            "rows": critical,
+            "header": ["variant", "step", "kind", "busy", "on critical path", "share of wall", "runs on path"],
+        },
+        sweep=sweep,
+        notes=[n for n in notes if n],
+        files=[{"name": str(f), "text": text} for f, text in files],
+        resolved=yaml.safe_dump(resolved_scenario(res), sort_keys=False, allow_unicode=True),
+        version=version(),
+        seed=res.seed,
+        runs=f"{res.n_runs:,}",
+        n_runs=res.n_runs,
+        path=str(path),
     )
-    return "".join(out)
+
+
+VARIANT_HEADER = [
+    "variant",
+    "mean wall",
+    "95% CI",
+    "p50",
+    "p95",
+    "p99",
+    "mean cost",
+    "p95 cost",
+    "calls",
+    "frontier (mean)",
+    "frontier (p95)",
+]
 
 
 def _source_files(path: Path) -> list[tuple[Path, str]]:
@@ -633,10 +578,10 @@ def _source_files(path: Path) -> list[tuple[Path, str]]:
     return out
 
 
-def _verdict(vt, be, env, vot) -> str:
-    """One or two sentences a team lead can forward."""
+def _verdict(vt, be, env, vot) -> Markup:
+    """One or two sentences a team lead can forward (names escaped, in bold)."""
     if vt["wall_mean_s"].isna().all():
-        return "No variant completed a run: every run failed (see the limits and failures below)."
+        return Markup("No variant completed a run: every run failed (see the limits and failures below).")
     fastest = vt["wall_mean_s"].idxmin()
     cheapest = vt["cost_mean_usd"].idxmin()
     if vt.attrs.get("basis") == "per success":  # figures per successful task (tradeoffs.per_success)
@@ -644,22 +589,33 @@ def _verdict(vt, be, env, vot) -> str:
     else:
         mean, unit = "mean", "per run"
     parts = [
-        f"Fastest: <b>{_esc(fastest)}</b> ({_s(vt.loc[fastest, 'wall_mean_s'])} {mean}, "
-        f"{_usd(vt.loc[fastest, 'cost_mean_usd'])} {unit}). Cheapest: <b>{_esc(cheapest)}</b> "
-        f"({_s(vt.loc[cheapest, 'wall_mean_s'])}, {_usd(vt.loc[cheapest, 'cost_mean_usd'])} {unit})."
+        Markup("Fastest: <b>{}</b> ({} {}, {} {}). Cheapest: <b>{}</b> ({}, {} {}).").format(
+            fastest,
+            _s(vt.loc[fastest, "wall_mean_s"]),
+            mean,
+            _usd(vt.loc[fastest, "cost_mean_usd"]),
+            unit,
+            cheapest,
+            _s(vt.loc[cheapest, "wall_mean_s"]),
+            _usd(vt.loc[cheapest, "cost_mean_usd"]),
+            unit,
+        )
     ]
     if vot is not None:
         row = env[(env["from_usd_per_hour"] <= vot) & (vot < env["to_usd_per_hour"])]
         if len(row):
             best = row["variant"].iloc[0]
-            parts.append(f"At your value of time ({_usd(vot)}/h) the cheapest overall is <b>{_esc(best)}</b>.")
+            parts.append(
+                Markup("At your value of time ({}/h) the cheapest overall is <b>{}</b>.").format(_usd(vot), best)
+            )
     for name, r in be.iterrows():
         if r["pays_off_when"] == "above":
             parts.append(
-                f"{_esc(name)} pays off when an hour of waiting is worth more than "
-                f"{_usd(r['break_even_usd_per_hour'])}."
+                Markup("{} pays off when an hour of waiting is worth more than {}.").format(
+                    name, _usd(r["break_even_usd_per_hour"])
+                )
             )
-    return " ".join(parts)
+    return Markup(" ").join(parts)
 
 
 def sweep_document(sw) -> dict:

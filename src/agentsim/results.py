@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from . import payoff
 from .plan import Plan
 from .pricing import prices_summary
 
@@ -76,7 +77,7 @@ def describe(x: np.ndarray, percentiles=PERCENTILES) -> dict[str, Any]:
 
 
 @dataclass
-class _CallStats:
+class CallStats:
     """Per-call TTFT/TPS/ITL of one variant, kept for the first PER_CALL_CAP calls."""
 
     ttft: list[np.ndarray] = field(default_factory=list)
@@ -113,7 +114,7 @@ class Results:
         runs: int,
         engine: str,
         runs_df: pd.DataFrame,
-        call_stats: dict[str, _CallStats],
+        call_stats: dict[str, CallStats],
         calls_builder,
         spans_builder,
         extra: dict | None = None,
@@ -331,25 +332,17 @@ class Results:
             return pd.DataFrame(columns=["variant", "account", "series", "t_s", "value", "limit"])
         return pd.concat(rows, ignore_index=True)
 
-    def plot_limits(self):
-        """Requests in flight and token-bucket levels per account over time (workloads)."""
-        from .plots_limits import limits_figure
+    # Figures (plot_tradeoff, plot_limits, plot_wait_cdf) are attached by agentsim.figure_methods:
+    # this layer computes tables and statistics and knows no figures. ``import agentsim`` is lazy, so
+    # a result made through a submodule loads them on first use of a ``plot_*`` name.
+    def __getattr__(self, name: str):
+        if name.startswith("plot_") and "_figures_loaded" not in type(self).__dict__:
+            import importlib
 
-        outs = self.extra.get("outcomes")
-        return limits_figure(self.limits_timeseries(), outs[0].window if outs else None)
-
-    def plot_wait_cdf(self):
-        """CDF of the queue wait of every successful call, per variant."""
-        from .plots_limits import wait_cdf_figure
-
-        return wait_cdf_figure(self.calls)
-
-    # ------------------------------------------------------------------ figures
-    def plot_tradeoff(self):
-        """Mean cost against mean and p95 wall time, one point per variant (a matplotlib Figure)."""
-        from .plots import tradeoff_figure
-
-        return tradeoff_figure(self.summary(), title=self.scenario.name)
+            importlib.import_module("agentsim.figure_methods")
+            type(self)._figures_loaded = True
+            return getattr(self, name)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def _repr_html_(self) -> str:
         summary = self.summary()
@@ -424,32 +417,18 @@ def summary_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
 
 
 def compare(base: dict, v: dict, vot: float | None) -> dict[str, Any]:
-    """Δ time, Δ cost, USD per hour saved, and whether it pays off at ``vot`` USD/h.
-
-    A faster variant pays off when ``vot >= usd_per_hour_saved`` (DESIGN.md §4); in general, when
-    its total cost (API cost + value of time x wall time) is not above the baseline's — a slower
-    variant pays off if it saves more money than the extra waiting is worth. A variant with the
-    same time and cost as the baseline does not "pay off" (there is nothing to gain).
-    """
+    """Δ time, Δ cost, USD per hour saved, and whether it pays off at ``vot`` USD/h (the rule of
+    :mod:`agentsim.payoff`: total cost not above the baseline's, for a variant faster or cheaper)."""
     figures = (v["wall_time_s"]["mean"], base["wall_time_s"]["mean"], v["cost_usd"]["mean"], base["cost_usd"]["mean"])
     if any(x is None for x in figures):
         # a variant (or the baseline) with no completed run has nothing to compare
         return {"delta_time_s": None, "delta_cost_usd": None, "usd_per_hour_saved": None, "pays_off": None}
     dt = v["wall_time_s"]["mean"] - base["wall_time_s"]["mean"]
     dc = v["cost_usd"]["mean"] - base["cost_usd"]["mean"]
-    saved_h = -dt / 3600.0
-    per_hour = dc / saved_h if saved_h > 0 else None
-    if vot is None:
-        pays = None
-    elif dt == 0 and dc == 0:
-        pays = False
-    else:
-        time_value = vot * dt / 3600.0
-        # ties count as paying off; the tolerance absorbs float rounding of hand-made equalities
-        pays = bool(dc + time_value <= 1e-9 * max(abs(dc), abs(time_value)))
+    per_hour = payoff.usd_per_hour_saved(dt, dc)
     return {
         "delta_time_s": _f(dt),
         "delta_cost_usd": _f(dc),
         "usd_per_hour_saved": _f(per_hour) if per_hour is not None else None,
-        "pays_off": pays,
+        "pays_off": payoff.pays_off(dt, dc, vot) if vot is not None else None,
     }

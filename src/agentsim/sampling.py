@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import special
 
+from .memory import tune_malloc
 from .plan import COND_TPS, COND_TTFT, COUNT, FAIL, PICK, U_ERROR, U_JITTER, U_TPS, U_TTFT, ChooseNode, Plan, RepeatNode
 
 __all__ = ["BLOCK_SIZE", "Block", "block_spans", "call_speeds", "sample_block"]
@@ -77,9 +78,7 @@ def _normals(seed: int, block: int, node: int, purpose: int, shape: tuple[int, .
 
 def sample_block(plan: Plan, seed: int, index: int, start: int, n: int) -> Block:
     """Draw every random quantity of ``n`` runs (block ``index``)."""
-    from .fastpath import _tune_malloc
-
-    _tune_malloc()  # large temporaries follow: keep freed memory for reuse (see fastpath._tune_malloc)
+    tune_malloc()  # large temporaries follow: keep freed memory for reuse (see agentsim.memory)
     dims: dict[int, int] = {}
     values: dict[tuple[int, int], np.ndarray] = {}
     by_variant: dict[int, dict[tuple[int, int], np.ndarray]] = {}

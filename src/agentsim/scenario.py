@@ -64,7 +64,8 @@ def suggest(word: str, options: list[str] | set[str] | tuple[str, ...]) -> str:
 
 
 class _Model(BaseModel):
-    """Base of every scenario model: frozen, unknown keys rejected with a suggestion."""
+    """Base of every scenario model (public name: ``StrictModel``): frozen, unknown keys rejected with a
+    suggestion."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
@@ -83,6 +84,9 @@ class _Model(BaseModel):
                         {"key": str(key), "hint": hint},
                     )
         return data
+
+
+StrictModel = _Model  # the public name, for models of other files (profiles, replay configs)
 
 
 def _number(value: Any) -> Any:

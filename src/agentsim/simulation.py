@@ -19,14 +19,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .loading import load
 from .plan import Plan, compile_plan
 from .records import DONE, BlockResult, calls_frame, price_calls, run_columns, spans_frame
-from .results import PER_CALL_CAP, Results, _CallStats
+from .results import PER_CALL_CAP, CallStats, Results
 from .sampling import block_spans, call_speeds, sample_block
 from .scenario import Scenario
 from .sizeguard import check_plan
 from .stream_stats import StreamStats
+from .validation import load
 
 __all__ = ["ENGINES", "choose_engine", "simulate", "simulate_plan"]
 
@@ -161,7 +161,7 @@ def simulate_plan(plan: Plan, runs: int, seed: int, *, engine: str = "auto", wor
     spans = block_spans(runs)
     nv = len(plan.variants)
     keep = _est_call_instances(plan, runs) * nv <= KEEP_CALLS_LIMIT or plan.needs_attempts
-    call_stats = {name: _CallStats() for name in plan.variants}
+    call_stats = {name: CallStats() for name in plan.variants}
     stream_stats = {name: StreamStats(plan) for name in plan.variants}
     columns: dict[str, np.ndarray] = {}
     kept = [] if keep else None
@@ -265,7 +265,7 @@ def _simulate_workload(plan: Plan, seed: int) -> Results:
 
     nv = len(plan.variants)
     outcomes = [run_workload(plan, seed, v) for v in range(nv)]
-    frames, call_stats = [], {name: _CallStats() for name in plan.variants}
+    frames, call_stats = [], {name: CallStats() for name in plan.variants}
     stream_stats = {name: StreamStats(plan) for name in plan.variants}
     for v, out in enumerate(outcomes):
         for res in out.blocks:

@@ -52,13 +52,14 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from .loading import ErrorItem, ScenarioError, _line, load_data, parse
+from .loading import ErrorItem, ScenarioError, line_of, load_data
 from .plan import Plan, compile_plan
 from .results import Results, summary_frame
 from .results import summary_rows as results_summary_rows
 from .sampling import block_spans
 from .scenario import Scenario, suggest
 from .simulation import choose_engine, simulate_plan
+from .validation import parse
 
 __all__ = [
     "EXECUTORS",
@@ -220,7 +221,7 @@ def axes_from_scenario(scenario: Scenario, file: str = "<scenario>", lines: dict
                 r = spec.range
                 values = range_values(_plain(r.start), _plain(r.stop), _plain(r.step))
         except ValueError as exc:
-            raise ScenarioError([ErrorItem(file, _line(lines or {}, where), where, str(exc))]) from None
+            raise ScenarioError([ErrorItem(file, line_of(lines or {}, where), where, str(exc))]) from None
         axes.append(SweepAxis(path, spec.set, tuple(values), f"sweeps[{i}]", spec.label))
     return axes
 
@@ -264,7 +265,7 @@ def _set_in(data: Any, axis: SweepAxis, value: Any, file: str, lines: dict) -> N
         if problem is not None:
             msg, hint = problem
             raise ScenarioError(
-                [ErrorItem(file, _line(lines, here), here, f"{axis.origin}: {msg}", hint or "check the path")]
+                [ErrorItem(file, line_of(lines, here), here, f"{axis.origin}: {msg}", hint or "check the path")]
             )
         if last:
             cur[key] = copy.deepcopy(value)

@@ -16,7 +16,7 @@ Every option (a variant, or a variant at one grid point of a sweep) is a point
   when ``V`` is at or above the *break-even value of time* ``V* = -3600 Δc / Δt``,
   which is the same number as the USD per hour saved. A slower variant pays off at
   or below ``V*`` (it is the cheaper choice when time is worth little). This is the
-  rule of ``summary.json``'s ``pays_off``.
+  rule of ``summary.json``'s ``pays_off`` (:mod:`agentsim.payoff`).
 * **Which option is cheapest overall at my value of time?** Each option's total cost
   is a line in ``V``; the lower envelope of the lines says which option is cheapest
   for each range of ``V`` (:func:`cheapest_intervals`).
@@ -31,7 +31,7 @@ successful runs) and its mean time its time to success (all runs' wall time / su
 what one delivered result costs when failed runs are retried. A cheap model that fails more often, or
 loops longer, can win on cost per run and lose on cost per success.
 
-Sweeps (:mod:`agentsim.sweeps`) are re-exported here.
+Sweeps (:mod:`agentsim.sweeps`) build on this module (never the other way round).
 """
 
 from __future__ import annotations
@@ -44,24 +44,19 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from .results import summary_frame
+from . import payoff
+from .results import Results, summary_frame, summary_rows
 from .scenario import Scenario
-from .sweeps import Sweep, SweepAxis, parse_set, run_sweep, summary_rows
 
 __all__ = [
-    "Sweep",
-    "SweepAxis",
     "break_even",
     "cheapest_intervals",
     "mark_pareto",
     "paired_deltas",
     "pareto_mask",
-    "parse_set",
     "per_success",
-    "run_sweep",
     "runs_per_month",
     "spend_sizing",
-    "summary_rows",
     "variant_table",
 ]
 
@@ -142,13 +137,13 @@ def mark_pareto(table: pd.DataFrame) -> pd.DataFrame:
 # --------------------------------------------------------------------------- per-variant tables
 
 
-def variant_table(res) -> pd.DataFrame:
+def variant_table(res: Results) -> pd.DataFrame:
     """One row per variant (index) with every summary figure (:func:`summary_rows`) and Pareto marks.
 
     When the scenario defines success the rows are per successful task (:func:`per_success`) and the
     table's ``attrs["basis"]`` is ``"per success"``.
     """
-    rows = [per_success(r) for r in summary_rows(res)]
+    rows = [per_success(r) for r in summary_rows(res.summary_dict())]
     table = mark_pareto(summary_frame(rows)).set_index("variant")
     if rows and rows[0].get("basis") == PER_SUCCESS:
         table.attrs["basis"] = PER_SUCCESS
@@ -205,40 +200,26 @@ def break_even(table: pd.DataFrame, baseline: str | None = None, value_of_time: 
     rows = []
     for name, r in table.iterrows():
         dt, dc = float(r["wall_mean_s"]) - t0, float(r["cost_mean_usd"]) - c0
-        per_hour = dc / (-dt / 3600.0) if dt < 0 else math.nan
-        v_star = -3600.0 * dc / dt if dt != 0 else math.nan
+        per_hour = payoff.usd_per_hour_saved(dt, dc)
         if name == baseline:
-            when = "baseline"
+            when, v_star = "baseline", None
         elif not (math.isfinite(dt) and math.isfinite(dc)):
-            when = "unknown"  # this variant or the baseline completed no run
-        elif dt < 0:
-            when = "always" if dc <= 0 else "above"
-        elif dt > 0:
-            when = "below" if dc < 0 else "never"
+            when, v_star = "unknown", None  # this variant or the baseline completed no run
         else:
-            when = "always" if dc < 0 else "never"
+            when, v_star = payoff.break_even(dt, dc)
         row = {
             "variant": name,
             "delta_time_s": dt,
             "delta_cost_usd": dc,
-            "usd_per_hour_saved": per_hour,
-            "break_even_usd_per_hour": v_star if when in ("above", "below") else math.nan,
+            "usd_per_hour_saved": per_hour if per_hour is not None else math.nan,
+            "break_even_usd_per_hour": v_star if v_star is not None else math.nan,
             "pays_off_when": when,
         }
         if value_of_time is not None:
-            row["pays_off"] = _pays_off(dt, dc, value_of_time) if name != baseline else None
+            row["pays_off"] = payoff.pays_off(dt, dc, value_of_time) if when not in ("baseline", "unknown") else None
             row["total_usd_per_run"] = float(r["cost_mean_usd"]) + value_of_time * float(r["wall_mean_s"]) / 3600.0
         rows.append(row)
     return pd.DataFrame(rows).set_index("variant")
-
-
-def _pays_off(dt: float, dc: float, vot: float) -> bool:
-    """The rule of ``summary.json`` (:func:`agentsim.results.compare`): total cost not above the baseline's
-    (ties pay off), except a variant identical in time and cost, which has nothing to gain."""
-    if dt == 0 and dc == 0:
-        return False
-    time_value = vot * dt / 3600.0
-    return bool(dc + time_value <= 1e-9 * max(abs(dc), abs(time_value)))
 
 
 def cheapest_intervals(table: pd.DataFrame) -> pd.DataFrame:

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import simpy
 
-from .engine import RUN_UNFINISHED, _Runner, finish_block
+from .engine import RUN_UNFINISHED, Runner, finish_block
 from .limits import Account
 from .plan import ARRIVAL, THINK, Plan
 from .records import BlockResult
@@ -50,15 +50,15 @@ def run_workload(plan: Plan, seed: int, variant: int) -> WorkloadOutcome:
     assert wl is not None
     env = simpy.Environment()
     accounts = [Account.create(spec, env) for spec in plan.accounts]
-    runners: dict[int, _Runner] = {}
+    runners: dict[int, Runner] = {}
     flags: dict[int, dict[str, np.ndarray]] = {}
 
-    def runner_for(i: int) -> tuple[_Runner, int]:
+    def runner_for(i: int) -> tuple[Runner, int]:
         b = i // BLOCK_SIZE
         if b not in runners:
             block = sample_block(plan, seed, b, b * BLOCK_SIZE, BLOCK_SIZE)
-            rn = _Runner(plan, block, variant, call_speeds(plan, block, variant))
-            rn.env, rn.accounts = env, accounts
+            rn = Runner(plan, block, variant, call_speeds(plan, block, variant))
+            rn.share(env, accounts)
             runners[b] = rn
             flags[b] = {
                 "started": np.zeros(BLOCK_SIZE, bool),
