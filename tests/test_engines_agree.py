@@ -100,7 +100,13 @@ def steps_strategy(models):
             st.lists(st.one_of(inner, seq), min_size=2, max_size=3),
             join,
         )
-        fan = st.builds(lambda n, s, j: {"fanout": {"n": n, "steps": s, "join": j}}, count, seq, join)
+        # k may not exceed the copies a fanout can draw (as for parallel): one copy joins "all"
+        fan = st.builds(
+            lambda n, s, j: {"fanout": {"n": n, "steps": s, "join": "all" if n == 1 and isinstance(j, dict) else j}},
+            count,
+            seq,
+            join,
+        )
         rep = st.one_of(
             st.builds(lambda n, s: {"repeat": {"times": n, "steps": s}}, count, seq),
             st.builds(
