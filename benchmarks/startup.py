@@ -1,13 +1,14 @@
 """Start-up cost of the command line: CPU seconds each command takes, median of 7 subprocesses.
 
-    python benchmarks/startup.py [--repeat 7] [--agentsim PATH]
+    python benchmarks/startup.py [--repeat 7] [--agentsim PATH] [--src DIR]
 
 Runs each command in a fresh process and reads its CPU time (user + system) from ``os.wait4``,
 which is far less sensitive to a busy machine than wall time. The commands are interleaved
 (one round runs each once) so a burst of load hits every command alike. Goal (issue 15):
 ``agentsim --help`` and ``agentsim validate scenarios/coding-agent.yaml`` at most 0.4 s CPU each.
 Also prints the heavy packages each command imported (``-X importtime``), so a regression
-points at its cause.
+points at its cause. ``--src DIR`` runs another source tree (``PYTHONPATH=DIR``), e.g. an older
+commit exported with ``git archive <commit> src | tar -x -C /tmp/old``.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 HEAVY = ("pandas", "scipy", "matplotlib", "statsmodels", "httpx", "pyarrow", "dask", "simpy", "numpy", "pydantic")
+ENV = dict(os.environ)
 COMMANDS = {
     "--help": ["--help"],
     "validate": ["validate", str(ROOT / "scenarios" / "coding-agent.yaml")],
@@ -32,7 +34,7 @@ COMMANDS = {
 
 def cpu_seconds(argv: list[str]) -> float:
     """CPU time (user + system) of one child process running ``argv``."""
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=ENV)
     _, status, usage = os.wait4(proc.pid, 0)
     if os.waitstatus_to_exitcode(status) != 0:
         raise SystemExit(f"{' '.join(argv)} failed with exit code {os.waitstatus_to_exitcode(status)}")
@@ -41,7 +43,7 @@ def cpu_seconds(argv: list[str]) -> float:
 
 def heavy_imports(base: list[str], args: list[str]) -> list[str]:
     """Heavy top-level packages imported while running the command."""
-    env = dict(os.environ, PYTHONPROFILEIMPORTTIME="1")
+    env = dict(ENV, PYTHONPROFILEIMPORTTIME="1")
     err = subprocess.run(base + args, env=env, capture_output=True, text=True).stderr
     names = {m.group(1).split(".")[0] for m in re.finditer(r"^import time:.*\|\s+(\S+)$", err, re.M)}
     return sorted(names & set(HEAVY))
@@ -51,7 +53,10 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=7)
     ap.add_argument("--agentsim", default=None, help="the agentsim executable (default: next to this Python)")
+    ap.add_argument("--src", default=None, help="run this source tree instead (PYTHONPATH)")
     args = ap.parse_args()
+    if args.src:
+        ENV["PYTHONPATH"] = str(Path(args.src).resolve())
     exe = args.agentsim or shutil.which("agentsim", path=str(Path(sys.executable).parent)) or "agentsim"
     base = [exe]
     times: dict[str, list[float]] = {name: [] for name in COMMANDS}
