@@ -640,3 +640,26 @@ def test_edge_cases_empty_and_tiny_answers(engine):
     assert calls["five"]["first_render_s"]["mean"] == pytest.approx(1.5)
     assert calls["chunky"]["first_render_s"]["mean"] == pytest.approx(1.0)
     assert calls["chunky"]["longest_gap_s"]["mean"] == 0.0
+
+
+def test_interruptions_and_pipelines_with_shared_limits():
+    # One slot: two interruptible calls in parallel run one after the other. Each is cut at a_1 + 2.05 = 3.05 s
+    # after its start with 21 tokens, so the second starts at 3.05 s (queued 3.05 s) and ends at 6.1 s; the
+    # pipeline after the second starts once it has streamed 5 tokens (a_5 = 1 + 4 x 10/99 after its start).
+    cut = {"p": 1, "after_first_token": 2.05}
+    calls = [{"call": {"name": n, "output": 100, "interrupt": cut}} for n in ("x", "y")]
+    steps = [
+        {"parallel": calls},
+        {"call": {"name": "z", "output": 100}},
+        {"pipeline": {"after": {"tokens": 5}, "steps": [{"tool": {"name": "t", "latency": 1}}]}},
+    ]
+    doc = scenario(steps, models=M10, limits={"acct": {"models": ["m"], "concurrency": 1}})
+    res = run(doc)
+    c = res.calls.set_index("step")
+    assert c.loc["x", "output_tokens"] == 21 and c.loc["y", "output_tokens"] == 21
+    assert c.loc["y", "t_start"] == pytest.approx(3.05)
+    assert c.loc["y", "t_end"] == pytest.approx(6.1)
+    assert res.spans["t_start"].iloc[0] == pytest.approx(6.1 + 1 + 40 / 99)
+    v = res.summary_dict()["variants"]["baseline"]
+    assert v["wall_time_s"]["mean"] == pytest.approx(6.1 + 11)
+    assert v["streaming"]["calls"]["x"]["interrupted_share"]["mean"] == 1.0

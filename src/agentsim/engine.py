@@ -310,30 +310,7 @@ class _Runner:
         """A call that may be interrupted: the shared rule (agentsim.streaming.interruption) decides where."""
         env, r = self.env, st.r
         ctx = st.ctx
-        tier = self.plan.tiers[key]
-        sd = stall_draws(self.plan, self.block, node, key)
-        stall_u = 0.0
-        if sd is not None:
-            stall_u = float(
-                np.broadcast_to(sd[1], (self.n, *self.block.shape(node.scope))).reshape(-1)[
-                    r * self.width[node.id] + flat
-                ]
-            )
-        runs = np.array([r])
-        send = np.array([t0])
-        end = send + ((ttft + (out + reas) / tps) + stall)
-        a1 = (send + ttft) + reas / tps
-        N = np.array([out], dtype=np.int64)
-        sb = streams(
-            tier, self.block, node, flat, runs, send, a1, end, N, np.array([stall]), np.array([stall_u]), cache=True
-        )
-        fa = None
-        if node.consumer is not None and node.consumer.kind == "speech":
-            fa = np.array([self.value(node, FIRST_AUDIO, r, flat)])
-        if node.interrupt is not None:
-            hit, t_cut, billed = interruption(self.plan, self.block, node, tier, flat, runs, sb, fa)
-        else:
-            hit, t_cut, billed = np.zeros(1, dtype=bool), end, N
+        sb, runs, stall_u, hit, t_cut, billed = self._stream_rule(node, flat, r, t0, ttft, tps, out, reas, stall, key)
         if st.trigger is not None:
             self._arm_pipeline(st, node, flat, runs, sb, t0, ttft, stall, stall_u, float(t_cut[0]) if hit[0] else None)
         if not hit[0]:
@@ -368,6 +345,34 @@ class _Runner:
         acc[DEC] += (T - t0) - ttft - stalled
         if stalled:
             acc[STALL] += stalled
+
+    def _stream_rule(self, node, flat, r, t0, ttft, tps, out, reas, stall, key):
+        """One call's token timeline and whether (and where) it is interrupted (agentsim.streaming rules)."""
+        tier = self.plan.tiers[key]
+        sd = stall_draws(self.plan, self.block, node, key)
+        stall_u = 0.0
+        if sd is not None:
+            stall_u = float(
+                np.broadcast_to(sd[1], (self.n, *self.block.shape(node.scope))).reshape(-1)[
+                    r * self.width[node.id] + flat
+                ]
+            )
+        runs = np.array([r])
+        send = np.array([t0])
+        end = send + ((ttft + (out + reas) / tps) + stall)
+        a1 = (send + ttft) + reas / tps
+        N = np.array([out], dtype=np.int64)
+        sb = streams(
+            tier, self.block, node, flat, runs, send, a1, end, N, np.array([stall]), np.array([stall_u]), cache=True
+        )
+        fa = None
+        if node.consumer is not None and node.consumer.kind == "speech":
+            fa = np.array([self.value(node, FIRST_AUDIO, r, flat)])
+        if node.interrupt is not None:
+            hit, t_cut, billed = interruption(self.plan, self.block, node, tier, flat, runs, sb, fa)
+        else:
+            hit, t_cut, billed = np.zeros(1, dtype=bool), end, N
+        return sb, runs, stall_u, hit, t_cut, billed
 
     def _cancellable(self, node, r, flat, t0, ttft, tps, out, reas, inp, read, write, w1h, key, d):
         """Wait ``d``; if a race cancels the call meanwhile, record what it had generated (as in ``call``)."""
@@ -511,6 +516,19 @@ class _Runner:
                 d_run, outcome = timeout, ATT_TIMEOUT
             else:
                 d_run, outcome = d, ATT_OK
+            cut = None  # (time, visible tokens billed, stall spent) when the user interrupts this attempt
+            if outcome == ATT_OK and (node.id in self.streamed or st.trigger is not None):
+                sb, runs, stall_u, hit, t_cut, billed = self._stream_rule(
+                    node, flat, r, t0, ttft, tps, out, reas, stall, tkey
+                )
+                if st.trigger is not None:
+                    self._arm_pipeline(
+                        st, node, flat, runs, sb, t0, ttft, stall, stall_u, float(t_cut[0]) if hit[0] else None
+                    )
+                if hit[0]:
+                    stalled = float(stalled_by(sb, np.array([stall]), np.array([stall_u]), t_cut)[0])
+                    cut = (float(t_cut[0]), int(billed[0]), stalled)
+                    d_run = cut[0] - t0
             ctx.mark(tkey, inp, t0 + d_run)
             try:
                 yield env.timeout(d_run)
@@ -544,6 +562,7 @@ class _Runner:
                 raise
             self._release(held)
             if outcome == ATT_OK:
+                vis = out if cut is None else cut[1]
                 self.call_recs.extend(
                     (
                         node.id,
@@ -559,7 +578,7 @@ class _Runner:
                         read,
                         write,
                         w1h,
-                        out,
+                        vis,
                         reas,
                         tkey,
                     )
@@ -569,13 +588,19 @@ class _Runner:
                         (node.id, r, flat, attempt, tkey, ATT_OK, t_try, t0, env.now, 0, 0, 0, 0, 0, 0)
                     )
                 if ctx.cfg.grows:
-                    ctx.L += i_new + out
+                    ctx.L += i_new + vis
                 acc = st.acc
                 acc[Q] += t0 - t_submit
                 acc[TTFT] += ttft
-                acc[DEC] += dec
-                if stall:
-                    acc[STALL] += stall
+                if cut is None:
+                    acc[DEC] += dec
+                    if stall:
+                        acc[STALL] += stall
+                else:
+                    self.interrupt_recs.extend((node.id, r, flat))
+                    acc[DEC] += (env.now - t0) - ttft - cut[2]
+                    if cut[2]:
+                        acc[STALL] += cut[2]
                 return
             # a failed attempt: an error (nothing billed) or a timeout (billed what was generated)
             if outcome == ATT_TIMEOUT:

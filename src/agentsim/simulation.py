@@ -42,12 +42,6 @@ def choose_engine(plan: Plan, requested: str = "auto") -> str:
     if requested not in ENGINES:
         raise EngineError(f"unknown engine '{requested}' (choose one of {', '.join(ENGINES)})")
     reasons = des_reasons(plan)
-    streamed = any(c.interrupt is not None for c in plan.calls) or any(n.kind == "pipeline" for n in plan.nodes)
-    if streamed and (plan.needs_attempts or plan.workload is not None):
-        raise EngineError(
-            "interrupt and pipeline cannot yet be combined with shared limits, failing models or a workload "
-            "(remove limits:, error_rate/timeout or workload:, or the interrupt/pipeline)"
-        )
     if requested == "fastpath" and reasons:
         raise EngineError("the fast path cannot run this scenario: " + "; ".join(reasons) + " (use --engine des)")
     if requested == "auto":
