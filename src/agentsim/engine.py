@@ -20,6 +20,9 @@ cancelled at that instant: a call already running is billed its input and the
 output generated so far (reasoning first); one that has not started never
 happens.
 
+A ``fail`` step raises :class:`RunFailed` when its draw is below the variant's ``p``: the run stops at
+that instant (inside a parallel branch, the other branches are cancelled as race losers are).
+
 This engine handles one agent run at a time (fresh environment per run); shared
 provider limits and workloads run many agents in one environment
 (:mod:`agentsim.limits`). The engine does no I/O and keeps no global state.

@@ -8,6 +8,10 @@ axis). ``repeat`` iterations and ``choose`` options are evaluated in turn under 
 boolean *active* mask: an instance that does not happen leaves every state
 array unchanged.
 
+A ``fail`` step (outside parallel/fanout branches; plans with one inside run on the DES) clears its
+failed runs from an evaluator-wide *alive* mask that every later mask is cut with, so a failed run's
+time, cost and context freeze where it failed.
+
 It reproduces :mod:`agentsim.engine` bit for bit, by construction:
 
 * both read the same pre-drawn arrays (:mod:`agentsim.sampling`);
