@@ -70,6 +70,8 @@ from .records import (
     CALL_INT,
     CANCELLED,
     DONE,
+    RUN_FAILED,
+    RUN_UNFINISHED,  # noqa: F401 - re-exported for agentsim.workload
     SPAN_FIELDS,
     BlockResult,
     empty_call_tensors,
@@ -110,8 +112,7 @@ class RunFailed(Exception):
     """A call used up its attempts, or a ``fail`` step failed the run: the run stops here."""
 
 
-# run status codes (runs table)
-RUN_OK, RUN_FAILED, RUN_UNFINISHED = 0, 1, 2
+# run status codes (runs table): RUN_OK, RUN_FAILED, RUN_UNFINISHED live in agentsim.records
 # attempt outcomes (attempts table)
 ATT_OK, ATT_REJECTED, ATT_ERROR, ATT_TIMEOUT, ATT_CANCELLED = range(5)
 FAILED = 3  # call status: every attempt failed

@@ -60,6 +60,8 @@ from .records import (
     CANCELLED,
     DONE,
     NOT_MADE,
+    RUN_FAILED,
+    RUN_OK,
     BlockResult,
     clear,
     empty_call_tensors,
@@ -553,7 +555,5 @@ def run_block_fast(plan: Plan, block: Block, variant: int, speeds: dict) -> Bloc
         spans=ev.spans,
     )
     if ev.alive is not None:
-        from .engine import RUN_FAILED, RUN_OK
-
         res.extra["run_status"] = np.where(ev.alive, RUN_OK, RUN_FAILED).astype(np.int8)
     return res
