@@ -498,3 +498,11 @@ def test_per_success_rows_and_frontier():
     assert (ranked["cost_mean_usd"], ranked["wall_mean_s"], ranked["cost_per_run_usd"]) == (2.0, 20.0, 1.0)
     assert "cost_ci95_lo_usd" not in ranked and ranked["basis"] == "per success"
     assert per_success({"wall_mean_s": 1.0, "cost_mean_usd": 2.0}) == {"wall_mean_s": 1.0, "cost_mean_usd": 2.0}
+
+
+def test_every_by_model_problem_is_reported_at_once():
+    doc = loop_doc(fail={"opus": 0.1})  # fail.p has no haiku value
+    doc["agent"]["steps"][0]["repeat"]["continue_p"] = {"by": "akt", "opus": 0.7}  # unknown call
+    msg = _error(doc)
+    assert "no call is named 'akt'" in msg and "no value for model 'haiku'" in msg
+    assert "agent.steps[0].repeat.continue_p.by" in msg and "agent.steps[1].fail.p" in msg

@@ -20,6 +20,9 @@ cancelled at that instant: a call already running is billed its input and the
 output generated so far (reasoning first); one that has not started never
 happens.
 
+A ``fail`` step raises :class:`RunFailed` when its draw is below the variant's ``p``: the run stops at
+that instant (inside a parallel branch, the other branches are cancelled as race losers are).
+
 This engine handles one agent run at a time (fresh environment per run); shared
 provider limits and workloads run many agents in one environment
 (:mod:`agentsim.limits`). The engine does no I/O and keeps no global state.
@@ -69,6 +72,8 @@ from .records import (
     CALL_INT,
     CANCELLED,
     DONE,
+    RUN_FAILED,
+    RUN_UNFINISHED,  # noqa: F401 - re-exported for agentsim.workload
     SPAN_FIELDS,
     BlockResult,
     empty_call_tensors,
@@ -111,8 +116,7 @@ class RunFailed(Exception):
     """A call used up its attempts, or a ``fail`` step failed the run: the run stops here."""
 
 
-# run status codes (runs table)
-RUN_OK, RUN_FAILED, RUN_UNFINISHED = 0, 1, 2
+# run status codes (runs table): RUN_OK, RUN_FAILED, RUN_UNFINISHED live in agentsim.records
 # attempt outcomes (attempts table)
 ATT_OK, ATT_REJECTED, ATT_ERROR, ATT_TIMEOUT, ATT_CANCELLED = range(5)
 FAILED = 3  # call status: every attempt failed

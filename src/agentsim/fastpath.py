@@ -8,6 +8,10 @@ axis). ``repeat`` iterations and ``choose`` options are evaluated in turn under 
 boolean *active* mask: an instance that does not happen leaves every state
 array unchanged.
 
+A ``fail`` step (outside parallel/fanout branches; plans with one inside run on the DES) clears its
+failed runs from an evaluator-wide *alive* mask that every later mask is cut with, so a failed run's
+time, cost and context freeze where it failed.
+
 It reproduces :mod:`agentsim.engine` bit for bit, by construction:
 
 * both read the same pre-drawn arrays (:mod:`agentsim.sampling`);
@@ -55,6 +59,8 @@ from .records import (
     CANCELLED,
     DONE,
     NOT_MADE,
+    RUN_FAILED,
+    RUN_OK,
     BlockResult,
     clear,
     empty_call_tensors,
@@ -677,7 +683,5 @@ def run_block_fast(plan: Plan, block: Block, variant: int, speeds: dict) -> Bloc
     if ev.interrupted:
         res.extra["interrupted"] = ev.interrupted
     if ev.alive is not None:
-        from .engine import RUN_FAILED, RUN_OK
-
         res.extra["run_status"] = np.where(ev.alive, RUN_OK, RUN_FAILED).astype(np.int8)
     return res

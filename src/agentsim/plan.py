@@ -11,7 +11,10 @@ depend on a random draw, once:
 * every (model, speed tier) used by any variant becomes a :class:`Tier` with its
   compiled price rates and speed multipliers, and every call knows which tier it
   uses in each variant;
-* ``subagent`` steps are inlined with their own context settings.
+* ``subagent`` steps are inlined with their own context settings;
+* a probability or repeat count written ``{by: CALL, MODEL: value}`` is resolved to one value per
+  variant from the tier the named call runs on there (:func:`_resolve_by_model`);
+* each model's provider ``conditions`` become per-run draws of a pseudo-node (:func:`_compile_conditions`).
 
 Problems found here (a tier a model does not offer, a speed distribution that
 can reach zero, an unreadable empirical file, an unknown catalog model) are

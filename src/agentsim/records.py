@@ -37,6 +37,7 @@ __all__ = [
 ]
 
 NOT_MADE, DONE, CANCELLED, FAILED = 0, 1, 2, 3
+RUN_OK, RUN_FAILED, RUN_UNFINISHED = 0, 1, 2  # run status (runs table)
 
 # Fields an engine fills for every call (cost and tps are added by shared code).
 CALL_FLOAT = ("t_submit", "t_start", "t_first", "t_end", "ttft")

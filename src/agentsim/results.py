@@ -9,6 +9,8 @@ built on first use, the ``calls`` table (one row per model call). Its
 * ``calls.mean``, ``tokens`` by kind and the critical-path ``breakdown_s``, all
   per-run means (``tokens.input`` counts every input token, cached ones
   included, as genai-prices does);
+* ``success`` (only when the scenario has ``fail`` steps): success share, cost per success and time
+  to success over all runs (failed ones included), see :meth:`Results._success`;
 * ``vs_baseline``: differences of means against the first variant, the USD paid
   per hour of waiting saved (``delta_cost / hours saved``; null when the variant
   saves no time), and whether it pays off at the scenario's value of time, i.e.

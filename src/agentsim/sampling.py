@@ -18,6 +18,11 @@ Consequences, all by construction:
 * a node's numbers do not depend on other nodes, so adding a step leaves the
   other steps' draws alone.
 
+Where a repeat's count or a choose's pick depends on the model a named call runs on (contract v1.1),
+every variant transforms the same draws with its own parameter: ``Block.values`` holds variant 0's
+array, ``Block.by_variant`` the others that differ, and engines read ``Block.values_for(variant)``.
+Provider conditions multiply a call's drawn TTFT and speed by its run's factors in :func:`tier_speeds`.
+
 Draws are made instance-major (``(*instances, runs)`` then transposed), so
 run ``r``'s draw for iteration ``i`` does not move when a sweep changes how many
 iterations a repeat has.
