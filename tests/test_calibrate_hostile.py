@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import os
+import warnings
 
 import pytest
 import yaml
@@ -122,3 +123,21 @@ def test_the_profile_names_its_inputs_relative_to_itself(tmp_path, monkeypatch):
     monkeypatch.chdir(data)  # a relative path typed from elsewhere: still relative to the profile
     r = calibrate("m.csv", "-o", prof_dir / "q.yaml")
     assert yaml.safe_load((prof_dir / "q.yaml").read_text())["fit"]["files"] == ["../data/m.csv"]
+
+
+def test_mostly_equal_ttfts_keep_their_spread(tmp_path):
+    """Over half the TTFTs equal (a robust scale of 0): the spread of the rest is not thrown away."""
+    f = tmp_path / "m.csv"
+    with f.open("w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(HEADER)
+        for i in range(30):
+            ttft_ms = 500.0 if i < 20 else 700.0 + 30 * i
+            w.writerow([1772445601 + i, "m", ttft_ms, ttft_ms + 2000 + 13 * i, 1000, 0, 150, ""])
+    out = tmp_path / "p.yaml"
+    with warnings.catch_warnings():  # a division by a zero scale would be a RuntimeWarning, now an error
+        warnings.simplefilter("error", RuntimeWarning)
+        r = calibrate(f, "-o", out)
+    assert r.exit_code == 0, r.output
+    ttft = yaml.safe_load(out.read_text())["ttft"]
+    assert ttft["lognormal"]["p90"] > ttft["lognormal"]["median"] * 1.2

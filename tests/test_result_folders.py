@@ -211,3 +211,16 @@ def test_calls_parquet_written_block_by_block_equals_the_calls_table(tmp_path, m
     back = pd.read_parquet(path)
     pd.testing.assert_frame_equal(back, res.calls)
     assert list(tmp_path.iterdir()) == [path]  # the part files are gone
+
+
+def test_measure_checks_its_output_before_sending_a_request(tmp_path, monkeypatch):
+    import agentsim.measure
+
+    monkeypatch.setattr(agentsim.measure, "write_measurements", lambda *a, **k: pytest.fail("measured"))
+    blocker = tmp_path / "blocker"
+    blocker.write_text("x")
+    r = runner.invoke(
+        app, ["measure", "--base-url", "http://127.0.0.1:9/v1", "--model", "m", "-o", str(blocker / "m.jsonl")]
+    )
+    assert r.exit_code == 2, r.output
+    assert "-o" in r.output and "is a file, not a folder" in r.output

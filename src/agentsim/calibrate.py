@@ -257,8 +257,11 @@ def _robust_log_location_scale(logs: np.ndarray) -> tuple[float, float]:
     if logs.size < 3 or float(np.ptp(logs)) == 0.0:
         return float(np.mean(logs)), float(np.std(logs, ddof=1)) if logs.size > 1 else 0.0
     try:
-        loc, scale = sm.robust.scale.Huber()(logs)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            loc, scale = sm.robust.scale.Huber()(logs)
     except (ValueError, FloatingPointError):  # no convergence (e.g. most values equal): plain estimates
+        return float(np.mean(logs)), float(np.std(logs, ddof=1))
+    if not (np.isfinite(loc) and np.isfinite(scale) and scale > 0):  # over half the values equal: MAD is 0
         return float(np.mean(logs)), float(np.std(logs, ddof=1))
     return float(loc), float(scale)
 

@@ -200,6 +200,9 @@ def measure(
 
     if out.is_dir():
         raise BadInput(f"-o {out} is a folder: give a file name, e.g. {out / 'measurements.jsonl'}")
+    from .outdir import check_file
+
+    check_file(out, "-o", "measurements.jsonl")  # before any (billed) request is sent
     if api not in APIS:
         raise BadInput(f"--api {api!r}: use openai or anthropic")
     if not base_url.startswith(("http://", "https://")):
