@@ -37,6 +37,7 @@ demo: $(VENV)/.installed-run
 # line coverage of src/agentsim (subprocesses included) in the summary; fails under the floor in pyproject.toml
 test: $(VENV)/.installed-dev
 	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/lint-imports --no-cache
 	$(BIN)/python -m pytest -n 2 -q --cov=agentsim --cov-report=term:skip-covered
 
 lint: $(VENV)/.installed-dev
@@ -44,7 +45,7 @@ lint: $(VENV)/.installed-dev
 	$(BIN)/ruff format --check src tests benchmarks
 
 # mutation testing of the core modules ([tool.mutmut] in pyproject.toml; not part of CI). Long: narrow it
-# with ONLY, e.g. `make mutate ONLY='agentsim.context*'`; results in mutants/, `mutmut show NAME` for one
+# with ONLY, e.g. `make mutate ONLY='agentsim.sim.context*'`; results in mutants/, `mutmut show NAME` for one
 MUTATE_JOBS ?= 2
 ONLY ?=
 mutate: $(VENV)/.installed-mutate

@@ -25,9 +25,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 from agentsim import load  # noqa: E402
-from agentsim.plan import compile_plan  # noqa: E402
-from agentsim.simulation import simulate_plan  # noqa: E402
-from agentsim.validation import parse  # noqa: E402
+from agentsim.plan.compiler import compile_plan  # noqa: E402
+from agentsim.plan.validation import parse  # noqa: E402
+from agentsim.sim.simulation import simulate_plan  # noqa: E402
 
 REFERENCE = {
     "name": "reference-96-calls",
@@ -95,7 +95,7 @@ def main() -> None:
     print(f"{'scenario':<28}{'calls/run':>10}{'DES':>10}{'fast path':>11}{'fast/DES':>10}")
     ref_plan = compile_plan(parse(REFERENCE))
     plans = [("reference (96 calls)", ref_plan)]
-    from agentsim.simulation import des_reasons
+    from agentsim.sim.simulation import des_reasons
 
     for path in sorted((ROOT / "scenarios").glob("*.yaml")):
         plan = compile_plan(load(path))

@@ -25,9 +25,9 @@ import simpy
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from agentsim.plan import compile_plan  # noqa: E402
-from agentsim.simulation import simulate_plan  # noqa: E402
-from agentsim.validation import parse  # noqa: E402
+from agentsim.plan.compiler import compile_plan  # noqa: E402
+from agentsim.plan.validation import parse  # noqa: E402
+from agentsim.sim.simulation import simulate_plan  # noqa: E402
 
 
 def scenario(minutes: float) -> dict:

@@ -32,11 +32,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-import agentsim.pricing as pricing  # noqa: E402
-from agentsim.loading import load_data  # noqa: E402
-from agentsim.plan import compile_plan  # noqa: E402
-from agentsim.simulation import simulate, simulate_plan  # noqa: E402
-from agentsim.validation import parse  # noqa: E402
+import agentsim.pricing.rates as pricing  # noqa: E402
+from agentsim.model.loading import load_data  # noqa: E402
+from agentsim.plan.compiler import compile_plan  # noqa: E402
+from agentsim.plan.validation import parse  # noqa: E402
+from agentsim.sim.simulation import simulate, simulate_plan  # noqa: E402
 
 AS_OF = "2026-11-29"
 

@@ -24,9 +24,9 @@ sys.path.insert(0, str(ROOT / "src"))
 
 import yaml  # noqa: E402
 
-from agentsim.loading import parse  # noqa: E402
-from agentsim.plan import compile_plan  # noqa: E402
-from agentsim.simulation import simulate_plan  # noqa: E402
+from agentsim.plan.compiler import compile_plan  # noqa: E402
+from agentsim.plan.validation import parse  # noqa: E402
+from agentsim.sim.simulation import simulate_plan  # noqa: E402
 
 
 def plain(doc: dict) -> dict:

@@ -59,7 +59,7 @@ def api_rates(src: str, fast_runs: int, des_runs: int, repeat: int) -> tuple[lis
     """Runs/s of ``simulate(...).summary()`` per engine, interleaved, CPU time."""
     sys.path.insert(0, src)
     import agentsim
-    from agentsim.loading import parse
+    from agentsim.plan.validation import parse
 
     scenario = parse(REFERENCE)
     agentsim.simulate(scenario, runs=256, engine="fastpath").summary()  # warm-up: imports, tables, caches

@@ -24,7 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from agentsim.replay import parse_variant, replay  # noqa: E402
+from agentsim.replay.retime import parse_variant, replay  # noqa: E402
 from agentsim.traces.session_files import read_sessions  # noqa: E402
 
 T0 = dt.datetime(2026, 11, 2, 9, 0, tzinfo=dt.UTC).timestamp()

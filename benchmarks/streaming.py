@@ -4,7 +4,7 @@
 
 Prints the time of one fast-path simulation of a single call (2,000 visible tokens by default) with
 and without a consumer, for an even stream and for a stream with jitter, chunks and stalls, and the
-difference per call: what building the per-token timelines (agentsim.streaming) and the reader's,
+difference per call: what building the per-token timelines (agentsim.sim.streaming) and the reader's,
 speaker's and QoE metrics costs. Every per-token step is NumPy over batches of calls; the only
 Python loops are over batches, instance slots and (for speech) sentences.
 """
@@ -20,9 +20,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from agentsim.loading import parse  # noqa: E402
-from agentsim.plan import compile_plan  # noqa: E402
-from agentsim.simulation import simulate_plan  # noqa: E402
+from agentsim.plan.compiler import compile_plan  # noqa: E402
+from agentsim.plan.validation import parse  # noqa: E402
+from agentsim.sim.simulation import simulate_plan  # noqa: E402
 
 
 def doc(tokens: int, consumer: dict | None, stream: dict | None) -> dict:

@@ -33,7 +33,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from agentsim.sweeps import parse_set, run_sweep  # noqa: E402
+from agentsim.analysis.sweeps import parse_set, run_sweep  # noqa: E402
 
 SCENARIO = ROOT / "scenarios" / "coding-agent.yaml"
 GRID = ["models.opus.speeds.fast.output_tps_x=1.5:3.4:0.1", "agent.steps[1].repeat.times=5:50:5"]

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 import agentsim
-from agentsim.plan import compile_plan
-from agentsim.simulation import simulate_plan
-from agentsim.validation import parse
+from agentsim.plan.compiler import compile_plan
+from agentsim.plan.validation import parse
+from agentsim.sim.simulation import simulate_plan
 
 ROOT = Path(__file__).resolve().parents[1]
 SCENARIOS = ROOT / "scenarios"

@@ -503,7 +503,7 @@ def recovery_study(seeds: int, n_ok: int = 400) -> None:
 
     from scipy import stats
 
-    from agentsim.calibrate import calibrate
+    from agentsim.measure.calibrate import calibrate
     from agentsim.traces.measurement_files import read_file
 
     truth = Truth(cached_share=0.3)

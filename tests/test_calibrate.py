@@ -14,9 +14,9 @@ import yaml
 from typer.testing import CliRunner
 
 import agentsim
-from agentsim.calibrate import CalibrationError, calibrate
-from agentsim.cli import app
-from agentsim.profiles import load_profile
+from agentsim.cli.main import app
+from agentsim.measure.calibrate import CalibrationError, calibrate
+from agentsim.model.profiles import load_profile
 from agentsim.traces.measurement_files import detect_format, read_file
 from agentsim.traces.measurements import Rows, measurement_table
 from measurement_formats import FIXTURE_DIR, WRITERS, Truth, draw, oracle_tolerances, write_fixtures
@@ -134,7 +134,7 @@ def test_several_models_need_a_choice(tmp_path):
 def _profile_doc(cal):
     import datetime as dt
 
-    from agentsim.calibrate import profile_document
+    from agentsim.measure.calibrate import profile_document
 
     return profile_document(cal, "x", ["x.csv"], ["csv"], dt.date(2026, 3, 2), "test")
 
@@ -246,7 +246,7 @@ def test_example_profile_and_scenario(tmp_path, monkeypatch):
     import shutil
     from pathlib import Path
 
-    from agentsim.plan import compile_plan
+    from agentsim.plan.compiler import compile_plan
 
     root = Path(__file__).resolve().parents[1]
     names = [name for _, name in WRITERS.values()]

@@ -11,8 +11,8 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from agentsim.cli import app
-from agentsim.profiles import Profile
+from agentsim.cli.main import app
+from agentsim.model.profiles import Profile
 from conftest import FIXTURES
 
 runner = CliRunner()

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from agentsim.cli import app
+from agentsim.cli.main import app
 from measurement_formats import sample_file
 
 runner = CliRunner()

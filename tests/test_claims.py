@@ -8,7 +8,7 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from agentsim.cli import app
+from agentsim.cli.main import app
 from conftest import SCENARIOS
 
 CLAIMS = SCENARIOS / "claims"

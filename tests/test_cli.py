@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from agentsim.cli import app
+from agentsim.cli.main import app
 from conftest import FIXTURES, SCENARIOS
 
 runner = CliRunner()

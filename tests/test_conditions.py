@@ -12,8 +12,8 @@ import math
 
 import numpy as np
 
-from agentsim.plan import compile_plan
-from agentsim.simulation import simulate_plan
+from agentsim.plan.compiler import compile_plan
+from agentsim.sim.simulation import simulate_plan
 from conftest import assert_frames_identical, make, model, scenario
 
 Z90 = 1.2815515655446004  # standard-normal 90th percentile

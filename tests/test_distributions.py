@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from pydantic import TypeAdapter
 
-from agentsim.distributions import sampler
-from agentsim.scenario import Dist
+from agentsim.model.scenario import Dist
+from agentsim.plan.distributions import sampler
 
 ADAPTER = TypeAdapter(Dist)
 U = (np.random.default_rng(12345).random(400_000) + 0.5 / 400_000).clip(1e-15, 1 - 1e-15)
@@ -74,5 +74,5 @@ def test_min_max_inside_or_beside_the_family_are_the_same():
     ],
 )
 def test_bad_distributions_are_rejected(bad):
-    with pytest.raises(Exception):  # noqa: B017 - pydantic ValidationError
+    with pytest.raises(Exception):  # noqa: B017
         ADAPTER.validate_python(bad)

@@ -14,8 +14,9 @@ import pytest
 import yaml
 from pydantic import TypeAdapter
 
-from agentsim import docs_gen, scenario
-from agentsim.validation import parse
+from agentsim import docs_gen
+from agentsim.model import scenario
+from agentsim.plan.validation import parse
 from conftest import ROOT, SCENARIOS
 
 GENERATED = list(docs_gen.generated())
@@ -88,7 +89,7 @@ def test_schema_rejects_what_the_loader_rejects(change, where, validator):
     bad = json.loads(json.dumps(good))
     change(bad)
     assert list(validator.iter_errors(bad)), where
-    with pytest.raises(Exception):  # noqa: B017 - the loader rejects it too (ScenarioError)
+    with pytest.raises(Exception):  # noqa: B017
         parse(bad)
 
 
@@ -131,7 +132,7 @@ def test_every_key_has_a_description():
         for k, prop in node.get("properties", {}).items()
         if not prop.get("description")
     ]
-    assert not missing, f"add Field(description=...) in agentsim/scenario.py for: {missing}"
+    assert not missing, f"add Field(description=...) in agentsim/model/scenario.py for: {missing}"
 
 
 @pytest.mark.parametrize("section", docs_gen.SECTIONS, ids=lambda s: s[0])
@@ -161,7 +162,7 @@ def test_cli_reference_lists_every_command(generated):
     import typer
     from typer.main import get_command
 
-    from agentsim.cli import app
+    from agentsim.cli.main import app
 
     command = get_command(app)
     page = generated[docs_gen.CLI_REF_PATH]

@@ -15,8 +15,8 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import agentsim
-from agentsim.plan import compile_plan
-from agentsim.simulation import simulate_plan
+from agentsim.plan.compiler import compile_plan
+from agentsim.sim.simulation import simulate_plan
 from conftest import ROOT, SCENARIOS, assert_frames_identical, make
 
 BUNDLED = sorted(SCENARIOS.glob("*.yaml")) + sorted((ROOT / "tests" / "scenarios").glob("*.yaml"))
@@ -37,7 +37,7 @@ def assert_same(a, b):
 
 @pytest.mark.parametrize("path", BUNDLED, ids=lambda p: p.stem)
 def test_bundled_scenarios_agree(path):
-    from agentsim.simulation import des_reasons
+    from agentsim.sim.simulation import des_reasons
 
     sc = agentsim.load(path)
     plan = compile_plan(sc)

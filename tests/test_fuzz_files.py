@@ -31,7 +31,7 @@ from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from agentsim.cli import app
+from agentsim.cli.main import app
 
 FIX = Path(__file__).resolve().parent / "fixtures"
 MEASUREMENTS = sorted((FIX / "measurements").iterdir())

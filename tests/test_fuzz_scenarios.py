@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from agentsim.cli import app
+from agentsim.cli.main import app
 
 EXAMPLES = int(os.environ.get("AGENTSIM_FUZZ_EXAMPLES", "60"))
 LONG = "AGENTSIM_FUZZ_EXAMPLES" in os.environ

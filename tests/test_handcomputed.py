@@ -276,7 +276,7 @@ def test_breakdown_sums_to_wall_time(engine):
 
 
 def test_same_seed_same_bytes_and_workers_do_not_matter(tmp_path):
-    from agentsim.simulation import simulate
+    from agentsim.sim.simulation import simulate
 
     path = tmp_path / "s.yaml"
     import yaml

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from agentsim.cli import app
+from agentsim.cli.main import app
 
 runner = CliRunner()
 
@@ -360,7 +360,7 @@ def test_extends_replaces_a_one_of_mapping_instead_of_merging_it(tmp_path):
         "extends: parent.yaml\nworkload: {duration: {hours: 6}}\nmodels: {m: {ttft: {constant: 2}}}\n",
         "child.yaml",
     )
-    from agentsim.loading import load_data
+    from agentsim.model.loading import load_data
 
     data, _ = load_data(child)
     assert data["workload"] == {"arrivals": {"per_hour": 60}, "duration": {"hours": 6}}

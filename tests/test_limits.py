@@ -9,8 +9,8 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from agentsim.plan import compile_plan
-from agentsim.simulation import simulate_plan
+from agentsim.plan.compiler import compile_plan
+from agentsim.sim.simulation import simulate_plan
 from conftest import make
 
 

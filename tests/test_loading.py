@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import agentsim
-from agentsim.loading import ScenarioError
+from agentsim.model.loading import ScenarioError
 from conftest import FIXTURES, model, scenario
 
 GOOD = FIXTURES / "good.yaml"
@@ -120,8 +120,8 @@ def test_empirical_file_errors(tmp_path, spec, words):
     ],
 )
 def test_cross_field_errors(doc, words):
-    from agentsim.plan import compile_plan
-    from agentsim.validation import parse
+    from agentsim.plan.compiler import compile_plan
+    from agentsim.plan.validation import parse
 
     with pytest.raises(ScenarioError) as e:
         compile_plan(parse(doc))

@@ -32,9 +32,9 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from agentsim.calibrate import calibrate
-from agentsim.cli import app
-from agentsim.measure import MeasureConfig, build_prompt, input_sizes
+from agentsim.cli.main import app
+from agentsim.measure.calibrate import calibrate
+from agentsim.measure.probe import MeasureConfig, build_prompt, input_sizes
 from agentsim.traces.measurement_files import read_file
 from sse_server import CACHED, SSEServer
 
@@ -361,7 +361,7 @@ def test_progress_bar_on_a_terminal(tmp_path, monkeypatch):
 
     from rich.console import Console
 
-    from agentsim import cli_measure
+    from agentsim.cli import measure as cli_measure
 
     screen = io.StringIO()
     monkeypatch.setattr(cli_measure, "err_console", Console(file=screen, force_terminal=True, width=100))

@@ -7,8 +7,8 @@ import itertools
 import pytest
 
 import agentsim
-from agentsim.optimize import critical_table, decision_units, optimize, variant_for
-from agentsim.plan import compile_plan
+from agentsim.analysis.optimize import critical_table, decision_units, optimize, variant_for
+from agentsim.plan.compiler import compile_plan
 from conftest import SCENARIOS, make, model
 
 UNITS = ("draft", "polish", "long", "short")

@@ -1,4 +1,4 @@
-"""The one pays-off rule (agentsim.payoff), by hand for every case, and its users agreeing with it.
+"""The one pays-off rule (agentsim.sim.payoff), by hand for every case, and its users agreeing with it.
 
 Each case is (Δ time s, Δ cost USD) of a variant against its baseline. Hand-computed expectations:
 total cost at value of time V is ``cost + V × wall / 3600``; the variant pays off when it is faster or
@@ -16,9 +16,9 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from agentsim import payoff
-from agentsim.cli import app
-from agentsim.tradeoffs import break_even as break_even_table
+from agentsim.analysis.tradeoffs import break_even as break_even_table
+from agentsim.cli.main import app
+from agentsim.sim import payoff
 
 # name: (dt, dc, usd_per_hour_saved, (when, V*), {V: pays_off})
 CASES = {

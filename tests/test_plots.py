@@ -10,10 +10,10 @@ import pytest
 from matplotlib.text import Annotation
 
 import agentsim
-from agentsim import plots
-from agentsim.sweeps import parse_set, run_sweep
-from agentsim.timeline import run_timeline
-from agentsim.tradeoffs import cheapest_intervals, pareto_mask, variant_table
+from agentsim.analysis.sweeps import parse_set, run_sweep
+from agentsim.analysis.timeline import run_timeline
+from agentsim.analysis.tradeoffs import cheapest_intervals, pareto_mask, variant_table
+from agentsim.viz import plots
 from conftest import SCENARIOS
 
 BUNDLED = sorted(p.name for p in SCENARIOS.glob("*.yaml"))

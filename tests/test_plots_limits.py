@@ -13,8 +13,8 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Polygon, Rectangle
 from typer.testing import CliRunner
 
-from agentsim.cli import app
-from agentsim.plots import variant_colors
+from agentsim.cli.main import app
+from agentsim.viz.plots import variant_colors
 from conftest import model, run, scenario
 
 DOC = scenario(

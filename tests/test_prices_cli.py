@@ -9,11 +9,11 @@ import pytest
 from typer.testing import CliRunner
 
 import agentsim
-from agentsim.cli import app
-from agentsim.distributions import sampler
-from agentsim.plan import compile_plan
-from agentsim.profiles import bundled_profiles, load_profile
-from agentsim.simulation import simulate_plan
+from agentsim.cli.main import app
+from agentsim.model.profiles import bundled_profiles, load_profile
+from agentsim.plan.compiler import compile_plan
+from agentsim.plan.distributions import sampler
+from agentsim.sim.simulation import simulate_plan
 from conftest import FIXTURES, SCENARIOS
 
 runner = CliRunner()
@@ -193,7 +193,7 @@ def test_opus_profile_gives_a_fast_tier_its_speed_effect():
         "agent": {"steps": [{"call": {"output": 100}}]},
         "variants": {"std": {}, "fast": {"speed": {"opus": "fast"}}},
     }
-    plan = compile_plan(agentsim.validation.parse(doc))
+    plan = compile_plan(agentsim.plan.validation.parse(doc))
     fast = next(t for t in plan.tiers if t.speed == "fast")
     assert (fast.tps_x, fast.ttft_x) == (2.5, 1.0)
 

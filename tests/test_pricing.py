@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 import yaml
 
-import agentsim.pricing as pricing
-from agentsim.loading import ScenarioError
-from agentsim.pricing import PriceError, Rate, call_cost, compile_price, find_catalog_model
-from agentsim.report import write_results
-from agentsim.scenario import PriceSpec
+import agentsim.pricing.rates as pricing
+from agentsim.model.loading import ScenarioError
+from agentsim.model.scenario import PriceSpec
+from agentsim.pricing.rates import PriceError, Rate, call_cost, compile_price, find_catalog_model
+from agentsim.viz.report import write_results
 from conftest import make, model, run, scenario
 
 D = dt.date(2026, 11, 1)
@@ -198,9 +198,9 @@ def _catalog_doc(**kw):
 
 
 def test_the_date_used_is_recorded_in_summary_and_resolved_scenario(tmp_path, monkeypatch):
-    import agentsim.plan
+    import agentsim.plan.compiler
 
-    monkeypatch.setattr(agentsim.plan, "today", lambda: dt.date(2026, 11, 20))
+    monkeypatch.setattr(agentsim.plan.compiler, "today", lambda: dt.date(2026, 11, 20))
     res = run(_catalog_doc())
     doc = res.summary_dict()
     assert doc["prices_as_of"] == "2026-11-20"
@@ -238,7 +238,7 @@ def test_plan_errors_point_at_the_price_and_its_context():
             )
         },
     )
-    from agentsim.plan import compile_plan
+    from agentsim.plan.compiler import compile_plan
 
     with pytest.raises(ScenarioError) as e:
         compile_plan(make(doc))

@@ -29,8 +29,8 @@ from genai_prices.types import ModelPrice, Tier, TieredPrices
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from agentsim.pricing import PRICE_KINDS, call_cost, compile_price
-from agentsim.scenario import PriceSpec
+from agentsim.model.scenario import PriceSpec
+from agentsim.pricing.rates import PRICE_KINDS, call_cost, compile_price
 from conftest import model, run, scenario
 
 NOON = dt.time(12, 0)
@@ -241,7 +241,7 @@ def test_explicit_tables_follow_genai_prices_semantics(case):
 def test_catalog_5m_write_price_is_used_for_5m_writes(monkeypatch):
     # No catalog model prices cache_write_5m_mtok today; should one, 5-minute writes use it and 1-hour
     # writes fall back to cache_write_mtok, as genai-prices bills usage that reports 5m writes.
-    import agentsim.pricing as pricing
+    import agentsim.pricing.rates as pricing
 
     fields = {
         "input_mtok": Decimal(3),

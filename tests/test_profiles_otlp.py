@@ -7,8 +7,8 @@ import json
 import pytest
 
 import agentsim
-from agentsim.loading import ScenarioError
-from agentsim.profiles import bundled_profiles, load_profile
+from agentsim.model.loading import ScenarioError
+from agentsim.model.profiles import bundled_profiles, load_profile
 from agentsim.traces.otlp import attr, read_otlp
 
 

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from scipy import special, stats
 
-from agentsim.distributions import Sampler, gamma_table
-from agentsim.qtable import build_table
+from agentsim.plan.distributions import Sampler, gamma_table
+from agentsim.plan.qtable import build_table
 
 Z = np.random.default_rng(2026).standard_normal(1_000_000)
 

@@ -16,10 +16,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from agentsim.cli import app
-from agentsim.loading import ScenarioError
-from agentsim.plan import compile_plan
-from agentsim.simulation import des_reasons, simulate_plan
+from agentsim.cli.main import app
+from agentsim.model.loading import ScenarioError
+from agentsim.plan.compiler import compile_plan
+from agentsim.sim.simulation import des_reasons, simulate_plan
 from conftest import assert_frames_identical, make, model, scenario
 from test_engines_agree import scenarios
 
@@ -360,7 +360,7 @@ CLOSED = {  # (cost per run, cost per success)
 
 
 def test_optimizer_ranks_by_cost_per_success():
-    from agentsim.optimize import optimize
+    from agentsim.analysis.optimize import optimize
 
     doc = quality_doc()
     # the same two candidates as plain variants, to know the Monte-Carlo error of their figures
@@ -481,7 +481,7 @@ def test_random_scenarios_with_quality_keys_agree(doc, fail_p, cont, where):
 def test_per_success_rows_and_frontier():
     import pandas as pd
 
-    from agentsim.tradeoffs import mark_pareto, per_success
+    from agentsim.analysis.tradeoffs import mark_pareto, per_success
 
     # cheap: 1 USD and 10 s per run, half the runs succeed (2 USD, 20 s per success);
     # good: 1.5 USD and 12 s per run, all succeed

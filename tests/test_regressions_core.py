@@ -14,9 +14,9 @@ import pandas as pd
 import pytest
 import simpy
 
-from agentsim.limits import Bucket, Slots
-from agentsim.results import compare, describe
-from agentsim.tradeoffs import break_even
+from agentsim.analysis.tradeoffs import break_even
+from agentsim.plan.limits import Bucket, Slots
+from agentsim.sim.results import compare, describe
 from conftest import model, run, scenario
 
 ENGINES = ["des", "fastpath"]

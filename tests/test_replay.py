@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from genai_prices import Usage, calc_price
 
-from agentsim.loading import ScenarioError
-from agentsim.replay import parse_variant, replay, split_call, timeline
-from agentsim.replay_config import ReplayConfig, ReplayVariantSpec, load_replay_config
+from agentsim.model.loading import ScenarioError
+from agentsim.replay.config import ReplayConfig, ReplayVariantSpec, load_replay_config
+from agentsim.replay.retime import parse_variant, replay, split_call, timeline
 from agentsim.traces.session_files import read_sessions
 from agentsim.traces.sessions import Call, Node, Session, link_nodes
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from agentsim.cli import app
+from agentsim.cli.main import app
 
 FIX = Path(__file__).resolve().parent / "fixtures" / "sessions"
 runner = CliRunner()

@@ -166,7 +166,7 @@ def test_claude_code_costs_match_calc_price():
         (m, tier, inp, rd, w5, w1, out, rs, start, {"speed": "fast"} if tier == "fast" else None)
         for (m, tier, inp, rd, w5, w1, out, rs, start, _end) in CLAUDE.values()
     ]
-    from agentsim.replay import replay
+    from agentsim.replay.retime import replay
 
     res = replay(sessions, {})
     assert res.totals("recorded")["cost_usd"] == pytest.approx(expected_cost(rows, "anthropic"), rel=1e-12)
@@ -232,7 +232,7 @@ def test_codex_tools_subagent_and_parallel_tools():
 
 
 def test_codex_costs_match_calc_price():
-    from agentsim.replay import replay
+    from agentsim.replay.retime import replay
 
     sessions, _ = load("codex")
     rows = [

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from agentsim import version
-from agentsim.report import build_report, write_report
+from agentsim.viz.report import build_report, write_report
 from conftest import SCENARIOS
 
 CHAT = SCENARIOS / "chat-turn.yaml"

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from agentsim.cli import app
-from agentsim.outdir import MARKER, OutputError, check_folder, write_folder
+from agentsim.cli.main import app
+from agentsim.viz.outdir import MARKER, OutputError, check_folder, write_folder
 from conftest import FIXTURES
 
 runner = CliRunner()
@@ -74,12 +74,12 @@ def test_root_home_and_working_folder_are_refused(tmp_path, monkeypatch, where):
 
 
 def test_a_path_that_is_a_file_fails_before_the_simulation(tmp_path, monkeypatch):
-    import agentsim.simulation
+    import agentsim.sim.simulation
 
     def boom(*a, **k):  # the simulation must not even start
         raise AssertionError("simulated although --out is unusable")
 
-    monkeypatch.setattr(agentsim.simulation, "simulate", boom)
+    monkeypatch.setattr(agentsim.sim.simulation, "simulate", boom)
     target = tmp_path / "a-file"
     target.write_text("x")
     r = runner.invoke(app, ["run", GOOD, "--out", str(target)])
@@ -93,9 +93,9 @@ def test_a_path_that_is_a_file_fails_before_the_simulation(tmp_path, monkeypatch
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root can write anywhere")
 def test_an_unwritable_parent_fails_before_the_simulation(tmp_path, monkeypatch):
-    import agentsim.simulation
+    import agentsim.sim.simulation
 
-    monkeypatch.setattr(agentsim.simulation, "simulate", lambda *a, **k: pytest.fail("simulated"))
+    monkeypatch.setattr(agentsim.sim.simulation, "simulate", lambda *a, **k: pytest.fail("simulated"))
     ro = tmp_path / "ro"
     ro.mkdir()
     ro.chmod(0o555)
@@ -152,7 +152,7 @@ SCRIPT = textwrap.dedent(
     """
     import sys, time
     from pathlib import Path
-    from agentsim.outdir import write_folder
+    from agentsim.viz.outdir import write_folder
 
     def slow(p):
         p.write_bytes(b"x" * 1_000_000)
@@ -193,16 +193,16 @@ def test_calls_parquet_written_block_by_block_equals_the_calls_table(tmp_path, m
     whether the blocks are kept in memory or simulated again for writing."""
     import pandas as pd
 
-    import agentsim.simulation
-    from agentsim.loading import load
-    from agentsim.report import write_calls_parquet
-    from agentsim.sampling import BLOCK_SIZE
+    import agentsim.sim.simulation
+    from agentsim.plan.sampling import BLOCK_SIZE
+    from agentsim.plan.validation import load
+    from agentsim.viz.report import write_calls_parquet
 
     if not keep:
-        monkeypatch.setattr(agentsim.simulation, "KEEP_CALLS_LIMIT", 0)
+        monkeypatch.setattr(agentsim.sim.simulation, "KEEP_CALLS_LIMIT", 0)
     f = tmp_path / "two.yaml"
     f.write_text((FIXTURES / "good.yaml").read_text() + "variants:\n  standard: {}\n  fast: {speed: {opus: fast}}\n")
-    res = agentsim.simulation.simulate(load(f), runs=BLOCK_SIZE + 50, seed=3)
+    res = agentsim.sim.simulation.simulate(load(f), runs=BLOCK_SIZE + 50, seed=3)
     f.unlink()
     parts = list(res.calls_parts())
     assert len(parts) == 2 * len(res.variants) and len(res.variants) >= 2  # really in parts
@@ -214,9 +214,9 @@ def test_calls_parquet_written_block_by_block_equals_the_calls_table(tmp_path, m
 
 
 def test_measure_checks_its_output_before_sending_a_request(tmp_path, monkeypatch):
-    import agentsim.measure
+    import agentsim.measure.probe
 
-    monkeypatch.setattr(agentsim.measure, "write_measurements", lambda *a, **k: pytest.fail("measured"))
+    monkeypatch.setattr(agentsim.measure.probe, "write_measurements", lambda *a, **k: pytest.fail("measured"))
     blocker = tmp_path / "blocker"
     blocker.write_text("x")
     r = runner.invoke(

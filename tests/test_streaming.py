@@ -12,7 +12,7 @@ import json
 import numpy as np
 import pytest
 
-from agentsim.loading import ScenarioError
+from agentsim.model.loading import ScenarioError
 from conftest import make, model, run, scenario
 
 ENGINES = ["des", "fastpath"]
@@ -282,8 +282,8 @@ def test_pipeline_after_first_sentence_and_when_the_call_is_longer(engine):
 
 
 def test_the_fast_path_runs_interrupts_and_pipelines():
-    from agentsim.plan import compile_plan
-    from agentsim.simulation import choose_engine, des_reasons
+    from agentsim.plan.compiler import compile_plan
+    from agentsim.sim.simulation import choose_engine, des_reasons
 
     tool = [{"tool": {"latency": 1}}]
     steps = [

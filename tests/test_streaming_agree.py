@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import test_engines_agree as base
-from agentsim.plan import compile_plan
+from agentsim.plan.compiler import compile_plan
 from conftest import make
 
 stream = st.one_of(

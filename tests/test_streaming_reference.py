@@ -1,6 +1,6 @@
 """The vectorised streaming rules against a plain, token-by-token reading of DESIGN.md §3.2.
 
-agentsim.streaming computes readers in closed form, speech as a loop over sentences vectorised over
+agentsim.sim.streaming computes readers in closed form, speech as a loop over sentences vectorised over
 calls, chunk deliveries with a reversed running minimum and the QoE from row sums. Here every rule is
 re-implemented the obvious way (one Python loop per token, one call at a time) on random timelines,
 and both must agree to rounding.
@@ -11,8 +11,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from agentsim.plan import ConsumerCfg
-from agentsim.streaming import StreamBatch, consumer_metrics
+from agentsim.plan.compiler import ConsumerCfg
+from agentsim.sim.streaming import StreamBatch, consumer_metrics
 
 
 def _reader(d, t0, r):
@@ -133,9 +133,9 @@ def test_truncated_answers_use_only_the_delivered_tokens():
 def test_arrivals_stall_and_chunks_match_the_formulas():
     from types import SimpleNamespace
 
-    from agentsim.distributions import Sampler
-    from agentsim.plan import StreamCfg
-    from agentsim.streaming import stall_position, streams
+    from agentsim.plan.compiler import StreamCfg
+    from agentsim.plan.distributions import Sampler
+    from agentsim.sim.streaming import stall_position, streams
 
     rng = np.random.default_rng(11)
     C = 30

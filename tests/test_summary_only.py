@@ -7,9 +7,9 @@ import json
 import numpy as np
 import pytest
 
-from agentsim import results as results_mod
-from agentsim import simulation
-from agentsim.plan import compile_plan
+from agentsim.plan.compiler import compile_plan
+from agentsim.sim import results as results_mod
+from agentsim.sim import simulation
 from conftest import make, model, scenario
 
 # Calls that are not always made (a repeat of 2 to 6 iterations), on two models, over three blocks.

@@ -12,7 +12,7 @@ import math
 import numpy as np
 import pytest
 
-from agentsim.distributions import Z90
+from agentsim.plan.distributions import Z90
 from conftest import model, run, scenario
 
 Z = 4.0

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from agentsim.tradeoffs import (
+from agentsim.analysis.tradeoffs import (
     break_even,
     cheapest_intervals,
     mark_pareto,
@@ -204,7 +204,7 @@ def test_bundled_scenarios_have_a_frontier():
         doc = res.summary_dict()["variants"]
         if vt.attrs.get("basis") == "per success":
             # trade-offs decide per successful task (docs/tradeoffs.md): the summary's rule on those figures
-            from agentsim.results import compare
+            from agentsim.sim.results import compare
 
             def as_means(s):
                 return {
@@ -222,7 +222,7 @@ def test_bundled_scenarios_have_a_frontier():
 
 
 def test_runs_per_month_from_arrivals_times_daily_hours():
-    from agentsim.tradeoffs import runs_per_month
+    from agentsim.analysis.tradeoffs import runs_per_month
     from conftest import make, model, scenario
 
     doc = scenario(

@@ -8,8 +8,8 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from agentsim.cli import app
-from agentsim.sweeps import parse_set, run_sweep
+from agentsim.analysis.sweeps import parse_set, run_sweep
+from agentsim.cli.main import app
 from conftest import SCENARIOS
 
 runner = CliRunner()

@@ -9,10 +9,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from agentsim.loading import ScenarioError, load_data
-from agentsim.plan import compile_plan
-from agentsim.simulation import simulate_plan
-from agentsim.sweeps import (
+from agentsim.analysis.sweeps import (
     apply_values,
     axes_from_scenario,
     grid,
@@ -23,7 +20,10 @@ from agentsim.sweeps import (
     run_sweep,
     summary_rows,
 )
-from agentsim.validation import parse
+from agentsim.model.loading import ScenarioError, load_data
+from agentsim.plan.compiler import compile_plan
+from agentsim.plan.validation import parse
+from agentsim.sim.simulation import simulate_plan
 from conftest import SCENARIOS, assert_frames_identical, model, scenario
 
 CODING = SCENARIOS / "coding-agent.yaml"

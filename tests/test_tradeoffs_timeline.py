@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import agentsim
-from agentsim.timeline import SEGMENTS, activities, critical_path, critical_share, run_timeline
+from agentsim.analysis.timeline import SEGMENTS, activities, critical_path, critical_share, run_timeline
 from conftest import SCENARIOS, model, run, scenario
 
 

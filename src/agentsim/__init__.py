@@ -29,10 +29,10 @@ _WHERE = {
 }
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
-    from .loading import ScenarioError
-    from .results import Results, version
-    from .simulation import simulate
-    from .validation import load
+    from agentsim.model.loading import ScenarioError
+    from agentsim.plan.validation import load
+    from agentsim.sim.results import Results, version
+    from agentsim.sim.simulation import simulate
 
 
 def __getattr__(name: str):

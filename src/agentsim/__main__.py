@@ -1,3 +1,3 @@
-from .cli import main
+from agentsim.cli.main import main
 
 main()

@@ -34,7 +34,7 @@ import datetime as dt
 from pathlib import Path
 from typing import Any
 
-from .measurements import (
+from agentsim.traces.measurements import (
     Rows,
     epoch_date,
     fail,

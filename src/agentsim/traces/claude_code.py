@@ -39,7 +39,16 @@ import bisect
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .sessions import Call, FileReport, Node, Session, json_lines, link_nodes, parse_timestamp, token_count
+from agentsim.traces.sessions import (
+    Call,
+    FileReport,
+    Node,
+    Session,
+    json_lines,
+    link_nodes,
+    parse_timestamp,
+    token_count,
+)
 
 __all__ = ["FORMAT", "looks_like", "read_claude_code", "session_groups"]
 

@@ -36,7 +36,7 @@ import bisect
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .sessions import (
+from agentsim.traces.sessions import (
     MAX_TOKENS_PER_CALL,
     Call,
     FileReport,

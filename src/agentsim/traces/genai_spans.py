@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .measurements import Rows, epoch_date, fail, read_text, require_somewhere
-from .otlp import attr, read_otlp
+from agentsim.traces.measurements import Rows, epoch_date, fail, read_text, require_somewhere
+from agentsim.traces.otlp import attr, read_otlp
 
 __all__ = ["MODEL_CALL_OPERATIONS", "read_genai_spans"]
 

@@ -16,8 +16,8 @@ from typing import Any
 
 import pandas as pd
 
-from . import benchmarks, genai_spans, tables
-from .measurements import COLUMNS, FORMATS, Rows, fail, measurement_table, parse_json, read_text
+from agentsim.traces import benchmarks, genai_spans, tables
+from agentsim.traces.measurements import COLUMNS, FORMATS, Rows, fail, measurement_table, parse_json, read_text
 
 __all__ = ["FORMATS", "detect_format", "read_file", "read_measurements"]
 

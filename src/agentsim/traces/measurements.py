@@ -35,7 +35,7 @@ after the first token is ``(output_tokens - 1) / decode_s = 1 / itl_s``; the two
 differ by the factor ``n / (n - 1)`` only.
 
 A file that cannot be read (not the format, truncated JSON, a field that no
-record has, an unknown unit) raises :class:`~agentsim.loading.ScenarioError`
+record has, an unknown unit) raises :class:`~agentsim.model.loading.ScenarioError`
 naming the file and the place. A record that lacks a value, or failed, is kept
 as a row with ``ok``/``usable`` false and a ``reason``: errors and incomplete
 requests are counted, and excluded from fits.
@@ -53,7 +53,7 @@ from typing import Any
 
 import pandas as pd
 
-from ..loading import ErrorItem, ScenarioError
+from agentsim.model.loading import ErrorItem, ScenarioError
 
 __all__ = [
     "COLUMNS",

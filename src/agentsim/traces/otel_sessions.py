@@ -30,8 +30,8 @@ from __future__ import annotations
 from collections import defaultdict
 from pathlib import Path
 
-from .otlp import Span, attr, read_otlp
-from .sessions import Call, FileReport, Node, Session, link_nodes, token_count
+from agentsim.traces.otlp import Span, attr, read_otlp
+from agentsim.traces.sessions import Call, FileReport, Node, Session, link_nodes, token_count
 
 __all__ = ["FORMAT", "read_otel"]
 

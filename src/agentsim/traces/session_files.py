@@ -19,8 +19,8 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import claude_code, codex, otel_sessions
-from .sessions import FileReport, Session
+from agentsim.traces import claude_code, codex, otel_sessions
+from agentsim.traces.sessions import FileReport, Session
 
 __all__ = ["FORMATS", "SessionInputError", "default_paths", "detect_format", "read_sessions", "select_sessions"]
 

@@ -26,7 +26,7 @@ is an error rather than a guess.
 "run", ...}`` with the settings, then one line per finished request
 ``{"agentsim_measure": 1, "kind": "request", "ttft_s", "latency_s", "gaps_s",
 "input_tokens", "cached_input_tokens", "output_tokens", "status", "ok",
-"error", "start_s", "model", ...}`` (see :mod:`agentsim.measure`).
+"error", "start_s", "model", ...}`` (see :mod:`agentsim.measure.probe`).
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ import csv
 import io
 from pathlib import Path
 
-from .measurements import (
+from agentsim.traces.measurements import (
     Rows,
     epoch_date,
     fail,

@@ -1,0 +1,492 @@
+"""Where to put fast mode: which steps to run on which speed tier (or model) under a budget.
+
+The decision is made per *unit*: a named call, or a named group (``parallel``,
+``repeat``, ``fanout``, ``choose``, ``subagent``) whose name, used as a variant key,
+moves every call inside it (:mod:`agentsim.plan.compiler`). By default the units are the
+outermost named steps that contain calls; ``steps=`` picks them by name. Each unit
+has *options*: the speed tiers its model offers (``standard``, ``fast``...), and,
+when ``models=`` is given, those models at each of their tiers.
+
+An *assignment* (one option per unit) is written as a variant in the scenario's
+own ``variants:`` vocabulary (``{speed: {unit: tier}, model: {unit: model}}``) on
+top of a base variant, and every candidate is simulated on the same random
+numbers (common random numbers). Measuring candidates by simulation is what
+accounts for the critical path: upgrading a call that never decides when the run
+ends (a parallel branch that always finishes early) costs more and saves nothing,
+so it is never chosen.
+
+Two modes:
+
+* ``budget`` (USD per run): minimise the wall time (``p95`` or ``mean``) with mean
+  cost at most the budget;
+* ``max_time`` (seconds): minimise mean cost with the wall time metric at most that.
+
+When the scenario defines success (a ``fail`` step), candidates are ranked per successful task
+(:func:`agentsim.analysis.tradeoffs.per_success`): "cost" is the cost per success (a budget is then USD per
+success) and the ``mean`` time metric is the time to success; ``p95`` stays the p95 wall time of
+completed runs.
+
+Search: when the number of assignments is at most ``exhaustive_max`` (4096, i.e.
+twelve two-way choices) every one is simulated and the best feasible is taken
+(ties: lower cost, then fewer changes from the base); the *frontier* shown is the
+Pareto frontier of all of them. Beyond that, a greedy walk: from the base
+assignment, first reach the constraint (moves by most seconds saved per dollar, or
+dollars saved per second lost), then keep taking the single-unit move with the
+best marginal ratio (seconds saved per dollar in ``budget`` mode, dollars saved
+per second lost in ``max_time`` mode) that stays within the constraint, until no
+move improves; the frontier shown is the path walked.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from agentsim.analysis.sweeps import summary_rows
+from agentsim.analysis.tradeoffs import pareto_mask, per_success
+from agentsim.model.scenario import Scenario, VariantSpec, all_steps, step_name, suggest
+from agentsim.plan.compiler import (
+    CallNode,
+    ChooseNode,
+    FanoutNode,
+    ParNode,
+    Plan,
+    RepeatNode,
+    SeqNode,
+    SubagentNode,
+    compile_plan,
+)
+from agentsim.sim.simulation import simulate_plan
+
+__all__ = ["Optimum", "Option", "Unit", "critical_table", "decision_units", "optimize", "variant_for"]
+
+METRICS = {"p95": "wall_p95_s", "mean": "wall_mean_s"}
+CHUNK = 32  # candidates simulated together (one plan with this many variants)
+
+
+@dataclass(frozen=True)
+class Option:
+    """Run a unit's calls on ``speed`` of ``model`` (``None``: the model they already use)."""
+
+    speed: str | None  # None together with model None: leave the unit as the base variant has it
+    model: str | None = None
+
+    @property
+    def label(self) -> str:
+        if self.speed is None and self.model is None:
+            return "as is"
+        if self.model is None:
+            return str(self.speed)
+        return self.model if self.speed == "standard" else f"{self.model}@{self.speed}"
+
+
+AS_IS = Option(None, None)
+
+
+@dataclass(frozen=True)
+class Unit:
+    """A variant key (step or group name) and the options it can take."""
+
+    name: str
+    kind: str
+    calls: tuple[int, ...]  # call node ids it moves
+    inner: tuple[str, ...]  # names of named steps inside it (their base-variant keys are dropped)
+    options: tuple[Option, ...]
+    base: int  # index of the option the base variant amounts to
+
+
+def _children(node) -> list:
+    if isinstance(node, SeqNode):
+        return list(node.steps)
+    if isinstance(node, ParNode):
+        return list(node.branches)
+    if isinstance(node, FanoutNode | RepeatNode | SubagentNode) or getattr(node, "kind", "") == "pipeline":
+        return [node.body]
+    if isinstance(node, ChooseNode):
+        return list(node.options)
+    return []
+
+
+def _declared_names(scenario: Scenario) -> set[str]:
+    return {n for _, s in all_steps(scenario) if (n := step_name(s))}
+
+
+def decision_units(
+    plan: Plan, base: str | None = None, steps: list[str] | None = None, models: list[str] | None = None
+) -> tuple[list[Unit], list[str]]:
+    """The units and their options; also the names of steps left as they are in the base variant
+    (calls under no named step, and units with a single option)."""
+    sc = plan.scenario
+    declared = _declared_names(sc)
+    base = base or plan.variants[0]
+    if base not in plan.variants:
+        raise ValueError(
+            f"there is no variant '{base}' ({suggest(base, plan.variants) or 'variants: ' + ', '.join(plan.variants)})"
+        )
+    bv = plan.variants.index(base)
+    for name in steps or []:
+        if name not in declared:
+            hint = suggest(name, sorted(declared)) or "named: " + ", ".join(sorted(declared))
+            raise ValueError(f"there is no step or group named '{name}' ({hint})")
+    for m in models or []:
+        if m not in sc.models:
+            raise ValueError(
+                f"there is no model '{m}' ({suggest(m, list(sc.models)) or 'models: ' + ', '.join(sc.models)})"
+            )
+
+    selected = set(steps) if steps else None
+    owner: dict[int, str] = {}  # call id -> unit name
+    kinds: dict[str, str] = {}
+    inner: dict[str, set[str]] = {}
+    uncovered: list[str] = []
+
+    def walk(node, chain: list[str]) -> None:  # chain: enclosing declared names, outermost first
+        here = chain
+        if node.name in declared and not isinstance(node, SeqNode):
+            here = [*chain, node.name]
+            kinds.setdefault(node.name, node.kind)
+            for outer in chain:
+                inner.setdefault(outer, set()).add(node.name)
+        if isinstance(node, CallNode):
+            if selected is None:
+                unit = here[0] if here else None
+            else:
+                unit = next((n for n in reversed(here) if n in selected), None)
+            if unit is None:
+                uncovered.append(node.name)
+            else:
+                owner[node.id] = unit
+        for child in _children(node):
+            walk(child, here)
+
+    walk(plan.root, [])
+    order = list(dict.fromkeys(owner.values()))
+    if steps:
+        order = [s for s in steps if s in order]
+    units = []
+    for name in order:
+        calls = tuple(cid for cid, u in owner.items() if u == name)
+        tiers = [plan.tiers[plan.nodes[c].tiers[bv]] for c in calls]
+        base_models = list(dict.fromkeys(t.model for t in tiers))
+        speeds = [
+            s
+            for s in ["standard", *sc.models[base_models[0]].speeds]
+            if all(s == "standard" or s in sc.models[m].speeds for m in base_models)
+        ]
+        options = [Option(s) for s in speeds]
+        for m in models or []:
+            if len(base_models) == 1 and m == base_models[0]:
+                continue
+            options += [Option(s, m) for s in ["standard", *sc.models[m].speeds]]
+        same = len({(t.model, t.speed) for t in tiers}) == 1
+        if same and Option(tiers[0].speed) in options:
+            base_index = options.index(Option(tiers[0].speed))
+        else:
+            options.insert(0, AS_IS)
+            base_index = 0
+        if len(options) < 2:  # nothing to choose: it stays as it is
+            uncovered.append(name)
+            continue
+        units.append(
+            Unit(
+                name,
+                kinds.get(name, "call"),
+                calls,
+                tuple(sorted(inner.get(name, set()) - set(order))),
+                tuple(options),
+                base_index,
+            )
+        )
+    return units, list(dict.fromkeys(uncovered))
+
+
+def variant_for(base: VariantSpec, units: list[Unit], assignment: tuple[int, ...]) -> VariantSpec:
+    """The assignment as a variant: the base variant's keys, with each unit's choice on top."""
+    speed, model = dict(base.speed), dict(base.model)
+    for unit, k in zip(units, assignment, strict=True):
+        opt = unit.options[k]
+        if opt == AS_IS or k == unit.base:  # the base variant already runs these calls so
+            continue
+        for key in (unit.name, *unit.inner):
+            speed.pop(key, None)
+            model.pop(key, None)
+        speed[unit.name] = opt.speed
+        if opt.model is not None:
+            model[unit.name] = opt.model
+    return VariantSpec(speed=speed, model=model)
+
+
+def variant_dict(spec: VariantSpec) -> dict[str, Any]:
+    """A variant as it would be written under ``variants:``."""
+    out: dict[str, Any] = {}
+    if spec.speed:
+        out["speed"] = dict(spec.speed)
+    if spec.model:
+        out["model"] = dict(spec.model)
+    return out
+
+
+def _evaluate_chunk(scenario: Scenario, specs: list[VariantSpec], runs: int, seed: int) -> list[dict]:
+    variants = {f"c{i}": s for i, s in enumerate(specs)}
+    sc = scenario.model_copy(update={"variants": variants})
+    plan = compile_plan(sc)
+    return [per_success(r) for r in summary_rows(simulate_plan(plan, runs, seed))]
+
+
+@dataclass
+class _Evaluator:
+    scenario: Scenario
+    base: VariantSpec
+    units: list[Unit]
+    runs: int
+    seed: int
+    workers: int = 1
+    progress: Callable[[int], None] | None = None
+    cache: dict[tuple[int, ...], dict] = field(default_factory=dict)
+
+    def __call__(self, assignments: list[tuple[int, ...]]) -> list[dict]:
+        todo = [a for a in dict.fromkeys(assignments) if a not in self.cache]
+        chunks = [todo[i : i + CHUNK] for i in range(0, len(todo), CHUNK)]
+        args = [[variant_for(self.base, self.units, a) for a in chunk] for chunk in chunks]
+        if self.workers > 1 and len(chunks) > 1:
+            with ProcessPoolExecutor(max_workers=min(self.workers, len(chunks))) as pool:
+                futs = [pool.submit(_evaluate_chunk, self.scenario, specs, self.runs, self.seed) for specs in args]
+                results = []
+                for f, chunk in zip(futs, chunks, strict=True):
+                    results.append(f.result())
+                    if self.progress:
+                        self.progress(len(chunk))
+        else:
+            results = []
+            for specs, chunk in zip(args, chunks, strict=True):
+                results.append(_evaluate_chunk(self.scenario, specs, self.runs, self.seed))
+                if self.progress:
+                    self.progress(len(chunk))
+        for chunk, rows in zip(chunks, results, strict=True):
+            for a, row in zip(chunk, rows, strict=True):
+                self.cache[a] = row
+        return [self.cache[a] for a in assignments]
+
+
+@dataclass
+class Optimum:
+    """What :func:`optimize` found."""
+
+    method: str  # exhaustive or greedy
+    mode: str  # budget or max_time
+    metric: str  # p95 or mean
+    limit: float
+    units: list[Unit]
+    uncovered: list[str]
+    base_variant: str
+    assignment: tuple[int, ...]
+    feasible: bool
+    variant: dict[str, Any]  # the chosen assignment in the variants: vocabulary
+    chosen: dict[str, Any]  # its summary row
+    baseline: dict[str, Any]  # the base assignment's summary row
+    frontier: pd.DataFrame  # exhaustive: Pareto frontier of all candidates; greedy: the path walked
+    evaluated: int
+
+    @property
+    def choices(self) -> dict[str, str]:
+        return {u.name: u.options[k].label for u, k in zip(self.units, self.assignment, strict=True)}
+
+
+def _row_of(units: list[Unit], a: tuple[int, ...], m: dict, metric: str) -> dict[str, Any]:
+    row = {
+        "assignment": ", ".join(f"{u.name}={u.options[k].label}" for u, k in zip(units, a, strict=True)),
+        "time_s": m[METRICS[metric]],
+        "wall_mean_s": m["wall_mean_s"],
+        "wall_p95_s": m["wall_p95_s"],
+        "cost_mean_usd": m["cost_mean_usd"],
+    }
+    if "basis" in m:  # per success: cost_mean_usd / wall_mean_s are per success; per-run figures beside
+        row |= {"cost_per_run_usd": m["cost_per_run_usd"], "success_share": m["success_share"], "basis": m["basis"]}
+    return row
+
+
+def optimize(
+    scenario: Scenario,
+    *,
+    budget_usd_per_run: float | None = None,
+    max_time_s: float | None = None,
+    metric: str = "p95",
+    base: str | None = None,
+    steps: list[str] | None = None,
+    models: list[str] | None = None,
+    runs: int | None = None,
+    seed: int | None = None,
+    method: str = "auto",
+    exhaustive_max: int = 4096,
+    workers: int = 1,
+    progress: Callable[[int, int | None], None] | None = None,
+) -> Optimum:
+    """Choose speed tiers (or models) per unit; see the module docstring for the modes and the search."""
+    if (budget_usd_per_run is None) == (max_time_s is None):
+        raise ValueError("give exactly one of a budget (USD per run) or a maximum wall time (s)")
+    if metric not in METRICS:
+        raise ValueError(f"unknown metric '{metric}' (choose p95 or mean)")
+    if method not in ("auto", "exhaustive", "greedy"):
+        raise ValueError(f"unknown method '{method}' (choose auto, exhaustive or greedy)")
+    mode = "budget" if budget_usd_per_run is not None else "max_time"
+    limit = float(budget_usd_per_run if budget_usd_per_run is not None else max_time_s)
+    plan = compile_plan(scenario)
+    units, uncovered = decision_units(plan, base, steps, models)
+    if not units:
+        raise ValueError("no named step or group with calls to decide on: name the steps (name: ...) in the scenario")
+    base_name = base or plan.variants[0]
+    base_spec = scenario.variant_specs()[base_name]
+    runs = scenario.runs if runs is None else int(runs)
+    seed = scenario.seed if seed is None else int(seed)
+    combos = math.prod(len(u.options) for u in units)
+    if method == "auto":
+        method = "exhaustive" if combos <= exhaustive_max else "greedy"
+    done = 0
+
+    def tick(n: int) -> None:
+        nonlocal done
+        done += n
+        if progress is not None:
+            progress(done, combos if method == "exhaustive" else None)
+
+    ev = _Evaluator(scenario, base_spec, units, runs, seed, workers, tick)
+    col = METRICS[metric]
+    base_a = tuple(u.base for u in units)
+
+    def feasible(m: dict) -> bool:
+        return m["cost_mean_usd"] <= limit if mode == "budget" else m[col] <= limit
+
+    def changes(a) -> int:
+        return sum(k != b for k, b in zip(a, base_a, strict=True))
+
+    if method == "exhaustive":
+        space = list(itertools.product(*[range(len(u.options)) for u in units]))
+        rows = ev(space)
+        key_time = [
+            (r[col], r["cost_mean_usd"], changes(a), i) for i, (a, r) in enumerate(zip(space, rows, strict=True))
+        ]
+        key_cost = [
+            (r["cost_mean_usd"], r[col], changes(a), i) for i, (a, r) in enumerate(zip(space, rows, strict=True))
+        ]
+        keys = key_time if mode == "budget" else key_cost
+        ok = [i for i, r in enumerate(rows) if feasible(r)]
+        if ok:
+            best = min(ok, key=lambda i: keys[i])
+        else:  # nothing meets the constraint: the closest to it
+            best = min(range(len(rows)), key=lambda i: key_cost[i] if mode == "budget" else key_time[i])
+        mask = pareto_mask([r[col] for r in rows], [r["cost_mean_usd"] for r in rows])
+        front = [
+            _row_of(units, space[i], rows[i], metric) | {"feasible": feasible(rows[i]), "chosen": i == best}
+            for i in range(len(rows))
+            if mask[i]
+        ]
+        frontier = pd.DataFrame(front).sort_values(["cost_mean_usd", "time_s"], kind="stable", ignore_index=True)
+        chosen_a, chosen = space[best], rows[best]
+        is_ok = feasible(chosen)
+    else:
+        chosen_a, frontier, is_ok = _greedy(units, ev, base_a, mode, col, limit, metric)
+        chosen = ev([chosen_a])[0]
+    baseline = ev([base_a])[0]
+    return Optimum(
+        method=method, mode=mode, metric=metric, limit=limit, units=units, uncovered=uncovered,
+        base_variant=base_name, assignment=chosen_a, feasible=is_ok,
+        variant=variant_dict(variant_for(base_spec, units, chosen_a)), chosen=chosen, baseline=baseline,
+        frontier=frontier, evaluated=len(ev.cache),
+    )  # fmt: skip
+
+
+def _greedy(units, ev, start, mode, col, limit, metric):
+    """The greedy walk (see the module docstring); returns (assignment, path table, feasible)."""
+    eps = 1e-12
+
+    def neighbours(a):
+        out = []
+        for i, u in enumerate(units):
+            for k in range(len(u.options)):
+                if k != a[i]:
+                    out.append((*a[:i], k, *a[i + 1 :]))
+        return out
+
+    def moved(a, b) -> str:
+        return "; ".join(
+            f"{u.name}: {u.options[x].label} → {u.options[y].label}"
+            for u, x, y in zip(units, a, b, strict=True)
+            if x != y
+        )
+
+    def feasible(m):
+        return m["cost_mean_usd"] <= limit if mode == "budget" else m[col] <= limit
+
+    cur = start
+    m = ev([cur])[0]
+    path = [_row_of(units, cur, m, metric) | {"move": "start", "phase": "start"}]
+    visited = {cur}
+
+    def take(best, mb, phase):
+        nonlocal cur, m
+        path.append(_row_of(units, best, mb, metric) | {"move": moved(cur, best), "phase": phase})
+        visited.add(best)
+        cur, m = best, mb
+
+    # Phase 1: reach the constraint.
+    while not feasible(m):
+        cand = [a for a in neighbours(cur) if a not in visited]
+        rows = ev(cand)
+        scored = []
+        for a, r in zip(cand, rows, strict=True):
+            dt, dc = r[col] - m[col], r["cost_mean_usd"] - m["cost_mean_usd"]
+            if mode == "budget" and dc < -eps:  # save money, per second lost
+                scored.append(((dt <= eps, -dc / max(dt, eps) if dt > eps else -dc), a, r))
+            elif mode == "max_time" and dt < -eps:  # save time, per dollar
+                scored.append(((dc <= eps, -dt / max(dc, eps) if dc > eps else -dt), a, r))
+        if not scored:
+            return cur, pd.DataFrame(path), False
+        _, a, r = max(scored, key=lambda s: s[0])
+        take(a, r, "reach")
+    # Phase 2: improve the objective within the constraint.
+    while True:
+        cand = [a for a in neighbours(cur) if a not in visited]
+        rows = ev(cand)
+        scored = []
+        for a, r in zip(cand, rows, strict=True):
+            if not feasible(r):
+                continue
+            dt, dc = r[col] - m[col], r["cost_mean_usd"] - m["cost_mean_usd"]
+            if mode == "budget" and dt < -eps * max(1.0, abs(m[col])):  # seconds saved per dollar
+                scored.append(((dc <= 0, -dt / dc if dc > 0 else -dt), a, r))
+            elif mode == "max_time" and dc < -eps * max(1.0, abs(m["cost_mean_usd"])):  # dollars saved per second
+                scored.append(((dt <= 0, -dc / dt if dt > 0 else -dc), a, r))
+        if not scored:
+            break
+        _key, a, r = max(scored, key=lambda s: s[0])
+        take(a, r, "improve")
+    return cur, pd.DataFrame(path), True
+
+
+def critical_table(scenario: Scenario, opt: Optimum, runs: int = 500, seed: int | None = None) -> pd.DataFrame:
+    """Per step, its share of the wall time on the critical path in the base and in the chosen assignment.
+
+    Columns: ``step, kind, base_share, chosen_share, base_on_path, chosen_on_path`` (see
+    :func:`agentsim.analysis.timeline.critical_share`).
+    """
+    from agentsim.analysis.timeline import critical_share
+
+    base = scenario.variant_specs()[opt.base_variant]
+    chosen = variant_for(base, opt.units, opt.assignment)
+    sc = scenario.model_copy(update={"variants": {"base": base, "chosen": chosen}})
+    res = simulate_plan(compile_plan(sc), runs, scenario.seed if seed is None else seed)
+    share = critical_share(res.calls, res.spans, res.runs, max_runs=runs)
+    parts = [
+        share[share["variant"] == v][["step", "kind", "share", "on_path"]]
+        .rename(columns={"share": f"{v}_share", "on_path": f"{v}_on_path"})
+        .set_index(["step", "kind"])
+        for v in ("base", "chosen")
+    ]
+    order = list(dict.fromkeys([*parts[0].index, *parts[1].index]))  # plan order
+    return parts[0].reindex(order).join(parts[1].reindex(order)).reset_index()

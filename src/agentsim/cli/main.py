@@ -1,0 +1,258 @@
+"""The ``agentsim`` command line: a thin layer over the library.
+
+Each command parses its arguments, calls library functions and renders the
+result. Exit codes: 0 success, 2 bad input (scenario files, traces, options:
+one paragraph per problem naming the file, the place and the fix), 1 a run that
+failed for another reason. Set ``AGENTSIM_DEBUG=1`` to see a traceback instead.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from agentsim.cli.common import BadInput, MaxCallsOpt, NoSizeLimitOpt, app, err_console, handle_errors
+from agentsim.cli.common import fmt_n as _fmt_n
+from agentsim.cli.common import fmt_s as _fmt_s
+from agentsim.cli.common import fmt_usd as _fmt_usd
+from agentsim.cli.common import signed as _signed
+from agentsim.model.loading import ScenarioError
+from agentsim.sim import payoff
+from agentsim.viz.outdir import OutputError  # noqa: F401  (re-exported for command modules)
+
+if TYPE_CHECKING:
+    from agentsim.sim.results import Results
+from agentsim.plan.validation import load
+
+__all__ = ["BadInput", "app", "err_console", "handle_errors", "main", "print_summary", "summary_table"]
+
+
+def summary_table(doc: dict) -> Table:
+    """A table with one column per variant and one row per figure."""
+    variants = doc["variants"]
+    t = Table(
+        title=f"{doc['scenario']}: {doc['runs']:,} runs, seed {doc['seed']}, engine {doc['engine']}",
+        title_justify="left",
+    )
+    t.add_column("", style="bold", no_wrap=True)
+    for name in variants:
+        t.add_column(name, justify="right", no_wrap=True, min_width=len(name))
+    vot = doc.get("value_of_time_usd_per_hour")
+
+    def row(label, fn):
+        t.add_row(label, *[fn(v) for v in variants.values()])
+
+    row("wall time mean", lambda v: _fmt_s(v["wall_time_s"]["mean"]))
+    row(
+        "  95% CI",
+        lambda v: (
+            "±" + _fmt_s((v["wall_time_s"]["ci95"][1] - v["wall_time_s"]["ci95"][0]) / 2)
+            if v["wall_time_s"]["ci95"][0] is not None
+            else "–"
+        ),
+    )
+    for p in ("p50", "p95", "p99"):
+        row(f"  {p}", lambda v, p=p: _fmt_s(v["wall_time_s"][p]))
+    row("cost mean", lambda v: _fmt_usd(v["cost_usd"]["mean"]))
+    row("  p95", lambda v: _fmt_usd(v["cost_usd"]["p95"]))
+    row("calls per run", lambda v: _fmt_n(v["calls"]["mean"]))
+    row("input tokens", lambda v: _fmt_n(v["tokens"]["input"]))
+    row("  cache read", lambda v: _fmt_n(v["tokens"]["cache_read"]))
+    row("output tokens", lambda v: _fmt_n(v["tokens"]["output"]))
+    row("reasoning tokens", lambda v: _fmt_n(v["tokens"]["reasoning"]))
+    t.add_row("critical path (mean)", *[""] * len(variants))
+    for k, label in (("queue", "queue"), ("ttft", "TTFT"), ("decode", "decode"), ("tool", "tools"), ("wait", "waits")):
+        row(f"  {label}", lambda v, k=k: _fmt_s(v["breakdown_s"][k]))
+    if "stall" in next(iter(variants.values()))["breakdown_s"]:
+        row("  stalls", lambda v: _fmt_s(v["breakdown_s"].get("stall")))
+    row("Δ time vs first", lambda v: _signed(_fmt_s, v["vs_baseline"]["delta_time_s"]))
+    row("Δ cost vs first", lambda v: _signed(_fmt_usd, v["vs_baseline"]["delta_cost_usd"]))
+    row("USD per hour saved", lambda v: payoff.premium_text(v["vs_baseline"]["usd_per_hour_saved"], _fmt_usd))
+    label = f"pays off at ${vot:,.0f}/h" if vot is not None else "pays off (no value_of_time)"
+    row(label, lambda v: {True: "yes", False: "no", None: "–"}[v["vs_baseline"]["pays_off"]])
+    first = next(iter(variants.values()))
+    if "success" in first:
+        t.add_row("success", *[""] * len(variants))
+        row("  success share", lambda v: f"{v['success']['share']:.1%}" if v["success"]["share"] is not None else "–")
+        row("  cost per success", lambda v: _fmt_usd(v["success"]["cost_per_success_usd"]))
+        row("  time to success", lambda v: _fmt_s(v["success"]["time_to_success_s"]))
+    if "workload" in first:
+        t.add_row("workload", *[""] * len(variants))
+        row("  runs counted", lambda v: f"{v['workload']['runs_counted']:,}")
+        row("  completed / failed", lambda v: f"{v['workload']['runs_completed']:,} / {v['workload']['runs_failed']:,}")
+        row("  unfinished at end", lambda v: f"{v['workload']['runs_unfinished']:,}")
+        row("  throughput (runs/h)", lambda v: f"{v['workload']['throughput_runs_per_hour']:,.1f}")
+        row("  output tokens/min", lambda v: _fmt_n(v["workload"]["output_tokens_per_min"]))
+    if "streaming" in first:
+        _streaming_rows(t, row, first, len(variants))
+    if "limits" in first:
+        t.add_row("limits", *[""] * len(variants))
+        row("  queue wait mean", lambda v: _fmt_s(v["limits"]["queue_wait_s"]["mean"]))
+        row("  queue wait p95", lambda v: _fmt_s(v["limits"]["queue_wait_s"]["p95"]))
+        for key, label in (
+            ("rejected_429", "429s"),
+            ("retries", "retries"),
+            ("errors", "errors"),
+            ("timeouts", "timeouts"),
+            ("fallbacks", "fallbacks"),
+            ("failed_runs", "failed runs"),
+        ):
+            row(f"  {label}", lambda v, key=key: f"{v['limits']['attempts'][key]:,}")
+        for acct in first["limits"].get("accounts", {}):
+            for kind in ("concurrency", "rpm", "input_tpm", "output_tpm"):
+                entry = first["limits"]["accounts"][acct].get(kind)
+                if entry is not None and entry.get("utilisation") is not None:
+                    row(
+                        f"  {acct} {kind} use",
+                        lambda v, a=acct, k=kind: f"{v['limits']['accounts'][a][k]['utilisation']:.0%}",
+                    )
+    return t
+
+
+# The streaming block of the table: a few headline metrics per call with a consumer (means).
+_STREAM_ROWS = (
+    ("ttft_s", "TTFT seen", _fmt_s),
+    ("reader_done_s", "reader done", _fmt_s),
+    ("reader_wait_s", "reader waits", _fmt_s),
+    ("first_audio_s", "first audio", _fmt_s),
+    ("silence_s", "silence", _fmt_s),
+    ("first_render_s", "first render", _fmt_s),
+    ("longest_gap_s", "longest gap", _fmt_s),
+    ("qoe", "QoE", lambda x: "–" if x is None else f"{x:.2f}"),
+    ("interrupted_share", "interrupted", lambda x: "–" if x is None else f"{x:.0%}"),
+)
+
+
+def _streaming_rows(t: Table, row, first: dict, n_variants: int) -> None:
+    t.add_row("streaming (mean per call)", *[""] * n_variants)
+    for call, metrics in first["streaming"]["calls"].items():
+        for key, label, fmt in _STREAM_ROWS:
+            if key in metrics:
+                row(
+                    f"  {call}: {label}",
+                    lambda v, c=call, k=key, f=fmt: f(v["streaming"]["calls"].get(c, {}).get(k, {}).get("mean")),
+                )
+        app = first["streaming"]["apparate"].get(call)
+        if app is not None:
+            row(f"  {call}: gains nothing above", lambda v, a=app: f"{a['tokens_per_s']:.1f} tok/s")
+
+
+def print_summary(res: Results) -> None:
+    import sys
+
+    doc = res.summary_dict()
+    # Wide tables are not cut when the output is a file or a pipe.
+    console = Console(markup=False, emoji=False, soft_wrap=False, width=None if sys.stdout.isatty() else 240)
+    console.print(summary_table(doc))
+    for name, v in doc["variants"].items():
+        w = v.get("workload")
+        if not w and "status" in res.runs:
+            status = res.runs["status"].to_numpy()[(res.runs["variant"] == name).to_numpy()]
+            failed = int((status != 0).sum())
+            if failed and (failed == status.size or failed / status.size > 0.01):
+                err_console.print(
+                    f"warning: in variant '{name}', {failed / status.size:.0%} of the runs ({failed:,} of "
+                    f"{status.size:,}) did not complete (they failed, e.g. after using up their retries); "
+                    + (
+                        "no run completed, so this variant has no wall-time or cost figures: check its models' "
+                        "error_rate, timeout and limits"
+                        if failed == status.size
+                        else "wall-time and cost figures describe the completed runs only"
+                    ),
+                    markup=False,
+                )
+        if w and w["failed_share"] > 0.01:
+            err_console.print(
+                f"warning: in variant '{name}', {w['failed_share']:.0%} of the runs counted did not complete "
+                f"({w['runs_failed']:,} failed "
+                + ("(a fail step, or retries used up)" if "success" in v else "after using up their retries")
+                + f", {w['runs_unfinished']:,} unfinished); "
+                "wall-time and cost figures describe the completed runs only",
+                markup=False,
+            )
+
+
+# --------------------------------------------------------------------------- commands
+
+FileArg = Annotated[Path, typer.Argument(help="Scenario file (YAML, JSON or TOML).", show_default=False)]
+
+
+@app.command()
+@handle_errors
+def run(
+    file: FileArg,
+    runs: Annotated[int | None, typer.Option(min=1, help="Monte-Carlo runs (default: the scenario's).")] = None,
+    seed: Annotated[int | None, typer.Option(min=0, help="Random seed (default: the scenario's).")] = None,
+    out: Annotated[Path | None, typer.Option(help="Write calls/runs tables, summary.json, figures here.")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print only the summary.json document.")] = False,
+    engine: Annotated[str, typer.Option(help="auto, des or fastpath.")] = "auto",
+    workers: Annotated[int, typer.Option(min=1, help="Worker processes (results do not depend on it).")] = 1,
+    max_calls: MaxCallsOpt = None,
+    no_size_limit: NoSizeLimitOpt = False,
+) -> None:
+    """Simulate a scenario and compare its variants."""
+    from agentsim.sim.simulation import simulate
+    from agentsim.viz.outdir import check_folder
+    from agentsim.viz.report import write_results
+
+    scenario = load(file)
+    if out is not None:
+        check_folder(out)  # before the simulation: a bad --out costs a second, not the run
+    res = simulate(scenario, runs=runs, seed=seed, engine=engine, workers=workers)
+    if json_out:
+        sys.stdout.write(res.to_json())
+    else:
+        print_summary(res)
+    if out is not None:
+        written = write_results(res, out)
+        if not json_out:
+            err_console.print(f"wrote {len(written)} files to {out}/", markup=False)
+
+
+@app.command()
+@handle_errors
+def validate(
+    files: Annotated[list[Path], typer.Argument(help="Scenario files to check.", show_default=False)],
+) -> None:
+    """Check scenario files without running them."""
+    failed, crashed = [], []
+    for f in files:
+        try:
+            load(f)
+        except ScenarioError as exc:
+            failed.append(exc)
+            err_console.print("\n".join(f"error: {item}" for item in exc.items), markup=False)
+        except Exception as exc:  # an internal error in one file must not hide the others' results
+            if os.environ.get("AGENTSIM_DEBUG"):
+                raise
+            crashed.append(f)
+            err_console.print(
+                f"error: {f}: the check failed: {type(exc).__name__}: {exc} (please report it)", markup=False
+            )
+        else:
+            typer.echo(f"ok: {f}")
+    if crashed:
+        raise typer.Exit(1)
+    if failed:
+        raise typer.Exit(2)
+
+
+def main() -> None:  # console-script entry point
+    app()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()
+
+# The other command groups register themselves on the shared app (agentsim.cli.common) when imported;
+# this is the one place that imports them all.
+from agentsim.cli import measure as cli_measure  # noqa: E402, F401
+from agentsim.cli import prices as cli_prices  # noqa: E402, F401
+from agentsim.cli import replay as cli_replay  # noqa: E402, F401
+from agentsim.cli import tradeoffs as cli_tradeoffs  # noqa: E402, F401

@@ -1,0 +1,269 @@
+"""``agentsim calibrate`` and ``agentsim measure``: measured speed profiles from the command line.
+
+``calibrate`` reads per-request measurements (benchmark tools, OTLP GenAI spans,
+a CSV, or ``measure`` output) and writes a ``kind: calibrated`` profile file
+that a scenario model can use with ``profile: ./that.yaml``. ``measure`` streams
+real requests to an endpoint and writes what it saw as JSON Lines.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from agentsim.cli.common import BadInput, app, err_console, handle_errors
+
+FORMAT_CHOICES = "auto, llmperf, vllm, guidellm, aiperf, otel, csv or measure"
+
+
+def _fmt(x: float | None, unit: str = "") -> str:
+    if x is None:
+        return "–"
+    return f"{x:,.3g}{unit}" if abs(x) < 1000 else f"{x:,.0f}{unit}"
+
+
+def _fit_table(doc: dict) -> Table:
+    fit = doc["fit"]
+    t = Table(title=f"{doc['profile']}: {doc['description']}", title_justify="left")
+    t.add_column("", style="bold", no_wrap=True)
+    t.add_column("", no_wrap=True)
+    for col in ("p50", "p90", "p95", "KS"):
+        t.add_column(col, justify="right")
+    for label, key in (("TTFT (s)", "ttft"), ("output tokens/s", "output_tps")):
+        g = fit[key]
+        t.add_row(label, "measured", *[_fmt(g["measured"][p]) for p in ("p50", "p90", "p95")], "")
+        t.add_row("", "fitted", *[_fmt(g["fitted"][p]) for p in ("p50", "p90", "p95")], f"{g['ks']:.3f}")
+    return t
+
+
+def relative_to_profile(path: str | os.PathLike, profile: Path) -> str:
+    """``path`` as written into a profile: relative to the profile's folder (POSIX slashes), so a
+    committed profile names no absolute path of the machine it was made on."""
+    try:
+        rel = os.path.relpath(Path(path).resolve(), profile.resolve().parent)
+    except ValueError:  # another drive (Windows): the file name alone
+        return Path(path).name
+    return Path(rel).as_posix()
+
+
+def _date_for(
+    found_dates: list[tuple[dt.date | None, str | None, Path]], given: str | None, shown=str
+) -> tuple[dt.date, str]:
+    if given is not None:
+        try:
+            return dt.date.fromisoformat(given), "given with --date"
+        except ValueError:
+            raise BadInput(f"--date {given!r} is not a date: write it as YYYY-MM-DD") from None
+    dates = [(d, note, p) for d, note, p in found_dates if d is not None]
+    if dates:
+        d, note, p = min(dates, key=lambda t: t[0])
+        return d, f"{note} in {shown(p)}"
+    p = found_dates[0][2]
+    mtime = dt.datetime.fromtimestamp(p.stat().st_mtime, tz=dt.UTC).date()
+    return mtime, f"modification time of {shown(p)} (the file records no dates; pass --date to set it)"
+
+
+@app.command()
+@handle_errors
+def calibrate(
+    files: Annotated[list[Path], typer.Argument(help="Measurement files.", show_default=False)],
+    out: Annotated[Path, typer.Option("-o", "--out", help="Profile file to write (YAML).", show_default=False)],
+    fmt: Annotated[str, typer.Option("--format", help=f"Input format: {FORMAT_CHOICES}.")] = "auto",
+    model: Annotated[str | None, typer.Option(help="Use only this model's requests (and name the profile).")] = None,
+    name: Annotated[str | None, typer.Option(help="Profile name (default: the model, or the file name).")] = None,
+    date: Annotated[str | None, typer.Option(help="Measurement date YYYY-MM-DD (default: from the data).")] = None,
+    plot: Annotated[Path | None, typer.Option(help="Write the diagnostic figure (PNG) here.")] = None,
+) -> None:
+    """Fit TTFT, prefill speed and output speed to measured requests; write a profile."""
+    import pandas as pd
+
+    from agentsim.measure.calibrate import CalibrationError, profile_document, select_model, write_profile
+    from agentsim.measure.calibrate import calibrate as fit
+    from agentsim.model.profiles import Profile
+    from agentsim.traces.measurement_files import FORMATS, read_file
+    from agentsim.viz.outdir import check_file
+
+    for target, option, example in ((out, "-o", "profile.yaml"), (plot, "--plot", "calibration.png")):
+        if target is not None:  # both targets checked before anything is read or written
+            check_file(target, option, example)
+    if fmt != "auto" and fmt not in FORMATS:
+        raise BadInput(f"--format {fmt!r} is not a known format: use {FORMAT_CHOICES}")
+    tables, found = [], []
+    for f in files:
+        df, rows = read_file(f, fmt)
+        tables.append(df)
+        found.append(rows)
+    table = pd.concat(tables, ignore_index=True)
+    try:
+        cal = fit(table, model=model)
+    except CalibrationError as exc:
+        raise BadInput(f"{', '.join(map(str, files))}: {exc}") from None
+    # the profile names its input files relative to itself, never as typed
+    when, date_source = _date_for(
+        [(r.date, r.date_note, Path(r.file)) for r in found], date, lambda p: relative_to_profile(p, out)
+    )
+    notes = tuple(dict.fromkeys(n for r in found for n in r.notes))
+    doc = profile_document(
+        cal,
+        name=name or cal.model or out.stem,
+        sources=[relative_to_profile(f, out) for f in files],
+        formats=[r.source_format for r in found],
+        date=when,
+        date_source=date_source,
+        notes=notes,
+    )
+    Profile.model_validate(doc)  # what we write must load
+    png = None
+    if plot is not None:  # drawn before anything is written, so a failure leaves neither file
+        import io
+
+        from agentsim.viz.plots_calibrate import calibration_figure
+
+        buf = io.BytesIO()
+        calibration_figure(select_model(table, model), cal, title=doc["profile"]).savefig(buf, dpi=110, format="png")
+        png = buf.getvalue()
+    write_profile(out, doc)
+    if plot is not None:
+        from agentsim.viz.report import write_files
+
+        write_files(plot.parent, {plot.name: lambda p: p.write_bytes(png)})
+    console = Console(markup=False, emoji=False, soft_wrap=False)
+    console.print(_fit_table(doc))
+    c = cal.counts
+    lines = [
+        f"requests: {c['requests']} read, {c['usable']} used, {c['failed']} failed, {c['incomplete']} incomplete",
+        (
+            f"TTFT base: lognormal median {cal.ttft.median_s:.3g} s, p90 {cal.ttft.p90_s:.3g} s"
+            if cal.ttft.sigma > 0
+            else f"TTFT base: constant {cal.ttft.median_s:.3g} s (the same in every measured request)"
+        ),
+        (
+            "prefill: "
+            + (f"{cal.ttft.prefill_tps:,.0f} uncached input tokens/s" if cal.ttft.prefill_tps else "left out")
+            + f" ({cal.ttft.prefill_note})"
+        ),
+        f"output tokens/s: {cal.tps.family} "
+        + (
+            ", ".join(f"{k} {v:g}" for k, v in cal.tps.spec()[cal.tps.family].items())
+            if cal.tps.family != "constant"
+            else f"{cal.tps.spec():g} (every measured request decoded at the same speed)"
+        ),
+        f"wrote {out}" + (f" and {plot}" if plot is not None else ""),
+    ]
+    err_console.print("\n".join(lines), markup=False)
+
+
+def _input_range(text: str) -> tuple[int, int]:
+    try:
+        if "-" in text.strip().lstrip("-"):
+            lo, hi = (int(p) for p in text.split("-", 1))
+        else:
+            lo = hi = int(text)
+    except ValueError:
+        raise BadInput(f"--input-tokens {text!r}: give a number (2000) or a range (500-8000)") from None
+    if not 1 <= lo <= hi:
+        raise BadInput(f"--input-tokens {text!r}: need 1 <= low <= high")
+    return lo, hi
+
+
+@app.command()
+@handle_errors
+def measure(
+    base_url: Annotated[
+        str,
+        typer.Option(
+            help="API base URL, e.g. https://api.openai.com/v1 or https://api.anthropic.com.", show_default=False
+        ),
+    ],
+    model: Annotated[str, typer.Option(help="Model name to request.", show_default=False)],
+    out: Annotated[Path, typer.Option("-o", "--out", help="JSONL file to write.", show_default=False)],
+    api: Annotated[str, typer.Option(help="openai (Chat Completions) or anthropic (Messages).")] = "openai",
+    requests: Annotated[int, typer.Option(min=1, help="Number of requests.")] = 20,
+    concurrency: Annotated[int, typer.Option(min=1, help="Requests in flight at once.")] = 1,
+    input_tokens: Annotated[str, typer.Option(help="Prompt size in tokens, or a range LOW-HIGH.")] = "1000",
+    output_tokens: Annotated[int, typer.Option(min=1, help="Maximum output tokens per request.")] = 256,
+    api_key_env: Annotated[str | None, typer.Option(help="Environment variable holding the API key.")] = None,
+    timeout: Annotated[float, typer.Option(min=0.1, help="Seconds before a request is abandoned.")] = 120.0,
+    seed: Annotated[int, typer.Option(min=0, help="Seed for prompts and the order of input sizes.")] = 0,
+    max_tokens_field: Annotated[
+        str, typer.Option(help="OpenAI body field for the output limit (max_tokens or max_completion_tokens).")
+    ] = "max_tokens",
+) -> None:
+    """Stream real requests to an endpoint and record TTFT, every token gap and usage (costs money)."""
+    from agentsim.measure.probe import APIS, MeasureConfig, write_measurements
+
+    if out.is_dir():
+        raise BadInput(f"-o {out} is a folder: give a file name, e.g. {out / 'measurements.jsonl'}")
+    from agentsim.viz.outdir import check_file
+
+    check_file(out, "-o", "measurements.jsonl")  # before any (billed) request is sent
+    if api not in APIS:
+        raise BadInput(f"--api {api!r}: use openai or anthropic")
+    if not base_url.startswith(("http://", "https://")):
+        raise BadInput(f"--base-url {base_url!r}: give a full URL starting with http:// or https://")
+    key = None
+    if api_key_env is not None:
+        key = os.environ.get(api_key_env)
+        if not key:
+            raise BadInput(f"the environment variable {api_key_env} named by --api-key-env is not set or empty")
+    config = MeasureConfig(
+        base_url=base_url,
+        model=model,
+        api=api,
+        requests=requests,
+        concurrency=concurrency,
+        input_tokens=_input_range(input_tokens),
+        output_tokens=output_tokens,
+        timeout_s=timeout,
+        seed=seed,
+        max_tokens_field=max_tokens_field,
+    )
+    err_console.print(
+        f"sending {requests} real streaming requests to {config.url} (model {model}); "
+        "they are billed like any other request",
+        markup=False,
+    )
+    done = {"n": 0, "failed": 0}
+    progress = None
+    if err_console.is_terminal:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        progress = Progress(
+            TextColumn("measuring"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[f]}"),
+            TimeElapsedColumn(),
+            console=err_console,
+            transient=True,
+        )
+        task = progress.add_task("measure", total=requests, f="")
+
+    def on_record(rec: dict) -> None:
+        done["n"] += 1
+        done["failed"] += 0 if rec["ok"] else 1
+        if progress is not None:
+            progress.update(task, advance=1, f=f"{done['failed']} failed" if done["failed"] else "")
+
+    try:
+        if progress is not None:
+            with progress:
+                counts = write_measurements(out, config, key, on_record)
+        else:
+            counts = write_measurements(out, config, key, on_record)
+    except KeyboardInterrupt:
+        err_console.print(
+            f"interrupted: the {done['n']} requests that finished are in {out} (valid JSON Lines)", markup=False
+        )
+        raise typer.Exit(130) from None
+    err_console.print(
+        f"measured {counts['ok'] + counts['failed']} requests ({counts['failed']} failed) into {out}; "
+        f"next: agentsim calibrate {out} -o profile.yaml",
+        markup=False,
+    )

@@ -1,0 +1,1 @@
+"""Measuring real endpoints (the live probe) and calibrating speed profiles from measurements."""

@@ -1,0 +1,500 @@
+"""Calibration: from measured requests to a model speed profile.
+
+agentsim times a call as ``ttft + output / output_tps`` with
+``ttft = base + uncached_input / prefill_tps`` (DESIGN.md §4). Calibration fits
+those three quantities to a table of measured requests (see
+:mod:`agentsim.traces.measurements`):
+
+1. **TTFT.** A robust linear regression (Huber M-estimator, ``statsmodels`` RLM)
+   of measured TTFT on uncached input tokens. The slope is ``1 / prefill_tps``.
+   Because the base TTFT does not depend on the input size, the slope is
+   estimated without bias whatever the shape of the base distribution; the
+   Huber loss keeps a few queueing spikes from tilting it. The base TTFTs
+   ``ttft - slope x uncached_input`` are then fitted with a lognormal: location and
+   scale of their logarithms by Huber's proposal 2, so that a few bases pushed near
+   zero by the slope's error do not inflate the spread. When the input sizes barely vary
+   (coefficient of variation below :data:`MIN_INPUT_CV`), or the slope is not
+   clearly positive (below :data:`MIN_SLOPE_T` standard errors), the prefill
+   term is dropped and the lognormal is fitted to the whole TTFT; the profile
+   says so.
+2. **Output speed.** Per-request ``tps = output_tokens / (latency - ttft)`` is
+   fitted by maximum likelihood with a lognormal and with a gamma (both with two
+   parameters); the one with the higher likelihood is kept.
+3. **Goodness of fit.** The Kolmogorov-Smirnov statistic (largest distance
+   between the measured and the fitted CDF) and measured vs fitted p50/p90/p95,
+   for TTFT (the fitted TTFT is the mixture of the base lognormal shifted by each
+   request's prefill time) and for TPS. The statistic is descriptive: with
+   parameters estimated from the same data its usual p-value does not apply.
+4. **Inter-token jitter** (when the files have every gap): how uneven the gaps
+   within a request are. Reported, not simulated.
+
+Failed and incomplete requests are counted and left out. Fewer than
+:data:`MIN_REQUESTS` usable requests is an error: the fits would be noise.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy import optimize, special, stats
+
+from agentsim.plan.distributions import Z90
+from agentsim.traces.measurements import rows_summary
+
+__all__ = [
+    "MIN_INPUT_CV",
+    "MIN_REQUESTS",
+    "MIN_SLOPE_T",
+    "Calibration",
+    "CalibrationError",
+    "TpsFit",
+    "TtftFit",
+    "calibrate",
+    "profile_document",
+    "select_model",
+    "write_profile",
+]
+
+MIN_REQUESTS = 20  # usable requests needed for a fit
+MIN_INPUT_CV = 0.10  # input sizes must vary at least this much (sd / mean) to fit a prefill rate
+MIN_SLOPE_T = 3.0  # the prefill slope must be this many standard errors above zero
+MIXTURE_POINTS = 400  # input sizes (quantiles) used to represent the fitted TTFT mixture
+PERCENTILES = (50, 90, 95)
+CONSTANT_RTOL = 1e-6  # measured values whose range is below this share of their median are one constant
+
+
+class CalibrationError(ValueError):
+    """The measurements cannot be calibrated (too few usable requests, ambiguous model)."""
+
+
+@dataclass(frozen=True)
+class TtftFit:
+    median_s: float  # base TTFT lognormal: median and log-sd
+    sigma: float
+    prefill_tps: float | None  # None when the prefill term was dropped
+    slope_s_per_token: float  # 0 when dropped
+    slope_se: float | None
+    input_cv: float | None
+    prefill_note: str
+    nonpositive_base: int  # requests whose TTFT is below their fitted prefill time (left out of the base fit)
+
+    @property
+    def p90_s(self) -> float:
+        return self.median_s * math.exp(Z90 * self.sigma)
+
+    @property
+    def mu(self) -> float:
+        return math.log(self.median_s)
+
+
+@dataclass(frozen=True)
+class TpsFit:
+    family: str  # lognormal | gamma
+    params: dict[str, float]  # lognormal: median, sigma; gamma: shape, scale
+    loglik: dict[str, float]
+
+    def dist(self):
+        if self.family == "constant":  # a point mass, as a lognormal of negligible spread (for CDFs and plots)
+            return stats.lognorm(1e-9, scale=self.params["value"])
+        if self.family == "lognormal":
+            return stats.lognorm(self.params["sigma"], scale=self.params["median"])
+        return stats.gamma(self.params["shape"], scale=self.params["scale"])
+
+    @property
+    def mean(self) -> float:
+        return float(self.dist().mean())
+
+    @property
+    def median(self) -> float:
+        return float(self.dist().median())
+
+    def spec(self) -> dict[str, Any]:
+        """The distribution in scenario vocabulary."""
+        if self.family == "constant":
+            return _sig(self.params["value"])
+        if self.family == "lognormal":
+            med = self.params["median"]
+            return {"lognormal": {"median": _sig(med), "p90": _sig(med * math.exp(Z90 * self.params["sigma"]))}}
+        d = self.dist()
+        return {"gamma": {"mean": _sig(d.mean()), "sd": _sig(d.std())}}
+
+
+@dataclass(frozen=True)
+class Calibration:
+    ttft: TtftFit
+    tps: TpsFit
+    goodness: dict[str, Any]
+    counts: dict[str, Any]
+    itl: dict[str, Any] | None
+    model: str | None
+    notes: tuple[str, ...] = field(default=())
+
+    def ttft_cdf(self, t, uncached_input) -> np.ndarray:
+        """Fitted CDF of TTFT over requests with these uncached input sizes."""
+        return _mixture_cdf(np.asarray(t, dtype=float), self.ttft, _shifts(self.ttft, uncached_input))
+
+
+# --------------------------------------------------------------------------- fitting
+
+
+def select_model(table: pd.DataFrame, model: str | None) -> pd.DataFrame:
+    """The rows of one model: ``model`` if given, else the only model in the table.
+
+    Rows whose file names no model (llmperf, a CSV without a ``model`` column) are kept either way.
+    """
+    names = sorted({str(m) for m in table["model"].dropna()})
+    if model is not None:
+        if not names:
+            return table
+        if model not in names:
+            raise CalibrationError(f"model '{model}' is not in the measurements; they hold: {', '.join(names)}")
+        return table[(table["model"] == model) | table["model"].isna()]
+    if len(names) > 1:
+        raise CalibrationError(
+            f"the measurements hold {len(names)} models ({', '.join(names)}); choose one with --model"
+        )
+    return table
+
+
+def calibrate(table: pd.DataFrame, model: str | None = None) -> Calibration:
+    """Fit TTFT (base + prefill) and output TPS to the usable rows of a measurement table."""
+    table = select_model(table, model)
+    counts = rows_summary(table)
+    use = table[table["usable"]]
+    if len(use) < MIN_REQUESTS:
+        found = ", ".join(f"{k}: {v}" for k, v in counts["excluded_because"].items()) or "nothing left out"
+        raise CalibrationError(
+            f"only {len(use)} usable requests (of {counts['requests']}; {counts['failed']} failed, "
+            f"{counts['incomplete']} incomplete: {found}); at least {MIN_REQUESTS} are needed for a fit"
+        )
+    names = sorted({str(m) for m in use["model"].dropna()})
+    ttft = fit_ttft(use["ttft_s"].to_numpy(float), use["uncached_input_tokens"].to_numpy(float))
+    tps = fit_tps(use["tps"].to_numpy(float))
+    goodness = {
+        "ttft": _ttft_goodness(use, ttft),
+        "output_tps": _goodness(use["tps"].to_numpy(float), tps.dist(), tps.params.get("value")),
+    }
+    return Calibration(
+        ttft=ttft,
+        tps=tps,
+        goodness=goodness,
+        counts=counts,
+        itl=_itl_summary(use),
+        model=model or (names[0] if names else None),
+    )
+
+
+def fit_ttft(ttft_s: np.ndarray, uncached_input: np.ndarray) -> TtftFit:
+    """TTFT = lognormal base + slope x uncached input (slope = 1 / prefill_tps), robustly."""
+    y = np.asarray(ttft_s, dtype=float)
+    x = np.asarray(uncached_input, dtype=float)
+    known = np.isfinite(x)
+    slope, se, cv = 0.0, None, None
+    if known.sum() < MIN_REQUESTS:
+        note = "input token counts are unknown, so the prefill term is left out; the base TTFT includes prefill"
+    else:
+        xs, ys = x[known], y[known]
+        mean = float(np.mean(xs))
+        cv = float(np.std(xs) / mean) if mean > 0 else 0.0
+        if cv < MIN_INPUT_CV:
+            note = (
+                f"input sizes vary too little (coefficient of variation {cv:.3f} < {MIN_INPUT_CV}) to "
+                f"separate prefill from the base TTFT: prefill_tps left out, so the base TTFT includes the "
+                f"prefill of about {mean:,.0f} uncached input tokens"
+            )
+        else:
+            slope, se = _robust_slope(xs, ys)
+            if not slope > 0 or slope < MIN_SLOPE_T * se:
+                note = (
+                    f"no clearly positive prefill effect (slope {slope * 1e3:.3g} ± {se * 1e3:.2g} s per "
+                    f"1k input tokens, needs {MIN_SLOPE_T:g} standard errors): prefill_tps left out, "
+                    "the base TTFT includes prefill"
+                )
+                slope = 0.0
+            else:
+                note = (
+                    f"robust (Huber) regression of TTFT on uncached input tokens: "
+                    f"{slope * 1e3:.4g} ± {se * 1e3:.2g} s per 1k tokens"
+                )
+    base = y - slope * np.where(known, x, 0.0) if slope > 0 else y
+    positive = base > 0
+    if not positive.any():
+        raise CalibrationError(
+            "every request's time to first token is at or below its fitted prefill time, so no base TTFT is left"
+        )
+    mu, sigma = _robust_log_location_scale(np.log(base[positive]))
+    if not sigma > CONSTANT_RTOL:  # the same TTFT every time (a mock server): a constant, no spread
+        sigma = 0.0
+    return TtftFit(
+        median_s=math.exp(mu),
+        sigma=sigma,
+        prefill_tps=(1.0 / slope) if slope > 0 else None,
+        slope_s_per_token=slope,
+        slope_se=se,
+        input_cv=cv,
+        prefill_note=note,
+        nonpositive_base=int((~positive).sum()),
+    )
+
+
+def _robust_log_location_scale(logs: np.ndarray) -> tuple[float, float]:
+    """Mean and sd of log base TTFTs by Huber's proposal 2 (robust joint location and scale).
+
+    A base TTFT is a measured TTFT minus its fitted prefill time; when the slope is a little too
+    steep, a request with a small base and a long prompt gets a base near zero, whose logarithm
+    would inflate a plain standard deviation. Huber's estimator bounds that influence, at about
+    94% (location) and 72% (scale) of the plain estimators' efficiency on clean lognormal data.
+    """
+    import statsmodels.api as sm
+
+    if logs.size < 3 or float(np.ptp(logs)) == 0.0:
+        return float(np.mean(logs)), float(np.std(logs, ddof=1)) if logs.size > 1 else 0.0
+    try:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            loc, scale = sm.robust.scale.Huber()(logs)
+    except (ValueError, FloatingPointError):  # no convergence (e.g. most values equal): plain estimates
+        return float(np.mean(logs)), float(np.std(logs, ddof=1))
+    if not (np.isfinite(loc) and np.isfinite(scale) and scale > 0):  # over half the values equal: MAD is 0
+        return float(np.mean(logs)), float(np.std(logs, ddof=1))
+    return float(loc), float(scale)
+
+
+def _robust_slope(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+    import statsmodels.api as sm
+
+    scale = 1000.0  # regress on thousands of tokens: better conditioned
+    design = sm.add_constant(x / scale, has_constant="add")
+    with warnings.catch_warnings():  # a perfect fit (a mock server) is fine, not a convergence problem
+        warnings.simplefilter("ignore", category=sm.tools.sm_exceptions.ConvergenceWarning)
+        res = sm.RLM(y, design, M=sm.robust.norms.HuberT()).fit()
+    return float(res.params[1]) / scale, float(res.bse[1]) / scale
+
+
+def fit_tps(tps: np.ndarray) -> TpsFit:
+    """Lognormal and gamma by maximum likelihood (location 0); keep the likelier.
+
+    Speeds that do not vary (a mock server, a fixed-rate replay) have no spread to fit: the
+    result is the ``constant`` family, written to the profile as a plain number."""
+    x = np.asarray(tps, dtype=float)
+    if float(np.ptp(x)) <= CONSTANT_RTOL * float(np.median(x)):
+        return TpsFit("constant", {"value": float(np.median(x))}, {})
+    s, _, scale_ln = stats.lognorm.fit(x, floc=0)
+    a, _, scale_g = stats.gamma.fit(x, floc=0)
+    ll = {
+        "lognormal": float(np.sum(stats.lognorm.logpdf(x, s, scale=scale_ln))),
+        "gamma": float(np.sum(stats.gamma.logpdf(x, a, scale=scale_g))),
+    }
+    if ll["gamma"] > ll["lognormal"]:
+        return TpsFit("gamma", {"shape": float(a), "scale": float(scale_g)}, ll)
+    return TpsFit("lognormal", {"median": float(scale_ln), "sigma": float(s)}, ll)
+
+
+# --------------------------------------------------------------------------- goodness of fit
+
+
+def _shifts(fit: TtftFit, uncached_input) -> np.ndarray:
+    """Prefill times of a representative set of input sizes (quantiles), for the TTFT mixture."""
+    if fit.slope_s_per_token <= 0:
+        return np.zeros(1)
+    x = np.asarray(uncached_input, dtype=float)
+    x = x[np.isfinite(x)]
+    if x.size == 0:
+        return np.zeros(1)
+    k = min(x.size, MIXTURE_POINTS)
+    return fit.slope_s_per_token * np.quantile(x, (np.arange(k) + 0.5) / k)
+
+
+def _mixture_cdf(t: np.ndarray, fit: TtftFit, shifts: np.ndarray) -> np.ndarray:
+    t = np.atleast_1d(t).astype(float)
+    out = np.empty(t.shape)
+    flat, res = t.ravel(), out.ravel()
+    for i in range(0, flat.size, 2048):
+        d = flat[i : i + 2048, None] - shifts[None, :]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            z = (np.log(np.where(d > 0, d, 1.0)) - fit.mu) / fit.sigma if fit.sigma > 0 else None
+            cdf = special.ndtr(z) if z is not None else (d >= fit.median_s).astype(float)
+        res[i : i + 2048] = np.where(d > 0, cdf, 0.0).mean(axis=1)
+    return out
+
+
+def _mixture_quantile(p: float, fit: TtftFit, shifts: np.ndarray) -> float:
+    lo = float(shifts.min())
+    hi = float(shifts.max()) + fit.median_s * math.exp(8 * max(fit.sigma, 1e-3))
+    if fit.sigma <= 0:
+        return float(np.quantile(shifts + fit.median_s, p))
+    return float(optimize.brentq(lambda t: _mixture_cdf(np.array([t]), fit, shifts)[0] - p, lo, hi, xtol=1e-9))
+
+
+def _ttft_goodness(use: pd.DataFrame, fit: TtftFit) -> dict[str, Any]:
+    y = use["ttft_s"].to_numpy(float)
+    shifts = _shifts(fit, use["uncached_input_tokens"].to_numpy(float))
+    if fit.sigma == 0 and not shifts.any():  # a constant TTFT: the CDF is one step
+        ks = _point_mass_ks(y, fit.median_s)
+    else:
+        ks = stats.kstest(y, lambda t: _mixture_cdf(t, fit, shifts)).statistic
+    measured = {f"p{p}": float(np.percentile(y, p)) for p in PERCENTILES}
+    fitted = {f"p{p}": _mixture_quantile(p / 100, fit, shifts) for p in PERCENTILES}
+    return {"ks": float(ks), "measured": measured, "fitted": fitted}
+
+
+def _point_mass_ks(x: np.ndarray, value: float) -> float:
+    """The KS distance between measured values and a point mass at ``value``: the share on either side."""
+    tol = CONSTANT_RTOL * abs(value)
+    return float(max(np.mean(x < value - tol), np.mean(x > value + tol)))
+
+
+def _goodness(x: np.ndarray, dist, constant: float | None = None) -> dict[str, Any]:
+    ks = stats.kstest(x, dist.cdf).statistic if constant is None else _point_mass_ks(x, constant)
+    return {
+        "ks": float(ks),
+        "measured": {f"p{p}": float(np.percentile(x, p)) for p in PERCENTILES},
+        "fitted": {f"p{p}": float(dist.ppf(p / 100)) for p in PERCENTILES},
+    }
+
+
+def _itl_summary(use: pd.DataFrame) -> dict[str, Any] | None:
+    itl = use["itl_s"].to_numpy(float)
+    itl = itl[np.isfinite(itl)]
+    if itl.size == 0:
+        return None
+    out: dict[str, Any] = {"mean_gap_s": {f"p{p}": float(np.percentile(itl, p)) for p in (50, 95)}}
+    cvs, ratios, gaps_all = [], [], []
+    for gaps in use["gaps_s"]:
+        if not isinstance(gaps, list | tuple | np.ndarray) or len(gaps) < 3:
+            continue
+        g = np.asarray(gaps, dtype=float)
+        m = float(np.mean(g))
+        if m > 0:
+            cvs.append(float(np.std(g) / m))
+            ratios.append(g / m)
+            gaps_all.append(g)
+    if cvs:
+        r = np.concatenate(ratios)
+        out["jitter"] = {
+            "requests": len(cvs),
+            "cv_within_request_median": float(np.median(cvs)),
+            "gap_over_request_mean": {f"p{p}": float(np.percentile(r, p)) for p in (5, 50, 95, 99)},
+            "share_of_gaps_below_1ms": float(np.mean(np.concatenate(gaps_all) < 1e-3)),
+        }
+    return out
+
+
+# --------------------------------------------------------------------------- the profile file
+
+
+def _sig(x: float, digits: int = 4) -> float:
+    """``x`` rounded to ``digits`` significant digits (profiles are read by people)."""
+    x = float(x)
+    if x == 0 or not math.isfinite(x):
+        return x
+    return float(round(x, digits - 1 - math.floor(math.log10(abs(x)))))
+
+
+def _tidy(obj: Any) -> Any:
+    if isinstance(obj, dict):
+        return {str(k): _tidy(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_tidy(v) for v in obj]
+    if isinstance(obj, bool | str) or obj is None:
+        return obj
+    if isinstance(obj, int | np.integer):
+        return int(obj)
+    if isinstance(obj, float | np.floating):
+        return _sig(float(obj))
+    return obj
+
+
+def profile_document(
+    cal: Calibration,
+    name: str,
+    sources: list[str],
+    formats: list[str],
+    date: dt.date,
+    date_source: str,
+    notes: tuple[str, ...] = (),
+    tool: str = "agentsim calibrate",
+) -> dict[str, Any]:
+    """The profile (``agentsim.model.profiles`` format, ``kind: calibrated``) with a ``fit:`` section."""
+    t = cal.ttft
+    ttft_spec: Any = (
+        {"lognormal": {"median": _sig(t.median_s), "p90": _sig(t.p90_s)}} if t.sigma > 0 else _sig(t.median_s)
+    )
+    tps_spec = cal.tps.spec()
+    c = cal.counts
+    doc: dict[str, Any] = {
+        "profile": name,
+        "description": f"{cal.model or name}: calibrated from {c['usable']} measured requests",
+        "kind": "calibrated",
+        "source": f"{tool} of {', '.join(sources)} ({', '.join(sorted(set(formats)))}; "
+        f"{c['requests']} requests, {c['usable']} usable)",
+        "date": date,
+        "ttft": ttft_spec,
+    }
+    if t.prefill_tps is not None:
+        doc["prefill_tps"] = _sig(t.prefill_tps)
+    doc["output_tps"] = tps_spec
+    doc["notes"] = t.prefill_note + "."
+    g = cal.goodness
+    fit = {
+        "model": cal.model,
+        "files": list(sources),
+        "formats": sorted(set(formats)),
+        "date_source": date_source,
+        "requests": c,
+        "ttft": {
+            "model": "ttft = base + uncached_input / prefill_tps; base lognormal",
+            "base": {"median_s": t.median_s, "p90_s": t.p90_s, "sigma": t.sigma},
+            "prefill": {
+                "kept": t.prefill_tps is not None,
+                "prefill_tps": t.prefill_tps,
+                "slope_s_per_1k_tokens": t.slope_s_per_token * 1e3,
+                "slope_se_s_per_1k_tokens": t.slope_se * 1e3 if t.slope_se is not None else None,
+                "input_tokens_cv": t.input_cv,
+                "note": t.prefill_note,
+            },
+            "requests_below_prefill_time": t.nonpositive_base,
+            **g["ttft"],
+        },
+        "output_tps": {
+            "definition": "output_tokens / (latency - ttft)",
+            "chosen": cal.tps.family,
+            "loglik": cal.tps.loglik,
+            **g["output_tps"],
+        },
+        "ks_note": "KS statistic = largest gap between measured and fitted CDF (descriptive; "
+        "parameters were fitted to the same data)",
+    }
+    if cal.itl is not None:
+        fit["itl"] = cal.itl
+    if notes:
+        fit["notes"] = list(notes)
+    doc["fit"] = _tidy(fit)
+    return doc
+
+
+def write_profile(path: str | Path, doc: dict[str, Any]) -> Path:
+    """Write a profile document as YAML, atomically."""
+    import yaml
+
+    from agentsim.viz.report import write_files
+
+    path = Path(path)
+
+    class _Dumper(yaml.SafeDumper):
+        pass
+
+    def _list(dumper, data):  # short lists of numbers on one line, lists of sentences as blocks
+        flow = all(isinstance(v, int | float) or (isinstance(v, str) and len(v) < 40) for v in data)
+        return dumper.represent_sequence("tag:yaml.org,2002:seq", data, flow_style=flow)
+
+    _Dumper.add_representer(list, _list)
+    text = yaml.dump(doc, Dumper=_Dumper, sort_keys=False, allow_unicode=True, default_flow_style=None, width=110)
+    write_files(path.parent, {path.name: lambda p: p.write_text(text, encoding="utf-8")})
+    return path

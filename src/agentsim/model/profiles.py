@@ -1,0 +1,165 @@
+"""Speed profiles: a model's TTFT and output speed as a dated, sourced data file.
+
+A scenario model can say ``profile: gemini-3-flash`` (a profile bundled with
+agentsim, see ``agentsim profiles``) or ``profile: ./measured.yaml`` (a file, for
+example written by ``agentsim calibrate``). The profile fills the model's
+``ttft``, ``prefill_tps``, ``output_tps``, ``stream`` and ``speeds`` speed effects; anything
+the scenario gives itself wins. Prices never come from a profile.
+
+A profile file::
+
+    profile: gemini-3-flash          # its name
+    description: Gemini 3 Flash on Google AI Studio
+    kind: vendor-claimed             # measured | vendor-claimed | calibrated | assumption
+    source: OpenRouter provider statistics, Feb 2026
+    date: 2026-02-10                 # when the figures were published or measured
+    ttft: {lognormal: {median: 1.0, p90: 2.0}}   # seconds, excluding prefill
+    prefill_tps: 20000                            # optional, uncached input tokens per second
+    output_tps: {lognormal: {median: 218, p90: 280}}
+    speeds: {fast: {output_tps_x: 2.5}}           # optional: speed effects of tiers (no prices)
+    stream: {chunk_tokens: 4, jitter_cv: 0.3}     # optional: how it streams (scenario's stream wins)
+    notes: free text
+    fit: {...}                                    # optional: calibration diagnostics (free form)
+    figures:                                      # optional: the published numbers behind it
+      - {quantity: output speed, value: 218, unit: tokens/s, kind: measured,
+         source: "Some benchmark article", published: 2026-01-14, url: "https://..."}
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from importlib import resources
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, ValidationError
+
+from agentsim.model.loading import ErrorItem, ScenarioError, errors_from_validation, line_of, load_data
+from agentsim.model.scenario import Dist, PosNum, StreamSpec, StrictModel, suggest
+
+__all__ = ["PROFILE_KINDS", "Profile", "apply_profiles", "bundled_profiles", "load_profile"]
+
+PROFILE_KINDS = ("measured", "vendor-claimed", "calibrated", "assumption")
+
+
+class Figure(StrictModel):
+    """One published number behind a profile: what, how much, in what unit, from where and when."""
+
+    quantity: str = Field(description="What the number measures, e.g. 'output speed'.")
+    value: float
+    high: float | None = Field(None, description="Upper end, when the source gives a range.")
+    unit: str
+    kind: Literal["measured", "vendor-claimed", "derived"]
+    source: str = Field(description="The publication (and who measured or claimed the number).")
+    published: dt.date | None = Field(None, description="Publication date; omitted when the page shows none.")
+    url: str | None = None
+    note: str | None = None
+
+
+class SpeedEffect(StrictModel):
+    output_tps_x: PosNum = 1.0
+    ttft_x: PosNum = 1.0
+
+
+class Profile(StrictModel):
+    profile: str = Field(description="The profile's name.")
+    description: str | None = None
+    kind: Literal["measured", "vendor-claimed", "calibrated", "assumption"]
+    source: str = Field(description="Publication, benchmark or measurement the figures come from.")
+    date: dt.date = Field(description="When the figures were published or measured.")
+    ttft: Dist
+    output_tps: Dist
+    prefill_tps: PosNum | None = None
+    speeds: dict[str, SpeedEffect] = Field(default_factory=dict)
+    stream: StreamSpec | None = Field(None, description="How the model streams (chunks, gap jitter, stalls).")
+    notes: str | None = None
+    fit: dict[str, Any] | None = None
+    figures: list[Figure] = Field(default_factory=list, description="The published numbers behind the profile.")
+
+
+def _bundled_dir():
+    return resources.files("agentsim") / "profiles"
+
+
+def bundled_profiles() -> dict[str, Path]:
+    """Name -> file of every profile bundled with agentsim."""
+    d = _bundled_dir()
+    return {Path(p.name).stem: Path(str(p)) for p in d.iterdir() if p.name.endswith((".yaml", ".yml"))}
+
+
+def _is_path(ref: str) -> bool:
+    return "/" in ref or "\\" in ref or ref.endswith((".yaml", ".yml", ".json"))
+
+
+def load_profile(ref: str, base_dir: Path | None = None) -> tuple[Profile, Path]:
+    """Load a profile by bundled name or by path (relative to ``base_dir``)."""
+    if _is_path(ref):
+        path = Path(ref)
+        if not path.is_absolute() and base_dir is not None:
+            path = base_dir / path
+    else:
+        known = bundled_profiles()
+        if ref not in known:
+            raise LookupError(ref, suggest(ref, list(known)) or "run `agentsim profiles` to list them")
+        path = known[ref]
+    data, lines = load_data(path)
+    try:
+        return Profile.model_validate(data), path
+    except ValidationError as exc:
+        raise ScenarioError(errors_from_validation(exc, data, lines, str(path))) from None
+
+
+SPEED_KEYS = ("ttft", "output_tps", "prefill_tps", "stream")
+
+
+def apply_profiles(data: dict, file: str, lines: dict, base_dir: Path | None) -> dict:
+    """Fill ``models.*`` speed fields from their ``profile:`` (scenario values win). Returns new data."""
+    models = data.get("models")
+    if not isinstance(models, dict):
+        return data
+    out_models = {}
+    for name, m in models.items():
+        if not isinstance(m, dict) or "profile" not in m:
+            out_models[name] = m
+            continue
+        ref = m["profile"]
+        where = ("models", name, "profile")
+        if not isinstance(ref, str):
+            raise ScenarioError([ErrorItem(file, line_of(lines, where), where, "profile takes a name or a file path")])
+        try:
+            prof, _ = load_profile(ref, base_dir)
+        except LookupError as exc:
+            raise ScenarioError(
+                [ErrorItem(file, line_of(lines, where), where, f"no bundled profile named '{ref}'", exc.args[1])]
+            ) from None
+        except ScenarioError as exc:
+            if exc.items and exc.items[0].message == "no such file":
+                raise ScenarioError(
+                    [
+                        ErrorItem(
+                            file,
+                            line_of(lines, where),
+                            where,
+                            f"profile file '{ref}' does not exist",
+                            "paths are relative to the scenario file",
+                        )
+                    ]
+                ) from None
+            raise
+        merged = dict(m)
+        pdump = prof.model_dump(mode="json", exclude_none=True)
+        for key in SPEED_KEYS:
+            if key not in merged and key in pdump:
+                merged[key] = pdump[key]
+        # tier speed effects: the profile's, unless the scenario sets them (prices stay the scenario's)
+        if prof.speeds and isinstance(merged.get("speeds"), dict):
+            tiers = {}
+            for tier, spec in merged["speeds"].items():
+                spec = dict(spec) if isinstance(spec, dict) else spec
+                if isinstance(spec, dict) and tier in prof.speeds:
+                    for k, v in prof.speeds[tier].model_dump().items():
+                        spec.setdefault(k, v)
+                tiers[tier] = spec
+            merged["speeds"] = tiers
+        out_models[name] = merged
+    return {**data, "models": out_models}

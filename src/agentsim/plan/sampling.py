@@ -1,0 +1,204 @@
+"""All random draws of a simulation, made up front, block by block, the same for every engine.
+
+Replications are processed in *blocks* of :data:`BLOCK_SIZE` runs. For each block
+and each sampled quantity of the plan (a :class:`~agentsim.plan.compiler.Draw`: a call's
+output tokens, a tool's latency, a repeat's count...) there is one random stream,
+seeded by ``SeedSequence(seed, spawn_key=(block, node, purpose))``. The stream
+fills an array of standard-normal draws of shape ``(runs_in_block, *instances)``,
+where the instance axes are the block's largest counts of the ``repeat``/``fanout``
+nodes around it, and the draw's quantile transform turns them into values.
+
+Consequences, all by construction:
+
+* the DES (one run at a time) and the fast path (a whole block at once) read the
+  very same numbers, so they agree to the last bit;
+* results do not depend on how many worker processes share the blocks;
+* variants share every stream (common random numbers): a call moved to another
+  model keeps its normal draws and only the TTFT/TPS transform changes;
+* a node's numbers do not depend on other nodes, so adding a step leaves the
+  other steps' draws alone.
+
+Where a repeat's count or a choose's pick depends on the model a named call runs on (contract v1.1),
+every variant transforms the same draws with its own parameter: ``Block.values`` holds variant 0's
+array, ``Block.by_variant`` the others that differ, and engines read ``Block.values_for(variant)``.
+Provider conditions multiply a call's drawn TTFT and speed by its run's factors in :func:`tier_speeds`.
+
+Draws are made instance-major (``(*instances, runs)`` then transposed), so
+run ``r``'s draw for iteration ``i`` does not move when a sweep changes how many
+iterations a repeat has.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy import special
+
+from agentsim.plan.compiler import (
+    COND_TPS,
+    COND_TTFT,
+    COUNT,
+    FAIL,
+    PICK,
+    U_ERROR,
+    U_JITTER,
+    U_TPS,
+    U_TTFT,
+    ChooseNode,
+    Plan,
+    RepeatNode,
+)
+from agentsim.plan.memory import tune_malloc
+
+__all__ = ["BLOCK_SIZE", "Block", "block_spans", "call_speeds", "sample_block"]
+
+BLOCK_SIZE = 4096
+
+
+def block_spans(runs: int, block_size: int = BLOCK_SIZE) -> list[tuple[int, int, int]]:
+    """``(block_index, first_run, n_runs)`` for ``runs`` replications."""
+    return [(b, s, min(block_size, runs - s)) for b, s in enumerate(range(0, runs, block_size))]
+
+
+@dataclass
+class Block:
+    index: int
+    start: int  # index of the first run
+    n: int
+    dims: dict[int, int]  # repeat/fanout node id -> largest count in the block
+    values: dict[tuple[int, int], np.ndarray]  # (node id, purpose) -> (n, *dims of scope)
+    speed_cache: dict = field(default_factory=dict)  # (node id, tier) -> (ttft0, tps), see call_speeds
+    seed: int = 0  # the scenario seed, for the per-token streams of agentsim.sim.streaming
+    stream_cache: dict = field(default_factory=dict)  # per-token draws of agentsim.sim.streaming, by key
+    # variant -> {(node id, purpose): array} where a variant's counts or picks differ from ``values``
+    # (a repeat's continue_p or a choose's p that depends on a call's model)
+    by_variant: dict[int, dict[tuple[int, int], np.ndarray]] = field(default_factory=dict)
+
+    def shape(self, scope: tuple[int, ...]) -> tuple[int, ...]:
+        return tuple(self.dims[m] for m in scope)
+
+    def get(self, node: int, purpose: int) -> np.ndarray:
+        return self.values[(node, purpose)]
+
+    def values_for(self, variant: int) -> dict[tuple[int, int], np.ndarray]:
+        """The draws as variant ``variant`` sees them (``values`` itself when no count or pick differs)."""
+        own = self.by_variant.get(variant)
+        return {**self.values, **own} if own else self.values
+
+
+def _normals(seed: int, block: int, node: int, purpose: int, shape: tuple[int, ...], n: int) -> np.ndarray:
+    rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence(seed, spawn_key=(block, node, purpose))))
+    z = rng.standard_normal((math.prod(shape), n))
+    return np.moveaxis(z.reshape((*shape, n)), -1, 0)
+
+
+def sample_block(plan: Plan, seed: int, index: int, start: int, n: int) -> Block:
+    """Draw every random quantity of ``n`` runs (block ``index``)."""
+    tune_malloc()  # large temporaries follow: keep freed memory for reuse (see agentsim.plan.memory)
+    dims: dict[int, int] = {}
+    values: dict[tuple[int, int], np.ndarray] = {}
+    by_variant: dict[int, dict[tuple[int, int], np.ndarray]] = {}
+    for d in plan.draws:
+        shape = tuple(dims[m] for m in d.scope) + d.extra
+        s = d.sampler
+        if s is not None and s.is_constant:
+            c = s.constant_value
+            # a read-only broadcast view: a constant costs no memory per run
+            value = np.array(np.rint(c) if d.integer else c, dtype=np.int64 if d.integer else np.float64)
+            arr = np.broadcast_to(value, (n, *shape))
+        else:
+            z = _normals(seed, index, d.node, d.purpose, shape, n)
+            node = plan.nodes[d.node] if d.node < len(plan.nodes) else None  # else the workload pseudo-node
+            if s is not None:
+                arr = s.transform(z)
+                if d.integer:
+                    arr = np.rint(arr).astype(np.int64)
+            elif d.purpose == COUNT and node.times_by is not None:  # times depends on a call's model
+                arr = _per_variant(
+                    z, node.times_by, lambda zz, s: np.rint(s.transform(zz)).astype(np.int64), d, by_variant
+                )
+            elif d.purpose == COUNT and node.continue_ps is not None:  # continue_p depends on a call's model
+                arr = _per_variant(
+                    z, node.continue_ps, lambda zz, p, cap=node.max: _continue_count(zz, p, cap), d, by_variant
+                )
+            elif d.purpose == COUNT:  # repeat with continue_p
+                assert isinstance(node, RepeatNode)
+                arr = _continue_count(z, node.continue_p, node.max)
+            elif d.purpose == PICK and node.cums is not None:  # an option's p depends on a call's model
+                u = special.ndtr(z)
+                arr = _per_variant(
+                    u, node.cums, lambda uu, cum: np.searchsorted(cum, uu, side="right").astype(np.int64), d, by_variant
+                )
+            elif d.purpose == PICK:
+                assert isinstance(node, ChooseNode)
+                arr = np.searchsorted(node.cum, special.ndtr(z), side="right").astype(np.int64)
+            elif d.purpose in (U_ERROR, U_JITTER, FAIL):  # uniforms (per attempt; per fail-step instance)
+                arr = special.ndtr(z)
+            else:  # raw normals for TTFT and TPS, transformed per variant
+                arr = np.ascontiguousarray(z)
+        if d.purpose == COUNT:
+            dims[d.node] = int(arr.max()) if arr.size else 0
+            for own in by_variant.values():  # a block's instance axes fit every variant's counts
+                if (d.node, COUNT) in own and own[(d.node, COUNT)].size:
+                    dims[d.node] = max(dims[d.node], int(own[(d.node, COUNT)].max()))
+        values[(d.node, d.purpose)] = arr
+    return Block(index, start, n, dims, values, seed=seed, by_variant=by_variant)
+
+
+def _per_variant(x: np.ndarray, params: tuple, transform, d, by_variant: dict) -> np.ndarray:
+    """Variant 0's array of a count or pick whose parameter differs by variant; the others' arrays
+    (only where their parameter differs) go to ``by_variant``. Every variant transforms the same
+    draws ``x`` (common random numbers)."""
+    done: dict = {}
+
+    def key(param):
+        return param.tobytes() if isinstance(param, np.ndarray) else id(param) if hasattr(param, "transform") else param
+
+    for v, param in enumerate(params):
+        k = key(param)
+        if k not in done:
+            done[k] = transform(x, param)
+        if v > 0 and k != key(params[0]):
+            by_variant.setdefault(v, {})[(d.node, d.purpose)] = done[k]
+    return done[key(params[0])]
+
+
+def _continue_count(z: np.ndarray, p: float, cap: int | None) -> np.ndarray:
+    """Iterations of a ``continue_p`` repeat: at least 1, P(count > k) = p**k, at most ``cap``."""
+    if p <= 0.0:
+        k = np.ones(z.shape, dtype=np.int64)
+    elif p >= 1.0:
+        k = np.full(z.shape, cap, dtype=np.int64)
+    else:  # u = Phi(z); count = 1 + floor(log u / log p)
+        k = 1 + np.floor(special.log_ndtr(z) / math.log(p)).astype(np.int64)
+    if cap is not None:
+        k = np.minimum(k, cap)
+    return k
+
+
+def call_speeds(plan: Plan, block: Block, variant: int) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    """Per call node: (drawn TTFT x tier's ttft_x, output TPS x tier's output_tps_x) for a variant.
+
+    Transforms are cached on the block per (node, tier), so variants that keep a
+    call on the same tier share the arrays instead of recomputing them.
+    """
+    return {node.id: tier_speeds(plan, block, node, node.tiers[variant]) for node in plan.calls}
+
+
+def tier_speeds(plan: Plan, block: Block, node, tier_index: int) -> tuple[np.ndarray, np.ndarray]:
+    """(drawn TTFT x ttft_x, TPS x output_tps_x) of a call node on a given tier, cached on the block."""
+    key = (node.id, tier_index)
+    cache = block.speed_cache
+    if key not in cache:
+        tier = plan.tiers[tier_index]
+        ttft0 = tier.ttft.transform(block.get(node.id, U_TTFT)) * tier.ttft_x
+        tps = tier.output_tps.transform(block.get(node.id, U_TPS)) * tier.tps_x
+        cond = plan.conditions.get(tier.model)
+        if cond is not None:  # provider conditions: one factor per run, shared by the run's calls to the model
+            shape = (block.n,) + (1,) * (ttft0.ndim - 1)
+            ttft0 = ttft0 * block.get(cond, COND_TTFT).reshape(shape)
+            tps = tps * block.get(cond, COND_TPS).reshape(shape)
+        cache[key] = (ttft0, tps)
+    return cache[key]

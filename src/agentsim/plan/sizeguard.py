@@ -1,0 +1,321 @@
+"""Size guards: what a simulation will cost, estimated before any work starts, and refused when absurd.
+
+A scenario can ask for more than any machine can give — ``runs: 10^12``, a repeat of
+``10^9`` iterations, ``10^9`` arrivals per hour, ten million concurrent agents —, or for
+something that never ends: a closed workload whose runs can take no simulated time
+(every agent starts its next run at the same instant, forever). Without a guard these
+run with no progress until the memory is gone.
+
+:func:`check_plan` estimates, from the compiled plan alone (no draw is made):
+
+* **calls**: simulated model calls, all variants together: the expected calls of one
+  run (the product of the mean counts of the ``repeat``/``fanout`` steps around each
+  call) x runs x variants; for a workload, runs are what the arrivals or agents can
+  start in the simulated window and its drain (up to twice the duration);
+* **memory**: the runs table (one row per run and variant) plus the largest block of
+  call records held at once (the *largest* counts of the repeats and fanouts, not
+  their means, size the arrays).
+
+Past the limits (:data:`DEFAULT_MAX_CALLS` calls, a share of the machine's memory) it
+raises :class:`SizeError` naming the estimate and the way out (fewer runs, or the CLI's
+``--max-calls N`` / ``--no-size-limit``). A closed workload whose runs always take zero
+simulated time is refused outright (no limit makes it end), and every workload also
+stops with a :class:`SizeError` if it starts more runs than its limit allows (a run
+that takes almost no time cannot be estimated up front).
+
+The limits live in this module (:func:`set_limits`, :func:`limits`), so that every
+command and worker process sees the same ones without threading them through every
+function signature.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+__all__ = [
+    "DEFAULT_MAX_CALLS",
+    "Estimate",
+    "SizeError",
+    "SizeLimits",
+    "check_plan",
+    "estimate",
+    "limits",
+    "set_limits",
+    "size_limits",
+]
+
+DEFAULT_MAX_CALLS = 2_000_000_000  # simulated calls, all variants (the bundled benchmarks use < 2e8)
+DEFAULT_MAX_DES_CALLS = 20_000_000  # the same on the discrete-event engine (~10^4-10^5 calls/s)
+BYTES_PER_CALL = 512  # call records, draws and the DES's per-run lists, per call instance held at once
+BYTES_PER_RUN = 160  # one row of the runs table (17 columns)
+BLOCK = 4096  # runs per block (agentsim.plan.sampling.BLOCK_SIZE; not imported to keep this module light)
+
+
+class SizeError(ValueError):
+    """A simulation refused before it starts (or stopped) because it would not end in reasonable time or memory."""
+
+
+@dataclass(frozen=True)
+class SizeLimits:
+    max_calls: float = DEFAULT_MAX_CALLS
+    max_des_calls: float = DEFAULT_MAX_DES_CALLS
+    max_bytes: float | None = None  # None: 3/4 of the machine's memory
+    enabled: bool = True
+
+
+_limits = SizeLimits()
+
+
+def limits() -> SizeLimits:
+    return _limits
+
+
+def set_limits(new: SizeLimits) -> None:
+    global _limits
+    _limits = new
+
+
+@contextmanager
+def size_limits(max_calls: float | None = None, no_limit: bool = False) -> Iterator[SizeLimits]:
+    """Use other limits inside a ``with`` block (the CLI's ``--max-calls`` and ``--no-size-limit``)."""
+    old = _limits
+    new = SizeLimits(
+        max_calls=old.max_calls if max_calls is None else max_calls,
+        max_des_calls=old.max_des_calls if max_calls is None else max_calls,
+        max_bytes=old.max_bytes,
+        enabled=old.enabled and not no_limit,
+    )
+    set_limits(new)
+    try:
+        yield new
+    finally:
+        set_limits(old)
+
+
+def _machine_bytes() -> float:
+    """3/4 of the machine's memory, or of this process's address-space limit (ulimit -v) if lower."""
+    try:
+        total = float(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+    except (ValueError, OSError, AttributeError):  # pragma: no cover - not POSIX
+        total = 16 * 2.0**30
+    try:
+        import resource
+
+        soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+        if soft != resource.RLIM_INFINITY:
+            total = min(total, float(soft) - 400 * 2.0**20)  # what Python and its libraries take already
+    except (ImportError, ValueError, OSError):  # pragma: no cover - not POSIX
+        pass
+    return max(total, 0.0) * 0.75
+
+
+@dataclass(frozen=True)
+class Estimate:
+    calls: float  # simulated calls, all variants
+    bytes: float  # peak memory of the records
+    runs: float  # runs simulated, all variants
+    calls_per_run: float  # expected calls of one run
+    max_calls_per_run: float  # largest number of call instances of one run
+
+
+def _count_stats(node) -> tuple[float, float]:
+    """(mean, largest) count of a repeat or fanout node."""
+    s = getattr(node, "times", None) or getattr(node, "n", None)
+    if s is None:  # repeat with continue_p and max
+        p, cap = node.continue_p, node.max
+        mean = float(cap) if p >= 1 else (1 - p**cap) / (1 - p)
+        return mean, float(cap)
+    _, hi = s.support
+    if not math.isfinite(hi):
+        import numpy as np
+
+        hi = float(s.ppf(np.array([1 - 1e-9]))[0])
+    try:
+        mean = s.mean
+    except Exception:  # pragma: no cover - a mean that does not integrate: the largest count bounds it
+        mean = hi
+    return max(0.0, float(mean)), max(0.0, float(round(hi)) if math.isfinite(hi) else math.inf)
+
+
+def estimate(plan, runs: int) -> Estimate:
+    """Calls, runs and memory a simulation of ``plan`` with ``runs`` runs per variant needs (see module doc)."""
+    counts = {n.id: _count_stats(n) for n in plan.nodes if getattr(n, "kind", "") in ("repeat", "fanout")}
+    per_run = largest = 0.0
+    for node in plan.calls:
+        mean = big = 1.0
+        for m in node.scope:
+            mean *= counts[m][0]
+            big *= counts[m][1]
+        per_run += mean
+        largest += big
+    nv = len(plan.variants)
+    wl = plan.workload
+    if wl is None:
+        total_runs = float(runs) * nv
+        held = min(runs, BLOCK) * largest  # one block at a time
+    else:
+        horizon = 2.0 * wl.duration_s  # arrivals go on while counted runs drain
+        if wl.kind == "open":
+            started = wl.rate_per_s * horizon + BLOCK
+        else:  # each agent starts about horizon / (mean run time + think time) runs (renewal theory)
+            cycle = mean_time_lower(plan.tiers, plan.root) + (wl.think.mean if wl.think is not None else 0.0)
+            started = float(wl.concurrent) * (1.0 + (horizon / cycle if cycle > 0 else math.inf)) + BLOCK
+        total_runs = started * nv
+        held = started * largest  # a workload keeps every run's records until the end
+    calls = total_runs * per_run
+    memory = total_runs * BYTES_PER_RUN + held * BYTES_PER_CALL
+    return Estimate(calls, memory, total_runs, per_run, largest)
+
+
+def _fmt(x: float) -> str:
+    return f"{x:,.0f}" if x < 1e12 else f"{x:.2g}"
+
+
+def _gib(x: float) -> str:
+    return f"{x / 2**30:,.1f} GiB" if x < 1e15 else f"{x:.2g} bytes"
+
+
+def _smaller(plan) -> str:
+    if plan.workload is None:
+        return "use fewer runs (--runs) or smaller repeat/fanout counts"
+    return "use a shorter workload.duration, fewer arrivals or concurrent agents, or smaller repeat/fanout counts"
+
+
+def check_plan(plan, runs: int, engine: str = "des") -> Estimate:
+    """Refuse a simulation that can never end or exceeds the size limits (see module doc)."""
+    if plan.workload is not None and plan.workload.kind == "closed":
+        zero = zero_time_reason(plan.root, plan.tiers, plan.workload.think)
+        if zero:
+            raise SizeError(
+                f"a run of this agent can take no simulated time ({zero}), and in a closed workload "
+                "(workload.concurrent) each agent starts its next run when the last one ends, so the "
+                "simulation would never advance: give the agent a step that takes time, or a "
+                "workload.think_time above zero"
+            )
+    est = estimate(plan, runs)
+    lim = limits()
+    if not lim.enabled:
+        return est
+    max_bytes = lim.max_bytes if lim.max_bytes is not None else _machine_bytes()
+    what = (
+        f"{_fmt(est.runs)} runs (all variants) of about {est.calls_per_run:,.3g} calls each"
+        if plan.workload is None
+        else f"up to {_fmt(est.runs)} runs started by the workload (all variants, over twice its duration)"
+    )
+    des = engine == "des" or plan.workload is not None
+    max_calls = lim.max_des_calls if des else lim.max_calls
+    if est.calls > max_calls:
+        raise SizeError(
+            f"this simulation is too large: {what}, about {_fmt(est.calls)} simulated calls, above the limit "
+            f"of {_fmt(max_calls)}{' on the discrete-event engine' if des else ''}; {_smaller(plan)}, "
+            "or raise the limit with --max-calls N (or --no-size-limit)"
+        )
+    if est.bytes > max_bytes:
+        raise SizeError(
+            f"this simulation would need about {_gib(est.bytes)} of memory ({what}; the largest run holds "
+            f"up to {_fmt(est.max_calls_per_run)} calls at once), more than the {_gib(max_bytes)} allowed; "
+            f"{_smaller(plan)}, or lift the guard with --no-size-limit"
+        )
+    return est
+
+
+def max_workload_runs(plan) -> float:
+    """How many runs a workload variant may start before it is stopped (see module doc)."""
+    lim = limits()
+    if not lim.enabled:
+        return math.inf
+    est = estimate(plan, 1)
+    per_run = max(est.calls_per_run, 1e-9)
+    # twice the estimate (it is an expectation), within the calls limit
+    return max(min(2.0 * est.runs, lim.max_des_calls / per_run), float(BLOCK))
+
+
+def workload_runaway(started: int) -> SizeError:
+    return SizeError(
+        f"the workload started {started:,} runs without reaching the end of its duration: its runs take "
+        "(almost) no simulated time, or arrive faster than any limit; give the agent steps that take time "
+        "(or a think_time), lower the arrival rate, or raise the limit with --max-calls N (or --no-size-limit)"
+    )
+
+
+# --------------------------------------------------------------------------- runs that take no time
+
+
+def zero_time_reason(root, tiers, think=None) -> str:
+    """Why every run of the plan whose root node is ``root`` (and a closed workload's ``think`` time)
+    takes exactly zero simulated time; '' when some run can take time."""
+    if _positive(think):
+        return ""
+    if _can_take_time(tiers, root):
+        return ""
+    return "every step is skipped or lasts zero seconds"
+
+
+def _positive(s) -> bool:
+    return s is not None and s.support[1] > 0
+
+
+def _count_positive(node) -> bool:
+    s = getattr(node, "times", None) or getattr(node, "n", None)
+    if s is None:
+        return True  # continue_p: at least one iteration
+    return s.support[1] >= 0.5  # counts are rounded
+
+
+def _can_take_time(tiers, node) -> bool:
+    kind = node.kind
+    if kind == "call":
+        used = [tiers[t] for t in node.tiers]
+        return (
+            any(_positive(t.ttft) or math.isfinite(t.prefill_tps) for t in used)
+            or _positive(node.output)
+            or _positive(node.reasoning)
+        )
+    if kind in ("tool", "wait"):
+        return _positive(node.latency)
+    if kind in ("seq",):
+        return any(_can_take_time(tiers, s) for s in node.steps)
+    if kind == "parallel":
+        return any(_can_take_time(tiers, b) for b in node.branches)
+    if kind in ("repeat", "fanout"):
+        return _count_positive(node) and _can_take_time(tiers, node.body)
+    if kind == "choose":
+        return any(_can_take_time(tiers, o) for o in node.options)
+    if kind == "subagent":
+        return _can_take_time(tiers, node.body)
+    return True  # a step kind this guard does not know: assume it takes time
+
+
+def mean_time_lower(tiers, node) -> float:
+    """A lower bound of the mean simulated time of ``node`` without queueing (for the closed-loop estimate).
+
+    A call lasts at least E[TTFT] + E[tokens] / E[TPS] on average (Jensen: E[1/X] >= 1/E[X]); a
+    sequence the sum of its steps; parallel branches the longest; a repeat E[count] x its body;
+    a fanout or parallel that joins on the first k copies contributes 0 (no cheap bound).
+    """
+    kind = node.kind
+    if kind == "call":
+        used = [tiers[t] for t in node.tiers]
+        tokens = node.output.mean + node.reasoning.mean
+        return min(t.ttft.mean * t.ttft_x + tokens / (t.output_tps.mean * t.tps_x) for t in used)
+    if kind in ("tool", "wait"):
+        return node.latency.mean
+    if kind == "seq":
+        return sum(mean_time_lower(tiers, s) for s in node.steps)
+    if kind == "parallel":
+        return 0.0 if node.k is not None else max(mean_time_lower(tiers, b) for b in node.branches)
+    if kind == "repeat":
+        return _count_stats(node)[0] * mean_time_lower(tiers, node.body)
+    if kind == "fanout":
+        return mean_time_lower(tiers, node.body) if node.join == "all" and _count_stats(node)[0] >= 1 else 0.0
+    if kind == "choose":
+        probs = [*node.cum.tolist(), 1.0]
+        weights = [b - a for a, b in zip([0.0, *probs[:-1]], probs, strict=True)]
+        return sum(w * mean_time_lower(tiers, o) for w, o in zip(weights, node.options, strict=True))
+    if kind == "subagent":
+        return mean_time_lower(tiers, node.body)
+    return 0.0

@@ -1,0 +1,1 @@
+"""Recorded agent sessions re-timed and re-priced under other speeds, tiers and models."""

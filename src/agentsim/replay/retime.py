@@ -1,0 +1,550 @@
+"""Replaying recorded agent sessions under other speeds and prices.
+
+"What would last month's sessions have cost, and how long would we have waited,
+in fast mode (or on another model)?" Replay answers it from what was recorded
+(:mod:`agentsim.traces.sessions`), without simulating anything that did not happen:
+
+1. **Split each call** into time to first token (TTFT) and decode, using the
+   recorded model's *speed profile* (:mod:`agentsim.model.profiles`; its median TTFT,
+   median output speed and optional prefill speed): the expected TTFT is
+   ``ttft·ttft_x + uncached_input / prefill_tps`` and the expected decode
+   ``output / (output_tps·output_tps_x)`` (``*_x``: the recorded speed tier's
+   effects). With the default ``ttft-first`` split the call's TTFT is the expected
+   TTFT and the rest of its recorded duration is decode; a call faster than the
+   profile expects is split in proportion to the two expectations (``proportional``
+   always splits that way). A TTFT recorded in the trace is used as is.
+2. **Re-time it** under the variant: TTFT scales with the target's expected TTFT,
+   decode with the ratio of output speeds (a fast tier with ``output_tps_x: 2.5``
+   divides decode by 2.5 and keeps TTFT).
+3. **Re-price it** with the variant's price table: the genai-prices catalog entry
+   of the (target) model with the tier's price context (``{speed: fast}``,
+   ``{service_tier: priority}``...), as of the call's date, or a table from the
+   replay config. Token usage is kept as recorded.
+4. **Replay the timeline**: every node starts when its recorded predecessors end
+   in the replayed timeline, plus its recorded lag; tools, human time and lags keep
+   their recorded durations; a container (a subagent's Task tool) lasts as long as
+   its replayed contents plus its recorded lead and tail. An identity replay gives
+   back the recorded wall time and the recorded cost exactly.
+
+The *critical path* of the replayed timeline splits each session's wall time into
+time waiting on the model (TTFT + decode), on tools, on the human, and other (lags).
+
+Defaults when nothing better is known (reported with every result): a model without
+a profile gets :data:`DEFAULT_PROFILE` (TTFT 2 s, 60 output tokens/s; with the
+``ttft-first`` split only the TTFT matters for calls slower than that); a ``fast``
+tier without a speed effect gets ``output_tps_x: 2.5``, ``ttft_x: 1``; other tiers
+(``priority``, ``flex``) change prices, not speed.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import math
+from collections import Counter
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from agentsim.pricing.rates import PriceError, Rates, call_cost, compile_price
+from agentsim.replay.config import (
+    DEFAULT_PROFILE,
+    DEFAULT_TIER_EFFECTS,
+    ReplayConfig,
+    ReplayVariantSpec,
+    Resolver,
+    SpeedModel,
+    Target,
+    load_replay_config,
+    mapped,
+    parse_variant,
+    variant_target,
+)
+from agentsim.sim import payoff
+from agentsim.sim.records import CALL_INT
+from agentsim.traces.sessions import FileReport, Node, Session, calls_table, spans_table
+
+__all__ = [
+    "ReplayConfig",
+    "ReplayResult",
+    "ReplayVariantSpec",
+    "load_replay_config",
+    "parse_variant",
+    "replay",
+    "split_call",
+    "timeline",
+]
+
+TIME_KINDS = ("model", "ttft", "decode", "tool", "human", "other")
+RECORDED = "recorded"
+
+# --------------------------------------------------------------------------- the split
+
+
+def split_call(
+    duration: float,
+    expected_ttft: float,
+    expected_decode: float,
+    recorded_ttft: float | None = None,
+    method: str = "ttft-first",
+) -> tuple[float, float]:
+    """Split a recorded call duration into (TTFT, decode); the two always add up to ``duration``."""
+    if duration <= 0:
+        return duration, 0.0
+    if recorded_ttft is not None:
+        ttft = min(max(recorded_ttft, 0.0), duration)
+        return ttft, duration - ttft
+    if method == "ttft-first" and duration >= expected_ttft + expected_decode:
+        return expected_ttft, duration - expected_ttft
+    total = expected_ttft + expected_decode
+    if total <= 0:
+        return duration, 0.0
+    ttft = duration * (expected_ttft / total)
+    return ttft, duration - ttft
+
+
+# --------------------------------------------------------------------------- timelines
+
+
+@dataclass
+class Timeline:
+    """A session's replayed timeline: node starts and ends, wall time and its critical-path split."""
+
+    start: dict[str, float]
+    end: dict[str, float]
+    origin: float
+    wall_time_s: float
+    time_s: dict[str, float]
+
+
+def timeline(session: Session, parts: dict[str, tuple[float, float]]) -> Timeline:
+    """Replay ``session`` with each call lasting ``ttft + decode`` from ``parts`` (node id -> (ttft, decode)).
+
+    Requires :func:`~agentsim.traces.sessions.link_nodes` to have run (importers do).
+    """
+    nodes = {n.id: n for n in session.nodes}
+    kids: dict[str | None, list[Node]] = {}
+    for n in session.nodes:
+        kids.setdefault(n.parent, []).append(n)
+    for group in kids.values():
+        group.sort(key=lambda n: n.order)
+    start: dict[str, float] = {}
+    end: dict[str, float] = {}
+    binding: dict[str, str | None] = {}  # node -> the predecessor that set its start
+    last_child: dict[str, str] = {}
+
+    def run(parent: str | None, new_from: float, rec_from: float) -> None:
+        for n in kids.get(parent, ()):
+            if n.preds:
+                b = max(n.preds, key=lambda p: (end[p], -nodes[p].order))
+                new_anchor, rec_anchor = end[b], max(nodes[p].end for p in n.preds)
+            else:
+                b, new_anchor, rec_anchor = None, new_from, rec_from
+            binding[n.id] = b
+            s = new_anchor + (n.start - rec_anchor)
+            start[n.id] = s
+            inner = kids.get(n.id)
+            if inner:
+                run(n.id, s, n.start)
+                last = max(inner, key=lambda c: (end[c.id], -c.order))
+                last_child[n.id] = last.id
+                end[n.id] = end[last.id] + (n.end - max(c.end for c in inner))
+            elif n.kind == "call":
+                ttft, decode = parts[n.id]
+                end[n.id] = s + (ttft + decode)
+            else:
+                end[n.id] = s + n.duration
+
+    roots = kids.get(None, [])
+    origin = min(n.start for n in roots)
+    run(None, origin, origin)
+    acc = dict.fromkeys(TIME_KINDS, 0.0)
+
+    def walk(last: str, floor: float) -> None:
+        cur: str | None = last
+        while cur is not None:
+            n = nodes[cur]
+            if cur in last_child:
+                acc["other"] += end[cur] - end[last_child[cur]]
+                walk(last_child[cur], start[cur])
+            elif n.kind == "call":
+                ttft, decode = parts[cur]
+                acc["ttft"] += ttft
+                acc["decode"] += decode
+            else:
+                acc[n.kind if n.kind in acc else "other"] += end[cur] - start[cur]
+            b = binding[cur]
+            acc["other"] += start[cur] - (end[b] if b is not None else floor)
+            cur = b
+
+    last_root = max(roots, key=lambda n: (end[n.id], -n.order))
+    walk(last_root.id, origin)
+    acc["model"] = acc["ttft"] + acc["decode"]
+    return Timeline(start, end, origin, end[last_root.id] - origin, acc)
+
+
+# --------------------------------------------------------------------------- replaying
+
+
+@dataclass
+class ReplayResult:
+    """Recorded and replayed sessions: tables (long format, one ``variant`` column) and a summary."""
+
+    sessions: list[Session]
+    variants: dict[str, ReplayVariantSpec]
+    calls: pd.DataFrame  # one row per (variant, call), 'recorded' first
+    session_table: pd.DataFrame  # one row per (variant, session)
+    spans: pd.DataFrame  # tools, human gaps and containers (recorded)
+    assumptions: dict
+    notes: list[str]
+    reports: list[FileReport] = field(default_factory=list)
+    value_of_time: float | None = None
+
+    @property
+    def names(self) -> list[str]:
+        return [RECORDED, *self.variants]
+
+    def totals(self, name: str) -> dict:
+        rows = self.session_table[self.session_table.variant == name]
+        calls = self.calls[self.calls.variant == name]
+        cost = calls["cost_usd"]
+        block = {
+            "sessions": len(rows),
+            "calls": len(calls),
+            "wall_time_s": _fsum(rows["wall_time_s"]),
+            "cost_usd": _fsum(cost[cost.notna()]),
+            "unpriced_calls": int(cost.isna().sum()),
+            "time_s": {k: _fsum(rows[f"{k}_s"]) for k in TIME_KINDS},
+            "tokens": {
+                k: int(calls[f"{k}_tokens"].sum())
+                for k in ("input", "cache_read", "cache_write_5m", "cache_write_1h", "output", "reasoning")
+            },
+        }
+        return block
+
+    def summary_dict(self) -> dict:
+        rec = self.totals(RECORDED)
+        variants = {}
+        for name, spec in self.variants.items():
+            v = self.totals(name)
+            dtime = v["wall_time_s"] - rec["wall_time_s"]
+            dcost = v["cost_usd"] - rec["cost_usd"]
+            per_hour = payoff.usd_per_hour_saved(dtime, dcost)
+            pays = payoff.pays_off(dtime, dcost, self.value_of_time) if self.value_of_time is not None else None
+            v["spec"] = spec.model_dump(mode="json", exclude_none=True, exclude_defaults=True)
+            v["vs_recorded"] = {
+                "delta_time_s": dtime,
+                "delta_cost_usd": dcost,
+                "usd_per_hour_saved": per_hour,
+                "pays_off": pays,
+            }
+            variants[name] = v
+        starts = [s.start for s in self.sessions]
+        from agentsim.sim.results import version
+
+        return _json_safe(
+            {
+                "agentsim_version": version(),
+                "kind": "replay",
+                "sessions": len(self.sessions),
+                "first_session_start": _iso(min(starts)),
+                "last_session_start": _iso(max(starts)),
+                "sources": dict(sorted(Counter(s.source for s in self.sessions).items())),
+                "value_of_time_usd_per_hour": self.value_of_time,
+                "assumptions": self.assumptions,
+                "notes": self.notes,
+                "files": [r.to_json() for r in self.reports],
+                "recorded": rec,
+                "variants": variants,
+            }
+        )
+
+    def to_json(self) -> str:
+        return json.dumps(self.summary_dict(), indent=2, sort_keys=False) + "\n"
+
+    def summary(self) -> pd.DataFrame:
+        """One row per variant ('recorded' first): totals, changes, USD per hour saved, and per-session mean and
+        p95 wall time and mean cost (what :meth:`plot_tradeoff` draws)."""
+        doc = self.summary_dict()
+        rows = []
+        for name in self.names:
+            v = doc["recorded"] if name == RECORDED else doc["variants"][name]
+            vs = v.get("vs_recorded", {})
+            t = self.session_table[self.session_table.variant == name]
+            rows.append(
+                {
+                    "variant": name,
+                    "wall_time_s": v["wall_time_s"],
+                    "cost_usd": v["cost_usd"],
+                    **{f"{k}_s": x for k, x in v["time_s"].items()},
+                    "delta_time_s": vs.get("delta_time_s", 0.0),
+                    "delta_cost_usd": vs.get("delta_cost_usd", 0.0),
+                    "usd_per_hour_saved": vs.get("usd_per_hour_saved"),
+                    "wall_mean_s": float(t["wall_time_s"].mean()),
+                    "wall_p95_s": float(np.percentile(t["wall_time_s"], 95)),
+                    "cost_mean_usd": float(t["cost_usd"].mean()),
+                }
+            )
+        return pd.DataFrame(rows).set_index("variant")
+
+    def _repr_html_(self) -> str:
+        return self.summary()._repr_html_()
+
+    # Figures (plot_tradeoff, plot_breakdown) are attached by agentsim.viz.figure_methods.
+
+
+def _fsum(series) -> float:
+    return math.fsum(float(x) for x in series)
+
+
+def _iso(t: float) -> str:
+    return dt.datetime.fromtimestamp(t, dt.UTC).isoformat().replace("+00:00", "Z")
+
+
+def _json_safe(x):
+    if isinstance(x, dict):
+        return {k: _json_safe(v) for k, v in x.items()}
+    if isinstance(x, list | tuple):
+        return [_json_safe(v) for v in x]
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    if isinstance(x, np.integer):
+        return int(x)
+    if isinstance(x, np.floating):
+        return _json_safe(float(x))
+    return x
+
+
+class _Notes:
+    """Messages about calls, counted (``"... (3 calls)"``)."""
+
+    def __init__(self):
+        self.counts: Counter = Counter()
+
+    def add(self, message: str) -> None:
+        self.counts[message] += 1
+
+    def lines(self) -> list[str]:
+        return [f"{m} ({n} call{'s' if n != 1 else ''})" for m, n in sorted(self.counts.items())]
+
+
+@dataclass
+class _Plan:
+    """One call under one variant: model, tier, speed, its (TTFT, decode) and its price table."""
+
+    target: Target
+    speed: SpeedModel
+    tier: str
+    ttft: float
+    decode: float
+    rates: Rates | None
+    expected_ttft: float
+
+
+class _Planner:
+    def __init__(self, sessions: list[Session], config: ReplayConfig):
+        self.sessions, self.config = sessions, config
+        self.res = Resolver(config)
+        self.notes = _Notes()
+
+    def day(self, t: float) -> dt.date:
+        return self.config.prices_as_of or dt.datetime.fromtimestamp(t, dt.UTC).date()
+
+    def calls(self):
+        for si, s in enumerate(self.sessions):
+            for n in s.calls:
+                yield (si, n.id), n
+
+    def recorded(self) -> dict[tuple, _Plan]:
+        """Each call as recorded: its model and tier, the TTFT/decode split of its duration, its price."""
+        out, decided = {}, {}
+        for key, n in self.calls():
+            c = n.call
+            k = (c.provider, c.model, c.tier, self.day(n.start))
+            if k not in decided:
+                decided[k] = self._recorded_choice(*k)
+            t, sm, rates, notes = decided[k]
+            for note in notes:
+                self.notes.add(note)
+            e_ttft = sm.expected_ttft(c.tier, c.uncached_input_tokens)
+            e_decode = sm.expected_decode(c.tier, c.output_tokens)
+            ttft, decode = split_call(n.duration, e_ttft, e_decode, c.ttft_s, self.config.split)
+            out[key] = _Plan(t, sm, c.tier, ttft, decode, rates, e_ttft)
+        return out
+
+    def _recorded_choice(self, provider, model, tier, day):
+        t = self.res.target(provider, model)
+        notes = []
+        rates, why = self.res.rates(t, tier, day)
+        if rates is None and tier != "standard":
+            notes.append(f"recorded at tier {tier}: {why}; priced at the standard rate")
+            rates, why = self.res.rates(t, "standard", day)
+        if rates is None:
+            notes.append(f"not priced: {why}")
+        return t, self.res.speed(t), rates, notes
+
+    def variant(self, name: str, spec: ReplayVariantSpec, rec: dict[tuple, _Plan]) -> dict[tuple, _Plan]:
+        """Each call under a variant: re-timed by the ratio of expectations, re-priced by the variant's table."""
+        out, decided = {}, {}
+        for key, n in self.calls():
+            c, r = n.call, rec[key]
+            k = (r.target, r.tier, self.day(n.start))
+            if k not in decided:
+                decided[k] = self._variant_choice(name, spec, c.model, *k)
+            t, sm, tier, rates, notes = decided[k]
+            for note in notes:
+                self.notes.add(note)
+            e_ttft = sm.expected_ttft(tier, c.uncached_input_tokens)
+            ttft = r.ttft * (e_ttft / r.expected_ttft) if r.expected_ttft > 0 else r.ttft
+            decode = r.decode * r.speed.tier(r.tier)[0] / sm.tier(tier)[0] * (r.speed.output_tps / sm.output_tps)
+            out[key] = _Plan(t, sm, tier, ttft, decode, rates, e_ttft)
+        return out
+
+    def _variant_choice(self, name: str, spec: ReplayVariantSpec, model: str, rt: Target, rec_tier: str, day):
+        """Target model, tier, price table and notes for the calls of one recorded (model, tier) on one day."""
+        names = (model, rt.catalog, rt.catalog.split("/", 1)[1] if rt.catalog else None)
+        new_model, _ = mapped(spec.model, names)
+        t = rt if new_model is None else variant_target(self.res, new_model, name)
+        new_tier, explicit = mapped(spec.speed, names)
+        tier = new_tier or rec_tier
+        notes = []
+        override = mapped(spec.price or None, (*names, t.label, t.catalog))[0]
+        if override is not None:
+            try:
+                rates = compile_price(override, day)
+            except PriceError as exc:
+                raise ValueError(f"variant '{name}': price of {t.label}: {exc.message}") from None
+        else:
+            rates, why = self.res.rates(t, tier, day)
+            if rates is None and tier != "standard":
+                if explicit:
+                    raise ValueError(f"variant '{name}': {why}")
+                if new_tier is None and t == rt:  # as recorded: the tier's speed, the standard price
+                    notes.append(f"variant '{name}': recorded at tier {tier}: {why}; priced at the standard rate")
+                else:
+                    notes.append(f"variant '{name}': {why}; kept at standard")
+                    tier = "standard"
+                rates, why = self.res.rates(t, "standard", day)
+            if rates is None:
+                notes.append(f"variant '{name}': not priced: {why}")
+        return t, self.res.speed(t), tier, rates, notes
+
+
+def _costs(base: pd.DataFrame, rates: list[Rates | None]) -> np.ndarray:
+    """USD per call (NaN where unpriced): :func:`call_cost` on the token columns, one table at a time."""
+    out = np.full(len(base), np.nan)
+    groups: dict[int, list[int]] = {}
+    for i, r in enumerate(rates):
+        if r is not None:
+            groups.setdefault(id(r), []).append(i)
+    cols = {f"{k}_tokens": base[f"{k}_tokens"].to_numpy(dtype=np.float64) for k in CALL_INT}
+    for idx in groups.values():
+        ix = np.asarray(idx)
+        inp, read, write, write_1h, out_, reasoning = (v[ix] for v in cols.values())
+        out[ix] = call_cost(rates[idx[0]], inp, read, write, write_1h, out_ - reasoning, reasoning)
+    return out
+
+
+def _tabulate(sessions: list[Session], plans: dict[str, dict[tuple, _Plan]]):
+    """The long calls and sessions tables: one row per (variant, call) and per (variant, session)."""
+    base = calls_table(sessions)
+    keys = [(si, n.id) for si, s in enumerate(sessions) for n in s.calls]
+    frames, rows = [], []
+    rec_cost: dict[int, float] = {}
+    for name, plan in plans.items():
+        ps = [plan[k] for k in keys]
+        costs = _costs(base, [p.rates for p in ps])
+        starts, ends = [], []
+        i = 0
+        for si, s in enumerate(sessions):
+            calls = s.calls
+            tl = timeline(s, {n.id: (plan[(si, n.id)].ttft, plan[(si, n.id)].decode) for n in calls})
+            starts += [tl.start[n.id] for n in calls]
+            ends += [tl.end[n.id] for n in calls]
+            mine = costs[i : i + len(calls)]
+            i += len(calls)
+            wall = s.wall_time_s if name == RECORDED else tl.wall_time_s
+            cost = math.fsum(float(x) for x in mine if not math.isnan(x))
+            rec_cost.setdefault(si, cost)
+            rows.append(
+                {
+                    "variant": name,
+                    "session": s.id,
+                    "project": s.project,
+                    "source": s.source,
+                    "start": _iso(s.start),
+                    "calls": len(calls),
+                    "wall_time_s": wall,
+                    "recorded_wall_time_s": s.wall_time_s,
+                    "cost_usd": cost,
+                    **{f"{k}_s": v for k, v in tl.time_s.items()},
+                    "delta_time_s": wall - s.wall_time_s,
+                    "delta_cost_usd": cost - rec_cost[si],
+                }
+            )
+        frame = base.copy()
+        frame.insert(0, "variant", name)
+        frame["target_model"] = [p.target.label for p in ps]
+        frame["target_tier"] = [p.tier for p in ps]
+        frame["ttft_s"] = [p.ttft for p in ps]
+        frame["decode_s"] = [p.decode for p in ps]
+        frame["replay_start_s"] = starts
+        frame["replay_end_s"] = ends
+        frame["cost_usd"] = costs
+        frame["price_source"] = [p.rates.source if p.rates is not None else None for p in ps]
+        frames.append(frame)
+    return pd.concat(frames, ignore_index=True), pd.DataFrame(rows)
+
+
+def replay(
+    sessions: list[Session],
+    variants: dict[str, ReplayVariantSpec],
+    config: ReplayConfig | None = None,
+    reports: list[FileReport] | None = None,
+    value_of_time: float | None = None,
+) -> ReplayResult:
+    """Replay recorded sessions under each variant (see the module docstring).
+
+    Raises ValueError for a variant that asks for what cannot be priced (an explicit tier the model
+    does not have, a model not in the catalog without a price).
+    """
+    config = config or ReplayConfig()
+    if not sessions:
+        raise ValueError("no sessions to replay")
+    if RECORDED in variants:
+        raise ValueError(f"'{RECORDED}' is the recorded baseline; give the variant another name")
+    planner = _Planner(sessions, config)
+    plans = {RECORDED: planner.recorded()}
+    for name, spec in variants.items():
+        plans[name] = planner.variant(name, spec, plans[RECORDED])
+    calls, session_table = _tabulate(sessions, plans)
+    models = {}
+    for plan in plans.values():
+        for p in plan.values():
+            if p.target.label not in models:
+                models[p.target.label] = p.speed.to_json()
+    assumptions = {
+        "split": config.split,
+        "prices": f"as of {config.prices_as_of}" if config.prices_as_of else "as of each call's date (UTC)",
+        "usage": "every variant keeps the recorded token usage (cache reads and writes included)",
+        "default_profile": {
+            "ttft_s": float(DEFAULT_PROFILE.ttft),
+            "output_tps": float(DEFAULT_PROFILE.output_tps),
+            "fast_output_tps_x": DEFAULT_TIER_EFFECTS["fast"][0],
+        },
+        "models": dict(sorted(models.items())),
+    }
+    if value_of_time is None and config.value_of_time is not None:
+        value_of_time = config.value_of_time.usd_per_hour
+    return ReplayResult(
+        sessions,
+        dict(variants),
+        calls,
+        session_table,
+        spans_table(sessions),
+        assumptions,
+        planner.notes.lines(),
+        list(reports or []),
+        value_of_time,
+    )

@@ -1,0 +1,298 @@
+"""What an engine produces for a block of runs, and the per-run totals derived from it.
+
+Both engines fill the same :class:`BlockResult`: per run, the wall time and its
+critical-path breakdown; per call node, arrays of shape ``(runs, *instances)``
+with the call's status, timestamps and token counts (and the same for tool and
+wait spans). Everything after that is shared code: pricing the calls
+(:func:`price_calls`, one vectorised :func:`~agentsim.pricing.rates.call_cost`),
+summing a run's cost in one fixed order (node by node, instance by instance),
+and flattening to the ``calls`` and ``runs`` tables. Sharing this code is what
+makes the two engines' results identical rather than merely close.
+
+Call status: 0 = not made (an instance that did not happen: beyond a repeat's
+count, an unchosen option, a race already decided), 1 = completed,
+2 = cancelled (started, then cut by a ``join: any``/``k`` race).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from agentsim.plan.compiler import Plan, ToolNode, WaitNode
+from agentsim.plan.sampling import Block
+from agentsim.pricing.rates import call_cost
+
+__all__ = [
+    "CALL_FIELDS",
+    "SPAN_FIELDS",
+    "BlockResult",
+    "calls_frame",
+    "empty_call_tensors",
+    "price_calls",
+    "run_totals",
+    "spans_frame",
+]
+
+NOT_MADE, DONE, CANCELLED, FAILED = 0, 1, 2, 3
+RUN_OK, RUN_FAILED, RUN_UNFINISHED = 0, 1, 2  # run status (runs table)
+
+# Fields an engine fills for every call (cost and tps are added by shared code).
+CALL_FLOAT = ("t_submit", "t_start", "t_first", "t_end", "ttft")
+CALL_INT = ("input", "cache_read", "cache_write", "cache_write_1h", "output", "reasoning")
+CALL_FIELDS = ("status", *CALL_FLOAT, *CALL_INT)
+SPAN_FIELDS = ("status", "t_start", "t_end", "output")
+
+BREAKDOWN = ("queue", "ttft", "decode", "tool", "wait")
+
+
+@dataclass
+class BlockResult:
+    variant: int
+    block: Block
+    wall: np.ndarray  # (n,) seconds, end of the last step - start
+    breakdown: dict[str, np.ndarray]  # BREAKDOWN -> (n,) seconds along the critical path
+    calls: dict[int, dict[str, np.ndarray]]  # call node id -> field -> (n, *instances)
+    spans: dict[int, dict[str, np.ndarray]]  # tool/wait node id -> field -> (n, *instances)
+    start: np.ndarray | None = None  # (n,) start time of each run (workloads); None: all at 0
+    extra: dict = field(default_factory=dict)
+
+
+def empty_call_tensors(shape: tuple[int, ...], fill: bool = True) -> dict[str, np.ndarray]:
+    """Call tensors filled with "not made" (status 0, NaN times, zero tokens); ``fill=False`` leaves
+    them uninitialised for a writer that sets every element."""
+    new_f = (lambda: np.full(shape, np.nan)) if fill else (lambda: np.empty(shape))
+    new_i = (lambda dt: np.zeros(shape, dtype=dt)) if fill else (lambda dt: np.empty(shape, dtype=dt))
+    t = {"status": new_i(np.int8)}
+    for f in CALL_FLOAT:
+        t[f] = new_f()
+    for f in CALL_INT:
+        t[f] = new_i(np.int64)
+    t["tier"] = new_i(np.int16)  # the model tier the call ran on (a fallback can change it)
+    return t
+
+
+def empty_span_tensors(shape: tuple[int, ...], fill: bool = True) -> dict[str, np.ndarray]:
+    if not fill:
+        return {
+            "status": np.empty(shape, dtype=np.int8),
+            "t_start": np.empty(shape),
+            "t_end": np.empty(shape),
+            "output": np.empty(shape, dtype=np.int64),
+        }
+    return {
+        "status": np.zeros(shape, dtype=np.int8),
+        "t_start": np.full(shape, np.nan),
+        "t_end": np.full(shape, np.nan),
+        "output": np.zeros(shape, dtype=np.int64),
+    }
+
+
+def clear(tensors: dict[str, np.ndarray], index) -> None:
+    """Mark ``tensors[index]`` as not made."""
+    for arr in tensors.values():
+        arr[index] = np.nan if arr.dtype.kind == "f" else 0
+
+
+def price_calls(plan: Plan, result: BlockResult, speeds: dict[int, tuple[np.ndarray, np.ndarray]]) -> None:
+    """Add ``cost`` (USD) and ``tps`` to every call tensor, in place.
+
+    A call is priced (and its speed read) on the tier it actually ran on: a fallback
+    moves it to another model.
+    """
+    from agentsim.plan.sampling import tier_speeds
+
+    for node in plan.calls:
+        t = result.calls[node.id]
+        static = node.tiers[result.variant]
+        made = t["status"] != NOT_MADE
+        used = np.unique(t["tier"][made]) if made.any() else np.array([static])
+        args = (t["input"], t["cache_read"], t["cache_write"], t["cache_write_1h"], t["output"], t["reasoning"])
+        with np.errstate(invalid="ignore"):
+            if len(used) == 1:
+                cost = call_cost(plan.tiers[int(used[0])].rates, *args)
+            else:
+                cost = np.zeros(t["status"].shape)
+                for tid in used:
+                    cost = np.where(t["tier"] == tid, call_cost(plan.tiers[int(tid)].rates, *args), cost)
+        t["cost"] = np.where(made, cost, 0.0)
+        tps = speeds[node.id][1]
+        for tid in used:
+            if int(tid) != static:
+                tps = np.where(t["tier"] == tid, tier_speeds(plan, result.block, node, int(tid))[1], tps)
+        t["tps"] = tps
+
+
+def _row_sum(x: np.ndarray) -> np.ndarray:
+    """Sum each run's instances strictly left to right (a cumulative sum), never pairwise.
+
+    Integer sums are exact in any order, so they use a plain sum.
+    """
+    flat = x.reshape(x.shape[0], -1)
+    if flat.shape[1] == 0:
+        return np.zeros(x.shape[0], dtype=x.dtype)
+    if flat.shape[1] == 1:
+        return flat[:, 0]
+    if x.dtype.kind in "iub":
+        return flat.sum(axis=1)
+    return np.cumsum(flat, axis=1)[:, -1]
+
+
+def run_totals(plan: Plan, result: BlockResult) -> dict[str, np.ndarray]:
+    """Per-run cost, call count and tokens by kind, summed in the canonical order."""
+    n = result.block.n
+    cost = np.zeros(n)
+    calls = np.zeros(n, dtype=np.int64)
+    tokens = {k: np.zeros(n, dtype=np.int64) for k in CALL_INT}
+    for node in plan.calls:  # node order, then instance order: the one fixed summation order
+        t = result.calls[node.id]
+        made = (t["status"] != NOT_MADE) & (t["status"] != FAILED)
+        cost = cost + _row_sum(t["cost"])
+        calls += _row_sum(made.view(np.int8) if made.dtype == bool else made).astype(np.int64)
+        for k in CALL_INT:
+            tokens[k] += _row_sum(t[k])
+    extra = result.extra.get("failed_attempts_cost_usd")
+    if extra is not None and extra.any():
+        cost = cost + extra  # timed-out attempts are billed too
+    return {"cost": cost, "calls": calls, **{f"{k}_tokens": v for k, v in tokens.items()}}
+
+
+def run_columns(plan: Plan, result: BlockResult) -> dict[str, np.ndarray]:
+    """The per-run columns of a block (everything in the runs table but ``variant`` and ``run``)."""
+    tot = run_totals(plan, result)
+    n = result.block.n
+    data = {
+        "wall_time_s": result.wall,
+        "cost_usd": tot["cost"],
+        "calls": tot["calls"],
+    }
+    for k in CALL_INT:
+        data[f"{k}_tokens"] = tot[f"{k}_tokens"]
+    for k in BREAKDOWN:
+        data[f"{k}_s"] = result.breakdown[k]
+    if "stall" in result.breakdown:  # streams that paused (only when the scenario has stalls)
+        data["stall_s"] = result.breakdown["stall"]
+    data["status"] = result.extra.get("run_status", np.zeros(n, dtype=np.int8))
+    if result.start is not None:
+        data["start_s"] = result.start
+    if "counted" in result.extra:
+        data["counted"] = result.extra["counted"]
+    return data
+
+
+def _made(plan_nodes, tensors: dict, result: BlockResult):
+    """For each node with instances that happened: (node, tensors, column getter, runs, instances)."""
+    n = result.block.n
+    for node in plan_nodes:
+        t = tensors[node.id]
+        run_i, inst = np.nonzero(t["status"].reshape(n, -1))
+        if run_i.size:
+
+            def col(name, t=t, run_i=run_i, inst=inst):
+                return t[name].reshape(n, -1)[run_i, inst]
+
+            yield node, col, run_i + result.block.start, inst
+
+
+_STATUS = np.array(["", "ok", "cancelled", "failed"], dtype=object)
+CALL_COLUMNS = [
+    "variant",
+    "run",
+    "node",
+    "instance",
+    "step",
+    "model",
+    "speed",
+    "status",
+    "t_submit",
+    "t_start",
+    "t_first_token",
+    "t_end",
+    "queue_s",
+    "ttft_s",
+    "decode_s",
+    "tps",
+    "itl_s",
+    "input_tokens",
+    "cache_read_tokens",
+    "cache_write_tokens",
+    "cache_write_1h_tokens",
+    "output_tokens",
+    "reasoning_tokens",
+    "cost_usd",
+]
+SPAN_COLUMNS = ["variant", "run", "node", "instance", "step", "kind", "status", "t_start", "t_end", "output_tokens"]
+
+
+def _frame(parts: list[pd.DataFrame], columns: list[str]) -> pd.DataFrame:
+    if not parts:
+        return pd.DataFrame({c: [] for c in columns})
+    df = pd.concat(parts, ignore_index=True)
+    return df.sort_values(["run", "node", "instance"], kind="stable", ignore_index=True)
+
+
+def calls_frame(plan: Plan, result: BlockResult, variant_name: str) -> pd.DataFrame:
+    """One row per call made, in run order, then node order, then instance order."""
+    models = np.array([tr.model for tr in plan.tiers], dtype=object)
+    speeds = np.array([tr.speed for tr in plan.tiers], dtype=object)
+    parts = []
+    for node, col, runs, inst in _made(plan.calls, result.calls, result):
+        tier_ids = col("tier").astype(np.int64)
+        t_first, t_end, tps = col("t_first"), col("t_end"), col("tps")
+        parts.append(
+            pd.DataFrame(
+                {
+                    "variant": variant_name,
+                    "run": runs,
+                    "node": node.id,
+                    "instance": inst,
+                    "step": node.name,
+                    "model": models[tier_ids],
+                    "speed": speeds[tier_ids],
+                    "status": _STATUS[col("status")],
+                    "t_submit": col("t_submit"),
+                    "t_start": col("t_start"),
+                    "t_first_token": t_first,
+                    "t_end": t_end,
+                    "queue_s": col("t_start") - col("t_submit"),
+                    "ttft_s": col("ttft"),
+                    "decode_s": t_end - t_first,
+                    "tps": tps,
+                    "itl_s": 1.0 / tps,
+                    "input_tokens": col("input"),
+                    "cache_read_tokens": col("cache_read"),
+                    "cache_write_tokens": col("cache_write"),
+                    "cache_write_1h_tokens": col("cache_write_1h"),
+                    "output_tokens": col("output"),
+                    "reasoning_tokens": col("reasoning"),
+                    "cost_usd": col("cost"),
+                }
+            )
+        )
+    return _frame(parts, CALL_COLUMNS)
+
+
+def spans_frame(plan: Plan, result: BlockResult, variant_name: str) -> pd.DataFrame:
+    """Tool and wait steps: one row per span that happened."""
+    nodes = [n for n in plan.nodes if isinstance(n, ToolNode | WaitNode)]
+    parts = []
+    for node, col, runs, inst in _made(nodes, result.spans, result):
+        parts.append(
+            pd.DataFrame(
+                {
+                    "variant": variant_name,
+                    "run": runs,
+                    "node": node.id,
+                    "instance": inst,
+                    "step": node.name,
+                    "kind": node.kind,
+                    "status": _STATUS[col("status")],
+                    "t_start": col("t_start"),
+                    "t_end": col("t_end"),
+                    "output_tokens": col("output"),
+                }
+            )
+        )
+    return _frame(parts, SPAN_COLUMNS)

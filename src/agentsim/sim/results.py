@@ -1,0 +1,436 @@
+"""Results of a simulation: tables, the summary document, and its figures.
+
+:class:`Results` holds the ``runs`` table (one row per agent run and variant) and,
+built on first use, the ``calls`` table (one row per model call). Its
+:meth:`Results.summary_dict` is the ``summary.json`` contract:
+
+* ``wall_time_s`` and ``cost_usd``: mean with a 95% confidence interval
+  (Student t on the run means), and percentiles (linear interpolation);
+* ``calls.mean``, ``tokens`` by kind and the critical-path ``breakdown_s``, all
+  per-run means (``tokens.input`` counts every input token, cached ones
+  included, as genai-prices does);
+* ``success`` (only when the scenario has ``fail`` steps): success share, cost per success and time
+  to success over all runs (failed ones included), see :meth:`Results._success`;
+* ``vs_baseline``: differences of means against the first variant, the USD paid
+  per hour of waiting saved (``delta_cost / hours saved``; null when the variant
+  saves no time), and whether it pays off at the scenario's value of time, i.e.
+  whether ``delta_cost + value_of_time x delta_time`` is negative.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from agentsim.plan.compiler import Plan
+from agentsim.pricing.rates import prices_summary
+from agentsim.sim import payoff
+
+__all__ = ["Results", "describe", "summary_frame", "version"]
+
+PERCENTILES = (50, 90, 95, 99)
+PER_CALL_CAP = 1 << 20  # per-call percentiles use at most this many calls per variant (the first ones)
+
+
+def version() -> str:
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as _v
+
+    try:
+        return _v("agentsim")
+    except PackageNotFoundError:  # pragma: no cover - running from a source tree
+        return "0+unknown"
+
+
+def _f(x) -> float | None:
+    """A JSON-safe float (None for NaN/inf)."""
+    x = float(x)
+    return x if math.isfinite(x) else None
+
+
+def _mean(x: np.ndarray) -> float | None:
+    return _f(np.mean(x)) if len(x) else None
+
+
+def describe(x: np.ndarray, percentiles=PERCENTILES) -> dict[str, Any]:
+    """Mean, 95% CI of the mean, and percentiles of a sample."""
+    x = np.asarray(x, dtype=np.float64)
+    n = x.size
+    mean = float(np.mean(x)) if n else math.nan
+    if n >= 2:
+        sd = float(np.std(x, ddof=1))
+        half = float(stats.t.ppf(0.975, n - 1)) * sd / math.sqrt(n)
+        ci = [_f(mean - half), _f(mean + half)]
+    else:
+        ci = [_f(mean), _f(mean)] if n else [None, None]
+    out: dict[str, Any] = {"mean": _f(mean), "ci95": ci}
+    if n:
+        for p, v in zip(percentiles, np.percentile(x, percentiles), strict=True):
+            out[f"p{p}"] = _f(v)
+    else:
+        out.update({f"p{p}": None for p in percentiles})
+    return out
+
+
+@dataclass
+class CallStats:
+    """Per-call TTFT/TPS/ITL of one variant, kept for the first PER_CALL_CAP calls."""
+
+    ttft: list[np.ndarray] = field(default_factory=list)
+    tps: list[np.ndarray] = field(default_factory=list)
+    kept: int = 0
+
+    def add(self, ttft: np.ndarray, tps: np.ndarray) -> None:
+        room = PER_CALL_CAP - self.kept
+        if room <= 0:
+            return
+        self.ttft.append(ttft[:room])
+        self.tps.append(tps[:room])
+        self.kept += min(room, ttft.size)
+
+    def summary(self) -> dict[str, Any]:
+        ttft = np.concatenate(self.ttft) if self.ttft else np.zeros(0)
+        tps = np.concatenate(self.tps) if self.tps else np.zeros(0)
+
+        def d(x):
+            full = describe(x, (50, 95))
+            return {"mean": full["mean"], "p50": full["p50"], "p95": full["p95"]}
+
+        return {"ttft_s": d(ttft), "tps": d(tps), "itl_s": d(1.0 / tps if tps.size else tps)}
+
+
+class Results:
+    """What :func:`agentsim.simulate` returns: tables, the summary and figures."""
+
+    def __init__(
+        self,
+        plan: Plan,
+        *,
+        seed: int,
+        runs: int,
+        engine: str,
+        runs_df: pd.DataFrame,
+        call_stats: dict[str, CallStats],
+        calls_builder,
+        spans_builder,
+        extra: dict | None = None,
+        calls_parts=None,
+    ):
+        self.plan = plan
+        self.scenario = plan.scenario
+        self.seed = seed
+        self.n_runs = runs
+        self.engine = engine
+        self.variants = list(plan.variants)
+        self.runs = runs_df
+        self._call_stats = call_stats
+        self._calls_builder = calls_builder
+        self._spans_builder = spans_builder
+        self._calls: pd.DataFrame | None = None
+        self._spans: pd.DataFrame | None = None
+        self.extra = extra or {}
+        self._calls_parts = calls_parts
+
+    # ------------------------------------------------------------------ tables
+    @property
+    def calls(self) -> pd.DataFrame:
+        """One row per model call made (built on first use)."""
+        if self._calls is None:
+            self._calls = self._calls_builder()
+        return self._calls
+
+    def calls_parts(self):
+        """The ``calls`` table in parts, without building it whole: ``(variant index, frame)`` pairs.
+
+        Concatenating the frames of variant 0 in the order given, then variant 1's, … gives
+        :attr:`calls` (the ``variant`` column here is plain text). Used to write large tables
+        block by block; when the table is already built (or cannot be split), it is one part.
+        """
+        if self._calls is not None or self._calls_parts is None:
+            yield 0, self.calls
+        else:
+            yield from self._calls_parts()
+
+    @property
+    def spans(self) -> pd.DataFrame:
+        """One row per tool or wait step that ran (built on first use)."""
+        if self._spans is None:
+            self._spans = self._spans_builder()
+        return self._spans
+
+    @property
+    def streaming(self) -> pd.DataFrame:
+        """Streaming metrics of calls with a consumer: one row per variant, step and metric (mean, p50, p95).
+
+        Empty when no call has a consumer. See agentsim.sim.streaming for what each metric means.
+        """
+        from agentsim.sim.stream_stats import streaming_frame
+
+        stats = self.extra.get("streaming", {})
+        return streaming_frame({name: stats[name].section() for name in self.variants if name in stats})
+
+    @property
+    def value_of_time(self) -> float | None:
+        vot = self.scenario.value_of_time
+        return vot.usd_per_hour if vot is not None else None
+
+    # ------------------------------------------------------------------ summary
+    def summary_dict(self) -> dict[str, Any]:
+        """The ``summary.json`` document."""
+        variants: dict[str, Any] = {}
+        base = None
+        vot = self.value_of_time
+        variant_col = self.runs["variant"]
+        # Summaries describe runs that completed (and, in a workload, started inside the window).
+        keep = np.ones(len(self.runs), dtype=bool)
+        if "status" in self.runs:
+            keep &= (self.runs["status"] == 0).to_numpy()
+        if "counted" in self.runs:
+            keep &= self.runs["counted"].to_numpy(dtype=bool)
+        for name in self.variants:
+            mask = (variant_col == name).to_numpy() & keep
+
+            def col(column: str, mask=mask) -> np.ndarray:
+                # one column at a time, so the summary never copies the whole runs table
+                return self.runs[column].to_numpy()[mask]
+
+            wall = describe(col("wall_time_s"))
+            cost_full = describe(col("cost_usd"))
+            cost = {k: cost_full[k] for k in ("mean", "ci95", "p50", "p90", "p95", "p99")}
+            v: dict[str, Any] = {
+                "wall_time_s": wall,
+                "cost_usd": cost,
+                "calls": {"mean": _mean(col("calls"))},
+                "tokens": {
+                    "input": _mean(col("input_tokens")),
+                    "cache_read": _mean(col("cache_read_tokens")),
+                    "cache_write": _mean(col("cache_write_tokens")),
+                    "output": _mean(col("output_tokens")),
+                    "reasoning": _mean(col("reasoning_tokens")),
+                    "cache_write_1h": _mean(col("cache_write_1h_tokens")),
+                },
+                "breakdown_s": {k: _mean(col(f"{k}_s")) for k in ("queue", "ttft", "decode", "tool", "wait")},
+            }
+            if "stall_s" in self.runs:  # streams that paused (contract v1.1; only when the scenario has stalls)
+                v["breakdown_s"]["stall"] = _mean(col("stall_s"))
+            if base is None:
+                base = v
+                empty = wall["mean"] is None
+                v["vs_baseline"] = {
+                    "delta_time_s": None if empty else 0.0,
+                    "delta_cost_usd": None if empty else 0.0,
+                    "usd_per_hour_saved": None,
+                    "pays_off": None,
+                }
+            else:
+                v["vs_baseline"] = compare(base, v, vot)
+            if vot is not None:
+                v["total_cost_usd"] = {
+                    "mean": _f(cost["mean"] + vot * wall["mean"] / 3600.0)
+                    if cost["mean"] is not None and wall["mean"] is not None
+                    else None,
+                    "value_of_time_usd_per_hour": vot,
+                }
+            v["per_call"] = self._call_stats[name].summary()
+            for key, fn in self.extra.get("variant_sections", {}).items():
+                v[key] = fn(name)
+            if "streaming" in self.extra:
+                v["streaming"] = self.extra["streaming"][name].section()
+            if self.plan.defines_success:
+                v["success"] = self._success(name)
+            variants[name] = v
+        doc = {
+            "scenario": self.scenario.name,
+            "seed": self.seed,
+            "runs": self.n_runs,
+            "agentsim_version": version(),
+            "engine": self.engine,
+            "value_of_time_usd_per_hour": vot,
+            "variants": variants,
+        }
+        # What the prices were: the date used for catalog look-ups, and each tier's rates and their source.
+        doc["prices_as_of"] = self.plan.prices_as_of.isoformat() if self.plan.prices_as_of else None
+        doc["prices"] = prices_summary(self.plan.tiers)
+        return doc
+
+    def _success(self, name: str) -> dict[str, Any]:
+        """Success share, cost per success and time to success of a variant (see docs/concepts.md).
+
+        Over the runs whose outcome is known (every run of replications; in a workload the counted
+        runs that finished or failed): ``share`` = successful / runs; ``cost_per_success_usd`` = the
+        cost of *all* those runs (failed ones included) / successful runs; ``time_to_success_s`` =
+        their total wall time / successful runs, the expected time to one success when a failed run
+        is retried (E[sum of wall times until a success] = E[T] / share, Wald's identity).
+        """
+        runs = self.runs
+        mask = (runs["variant"] == name).to_numpy()
+        if "counted" in runs:
+            mask = mask & runs["counted"].to_numpy(dtype=bool)
+        status = runs["status"].to_numpy()[mask] if "status" in runs else np.zeros(int(mask.sum()), dtype=np.int8)
+        known = status != 2  # an unfinished run (a workload's end) has no outcome yet
+        ok = int((status[known] == 0).sum())
+        total = int(known.sum())
+        cost = float(np.cumsum(runs["cost_usd"].to_numpy()[mask][known])[-1]) if total else 0.0
+        wall = float(np.cumsum(runs["wall_time_s"].to_numpy()[mask][known])[-1]) if total else 0.0
+        return {
+            "share": _f(ok / total) if total else None,
+            "cost_per_success_usd": _f(cost / ok) if ok else None,
+            "time_to_success_s": _f(wall / ok) if ok else None,
+        }
+
+    def to_json(self, indent: int = 2) -> str:
+        """The summary document as JSON text (deterministic for a given scenario and seed)."""
+        return json.dumps(self.summary_dict(), indent=indent, allow_nan=False) + "\n"
+
+    def summary(self) -> pd.DataFrame:
+        """One row per variant with the headline figures (the summary document, flattened)."""
+        return summary_frame(summary_rows(self.summary_dict())).set_index("variant")
+
+    def limits_timeseries(self) -> pd.DataFrame:
+        """In-flight requests and bucket levels of each account over time (workloads only; else empty)."""
+        rows = []
+        for v, out in enumerate(self.extra.get("outcomes", [])):
+            name = self.variants[v]
+            for acc in out.accounts:
+                spec = acc.spec
+                rows.append(
+                    pd.DataFrame(
+                        {
+                            "variant": name,
+                            "account": spec.name,
+                            "series": "in_flight",
+                            "t_s": [0.0, *(t for t, _ in acc.inflight_log)],
+                            "value": [0.0, *(x for _, x in acc.inflight_log)],
+                            "limit": float(spec.concurrency) if spec.concurrency else np.inf,
+                        }
+                    )
+                )
+                for attr, label, limit in (
+                    ("rpm", "rpm", spec.rpm),
+                    ("itpm", "input_tpm", spec.input_tpm),
+                    ("otpm", "output_tpm", spec.output_tpm),
+                ):
+                    log = acc.level_logs.get(attr)
+                    if log is not None:
+                        rows.append(
+                            pd.DataFrame(
+                                {
+                                    "variant": name,
+                                    "account": spec.name,
+                                    "series": label,
+                                    "t_s": [0.0, *(t for t, _ in log)],
+                                    "value": [float(limit), *(x for _, x in log)],
+                                    "limit": float(limit),
+                                }
+                            )
+                        )
+        if not rows:
+            return pd.DataFrame(columns=["variant", "account", "series", "t_s", "value", "limit"])
+        return pd.concat(rows, ignore_index=True)
+
+    # Figures (plot_tradeoff, plot_limits, plot_wait_cdf) are attached by agentsim.viz.figure_methods:
+    # this layer computes tables and statistics and knows no figures. ``import agentsim`` is lazy, so
+    # a result made through a submodule loads them on first use of a ``plot_*`` name.
+    def __getattr__(self, name: str):
+        if name.startswith("plot_") and "_figures_loaded" not in type(self).__dict__:
+            import importlib
+
+            importlib.import_module("agentsim.viz.figure_methods")
+            type(self)._figures_loaded = True
+            return getattr(self, name)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    def _repr_html_(self) -> str:
+        summary = self.summary()
+        columns = [
+            "wall_mean_s",
+            "wall_p95_s",
+            "cost_mean_usd",
+            "cost_p95_usd",
+            "calls_mean",
+            "delta_time_s",
+            "delta_cost_usd",
+            "usd_per_hour_saved",
+            "pays_off",
+        ]
+        success = [c for c in ("success_share", "cost_per_success_usd", "time_to_success_s") if c in summary]
+        df = summary[columns + success]
+        head = f"<p><b>{self.scenario.name}</b>: {self.n_runs} runs, seed {self.seed}, engine {self.engine}</p>"
+        return head + df.to_html(float_format=lambda x: f"{x:,.4g}", na_rep="–")
+
+    def __repr__(self) -> str:
+        return f"<Results {self.scenario.name!r}: {len(self.variants)} variants x {self.n_runs} runs ({self.engine})>"
+
+
+def summary_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """One flat row per variant of a ``summary.json`` document (the columns of :meth:`Results.summary`)."""
+    rows = []
+    for name, v in doc["variants"].items():
+        w, c, vs = v["wall_time_s"], v["cost_usd"], v["vs_baseline"]
+        rows.append(
+            {
+                "variant": name,
+                "wall_mean_s": w["mean"],
+                "wall_ci95_lo_s": w["ci95"][0],
+                "wall_ci95_hi_s": w["ci95"][1],
+                **{f"wall_{p}_s": w[p] for p in ("p50", "p90", "p95", "p99")},
+                "cost_mean_usd": c["mean"],
+                "cost_ci95_lo_usd": c["ci95"][0],
+                "cost_ci95_hi_usd": c["ci95"][1],
+                "cost_p95_usd": c["p95"],
+                "calls_mean": v["calls"]["mean"],
+                **{
+                    f"{k}_tokens_mean": v["tokens"][k]
+                    for k in ("input", "cache_read", "cache_write", "output", "reasoning")
+                },
+                **{f"{k}_s": v["breakdown_s"][k] for k in ("queue", "ttft", "decode", "tool", "wait")},
+                "delta_time_s": vs["delta_time_s"],
+                "delta_cost_usd": vs["delta_cost_usd"],
+                "usd_per_hour_saved": vs["usd_per_hour_saved"],
+                "pays_off": vs["pays_off"],
+                **(
+                    {
+                        "success_share": v["success"]["share"],
+                        "cost_per_success_usd": v["success"]["cost_per_success_usd"],
+                        "time_to_success_s": v["success"]["time_to_success_s"],
+                    }
+                    if "success" in v
+                    else {}
+                ),
+            }
+        )
+    return rows
+
+
+def summary_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
+    """:func:`summary_rows` as a DataFrame whose figures are float64 even when a variant completed no run
+    (its ``None`` figures become NaN instead of making the column an object column)."""
+    df = pd.DataFrame(rows)
+    for col in df.columns:
+        if col not in ("variant", "pays_off", "basis") and df[col].dtype == object:
+            df[col] = df[col].astype("float64")
+    return df
+
+
+def compare(base: dict, v: dict, vot: float | None) -> dict[str, Any]:
+    """Δ time, Δ cost, USD per hour saved, and whether it pays off at ``vot`` USD/h (the rule of
+    :mod:`agentsim.sim.payoff`: total cost not above the baseline's, for a variant faster or cheaper)."""
+    figures = (v["wall_time_s"]["mean"], base["wall_time_s"]["mean"], v["cost_usd"]["mean"], base["cost_usd"]["mean"])
+    if any(x is None for x in figures):
+        # a variant (or the baseline) with no completed run has nothing to compare
+        return {"delta_time_s": None, "delta_cost_usd": None, "usd_per_hour_saved": None, "pays_off": None}
+    dt = v["wall_time_s"]["mean"] - base["wall_time_s"]["mean"]
+    dc = v["cost_usd"]["mean"] - base["cost_usd"]["mean"]
+    per_hour = payoff.usd_per_hour_saved(dt, dc)
+    return {
+        "delta_time_s": _f(dt),
+        "delta_cost_usd": _f(dc),
+        "usd_per_hour_saved": _f(per_hour) if per_hour is not None else None,
+        "pays_off": payoff.pays_off(dt, dc, vot) if vot is not None else None,
+    }

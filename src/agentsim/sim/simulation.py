@@ -1,0 +1,429 @@
+"""``simulate``: scenario in, :class:`~agentsim.sim.results.Results` out.
+
+Runs are cut into blocks (:mod:`agentsim.plan.sampling`); each block is sampled once,
+then simulated in every variant on the same draws (common random numbers), by
+the DES (:mod:`agentsim.sim.engine`) or the vectorised fast path
+(:mod:`agentsim.sim.fastpath`). Blocks are independent, so they can be spread over
+worker processes; the result is the same bytes whatever the number of workers,
+because each block's numbers depend only on (seed, block index) and blocks are
+reassembled in order.
+"""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import ProcessPoolExecutor
+from itertools import repeat
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from agentsim.model.scenario import Scenario
+from agentsim.plan.compiler import Plan, compile_plan
+from agentsim.plan.sampling import block_spans, call_speeds, sample_block
+from agentsim.plan.sizeguard import check_plan
+from agentsim.plan.validation import load
+from agentsim.sim.records import DONE, BlockResult, calls_frame, price_calls, run_columns, spans_frame
+from agentsim.sim.results import PER_CALL_CAP, CallStats, Results
+from agentsim.sim.stream_stats import StreamStats
+
+__all__ = ["ENGINES", "choose_engine", "simulate", "simulate_plan"]
+
+ENGINES = ("auto", "des", "fastpath")
+KEEP_CALLS_LIMIT = 4_000_000  # call instances kept in memory for .calls; beyond that, re-simulated on demand
+
+
+class EngineError(ValueError):
+    """The requested engine cannot run this scenario."""
+
+
+def choose_engine(plan: Plan, requested: str = "auto") -> str:
+    if requested not in ENGINES:
+        raise EngineError(f"unknown engine '{requested}' (choose one of {', '.join(ENGINES)})")
+    reasons = des_reasons(plan)
+    if requested == "fastpath" and reasons:
+        raise EngineError("the fast path cannot run this scenario: " + "; ".join(reasons) + " (use --engine des)")
+    if requested == "auto":
+        return "des" if reasons or not _fastpath_available() else "fastpath"
+    return requested
+
+
+def des_reasons(plan: Plan) -> list[str]:
+    """Why a scenario needs the discrete-event engine (empty when the fast path can run it)."""
+    sc = plan.scenario
+    reasons = []
+    if sc.limits:
+        reasons.append("it declares shared limits (limits:)")
+    if sc.workload is not None and sc.workload.simulates_many:
+        reasons.append("it runs a workload of many agents (workload: arrivals/concurrent)")
+    if any(t.error_rate > 0 or t.timeout_s is not None for t in plan.tiers):
+        reasons.append("its models can fail (error_rate or timeout) and be retried")
+    from agentsim.plan.compiler import FailNode
+
+    if any(isinstance(n, FailNode) and n.in_branch for n in plan.nodes):
+        reasons.append("a fail step sits inside a parallel or fanout branch (it cancels the other branches)")
+    return reasons
+
+
+def _fastpath_available() -> bool:
+    try:
+        from agentsim.sim import fastpath  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _run_block(plan: Plan, seed: int, span: tuple[int, int, int], engine: str) -> list[BlockResult]:
+    index, start, n = span
+    block = sample_block(plan, seed, index, start, n)
+    out = []
+    for v in range(len(plan.variants)):
+        speeds = call_speeds(plan, block, v)
+        if engine == "fastpath":
+            from agentsim.sim.fastpath import run_block_fast
+
+            res = run_block_fast(plan, block, v, speeds)
+        else:
+            from agentsim.sim.engine import run_block_des
+
+            res = run_block_des(plan, block, v, speeds)
+        price_calls(plan, res, speeds)
+        out.append(res)
+    return out
+
+
+def _block_summary(plan: Plan, seed: int, span, engine: str, keep: bool, room: list[int] | None = None):
+    """Simulate one block in every variant; return per-variant run columns, per-call samples, and
+    (when ``keep``) the full block results for the calls table.
+
+    ``room[v]``: how many more per-call samples variant ``v`` still keeps (the per-call statistics
+    use only the first calls); ``None`` when not known (blocks run in parallel): all of them.
+    """
+    results = _run_block(plan, seed, span, engine)
+    columns, samples = [], []
+    for res in results:
+        columns.append(run_columns(plan, res))
+        if plan.has_streaming:
+            from agentsim.sim.streaming import block_metrics
+
+            res.extra["streaming"] = block_metrics(plan, res)
+        samples.append(_call_samples(plan, res, None if room is None else room[res.variant]))
+    streams = [res.extra.pop("streaming", None) for res in results]
+    return columns, samples, (results if keep else None), streams
+
+
+def _call_samples(plan: Plan, res: BlockResult, room: int | None) -> tuple[np.ndarray, np.ndarray]:
+    """TTFT and TPS of a block's completed calls (node by node, in run then instance order), at most ``room``."""
+    ttft, tps = [], []
+    left = -1 if room is None else room
+    for node in plan.calls:
+        if left == 0:
+            break
+        t = res.calls[node.id]
+        done = t["status"] == DONE
+        if done.all():  # every instance made: no mask to apply (same order as the mask's)
+            a, b = t["ttft"].reshape(-1), t["tps"].reshape(-1)
+        else:
+            a, b = t["ttft"][done], t["tps"][done]
+        if left > 0:
+            a, b = a[:left], b[:left]
+            left -= a.size
+        ttft.append(a)
+        tps.append(b)
+    return (np.concatenate(ttft) if ttft else np.zeros(0), np.concatenate(tps) if tps else np.zeros(0))
+
+
+def _est_call_instances(plan: Plan, runs: int) -> int:
+    """A rough count of call instances per run (product of mean counts), times runs."""
+    per_run = 0.0
+    for node in plan.calls:
+        mult = 1.0
+        for m in node.scope:
+            mnode = plan.nodes[m]
+            s = getattr(mnode, "times", None) or getattr(mnode, "n", None)
+            mult *= s.mean if s is not None else (mnode.max or 10)
+        per_run += mult
+    return int(per_run * runs)
+
+
+def simulate_plan(plan: Plan, runs: int, seed: int, *, engine: str = "auto", workers: int = 1) -> Results:
+    engine = choose_engine(plan, engine)
+    check_plan(plan, runs, engine)  # refuses absurd sizes before any work starts
+    if plan.workload is not None:
+        return _simulate_workload(plan, seed)
+    spans = block_spans(runs)
+    nv = len(plan.variants)
+    keep = _est_call_instances(plan, runs) * nv <= KEEP_CALLS_LIMIT or plan.needs_attempts
+    call_stats = {name: CallStats() for name in plan.variants}
+    stream_stats = {name: StreamStats(plan) for name in plan.variants}
+    columns: dict[str, np.ndarray] = {}
+    kept = [] if keep else None
+
+    def consume(part) -> None:
+        # Stream each block into preallocated columns, so memory stays one copy of the runs table.
+        cols, samples, results, results_stream = part
+        for v, block_cols in enumerate(cols):
+            first = v * runs + spans[len(seen)][1]
+            for name, arr in block_cols.items():
+                if name not in columns:
+                    columns[name] = np.empty(runs * nv, dtype=arr.dtype)
+                columns[name][first : first + len(arr)] = arr
+            call_stats[plan.variants[v]].add(*samples[v])
+            if plan.has_streaming:
+                stream_stats[plan.variants[v]].add(results_stream[v])
+        if kept is not None:
+            kept.append(results)
+        seen.append(1)
+
+    seen: list[int] = []
+    if workers > 1 and len(spans) > 1:
+        with ProcessPoolExecutor(max_workers=min(workers, len(spans))) as pool:
+            for part in pool.map(_block_summary, repeat(plan), repeat(seed), spans, repeat(engine), repeat(keep)):
+                consume(part)
+    else:
+        for s in spans:
+            room = [PER_CALL_CAP - call_stats[name].kept for name in plan.variants]
+            consume(_block_summary(plan, seed, s, engine, keep, room))
+
+    variant = pd.Categorical.from_codes(np.repeat(np.arange(nv), runs), categories=list(plan.variants))
+    runs_df = pd.DataFrame({"variant": variant, "run": np.tile(np.arange(runs), nv), **columns}, copy=False)
+
+    def blocks():
+        if kept is not None:
+            yield from kept
+        else:
+            for s in spans:
+                yield _run_block(plan, seed, s, engine)
+
+    def build(frame_fn):
+        def _build():
+            frames = [[] for _ in range(nv)]
+            for results in blocks():
+                for res in results:
+                    frames[res.variant].append(frame_fn(plan, res, plan.variants[res.variant]))
+            df = pd.concat([f for fs in frames for f in fs], ignore_index=True)
+            df["variant"] = pd.Categorical(df["variant"], categories=list(plan.variants))
+            return df
+
+        return _build
+
+    def calls_parts():  # the calls table block by block, for writing it without holding it whole
+        for results in blocks():
+            for res in results:
+                yield res.variant, calls_frame(plan, res, plan.variants[res.variant])
+
+    calls_builder = build(calls_frame)
+    extra = {}
+    if plan.has_streaming:
+        extra["streaming"] = stream_stats
+    if plan.needs_attempts:
+        extra["variant_sections"] = {"limits": _replication_limits_section(plan, runs_df, kept, calls_builder)}
+    return Results(
+        plan,
+        seed=seed,
+        runs=runs,
+        engine=engine,
+        runs_df=runs_df,
+        call_stats=call_stats,
+        calls_builder=calls_builder,
+        spans_builder=build(spans_frame),
+        extra=extra,
+        calls_parts=calls_parts,
+    )
+
+
+def _replication_limits_section(plan: Plan, runs_df: pd.DataFrame, kept: list, calls_builder):
+    """Queue waits and attempt counts when each replication runs alone against fresh accounts."""
+    from agentsim.sim.loadstats import attempt_counts, queue_wait
+
+    cache: dict = {}
+
+    def section(name: str) -> dict:
+        v = plan.variants.index(name)
+        if "calls" not in cache:
+            cache["calls"] = calls_builder()
+        calls = cache["calls"]
+        calls = calls[calls["variant"] == name]
+        attempts = _concat_attempts([results[v].extra.get("attempts") for results in kept])
+        runs_v = runs_df[runs_df["variant"] == name]
+        return {"queue_wait_s": queue_wait(calls), "attempts": attempt_counts(attempts, calls, runs_v, plan, v)}
+
+    return section
+
+
+def _simulate_workload(plan: Plan, seed: int) -> Results:
+    """Each variant as one long simulation of many agents sharing accounts (common random numbers)."""
+    from agentsim.sim.loadstats import attempt_counts, queue_wait, step_mean, window_admitted
+    from agentsim.sim.workload import run_workload
+
+    nv = len(plan.variants)
+    outcomes = [run_workload(plan, seed, v) for v in range(nv)]
+    frames, call_stats = [], {name: CallStats() for name in plan.variants}
+    stream_stats = {name: StreamStats(plan) for name in plan.variants}
+    for v, out in enumerate(outcomes):
+        for res in out.blocks:
+            speeds = call_speeds(plan, res.block, v)
+            price_calls(plan, res, speeds)
+            started = res.extra["started"]
+            cols = run_columns(plan, res)
+            n = res.block.n
+            frame = pd.DataFrame({"variant": plan.variants[v], "run": res.block.start + np.arange(n), **cols})
+            frames.append(frame[started])
+            counted_ok = res.extra["counted"] & (cols["status"] == 0)
+            if plan.has_streaming:  # streaming metrics of the calls of counted, completed runs
+                from agentsim.sim.streaming import block_metrics
+
+                per_node = block_metrics(plan, res)
+                stream_stats[plan.variants[v]].add(
+                    {nid: {k: a[counted_ok[m["_run"]]] for k, a in m.items()} for nid, m in per_node.items()}
+                )
+            for node in plan.calls:
+                t = res.calls[node.id]
+                done = (t["status"] == DONE) & counted_ok.reshape((-1,) + (1,) * (t["status"].ndim - 1))
+                call_stats[plan.variants[v]].add(t["ttft"][done], t["tps"][done])
+    runs_df = pd.concat(frames, ignore_index=True)
+    runs_df["variant"] = pd.Categorical(runs_df["variant"], categories=list(plan.variants))
+
+    def build(frame_fn):
+        def _build():
+            parts = [frame_fn(plan, res, plan.variants[v]) for v, out in enumerate(outcomes) for res in out.blocks]
+            df = pd.concat(parts, ignore_index=True)
+            df["variant"] = pd.Categorical(df["variant"], categories=list(plan.variants))
+            return df
+
+        return _build
+
+    calls_builder = build(calls_frame)
+    cache: dict = {}
+
+    def all_calls() -> pd.DataFrame:
+        if "calls" not in cache:
+            cache["calls"] = calls_builder()
+        return cache["calls"]
+
+    def calls_of(name: str) -> pd.DataFrame:
+        df = all_calls()
+        return df[df["variant"] == name]
+
+    def counted_runs(name: str) -> pd.DataFrame:
+        return runs_df[(runs_df["variant"] == name) & runs_df["counted"]]
+
+    def workload_section(name: str) -> dict:
+        out = outcomes[plan.variants.index(name)]
+        w0, w1 = out.window
+        hours = (w1 - w0) / 3600.0
+        r = runs_df[runs_df["variant"] == name]
+        end = r["start_s"] + r["wall_time_s"]
+        ok_in_window = (r["status"] == 0) & (end >= w0) & (end <= w1)
+        counted = r["counted"]
+        calls = calls_of(name)
+        in_window = calls[(calls["t_start"] >= w0) & (calls["t_start"] < w1)]
+        return {
+            "window_s": [w0, w1],
+            "simulated_until_s": out.end_s,
+            "runs_started": len(r),
+            "runs_counted": int(counted.sum()),
+            "runs_completed": int((counted & (r["status"] == 0)).sum()),
+            "runs_failed": int((counted & (r["status"] == 1)).sum()),
+            "runs_unfinished": int((counted & (r["status"] == 2)).sum()),
+            "runs_in_flight_at_end": int((r["status"] == 2).sum()),
+            "failed_share": float((counted & (r["status"] != 0)).sum() / max(1, counted.sum())),
+            "cost_of_failed_runs_usd": float(r.loc[counted & (r["status"] == 1), "cost_usd"].sum()),
+            "throughput_runs_per_hour": float(ok_in_window.sum() / hours),
+            "input_tokens_per_min": float(in_window["input_tokens"].sum() / (hours * 60)),
+            "output_tokens_per_min": float(
+                (in_window["output_tokens"] + in_window["reasoning_tokens"]).sum() / (hours * 60)
+            ),
+        }
+
+    def limits_section(name: str) -> dict:
+        v = plan.variants.index(name)
+        out = outcomes[v]
+        w0, w1 = out.window
+        runs_v = counted_runs(name)
+        calls = calls_of(name)
+        calls = calls[calls["run"].isin(runs_v["run"])]
+        attempts = _concat_attempts([b.extra.get("attempts") for b in out.blocks])
+        if attempts is not None:
+            keep = np.isin(attempts["run"], runs_v["run"].to_numpy())
+            attempts = {k: a[keep] for k, a in attempts.items()}
+        section = {
+            "queue_wait_s": queue_wait(calls),
+            "attempts": attempt_counts(attempts, calls, runs_v, plan, v),
+            "accounts": {},
+        }
+        for acc in out.accounts:
+            spec = acc.spec
+            a: dict = {"policy": spec.policy, "rejected_429": acc.rejections}
+            mean, peak = step_mean(acc.inflight_log, w0, w1)
+            a["concurrency"] = {
+                "limit": spec.concurrency,
+                "mean_in_flight": mean,
+                "max_in_flight": peak,
+                "utilisation": mean / spec.concurrency if spec.concurrency else None,
+            }
+            for attr, limit, label in (
+                ("rpm", spec.rpm, "rpm"),
+                ("itpm", spec.input_tpm, "input_tpm"),
+                ("otpm", spec.output_tpm, "output_tpm"),
+            ):
+                bucket = getattr(acc, attr)
+                if bucket is not None:
+                    per_min = window_admitted(bucket.admitted, w0, w1) / ((w1 - w0) / 60.0)
+                    a[label] = {"limit_per_min": limit, "admitted_per_min": per_min, "utilisation": per_min / limit}
+            section["accounts"][spec.name] = a
+        return section
+
+    sections = {"workload": workload_section}
+    if plan.accounts or plan.needs_attempts:
+        sections["limits"] = limits_section
+    base_counted = int(counted_runs(plan.variants[0]).shape[0])
+    res = Results(
+        plan,
+        seed=seed,
+        runs=base_counted,
+        engine="des",
+        runs_df=runs_df,
+        call_stats=call_stats,
+        calls_builder=all_calls,
+        spans_builder=build(spans_frame),
+        extra={
+            "variant_sections": sections,
+            "outcomes": outcomes,
+            **({"streaming": stream_stats} if plan.has_streaming else {}),
+        },
+    )
+    return res
+
+
+def _concat_attempts(parts: list) -> dict | None:
+    parts = [p for p in parts if p is not None]
+    if not parts:
+        return None
+    return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+
+
+def simulate(
+    scenario: Scenario | str | os.PathLike,
+    runs: int | None = None,
+    seed: int | None = None,
+    *,
+    engine: str = "auto",
+    workers: int = 1,
+) -> Results:
+    """Simulate a scenario (or a scenario file) and return its :class:`Results`.
+
+    ``runs`` and ``seed`` override the scenario's; ``engine`` is ``auto`` (fast
+    path when the scenario allows it), ``des`` or ``fastpath``; ``workers``
+    spreads blocks of runs over processes without changing any result.
+    """
+    sc = scenario if isinstance(scenario, Scenario) else load(Path(scenario))
+    plan = compile_plan(sc)
+    runs = sc.runs if runs is None else int(runs)
+    seed = sc.seed if seed is None else int(seed)
+    if runs < 1:
+        raise ValueError("runs must be at least 1")
+    if seed < 0:
+        raise ValueError("seed must be at least 0")
+    return simulate_plan(plan, runs, seed, engine=engine, workers=workers)

@@ -1,0 +1,89 @@
+"""The ``streaming`` section of ``summary.json``: consumer metrics per call, summarised per variant.
+
+Blocks of runs hand in, per call node with a consumer, one value per completed call of every
+metric (:func:`agentsim.sim.streaming.block_metrics`); this accumulator keeps them (in block order, so
+the result does not depend on the number of workers) and summarises each metric over the calls of
+a step name: ``{mean, p50, p95}`` of its finite values (a metric that does not exist for a call,
+e.g. the first render of an answer interrupted before it had enough tokens, is left out; ``null``
+when no call has it).
+
+The *apparate point* of a reader or a speaker is the output speed beyond which the consumer gains
+nothing: its own pace, ``tokens_per_s`` (a reader of ``w`` words/min: ``w / 0.75 / 60``). A stream at
+least that fast never makes an evenly paced consumer wait after the first token, so only TTFT still
+matters; ``faster_share`` is the share of the step's calls whose output speed reached it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from agentsim.plan.compiler import Plan
+from agentsim.sim.streaming import METRICS
+
+__all__ = ["StreamStats", "streaming_frame"]
+
+
+def _stats(x: np.ndarray) -> dict[str, float | None]:
+    x = x[np.isfinite(x)]
+    if not x.size:
+        return {"mean": None, "p50": None, "p95": None}
+    p50, p95 = np.percentile(x, [50, 95])
+    return {"mean": float(np.mean(x)), "p50": float(p50), "p95": float(p95)}
+
+
+class StreamStats:
+    """Per-call streaming metrics of one variant, gathered block by block."""
+
+    def __init__(self, plan: Plan):
+        self.plan = plan
+        self.parts: dict[int, dict[str, list[np.ndarray]]] = {}
+
+    def add(self, block_values: dict[int, dict[str, np.ndarray]] | None) -> None:
+        for nid, metrics in (block_values or {}).items():
+            store = self.parts.setdefault(nid, {})
+            for k, v in metrics.items():
+                store.setdefault(k, []).append(v)
+
+    def values(self) -> dict[str, dict[str, np.ndarray]]:
+        """Step name -> metric -> values over its calls (nodes of the same name pooled in node order)."""
+        out: dict[str, dict[str, list[np.ndarray]]] = {}
+        for node in self.plan.calls:
+            if node.consumer is None or node.id not in self.parts:
+                continue
+            dest = out.setdefault(node.name, {})
+            for k, arrs in self.parts[node.id].items():
+                dest.setdefault(k, []).extend(arrs)
+        return {name: {k: np.concatenate(v) for k, v in m.items()} for name, m in out.items()}
+
+    def _consumers(self) -> dict[str, Any]:
+        return {node.name: node.consumer for node in self.plan.calls if node.consumer is not None}
+
+    def section(self) -> dict[str, Any]:
+        """``{calls: {NAME: {METRIC: {mean, p50, p95}}}, apparate: {NAME: {...}}}``."""
+        consumers = self._consumers()
+        calls: dict[str, Any] = {}
+        apparate: dict[str, Any] = {}
+        for name, metrics in self.values().items():
+            cons = consumers[name]
+            calls[name] = {k: _stats(metrics[k]) for k in METRICS[cons.kind] if k in metrics}
+            if cons.kind in ("reader", "speech"):
+                tps = metrics.get("_tps", np.zeros(0))
+                apparate[name] = {
+                    "consumer": cons.kind,
+                    "tokens_per_s": cons.rate,
+                    "faster_share": float(np.mean(tps >= cons.rate)) if tps.size else None,
+                }
+        return {"calls": calls, "apparate": apparate}
+
+
+def streaming_frame(sections: dict[str, dict[str, Any]]) -> pd.DataFrame:
+    """One row per variant, step and metric: ``mean``, ``p50``, ``p95``."""
+    rows = []
+    for variant, sec in sections.items():
+        for name, metrics in sec["calls"].items():
+            for metric, st in metrics.items():
+                rows.append({"variant": variant, "call": name, "metric": metric, **st})
+    return pd.DataFrame(rows, columns=["variant", "call", "metric", "mean", "p50", "p95"])

@@ -1,0 +1,516 @@
+"""Streaming: how a call's answer arrives, token by token, and what its consumer lives through.
+
+The engines decide when a call starts and ends; this module decides what happens in between,
+for any number of calls at once (NumPy arrays over calls, never a Python loop per token).
+Both engines call the same functions, so their streaming numbers agree to the last bit.
+
+**Arrival of the visible tokens** (DESIGN.md §3.2). A call sent at ``t0`` with TTFT ``ttft``,
+``N`` visible and ``R`` reasoning tokens at ``tps`` tokens/s::
+
+    a_1 = t0 + ttft + R / tps                       (reasoning decode is invisible)
+    end = t0 + ((ttft + (N + R) / tps) + stall)     (the call's end, as the engines compute it)
+    a_i = a_1 + (i - 1) * (end - stall - a_1) / (N - 1)     for i = 1..N,   a_N = end
+
+* ``jitter_cv``: the ``N - 1`` gaps are re-spaced by weights ``w_j`` (lognormal, mean 1, that CV),
+  ``a_i = a_1 + (end - stall - a_1) * (w_1 + ... + w_{i-1}) / (w_1 + ... + w_{N-1})``; the end stays.
+* ``stall``: with probability ``p`` per call the stream pauses once, for ``seconds``, after token
+  ``k = 1 + floor(u * (N - 1))`` (``u`` uniform): tokens ``k+1..N`` arrive ``seconds`` later, and so
+  does the call's end (the engines add the stall to the call; the breakdown reports it as ``stall``).
+* ``chunk_tokens``: tokens are delivered in groups (sizes drawn per group); a group is delivered at
+  the arrival of its last token, the first group at ``a_1``. The consumer sees delivery times ``d_i``.
+
+**Consumers** (times measured from the send time ``t0``):
+
+* reader at ``r`` tokens/s: ``f_i = max(d_i, f_{i-1}) + 1/r``, ``f_0 = t0``;
+  ``reader_done_s = f_N - t0``, ``reader_wait_s = sum max(0, d_i - f_{i-1}) = f_N - t0 - N / r``.
+* speech: sentences of ``sentence_tokens`` tokens (the last may be shorter) ending at tokens
+  ``e_k``; sentence ``k`` plays from ``s_k = max(d_{e_k} + first_audio, s_{k-1} + l_{k-1})`` for
+  ``l_k = tokens_k / tokens_per_s``; ``first_sentence_s = d_{e_1} - t0``, ``first_audio_s = s_1 - t0``,
+  ``silence_s = sum_{k>=2} (s_k - (s_{k-1} + l_{k-1}))``, ``longest_silence_s`` its largest term.
+* render needing ``m`` tokens: ``first_render_s = d_m - t0`` (``all``: ``m = N``).
+* every consumer: ``ttft_s = d_1 - t0``; the gaps between successive deliveries (chunk to chunk)
+  give ``longest_gap_s``, ``gaps_over_250ms``, ``gaps_over_1s``, ``itl_p50_s``, ``itl_p99_s``;
+  the Andes QoE (arXiv 2404.16283) with expected token times ``x_i = t0 + T + (i - 1) / v`` and
+  digested times ``u_i = max(d_i, x_i)``: ``qoe = sum (T_end - u_i) / sum (T_end - x_i)`` with
+  ``T_end = max u_i`` (1 when both sums are 0), i.e. 1 - (area between the expected and the actual
+  token curves) / (area under the expected curve).
+
+**Interruption** (:func:`interruption`): at ``t = a_1 + X`` (or first audio + X) if that is before
+the call's end. The call ends at ``t``; its reasoning and the visible tokens that have arrived by
+``t`` (``a_i <= t``) are billed; only those join the context.
+
+**Engines.** The DES applies :func:`streams`, :func:`interruption`, :func:`stalled_by` and
+:func:`pipeline_offset` to one call at a time; the fast path to all the runs of one instance slot at
+once. Every operation is per row, so both get the same bits. :func:`block_metrics` then computes the
+consumer metrics from the records of either engine.
+
+Per-token random numbers (jitter weights, chunk and sentence sizes) come from streams keyed like
+every other draw (``SeedSequence(seed, spawn_key=(block, node, purpose, instance))``), filled
+token-major so a call's numbers do not depend on the other calls.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy import special
+
+from agentsim.plan.compiler import (
+    CHUNKS,
+    FIRST_AUDIO,
+    GAPS,
+    INTERRUPT_P,
+    INTERRUPT_X,
+    OUTPUT,
+    SENTENCES,
+    STALL_AT,
+    STALL_P,
+    STALL_S,
+    CallNode,
+    ConsumerCfg,
+    Plan,
+)
+from agentsim.plan.sampling import Block
+
+__all__ = [
+    "METRICS",
+    "StreamBatch",
+    "consumer_metrics",
+    "interruption",
+    "pipeline_offset",
+    "stall_draws",
+    "stall_position",
+    "stalled_by",
+    "streams",
+]
+
+BATCH_ELEMENTS = 1 << 21  # tokens per batch of calls (memory of one matrix: 16 MiB)
+CACHE_BYTES = 128 << 20  # per-token draws kept per block for the engines' repeated look-ups (beyond: redrawn)
+ARRIVED_TOL = 1e-9  # a token arriving within this many seconds after t counts as arrived by t
+
+# Metrics by consumer kind (the order of summary.json); COMMON ones apply to every consumer.
+COMMON = (
+    "ttft_s",
+    "longest_gap_s",
+    "gaps_over_250ms",
+    "gaps_over_1s",
+    "itl_p50_s",
+    "itl_p99_s",
+    "qoe",
+    "interrupted_share",
+    "wasted_usd",
+)
+METRICS = {
+    "reader": ("ttft_s", "reader_done_s", "reader_wait_s", *COMMON[1:]),
+    "speech": (
+        "ttft_s",
+        "first_sentence_s",
+        "first_audio_s",
+        "silence_s",
+        "longest_silence_s",
+        "speech_done_s",
+        *COMMON[1:],
+    ),
+    "render": ("ttft_s", "first_render_s", *COMMON[1:]),
+    "none": COMMON,  # a call without a consumer that can be interrupted
+}
+
+
+# --------------------------------------------------------------------------- random numbers
+
+
+def _rows(block: Block, key_node: int, purpose: int, flat: int, rows: int, cache: bool) -> np.ndarray:
+    """Standard normals ``(rows, block.n)`` of one instance slot, token-major (row j: j-th draw of each run)."""
+    key = (key_node, purpose, flat)
+    store = block.stream_cache
+    z = store.get(key)
+    if z is None or z.shape[0] < rows:
+        seq = np.random.SeedSequence(block.seed, spawn_key=(block.index, key_node, purpose, flat))
+        z = np.random.Generator(np.random.PCG64(seq)).standard_normal((max(rows, 1), block.n))
+        if cache:  # the same numbers either way: the cache only saves drawing them again
+            used = store.get("_bytes", 0) - (store[key].nbytes if key in store else 0)
+            if used + z.nbytes <= CACHE_BYTES:
+                store[key] = z
+                store["_bytes"] = used + z.nbytes
+    return z[:rows]
+
+
+def _sizes(sampler, block: Block, key_node: int, purpose: int, flat: int, runs: np.ndarray, rows: int, cache: bool):
+    """Group sizes (chunks or sentences), ``(len(runs), rows)`` whole numbers >= 1."""
+    if sampler.is_constant:
+        size = max(1, int(np.rint(sampler.constant_value)))
+        return np.full((len(runs), rows), size, dtype=np.int64)
+    z = _columns(_rows(block, key_node, purpose, flat, rows, cache), runs, block.n)
+    return np.maximum(np.rint(sampler.transform(z)), 1).astype(np.int64)
+
+
+def _group_sizes(sampler, block, key_node, purpose, flat, runs, N, cache) -> np.ndarray:
+    """Group sizes covering each call's ``N`` tokens: a first guess of rows from the mean, all rows if short.
+
+    Rows are drawn token-major, so drawing fewer or more of them never changes the first ones.
+    """
+    width = max(int(N.max()) if len(N) else 1, 1)
+    if not sampler.is_constant:
+        guess = min(width, 2 * math.ceil(width / max(sampler.mean, 1.0)) + 8)
+        sizes = _sizes(sampler, block, key_node, purpose, flat, runs, guess, cache)
+        if guess == width or bool(np.all(sizes.sum(axis=1) >= N)):
+            return sizes
+    return _sizes(sampler, block, key_node, purpose, flat, runs, width, cache)
+
+
+def _columns(z: np.ndarray, runs: np.ndarray, n: int) -> np.ndarray:
+    """``z[:, runs].T``, without a copy when ``runs`` is every run in order."""
+    if len(runs) == n and (n == 0 or (runs[0] == 0 and runs[-1] == n - 1)):
+        return z.T
+    return z[:, runs].T
+
+
+def stall_draws(plan: Plan, block: Block, node: CallNode, tier_index: int):
+    """``(seconds, u)`` per call instance of ``node`` on a tier (shape ``(n, *instances)``), or None.
+
+    ``seconds`` is 0 where the stream does not stall; ``u`` (uniform) places the stall (see
+    :func:`stall_position`). Both engines add ``seconds`` to the call: ``end = t0 + ((ttft + dec) + stall)``.
+    """
+    st = plan.tiers[tier_index].stream
+    if st is None or st.stall_p <= 0 or (node.id, STALL_P) not in block.values:
+        return None
+    key = ("stall", node.id, tier_index)
+    if key not in block.stream_cache:
+        hit = special.ndtr(block.get(node.id, STALL_P)) < st.stall_p
+        secs = np.maximum(st.stall_s.transform(np.asarray(block.get(node.id, STALL_S), dtype=np.float64)), 0.0)
+        stall = np.where(hit, secs, 0.0)
+        block.stream_cache[key] = (stall, special.ndtr(block.get(node.id, STALL_AT)))
+    return block.stream_cache[key]
+
+
+def stall_position(u: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """Token after which a stall happens: ``1 + floor(u (N - 1))`` in ``1..N-1`` (``N`` when N <= 1)."""
+    k = 1 + np.floor(u * np.maximum(n - 1, 0)).astype(np.int64)
+    return np.where(n >= 2, np.clip(k, 1, np.maximum(n - 1, 1)), n)
+
+
+# --------------------------------------------------------------------------- timelines
+
+
+class StreamBatch:
+    """Arrival (``A``) and delivery (``D``) times of the visible tokens of a batch of calls.
+
+    Matrices are ``(calls, width)``; entries beyond a call's ``N`` are NaN. ``chunk_start[c, i]``
+    is True where token ``i`` (0-based) starts a new delivery (a gap the client sees).
+    """
+
+    __slots__ = ("A", "D", "N", "chunk_start", "end", "send")
+
+    def __init__(self, A, D, N, chunk_start, send, end):
+        self.A, self.D, self.N, self.chunk_start, self.send, self.end = A, D, N, chunk_start, send, end
+
+
+def streams(
+    tier,
+    block: Block,
+    node: CallNode,
+    flat: int,
+    runs: np.ndarray,
+    send: np.ndarray,
+    a1: np.ndarray,
+    end: np.ndarray,
+    N: np.ndarray,
+    stall: np.ndarray,
+    stall_u: np.ndarray,
+    *,
+    cache: bool = False,
+) -> StreamBatch:
+    """Token timelines of calls of ``node`` in instance slot ``flat`` (runs ``runs`` of the block), on ``tier``."""
+    C = len(runs)
+    width = max(int(N.max()) if C else 1, 1)
+    i = np.arange(width)
+    span = (end - stall) - a1
+    st = tier.stream
+    if st is not None and st.jitter_cv > 0 and width >= 2:
+        sigma = math.sqrt(math.log1p(st.jitter_cv**2))
+        z = _columns(_rows(block, node.id, GAPS, flat, width - 1, cache), runs, block.n)
+        w = np.exp(sigma * z - 0.5 * sigma * sigma)
+        w = np.where(i[None, 1:] < N[:, None], w, 0.0)  # gap j (1-based) exists when j < N
+        cum = np.concatenate([np.zeros((C, 1)), np.cumsum(w, axis=1)], axis=1)
+        total = cum[np.arange(C), np.maximum(N - 1, 0)]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            A = a1[:, None] + span[:, None] * (cum / total[:, None])
+    else:
+        denom = np.maximum(N - 1, 1).astype(np.float64)
+        A = a1[:, None] + (span[:, None] * i[None, :]) / denom[:, None]
+    A[:, 0] = a1
+    if stall.any():
+        k = stall_position(stall_u, N)
+        A = A + np.where(i[None, :] >= k[:, None], stall[:, None], 0.0)
+    many = N >= 2
+    A[many, N[many] - 1] = end[many]
+    A[i[None, :] >= N[:, None]] = np.nan
+    # chunks: a group is delivered when its last token arrives; the first group at a_1
+    if st is None or (st.chunk.is_constant and st.chunk.constant_value <= 1.5):
+        D = A
+        chunk_start = np.ones((C, width), dtype=bool)
+    else:
+        sizes = _group_sizes(st.chunk, block, node.id, CHUNKS, flat, runs, N, cache)
+        ends = np.cumsum(sizes, axis=1) - 1  # 0-based index of each group's last token
+        is_end = np.zeros((C, width + 1), dtype=bool)
+        np.put_along_axis(is_end, np.minimum(ends, width), True, axis=1)
+        is_end = is_end[:, :width]
+        is_end[np.arange(C), np.maximum(N - 1, 0)] = True
+        idx = np.where(is_end, i[None, :], width - 1)
+        last = np.minimum.accumulate(idx[:, ::-1], axis=1)[:, ::-1]
+        D = np.take_along_axis(A, last, axis=1)
+        first = i[None, :] <= last[:, :1]
+        D = np.where(first, A[:, :1], D)
+        D[i[None, :] >= N[:, None]] = np.nan
+        chunk_start = np.ones((C, width), dtype=bool)
+        chunk_start[:, 1:] = last[:, 1:] != last[:, :-1]
+    return StreamBatch(A, D, N, chunk_start, send, end)
+
+
+def arrived(A: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """How many tokens of each call have arrived by ``t`` (``a_i <= t``, within ARRIVED_TOL)."""
+    with np.errstate(invalid="ignore"):
+        return np.sum((t + ARRIVED_TOL)[:, None] >= A, axis=1)
+
+
+def sentence_ends(sampler, block: Block, key_node: int, flat: int, runs: np.ndarray, n: np.ndarray, cache=False):
+    """Sentence lengths ``(calls, K)`` over ``n`` tokens: the last sentence shortened to fit, then zeros."""
+    if sampler.is_constant:
+        L = max(1, int(np.rint(sampler.constant_value)))
+        K = max(-(-int(n.max()) // L) if len(n) else 1, 1)
+        sizes = _sizes(sampler, block, key_node, SENTENCES, flat, runs, K, cache)
+    else:
+        sizes = _group_sizes(sampler, block, key_node, SENTENCES, flat, runs, n, cache)
+    cum = np.minimum(np.cumsum(sizes, axis=1), n[:, None])
+    start = np.concatenate([np.zeros((len(n), 1), dtype=np.int64), cum[:, :-1]], axis=1)
+    return cum - start  # tokens per sentence; 0 once the answer is used up
+
+
+# --------------------------------------------------------------------------- interruptions and pipelines
+
+
+def first_audio_times(D, sent_tokens, fa):
+    """First audio time (absolute) of each call: delivery of the first sentence's last token + first_audio."""
+    e1 = np.maximum(sent_tokens[:, 0], 1) - 1
+    return np.take_along_axis(D, e1[:, None], axis=1)[:, 0] + fa
+
+
+def interruption(plan: Plan, block: Block, node: CallNode, tier, flat: int, runs, sb: StreamBatch, fa=None):
+    """Where each call is interrupted: ``(interrupted, t, billed visible tokens)`` arrays.
+
+    ``t = a_1 + X`` (after_first_token) or ``first audio + X`` (after_first_audio); a call is
+    interrupted when drawn (``u < p``) and ``t`` falls before its end.
+    """
+    cfg = node.interrupt
+    shape_flat = np.asarray(runs) * _width(block, node) + flat
+    u = special.ndtr(np.asarray(block.get(node.id, INTERRUPT_P)).reshape(-1)[shape_flat])
+    x = np.broadcast_to(block.get(node.id, INTERRUPT_X), block.get(node.id, INTERRUPT_P).shape).reshape(-1)[shape_flat]
+    if cfg.after == "first_token":
+        t = sb.A[:, 0] + x
+    else:
+        cons = node.consumer
+        sent = sentence_ends(cons.sentence, block, node.id, flat, np.asarray(runs), sb.N)
+        t = first_audio_times(sb.D, sent, fa) + x
+    hit = (u < cfg.p) & (t < sb.end) & (sb.N > 0)
+    return hit, t, np.where(hit, arrived(sb.A, t), sb.N)
+
+
+def stalled_by(sb: StreamBatch, stall: np.ndarray, stall_u: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """Seconds of each call's stall already spent at ``t`` (it starts when token ``k`` arrives)."""
+    width = sb.A.shape[1]
+    k = stall_position(stall_u, sb.N)
+    at = np.take_along_axis(sb.A, np.clip(k - 1, 0, width - 1)[:, None], axis=1)[:, 0]
+    live = (stall > 0) & (sb.N > 0)
+    return np.where(live, np.minimum(np.maximum(t - np.where(live, at, t), 0.0), stall), 0.0)
+
+
+def pipeline_offset(pnode, block: Block, flat: int, runs, sb: StreamBatch) -> np.ndarray:
+    """When a pipeline after this call starts: delivery of token ``tokens`` (or of the first sentence's last)."""
+    N = sb.N
+    if pnode.after_tokens is not None:
+        m = np.minimum(pnode.after_tokens, N)
+    else:
+        call = pnode.call
+        speech = call.consumer is not None and call.consumer.kind == "speech"
+        sampler, key = (call.consumer.sentence, call.id) if speech else (pnode.sentence, pnode.id)
+        m = sentence_ends(sampler, block, key, flat, np.asarray(runs), N, cache=True)[:, 0]
+    m = np.maximum(m, 1) - 1
+    t = np.take_along_axis(sb.D, m[:, None], axis=1)[:, 0]
+    return np.where(N > 0, t, sb.end)
+
+
+def _width(block: Block, node: CallNode) -> int:
+    return int(np.prod(block.shape(node.scope), dtype=np.int64))
+
+
+# --------------------------------------------------------------------------- consumer metrics
+
+
+def consumer_metrics(cons: ConsumerCfg, sb: StreamBatch, n: np.ndarray, sent_tokens=None, fa=None) -> dict:
+    """Per-call metrics of one consumer over the first ``n`` delivered tokens of each call (see module doc)."""
+    D, send = sb.D, sb.send
+    C, width = D.shape
+    i = np.arange(width)
+    if np.array_equal(n, sb.N):
+        Dv = D  # NaN beyond each call's N already
+    else:
+        Dv = np.where(i[None, :] < n[:, None], D, np.nan)
+    has = n > 0
+    out: dict[str, np.ndarray] = {"ttft_s": np.where(has, D[:, 0] - send, np.nan)}
+    # gaps between successive deliveries, as the client sees them (NaN: no gap there)
+    with np.errstate(invalid="ignore"):
+        if width >= 2:
+            gaps = Dv[:, 1:] - Dv[:, :-1]
+            if not sb.chunk_start.all():
+                gaps[~sb.chunk_start[:, 1:]] = np.nan
+            longest = np.fmax.reduce(gaps, axis=1)
+            out["longest_gap_s"] = np.where(np.isnan(longest), 0.0, longest)
+            out["gaps_over_250ms"] = np.count_nonzero(gaps > 0.25, axis=1).astype(np.float64)
+            out["gaps_over_1s"] = np.count_nonzero(gaps > 1.0, axis=1).astype(np.float64)
+            out["itl_p50_s"], out["itl_p99_s"] = _row_quantiles(gaps, (0.5, 0.99))
+        else:
+            out["longest_gap_s"] = np.zeros(C)
+            out["gaps_over_250ms"] = out["gaps_over_1s"] = np.zeros(C)
+            out["itl_p50_s"] = out["itl_p99_s"] = np.full(C, np.nan)
+    # Andes QoE: expected x_i, digested u_i = max(d_i, x_i) over the delivered tokens
+    x = send[:, None] + cons.qoe_ttft + i[None, :] / cons.qoe_rate
+    u = np.maximum(Dv, x)  # NaN beyond n
+    T_end = np.fmax.reduce(u, axis=1)
+    x[np.isnan(u)] = np.nan
+    nf = n.astype(np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        whole = nf * T_end - np.nansum(x, axis=1)
+        actual = nf * T_end - np.nansum(u, axis=1)
+        out["qoe"] = np.where(~has, np.nan, np.where(whole > 0, np.maximum(actual, 0.0) / whole, 1.0))
+    if cons.kind == "reader":
+        r = cons.rate
+        best = np.fmax.reduce(Dv - i[None, :] / r, axis=1)
+        f_n = n / r + np.maximum(send, best)
+        out["reader_done_s"] = np.where(has, f_n - send, np.nan)
+        out["reader_wait_s"] = np.where(has, np.maximum((f_n - send) - n / r, 0.0), np.nan)
+    elif cons.kind == "render":
+        # an answer shorter than the tokens needed renders at its last token; a cut-off one before that, never
+        m = sb.N.copy() if cons.render_tokens is None else np.minimum(cons.render_tokens, sb.N)
+        ok = (n >= m) & (m >= 1)
+        idx = np.clip(m - 1, 0, width - 1)
+        out["first_render_s"] = np.where(ok, np.take_along_axis(D, idx[:, None], axis=1)[:, 0] - send, np.nan)
+    elif cons.kind == "speech":  # a loop over sentences, vectorised over calls
+        rate = cons.rate
+        K = sent_tokens.shape[1]
+        ends = np.cumsum(sent_tokens, axis=1) - 1
+        b = np.take_along_axis(D, np.clip(ends, 0, width - 1), axis=1) + fa[:, None]
+        dur = sent_tokens / rate
+        s_prev = b[:, 0]
+        out["first_sentence_s"] = np.where(has, b[:, 0] - fa - send, np.nan)
+        out["first_audio_s"] = np.where(has, s_prev - send, np.nan)
+        silence = np.zeros(C)
+        longest = np.zeros(C)
+        done = s_prev + dur[:, 0]
+        for k in range(1, K):
+            live = sent_tokens[:, k] > 0
+            s_k = np.maximum(b[:, k], s_prev + dur[:, k - 1])
+            gap = s_k - (s_prev + dur[:, k - 1])
+            silence = np.where(live, silence + gap, silence)
+            longest = np.where(live, np.maximum(longest, gap), longest)
+            s_prev = np.where(live, s_k, s_prev)
+            done = np.where(live, s_k + dur[:, k], done)
+        out["silence_s"] = np.where(has, silence, np.nan)
+        out["longest_silence_s"] = np.where(has, longest, np.nan)
+        out["speech_done_s"] = np.where(has, done - send, np.nan)
+    return out
+
+
+def _row_quantiles(x: np.ndarray, qs) -> list[np.ndarray]:
+    """Quantiles (linear interpolation) of each row's non-NaN values; NaN for a row without any."""
+    srt = np.sort(x, axis=1)  # NaN last
+    m = np.count_nonzero(~np.isnan(x), axis=1)
+    out = []
+    for q in qs:
+        pos = q * np.maximum(m - 1, 0)
+        lo = np.floor(pos).astype(np.int64)
+        hi = np.minimum(lo + 1, np.maximum(m - 1, 0))
+        a = np.take_along_axis(srt, lo[:, None], axis=1)[:, 0]
+        b = np.take_along_axis(srt, hi[:, None], axis=1)[:, 0]
+        out.append(np.where(m > 0, a + (b - a) * (pos - lo), np.nan))
+    return out
+
+
+# --------------------------------------------------------------------------- a block's metrics
+
+
+def block_metrics(plan: Plan, result) -> dict[int, dict[str, np.ndarray]]:
+    """Per call node with a consumer: metric -> values over its completed calls (run order, then instance)."""
+    from agentsim.sim.records import DONE
+
+    block = result.block
+    out: dict[int, dict[str, np.ndarray]] = {}
+    interrupted_all = result.extra.get("interrupted", {})
+    for node in plan.calls:
+        cons = node.consumer
+        if cons is None:
+            continue
+        t = result.calls[node.id]
+        n_runs = block.n
+        width = _width(block, node)
+        status = t["status"].reshape(n_runs, width)
+        out_drawn = np.broadcast_to(block.get(node.id, OUTPUT), t["status"].shape).reshape(n_runs, width)
+        interrupted = interrupted_all.get(node.id)
+        if interrupted is not None:
+            interrupted = interrupted.reshape(n_runs, width)
+        parts: dict[str, list] = {k: [] for k in (*METRICS[cons.kind], "_tps")}
+        order: list[np.ndarray] = []
+        for flat in range(width):
+            done_runs = np.nonzero(status[:, flat] == DONE)[0]
+            if not done_runs.size:
+                continue
+            tiers = t["tier"].reshape(n_runs, width)[done_runs, flat]
+            for tid in np.unique(tiers):
+                runs_t = done_runs[tiers == tid]
+                step = max(1, BATCH_ELEMENTS // max(1, int(out_drawn[runs_t, flat].max())))
+                for lo in range(0, len(runs_t), step):
+                    runs = runs_t[lo : lo + step]
+                    vals = _batch(plan, block, node, int(tid), flat, runs, t, width, out_drawn, interrupted)
+                    for k in parts:
+                        parts[k].append(vals[k])
+                    order.append(runs * width + flat)
+        if not order:
+            continue
+        flat_index = np.concatenate(order)
+        perm = np.argsort(flat_index, kind="stable")
+        out[node.id] = {k: np.concatenate(v)[perm] for k, v in parts.items()}
+        out[node.id]["_run"] = flat_index[perm] // width  # the block-local run of each call
+    return out
+
+
+def _batch(plan, block, node, tid, flat, runs, t, width, out_drawn, interrupted):
+    n_runs = block.n
+    tier = plan.tiers[tid]
+
+    def col(name):
+        return t[name].reshape(n_runs, width)[runs, flat]
+
+    send, ttft, tps, reas = col("t_start"), col("ttft"), col("tps"), col("reasoning")
+    N = out_drawn[runs, flat].astype(np.int64)
+    stall = np.zeros(len(runs))
+    stall_u = np.zeros(len(runs))
+    sd = stall_draws(plan, block, node, tid)
+    if sd is not None:
+        stall = np.broadcast_to(sd[0], t["status"].shape).reshape(n_runs, width)[runs, flat]
+        stall_u = np.broadcast_to(sd[1], t["status"].shape).reshape(n_runs, width)[runs, flat]
+    end = send + ((ttft + (N + reas) / tps) + stall)
+    a1 = (send + ttft) + reas / tps
+    sb = streams(tier, block, node, flat, runs, send, a1, end, N, stall, stall_u, cache=True)
+    hit = np.zeros(len(runs), dtype=bool) if interrupted is None else interrupted[runs, flat]
+    cut = col("t_end")
+    n = np.where(hit, arrived(sb.D, cut), N)
+    cons = node.consumer
+    sent = fa = None
+    if cons.kind == "speech":
+        sent = sentence_ends(cons.sentence, block, node.id, flat, runs, n, cache=True)
+        fa = np.broadcast_to(block.get(node.id, FIRST_AUDIO), t["status"].shape).reshape(n_runs, width)[runs, flat]
+    vals = consumer_metrics(cons, sb, n, sent, fa)
+    vals["_tps"] = tps  # for the apparate point (agentsim.sim.stream_stats)
+    vals["interrupted_share"] = hit.astype(np.float64)
+    vals["wasted_usd"] = np.where(hit, col("cost"), 0.0)
+    return vals

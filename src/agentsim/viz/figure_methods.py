@@ -1,0 +1,64 @@
+"""The ``plot_*`` methods of result objects, attached from the figures side.
+
+:class:`~agentsim.sim.results.Results` and :class:`~agentsim.replay.retime.ReplayResult` are tables and
+statistics; they import no figure code, so the simulation and replay layers never depend on
+matplotlib or on :mod:`agentsim.viz.plots`. This module gives them their figure methods
+(``res.plot_tradeoff()`` and friends, as the notebooks use them). ``import agentsim`` imports
+it, so the methods are there whichever way a result was made. The figure modules themselves
+are imported when a figure is drawn, which keeps ``import agentsim`` free of matplotlib.
+"""
+
+from __future__ import annotations
+
+from agentsim.replay.retime import ReplayResult
+from agentsim.sim.results import Results
+
+__all__ = ["attach"]
+
+
+def results_plot_tradeoff(self: Results):
+    """Mean cost against mean and p95 wall time, one point per variant (a matplotlib Figure)."""
+    from agentsim.viz.plots import tradeoff_figure
+
+    return tradeoff_figure(self.summary(), title=self.scenario.name)
+
+
+def results_plot_limits(self: Results):
+    """Requests in flight and token-bucket levels per account over time (workloads)."""
+    from agentsim.viz.plots_limits import limits_figure
+
+    outs = self.extra.get("outcomes")
+    return limits_figure(self.limits_timeseries(), outs[0].window if outs else None)
+
+
+def results_plot_wait_cdf(self: Results):
+    """CDF of the queue wait of every successful call, per variant."""
+    from agentsim.viz.plots_limits import wait_cdf_figure
+
+    return wait_cdf_figure(self.calls)
+
+
+def replay_plot_tradeoff(self: ReplayResult):
+    """Replayed sessions: mean cost against mean and p95 wall time per session, one point per variant."""
+    from agentsim.viz.plots import tradeoff_figure
+
+    return tradeoff_figure(self.summary(), title="replayed sessions")
+
+
+def replay_plot_breakdown(self: ReplayResult):
+    """Total wall time per variant, stacked by what it waited on."""
+    from agentsim.viz.plots_replay import breakdown_figure
+
+    return breakdown_figure(self)
+
+
+def attach() -> None:
+    """Give the result classes their ``plot_*`` methods (idempotent)."""
+    Results.plot_tradeoff = results_plot_tradeoff  # type: ignore[attr-defined]
+    Results.plot_limits = results_plot_limits  # type: ignore[attr-defined]
+    Results.plot_wait_cdf = results_plot_wait_cdf  # type: ignore[attr-defined]
+    ReplayResult.plot_tradeoff = replay_plot_tradeoff  # type: ignore[attr-defined]
+    ReplayResult.plot_breakdown = replay_plot_breakdown  # type: ignore[attr-defined]
+
+
+attach()

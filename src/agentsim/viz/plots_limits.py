@@ -1,0 +1,82 @@
+"""Figures for shared limits: in-flight requests and bucket levels over time, and queue-wait CDFs.
+
+Pure functions: a DataFrame in, a matplotlib ``Figure`` out (see :mod:`agentsim.viz.plots`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from agentsim.viz.plots import Figure, variant_colors
+
+__all__ = ["limits_figure", "wait_cdf_figure"]
+
+
+def limits_figure(series: pd.DataFrame, window: tuple[float, float] | None = None) -> Figure:
+    """One row per account: requests in flight (left) and token-bucket levels as a share of capacity (right).
+
+    ``series`` has columns ``variant, account, series, t_s, value, limit`` (as from
+    :meth:`Results.limits_timeseries`); ``series`` is ``in_flight``, ``rpm``, ``input_tpm`` or ``output_tpm``.
+    """
+    accounts = list(dict.fromkeys(series["account"]))
+    colors = variant_colors(list(dict.fromkeys(series["variant"])))
+    fig = Figure(figsize=(11, 2.8 * max(1, len(accounts))), layout="constrained")
+    axes = fig.subplots(max(1, len(accounts)), 2, squeeze=False)
+    styles = {"rpm": "-", "input_tpm": "--", "output_tpm": ":"}
+    for row, account in enumerate(accounts):
+        left, right = axes[row]
+        a = series[series["account"] == account]
+        for (variant, kind), g in a.groupby(["variant", "series"], sort=False, observed=True):
+            g = g.sort_values("t_s", kind="stable")
+            t = g["t_s"].to_numpy() / 60
+            if kind == "in_flight":
+                left.step(t, g["value"], where="post", color=colors[variant], lw=0.8, label=str(variant))
+            else:
+                right.step(
+                    t,
+                    g["value"] / g["limit"],
+                    where="post",
+                    color=colors[variant],
+                    lw=0.8,
+                    ls=styles.get(kind, "-"),
+                    label=f"{variant} {kind}",
+                )
+        lim = a.loc[a["series"] == "in_flight", "limit"]
+        if len(lim) and np.isfinite(lim.iloc[0]):
+            left.axhline(lim.iloc[0], color="grey", ls="--", lw=0.8, label="limit")
+        left.set_title(f"{account}: requests in flight")
+        left.set_ylabel("requests")
+        right.set_title(f"{account}: token buckets")
+        right.set_ylabel("level (share of capacity)")
+        right.set_ylim(-0.05, 1.05)
+        for ax in (left, right):
+            ax.set_xlabel("simulated time (min)")
+            ax.grid(True, alpha=0.3)
+            if window is not None:
+                ax.axvspan(window[0] / 60, window[1] / 60, color="0.9", zorder=0)
+            if ax.get_legend_handles_labels()[0]:
+                ax.legend(fontsize=7, loc="upper right")
+    return fig
+
+
+def wait_cdf_figure(calls: pd.DataFrame) -> Figure:
+    """Empirical CDF of each successful call's queue wait (submit to start), one line per variant."""
+    fig = Figure(figsize=(7, 4), layout="constrained")
+    ax = fig.subplots()
+    names = list(dict.fromkeys(calls["variant"]))
+    colors = variant_colors(names)
+    for name in names:
+        c = calls[(calls["variant"] == name) & (calls["status"] == "ok")]
+        w = np.sort((c["t_start"] - c["t_submit"]).to_numpy())
+        if not len(w):
+            continue
+        ax.step(w, np.arange(1, len(w) + 1) / len(w), where="post", color=colors[name], label=str(name))
+    ax.set_xlabel("queue wait per call (s)")
+    ax.set_ylabel("share of calls")
+    ax.set_ylim(0, 1.01)
+    ax.grid(True, alpha=0.3)
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend()
+    ax.set_title("Queue wait per call (submit to start)")
+    return fig
