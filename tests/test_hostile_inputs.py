@@ -384,3 +384,17 @@ def test_user_text_is_printed_literally_not_as_rich_markup_or_emoji(tmp_path):
     assert r.exit_code == 0
     assert "[bold red]x[/] :smile:" in r.stdout and "[b]v:100:" in r.stdout
     assert "\N{HUNDRED POINTS SYMBOL}" not in r.stdout and "\N{SMILING FACE WITH SMILING EYES}" not in r.stdout
+
+
+# --------------------------------------------------------------------------- found by the fuzzer
+
+
+@pytest.mark.parametrize("engine", ["des", "fastpath"])
+def test_output_speed_that_underflows_to_zero_does_not_divide_by_zero(tmp_path, engine):
+    # a gamma of shape (5/84)^2 = 0.0035 draws exactly 0.0 in float64 about half of the time
+    text = (
+        BASE.replace("output_tps: 50", "output_tps: {gamma: {mean: 5, sd: 84}}")
+        + "    - call: {model: m, output: 10}\n"
+    )
+    r = invoke("run", write(tmp_path, text), "--engine", engine, "--runs", "200", "--json")
+    assert r.exit_code == 0

@@ -133,5 +133,7 @@ def tier_speeds(plan: Plan, block: Block, node, tier_index: int) -> tuple[np.nda
         tier = plan.tiers[tier_index]
         ttft0 = tier.ttft.transform(block.get(node.id, U_TTFT)) * tier.ttft_x
         tps = tier.output_tps.transform(block.get(node.id, U_TPS)) * tier.tps_x
+        # a positive distribution can still underflow to 0.0 (a gamma of tiny shape): keep decode time finite
+        np.maximum(tps, np.finfo(np.float64).tiny, out=tps)
         cache[key] = (ttft0, tps)
     return cache[key]
