@@ -200,5 +200,7 @@ def tier_speeds(plan: Plan, block: Block, node, tier_index: int) -> tuple[np.nda
             shape = (block.n,) + (1,) * (ttft0.ndim - 1)
             ttft0 = ttft0 * block.get(cond, COND_TTFT).reshape(shape)
             tps = tps * block.get(cond, COND_TPS).reshape(shape)
+        # a positive distribution can still underflow to 0.0 (a gamma of tiny shape): keep decode time finite
+        np.maximum(tps, np.finfo(np.float64).tiny, out=tps)
         cache[key] = (ttft0, tps)
     return cache[key]
