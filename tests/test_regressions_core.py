@@ -426,3 +426,33 @@ def test_cache_entries_after_a_fanout_join(engine):
     assert (after["input_tokens"] == x[0] + x[1] - 1000 + 100).all()
     assert (after["cache_read_tokens"] == x[0]).all()
     assert (x[1] > x[0]).sum() >= 3  # runs where keeping copy 1's entry whole would read more
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize(("gap", "read"), [(300.0, 1000), (300.5, 0)])
+def test_cache_entry_lives_exactly_its_ttl(engine, gap, read):
+    # Context of 1000 system tokens, no growth, 5-minute cache. The first call (TTFT 1 s + 100 tokens at
+    # 100 tok/s) ends at t = 2 and leaves an entry of the system prompt, last used at 2. After a wait of
+    # 300 s the next call starts at 302: idle exactly its TTL, still there (reads 1000); 300.5 s: gone.
+    doc = scenario(
+        [_call("first", 100), {"wait": {"latency": gap}}, _call("second", 100)],
+        context={"system": 1000, "grows": False, "cache": True},
+    )
+    c = run(doc, engine=engine).calls.set_index("step")
+    assert c.loc["second", "t_start"] == 2.0 + gap
+    assert c.loc["second", "cache_read_tokens"] == read
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_branches_start_from_the_context_and_cache_at_the_fork(engine):
+    # Call a sends 1000 + 100 = 1100 (entry 1100) and the context grows to 1150. In the parallel step,
+    # branch b's call sends the whole context at the fork, 1150, and reads a's entry, 1100.
+    doc = scenario(
+        [
+            {"call": {"name": "a", "input": 100, "output": 50}},
+            {"parallel": {"branches": [[_call("b", 10)], [{"tool": {"latency": 1}}]]}},
+        ],
+        context={"system": 1000, "grows": True, "cache": True},
+    )
+    c = run(doc, engine=engine).calls.set_index("step")
+    assert c.loc["b", "input_tokens"] == 1150 and c.loc["b", "cache_read_tokens"] == 1100
