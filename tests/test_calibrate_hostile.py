@@ -141,3 +141,22 @@ def test_mostly_equal_ttfts_keep_their_spread(tmp_path):
     assert r.exit_code == 0, r.output
     ttft = yaml.safe_load(out.read_text())["ttft"]
     assert ttft["lognormal"]["p90"] > ttft["lognormal"]["median"] * 1.2
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "words"),
+    [
+        ("deep.json", '{"a": ' + "[" * 100_000 + "]" * 100_000 + "}", "nested too deeply"),
+        ("deep.jsonl", '{"agentsim_measure": 1, "kind": "run"}\n' + "[" * 100_000 + "]" * 100_000, "nested"),
+        ("otel.json", '{"resourceSpans": ' + "[" * 100_000 + "]" * 100_000 + "}", "nested too deeply"),
+    ],
+)
+def test_json_nested_too_deep_is_exit_2(tmp_path, name, text, words):
+    """Found by the fuzzer: a RecursionError inside the JSON decoder was exit 1."""
+    f = tmp_path / name
+    f.write_text(text)
+    r = calibrate(f, "-o", tmp_path / "p.yaml")
+    assert r.exit_code == 2, r.output
+    assert str(f) in r.output and words in r.output
+    r = runner.invoke(app, ["replay", str(f), "--json"])
+    assert r.exit_code in (0, 2) and "please report" not in r.output, r.output

@@ -45,12 +45,12 @@ def detect_format(path: str | Path) -> str:
     if stripped[0] in "[{":
         try:
             doc = json.loads(text)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):
             doc = None
         if doc is None:  # JSON Lines: judge by the first line
             try:
                 doc = json.loads(first)
-            except json.JSONDecodeError:
+            except (json.JSONDecodeError, RecursionError):
                 parse_json(path, text)  # raises with the place where the JSON breaks
         kind = _kind_of(doc)
         if kind:

@@ -141,6 +141,11 @@ def parse_json(path: str | Path, text: str) -> Any:
         at_end = exc.pos >= len(text.rstrip()) or exc.lineno >= last_line
         hint = "the file looks truncated" if at_end else "fix the JSON at that place"
         raise fail(path, f"not valid JSON at column {exc.colno}: {exc.msg}", hint, line=exc.lineno) from None
+    except RecursionError:
+        raise fail(path, "JSON nested too deeply to read", _DEEP_HINT) from None
+
+
+_DEEP_HINT = "no measurement tool writes arrays or objects nested this deep: the file is corrupt"
 
 
 def parse_json_lines(path: str | Path, text: str) -> list[tuple[int, Any]]:
@@ -156,6 +161,8 @@ def parse_json_lines(path: str | Path, text: str) -> list[tuple[int, Any]]:
             last = all(not rest.strip() for rest in lines[i:])
             hint = "the last line looks truncated" if last else "every line must be one JSON document"
             raise fail(path, f"not valid JSON at column {exc.colno}: {exc.msg}", hint, line=i) from None
+        except RecursionError:
+            raise fail(path, "JSON nested too deeply to read", _DEEP_HINT, line=i) from None
     return out
 
 

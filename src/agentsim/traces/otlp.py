@@ -143,18 +143,18 @@ def read_otlp(path: str | Path) -> tuple[list[Span], list[tuple[int | None, str]
         return [], [(None, "the file is empty")]
     try:
         doc = json.loads(stripped)
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):
         doc = None
     if isinstance(doc, dict):
         try:
             return spans_from_document(doc), problems
-        except (KeyError, TypeError, ValueError) as exc:
+        except (KeyError, TypeError, ValueError, RecursionError) as exc:
             return [], [(None, f"not an OTLP JSON document ({type(exc).__name__}: {exc})")]
     for i, raw in enumerate(text.splitlines(), start=1):
         if not raw.strip():
             continue
         try:
             spans.extend(spans_from_document(json.loads(raw), line=i))
-        except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+        except (json.JSONDecodeError, KeyError, TypeError, ValueError, RecursionError) as exc:
             problems.append((i, f"{type(exc).__name__}: {exc}"))
     return spans, problems

@@ -60,7 +60,7 @@ def detect_format(path: Path) -> str | None:
             break
         try:
             obj = json.loads(raw)
-        except ValueError:
+        except (ValueError, RecursionError):
             continue
         if not isinstance(obj, dict):
             continue

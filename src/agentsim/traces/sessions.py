@@ -197,7 +197,7 @@ def json_lines(path: Path, report: FileReport):
                 continue
             try:
                 obj = json.loads(raw)
-            except ValueError:
+            except (ValueError, RecursionError):  # not JSON, or nested too deep to read
                 report.bad_line(no)
                 continue
             if not isinstance(obj, dict):
