@@ -256,5 +256,6 @@ from . import (  # noqa: E402
     cli_measure,  # noqa: F401
     cli_prices,  # noqa: F401
     cli_replay,  # noqa: F401
+    cli_stream,  # noqa: F401
     cli_tradeoffs,  # noqa: F401
 )
