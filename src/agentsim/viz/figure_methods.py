@@ -38,6 +38,16 @@ def results_plot_wait_cdf(self: Results):
     return wait_cdf_figure(self.calls)
 
 
+def results_plot_stream(self: Results, call: str | None = None, run: int | None = None):
+    """Tokens delivered against time per variant, for one representative run of ``call``, with the
+    reader's and the speaker's progress (see :mod:`agentsim.stream_timeline`)."""
+    from agentsim.analysis.stream_timeline import token_timelines
+    from agentsim.viz.plots_stream import stream_figure
+
+    frame = token_timelines(self.scenario, call, runs=self.n_runs, seed=self.seed, engine=self.engine, run=run)
+    return stream_figure(frame)
+
+
 def replay_plot_tradeoff(self: ReplayResult):
     """Replayed sessions: mean cost against mean and p95 wall time per session, one point per variant."""
     from agentsim.viz.plots import tradeoff_figure
@@ -57,6 +67,7 @@ def attach() -> None:
     Results.plot_tradeoff = results_plot_tradeoff  # type: ignore[attr-defined]
     Results.plot_limits = results_plot_limits  # type: ignore[attr-defined]
     Results.plot_wait_cdf = results_plot_wait_cdf  # type: ignore[attr-defined]
+    Results.plot_stream = results_plot_stream  # type: ignore[attr-defined]
     ReplayResult.plot_tradeoff = replay_plot_tradeoff  # type: ignore[attr-defined]
     ReplayResult.plot_breakdown = replay_plot_breakdown  # type: ignore[attr-defined]
 

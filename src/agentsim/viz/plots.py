@@ -69,6 +69,7 @@ __all__ = [
 DOMINATED = "#b8b8b8"
 SEGMENT_COLORS = {"queue": "#9e9e9e", "ttft": "#f4a259", "decode": "#3d7ea6", "tool": "#8fc1a9", "wait": "#bc4b51"}
 SEGMENT_LABELS = {"queue": "queue", "ttft": "TTFT", "decode": "decode", "tool": "tool", "wait": "wait"}
+STALL_COLOR = "#6a4c93"  # breakdown_s.stall: present only when some stream can stall
 MAX_FACETS = 4
 
 
@@ -403,17 +404,19 @@ def breakdown_figure(runs: pd.DataFrame, title: str = "") -> Figure:
     variants = list(dict.fromkeys(runs["variant"]))
     runs = _summarised(runs)
     colors = variant_colors(variants)
-    means = runs.groupby("variant", sort=False)[[f"{k}_s" for k in SEGMENT_COLORS]].mean().reindex(variants)
+    seg_colors = {**SEGMENT_COLORS, **({"stall": STALL_COLOR} if "stall_s" in runs else {})}
+    seg_labels = {**SEGMENT_LABELS, "stall": "stall"}
+    means = runs.groupby("variant", sort=False)[[f"{k}_s" for k in seg_colors]].mean().reindex(variants)
     empty = means.isna().all(axis=1).to_numpy()  # variants without a completed run
     means = means.fillna(0.0)
-    used = [k for k in SEGMENT_COLORS if (means[f"{k}_s"] > 0).any()]
+    used = [k for k in seg_colors if (means[f"{k}_s"] > 0).any()]
     fig = _figure((8, 1.1 + 0.55 * len(variants)))
     ax = fig.subplots()
     y = np.arange(len(variants))[::-1]
     left = np.zeros(len(variants))
     for k in used:
         vals = means[f"{k}_s"].to_numpy(float)
-        ax.barh(y, vals, left=left, color=SEGMENT_COLORS[k], height=0.6, label=SEGMENT_LABELS[k], gid=f"segment:{k}")
+        ax.barh(y, vals, left=left, color=seg_colors[k], height=0.6, label=seg_labels[k], gid=f"segment:{k}")
         left += vals
     for yi, total, none in zip(y, left, empty, strict=True):
         ax.text(total, yi, " no completed run" if none else f" {total:,.1f} s", va="center", ha="left", fontsize=8.5)
