@@ -26,7 +26,7 @@ from .sampling import block_spans, call_speeds, sample_block
 from .scenario import Scenario
 from .sizeguard import check_plan
 from .stream_stats import StreamStats
-from .validation import load
+from .validation import load, parse
 
 __all__ = ["ENGINES", "choose_engine", "simulate", "simulate_plan"]
 
@@ -411,21 +411,32 @@ def _concat_attempts(parts: list) -> dict | None:
 
 
 def simulate(
-    scenario: Scenario | str | os.PathLike,
+    scenario: Scenario | dict | str | os.PathLike,
     runs: int | None = None,
     seed: int | None = None,
     *,
     engine: str = "auto",
     workers: int = 1,
 ) -> Results:
-    """Simulate a scenario (or a scenario file) and return its :class:`Results`.
+    """Simulate a scenario (a :class:`Scenario`, plain data or a file) and return its :class:`Results`.
+
+    Plain data (a ``dict`` shaped like a scenario file) is checked exactly like a file; its
+    problems raise :class:`~agentsim.loading.ScenarioError` naming ``<dict>`` and the dotted path.
 
     ``runs`` and ``seed`` override the scenario's; ``engine`` is ``auto`` (fast
     path when the scenario allows it), ``des`` or ``fastpath``; ``workers``
     spreads blocks of runs over processes without changing any result.
     """
-    sc = scenario if isinstance(scenario, Scenario) else load(Path(scenario))
-    plan = compile_plan(sc)
+    if isinstance(scenario, Scenario):
+        sc, plan = scenario, compile_plan(scenario)
+    elif isinstance(scenario, dict):
+        sc = parse(scenario, file="<dict>")
+        plan = compile_plan(sc, file="<dict>", lines={})
+    elif isinstance(scenario, (str, os.PathLike)):
+        sc = load(Path(scenario))
+        plan = compile_plan(sc)
+    else:
+        raise TypeError(f"simulate() takes a Scenario, a dict or a file path, not {type(scenario).__name__}")
     runs = sc.runs if runs is None else int(runs)
     seed = sc.seed if seed is None else int(seed)
     if runs < 1:
