@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -25,12 +26,14 @@ from . import payoff
 from .cli_common import BadInput, MaxCallsOpt, NoSizeLimitOpt, app, err_console, handle_errors
 from .cli_common import fmt_s as _fmt_s
 from .cli_common import fmt_usd as _fmt_usd
+from .cli_tables import print_table
 from .validation import load
 
 FileArg = Annotated[Path, typer.Argument(help="Scenario file (YAML, JSON or TOML).", show_default=False)]
 RunsOpt = Annotated[int | None, typer.Option(min=1, help="Monte-Carlo runs (default: the scenario's).")]
 SeedOpt = Annotated[int | None, typer.Option(min=0, help="Random seed (default: the scenario's).")]
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")]
+WideOpt = Annotated[bool, typer.Option("--wide", help="One wide table even if wider than the terminal.")]
 
 
 @contextmanager
@@ -71,9 +74,13 @@ def _usd_h(x: float | None) -> str:
 
 
 def _console() -> Console:
-    """stdout; wide enough for the tables when it is not a terminal (a file, a pipe)."""
+    """stdout; COLUMNS wide when set, else wide enough for the tables when it is not a terminal (a file, a pipe)."""
     c = Console(markup=False, emoji=False, soft_wrap=False)
-    return c if c.is_terminal else Console(markup=False, emoji=False, soft_wrap=False, width=160)
+    return (
+        c
+        if c.is_terminal or os.environ.get("COLUMNS")
+        else Console(markup=False, emoji=False, soft_wrap=False, width=160)
+    )
 
 
 def _bad(exc: Exception) -> BadInput:
@@ -115,6 +122,7 @@ def sweep(
     quiet: QuietOpt = False,
     max_calls: MaxCallsOpt = None,
     no_size_limit: NoSizeLimitOpt = False,
+    wide: WideOpt = False,
 ) -> None:
     """Evaluate a scenario over a grid of values: one row per grid point and variant, Pareto frontier marked."""
     from .report import sweep_document, write_sweep
@@ -144,38 +152,63 @@ def sweep(
     if json_out:
         sys.stdout.write(json.dumps(sweep_document(sw), indent=2, allow_nan=False) + "\n")
         return
-    _console().print(sweep_table(sw, time))
+    print_table(sweep_table(sw, time), wide=wide, heading=len(sw.axes) + 1, console=_console())
     target = out if out is not None else Path("results") / f"{sw.scenario.name}-sweep"
     written = write_sweep(sw, target)
     err_console.print(f"wrote {len(written)} files to {target}/", markup=False)
 
 
 def sweep_table(sw, time: str = "mean", max_rows: int = 60) -> Table:
+    """One row per grid point and variant: wall time, cost, Δ against the point's first variant, pays-off."""
+    from .cli_tables import fmt_time, time_unit
+
     t = sw.table
     col = f"pareto_{time}"
     shown = t if len(t) <= max_rows else t[t[col]]
+    heads = [a.label or str(a.path[-1]) for a in sw.axes]  # short headers; the full paths go in the caption
     title = (
         f"{sw.scenario.name}: {len(sw.points)} grid points × {len(sw.variants)} variants, {sw.runs:,} runs, "
         f"seed {sw.seed}; ◆ = on the Pareto frontier ({time} wall time, mean cost)"
     )
     if shown is not t:
         title += f"; showing the {len(shown)} frontier rows of {len(t)}"
-    table = Table(title=title, title_justify="left")
-    for a in sw.axes:
-        table.add_column(a.text, justify="right", overflow="fold")
-    for name in ("variant", "mean wall", "p95 wall", "mean cost", "Δ cost", ""):
+    caption = "; ".join(f"{h} = {a.text}" for h, a in zip(heads, sw.axes, strict=True) if h != a.text)
+    caption += ("; " if caption else "") + "Δ against the first variant at each grid point"
+    table = Table(title=title, title_justify="left", caption=caption, caption_justify="left")
+    for h in heads:
+        table.add_column(h, justify="right", overflow="fold")
+    for name in ("variant", "mean wall", "p95 wall", "mean cost", "Δ time", "Δ cost", "$/h saved", "pays off", "◆"):
         table.add_column(name, justify="left" if name == "variant" else "right", no_wrap=True)
-    for _, r in shown.iterrows():
+    first = shown.groupby("point", sort=False)["variant"].transform("first") if "point" in shown else None
+    for i, (_, r) in enumerate(shown.iterrows()):
+        unit = time_unit([r["wall_mean_s"], r["wall_p95_s"]])  # one unit per row
+        base = first is not None and first.iloc[i] == r["variant"] and r["delta_time_s"] == 0
+        dt_unit = time_unit([r["delta_time_s"]])
         table.add_row(
             *[str(r[a.text]) for a in sw.axes],
             str(r["variant"]),
-            _fmt_s(r["wall_mean_s"]),
-            _fmt_s(r["wall_p95_s"]),
+            fmt_time(r["wall_mean_s"], unit),
+            fmt_time(r["wall_p95_s"], unit),
             _money(r["cost_mean_usd"]),
-            _money(r["delta_cost_usd"]),
+            "baseline" if base else _signed_time(r["delta_time_s"], dt_unit),
+            "baseline" if base else _money(r["delta_cost_usd"]),
+            "–" if base else payoff.premium_text(_nan_none(r["usd_per_hour_saved"]), _money, "/h"),
+            "–" if base else {True: "yes", False: "no"}.get(_nan_none(r["pays_off"]), "–"),
             "◆" if r[col] else "",
         )
     return table
+
+
+def _nan_none(x):
+    return None if x is None or (isinstance(x, float) and math.isnan(x)) else x
+
+
+def _signed_time(x, unit) -> str:
+    from .cli_tables import fmt_time
+
+    if _nan_none(x) is None:
+        return "–"
+    return ("+" if x > 0 else "−" if x < 0 else "±") + fmt_time(abs(x), unit)
 
 
 # --------------------------------------------------------------------------- size
@@ -192,6 +225,7 @@ def size(
     json_out: Annotated[bool, typer.Option("--json", help="Print only JSON.")] = False,
     max_calls: MaxCallsOpt = None,
     no_size_limit: NoSizeLimitOpt = False,
+    wide: WideOpt = False,
 ) -> None:
     """Monthly API spend, hours of waiting saved and the premium per saved hour, per variant."""
     from .simulation import simulate
@@ -219,7 +253,7 @@ def size(
         }  # fmt: skip
         sys.stdout.write(json.dumps(doc, indent=2, allow_nan=False) + "\n")
         return
-    _console().print(buyers_table(sc.name, res, sizing, be, env, vot))
+    print_table(buyers_table(sc.name, res, sizing, be, env, vot), wide=wide, pages=True, console=_console())
 
 
 def _clean(d: dict) -> dict:
@@ -370,7 +404,7 @@ def optimize(
         return
     console = _console()
     for t in optimize_tables(sc.name, opt, crit):
-        console.print(t)
+        print_table(t, console=console)
     console.print(
         "as a variant (paste under variants:):  chosen: "
         + yaml.safe_dump(opt.variant or {}, default_flow_style=True, sort_keys=False).strip(),
