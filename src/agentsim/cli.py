@@ -171,7 +171,10 @@ def _streaming_rows(t: Table, row, first: dict, n_variants: int) -> None:
 def print_summary(res: Results, wide: bool = False) -> None:
     doc = res.summary_dict()
     # Never cut: a table wider than the terminal (or COLUMNS) is split into pages of variants.
-    print_table(summary_table(doc), wide=wide, pages=True, console=table_console())
+    console = table_console()
+    print_table(summary_table(doc), wide=wide, pages=True, console=console)
+    print_sources(res, console)
+
     for name, v in doc["variants"].items():
         w = v.get("workload")
         if not w and "status" in res.runs:
@@ -198,6 +201,18 @@ def print_summary(res: Results, wide: bool = False) -> None:
                 "wall-time and cost figures describe the completed runs only",
                 markup=False,
             )
+
+
+def print_sources(res: Results, console) -> None:
+    """Under the table: the price list used per model (and tier) and where the speeds come from."""
+    from .loading import source_of
+    from .provenance import price_sources, speed_sources
+
+    src = source_of(res.scenario)
+    for name, text in price_sources(res.scenario, res.plan.prices_as_of).items():
+        console.print(f"prices {name}: {text}", markup=False, highlight=False)
+    for name, text in speed_sources(res.scenario, Path(src).parent if src else None).items():
+        console.print(f"speeds {name}: {text}", markup=False, highlight=False)
 
 
 # --------------------------------------------------------------------------- commands

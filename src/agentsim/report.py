@@ -404,14 +404,21 @@ def _page(path, sc, res, vt, be, env, sizing, share, figs, sweep) -> str:
     """The page: the template ``templates/report.html`` filled in (values escaped unless marked as markup)."""
     import jinja2
 
+    from .loading import source_of
+    from .provenance import price_sources, speed_sources
+
     vot = res.value_of_time
+    src = source_of(sc)
+    prices = price_sources(sc, res.plan.prices_as_of)
+    speeds = speed_sources(sc, Path(src).parent if src else None)
     meta = [
         ["scenario file", Markup("<code>{}</code>").format(path)],
         ["runs per variant", f"{res.n_runs:,}"],
         ["seed", str(res.seed)],
         ["engine", res.engine],
         ["agentsim version", version()],
-        ["prices as of", sc.prices_as_of or "today (catalog prices)"],
+        *[[f"prices: {name}", text] for name, text in prices.items()],
+        *[[f"speeds: {name}", text] for name, text in speeds.items()],
         ["value of time", _usd(vot) + "/h" if vot is not None else "not given"],
     ]
     per_success = vt.attrs.get("basis") == "per success"
