@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.table import Table
 
-from . import payoff
+from . import payoff, plausibility
 from .cli_common import BadInput, MaxCallsOpt, NoSizeLimitOpt, app, err_console, handle_errors
 from .cli_common import fmt_n as _fmt_n
 from .cli_common import fmt_s as _fmt_s
@@ -242,7 +242,10 @@ def run(
     scenario = load(file)
     if out is not None:
         check_folder(out)  # before the simulation: a bad --out costs a second, not the run
+    lines = _lines_of(file)
+    _print_warnings(plausibility.check_scenario(scenario, str(file), lines))
     res = simulate(scenario, runs=runs, seed=seed, engine=engine, workers=workers)
+    _print_warnings(plausibility.check_results(res, str(file), lines))  # above the table
     if json_out:
         sys.stdout.write(res.to_json())
     else:
@@ -262,7 +265,8 @@ def validate(
     failed, crashed = [], []
     for f in files:
         try:
-            load(f)
+            sc = load(f)
+            _print_warnings(plausibility.check_scenario(sc, str(f), _lines_of(f)))
         except ScenarioError as exc:
             failed.append(exc)
             err_console.print("\n".join(f"error: {item}" for item in exc.items), markup=False)
@@ -279,6 +283,18 @@ def validate(
         raise typer.Exit(1)
     if failed:
         raise typer.Exit(2)
+
+
+def _lines_of(file: Path) -> dict:
+    """The line of every key of a scenario file that loaded (for warnings)."""
+    from .loading import load_data
+
+    return load_data(file)[1]
+
+
+def _print_warnings(warnings) -> None:
+    for w in warnings:
+        err_console.print(str(w), markup=False)
 
 
 def main() -> None:  # console-script entry point

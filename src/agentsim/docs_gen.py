@@ -678,6 +678,14 @@ range: {start: 1.5, stop: 4, step: 0.5}
 """,
         ("range",),
     ),
+    (
+        "WarningsSpec",
+        "Plausibility warnings (warnings)",
+        """\
+warnings: {ignore: [ttft_over_60s, run_over_a_day]}   # these values are meant
+""",
+        ("warnings",),
+    ),
 ]
 
 DIST_SECTIONS: list[tuple[str, str, str]] = [

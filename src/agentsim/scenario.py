@@ -1172,6 +1172,26 @@ class SweepSpec(_Model):
         return self
 
 
+class WarningsSpec(_Model):
+    """Values that are allowed but usually typing slips are warned about (not refused) by `validate` and, on
+    stderr above the table, by `run`, each with file:line: `ttft_over_60s` (a median TTFT over 60 s: milliseconds
+    typed as seconds?), `speed_multiplier_over_20` (a tier's `output_tps_x` or `ttft_x` over 20),
+    `price_multiplier_over_20` (a tier's `price_x` over 20), `output_tps_over_50000` and `output_tps_under_1`
+    (a median output speed outside 1 to 50,000 tokens/s) and, after simulating, `run_over_a_day` (a variant's
+    mean wall time over 24 hours). List the keys a scenario means under `ignore` to silence them."""
+
+    ignore: list[
+        Literal[
+            "ttft_over_60s",
+            "speed_multiplier_over_20",
+            "price_multiplier_over_20",
+            "output_tps_over_50000",
+            "output_tps_under_1",
+            "run_over_a_day",
+        ]
+    ] = Field(default_factory=list, description="Warning keys not to show, e.g. [ttft_over_60s].")
+
+
 class Scenario(_Model):
     name: str = Field(description="Scenario name, shown in tables and figures.")
     description: str | None = Field(None, description="One line on what the scenario asks.")
@@ -1193,6 +1213,7 @@ class Scenario(_Model):
     consumer: ConsumerSpec | None = Field(
         None, description="Default consumer of every call's streamed answer (a call's own consumer wins)."
     )
+    warnings: WarningsSpec | None = Field(None, description="Plausibility warnings to silence: {ignore: [KEY, ...]}.")
 
     _source: str | None = PrivateAttr(None)  # the file it was loaded from (for relative paths)
 
