@@ -123,6 +123,10 @@ def sweep(
     max_calls: MaxCallsOpt = None,
     no_size_limit: NoSizeLimitOpt = False,
     wide: WideOpt = False,
+    label: Annotated[
+        list[str] | None,
+        typer.Option("--label", help="PATH=TEXT: the title of a swept path's axis in figures and the table."),
+    ] = None,
 ) -> None:
     """Evaluate a scenario over a grid of values: one row per grid point and variant, Pareto frontier marked."""
     from .report import sweep_document, write_sweep
@@ -142,6 +146,14 @@ def sweep(
         axes = [parse_set(s) for s in set_] if set_ else None
     except ValueError as exc:
         raise _bad(exc) from None
+    labels = _labels(label)
+    if labels and axes is None:
+        from .sweeps import axes_from_scenario
+
+        sc0 = load(file)
+        axes = axes_from_scenario(sc0, str(file))
+    if labels:
+        axes = _apply_labels(axes, labels)
     with progress_bar(quiet or json_out, "sweep") as bar:
         try:
             sw = run_sweep(
@@ -156,6 +168,39 @@ def sweep(
     target = out if out is not None else Path("results") / f"{sw.scenario.name}-sweep"
     written = write_sweep(sw, target)
     err_console.print(f"wrote {len(written)} files to {target}/", markup=False)
+
+
+def _labels(items: list[str] | None) -> dict[str, str]:
+    out = {}
+    for item in items or []:
+        path, sep, text = item.partition("=")
+        if not sep or not path.strip() or not text.strip():
+            raise BadInput(
+                f"--label {item!r}: write PATH=TEXT, e.g. --label 'models.opus.speeds.fast.output_tps_x=speed-up'"
+            )
+        out[path.strip()] = text.strip()
+    return out
+
+
+def _apply_labels(axes, labels: dict[str, str]):
+    import dataclasses
+
+    from .sweeps import parse_path
+
+    by_path = {}
+    for a in axes:
+        by_path[a.path] = a
+    out = list(axes)
+    for text, title in labels.items():
+        try:
+            path = parse_path(text)
+        except ValueError as exc:
+            raise BadInput(f"--label {text}={title}: {exc}") from None
+        if path not in by_path:
+            swept = ", ".join(a.text for a in axes) or "none"
+            raise BadInput(f"--label {text}: that path is not swept (swept paths: {swept})")
+        out = [dataclasses.replace(a, label=title) if a.path == path else a for a in out]
+    return out
 
 
 def sweep_table(sw, time: str = "mean", max_rows: int = 60) -> Table:
@@ -219,6 +264,13 @@ def _signed_time(x, unit) -> str:
 def size(
     file: FileArg,
     runs_per_month: Annotated[float | None, typer.Option(help="Runs per month (default: workload.volume).")] = None,
+    seats: Annotated[float | None, typer.Option(help="Seats (users); with --runs-per-seat-per-day.")] = None,
+    runs_per_seat_per_day: Annotated[
+        float | None, typer.Option(help="Runs per seat per working day; with --seats.")
+    ] = None,
+    working_days: Annotated[
+        float | None, typer.Option(help="Working days per month (default: the scenario's, else 30 calendar days).")
+    ] = None,
     runs: RunsOpt = None,
     seed: SeedOpt = None,
     workers: Annotated[int, typer.Option(min=1, help="Worker processes (results do not depend on it).")] = 1,
@@ -234,7 +286,9 @@ def size(
 
     sc = load(file)
     try:
-        per_month = rpm(sc, runs_per_month)
+        per_month = rpm(
+            sc, runs_per_month, seats=seats, runs_per_seat_per_day=runs_per_seat_per_day, working_days=working_days
+        )
     except ValueError as exc:
         raise BadInput(f"{file}: {exc}") from None
     res = simulate(sc, runs=runs, seed=seed, workers=workers)

@@ -1110,18 +1110,37 @@ class Arrivals(_Model):
 
 
 class Volume(_Model):
+    """How many runs a month, for spend sizing: ``runs_per_month``, or ``runs_per_day``, or ``seats`` ×
+    ``runs_per_seat_per_day``; a day count is ``working_days`` per month (default 30, calendar days)."""
+
     runs_per_month: PosNum | None = Field(None, description="Agent runs per month.")
-    runs_per_day: PosNum | None = Field(None, description="Agent runs per day (a month is 30 days).")
+    runs_per_day: PosNum | None = Field(None, description="Agent runs per day (times working_days).")
+    seats: PosNum | None = Field(None, description="People (or agents) using it; with runs_per_seat_per_day.")
+    runs_per_seat_per_day: PosNum | None = Field(None, description="Runs per seat per working day.")
+    working_days: Annotated[float, Field(gt=0, le=31)] | None = Field(
+        None, description="Days of use per month (default 30: every calendar day; 21 for weekdays)."
+    )
 
     @model_validator(mode="after")
     def _one(self) -> Volume:
-        if (self.runs_per_month is None) == (self.runs_per_day is None):
-            raise PydanticCustomError("volume", "volume takes one of runs_per_month or runs_per_day", {})
+        if (self.seats is None) != (self.runs_per_seat_per_day is None):
+            raise PydanticCustomError("volume", "seats and runs_per_seat_per_day go together", {})
+        given = [self.runs_per_month is not None, self.runs_per_day is not None, self.seats is not None]
+        if sum(given) != 1:
+            raise PydanticCustomError(
+                "volume", "volume takes one of runs_per_month, runs_per_day or seats with runs_per_seat_per_day", {}
+            )
+        if self.runs_per_month is not None and self.working_days is not None:
+            raise PydanticCustomError("volume", "working_days applies to runs_per_day or seats, not runs_per_month", {})
         return self
 
     @property
     def per_month(self) -> float:
-        return self.runs_per_month if self.runs_per_month is not None else self.runs_per_day * 30.0
+        if self.runs_per_month is not None:
+            return self.runs_per_month
+        days = self.working_days if self.working_days is not None else 30.0
+        per_day = self.runs_per_day if self.runs_per_day is not None else self.seats * self.runs_per_seat_per_day
+        return per_day * days
 
 
 class Workload(_Model):
