@@ -93,6 +93,13 @@ def test_sweep_table_at_80_columns(tmp_path):
     assert "Δ time" in text and "$/h saved" in text and "pays off" in text
 
 
+def test_size_table_at_80_columns():
+    text = _invoke(["size", str(ROOT / "scenarios" / "coding-agent.yaml"), "--runs", "30", "--runs-per-month", "1000"])
+    _fits(text)
+    for name in ("standard", "fast", "fast-plan-only"):
+        assert name in text  # every variant, on one page or the next
+
+
 @pytest.mark.parametrize(
     ("values", "unit"),
     [([112.6, 126.0], "min"), ([5.0, 119.0], "s"), ([7200.0, 10.0], "h"), ([None, 30.0], "s")],

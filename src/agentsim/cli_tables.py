@@ -41,7 +41,12 @@ def _natural_width(console: Console, table: Table) -> int:
 
 
 def _copy(table: Table, columns: list[int]) -> Table:
-    out = Table(title=table.title, title_justify=table.title_justify, caption=table.caption)
+    out = Table(
+        title=table.title,
+        title_justify=table.title_justify,
+        caption=table.caption,
+        caption_justify=table.caption_justify,
+    )
     for i in columns:
         c = table.columns[i]
         out.add_column(c.header, justify=c.justify, style=c.style, no_wrap=c.no_wrap)
