@@ -51,3 +51,11 @@ def test_run_prints_price_and_speed_sources():
     for name, m in sc.models.items():
         if not m.profile:
             assert f"speeds {name}: set in the scenario" in flat
+
+
+def test_report_baseline_reads_baseline_not_zero():
+    page = build_report(SCENARIOS / "coding-agent.yaml", runs=20)
+    table = page.split("<h2>Break-even</h2>", 1)[1].split("</table>", 1)[0]
+    first_row = table.split("<tr>")[2]  # header row, then the baseline's row
+    cells = re.findall(r"<td[^>]*>(.*?)</td>", first_row)
+    assert cells[1:3] == ["baseline", "baseline"], cells

@@ -443,8 +443,8 @@ def _page(path, sc, res, vt, be, env, sizing, share, figs, sweep) -> str:
     break_even = [
         [
             _b(name),
-            _s(r["delta_time_s"]),
-            _usd(r["delta_cost_usd"]),
+            "baseline" if r["pays_off_when"] == "baseline" else _s(r["delta_time_s"]),
+            "baseline" if r["pays_off_when"] == "baseline" else _usd(r["delta_cost_usd"]),
             payoff.premium_text(r["usd_per_hour_saved"], _usd, "/h"),
             when[r["pays_off_when"]].format(v=_usd(r["break_even_usd_per_hour"]) + "/h"),
             ("yes" if r.get("pays_off") else "no") if vot is not None and r["pays_off_when"] != "baseline" else "–",
