@@ -58,6 +58,10 @@ def test_tradeoff_figure(results, name, tmp_path):
         labels = [t.get_text() for t in ax.texts if isinstance(t, Annotation)]
         assert sorted(labels) == sorted(summary.index)  # every variant labelled ...
         assert_no_overlap(label_boxes(fig, ax))  # ... without overlaps
+        axbox = ax.get_window_extent(fig.canvas.get_renderer())
+        for box in label_boxes(fig, ax):  # ... and none touches the edge of its panel
+            assert box.x0 > axbox.x0 + 1 and box.x1 < axbox.x1 - 1, (box, axbox)
+            assert box.y0 > axbox.y0 + 1 and box.y1 < axbox.y1 - 1, (box, axbox)
 
 
 @pytest.mark.parametrize("name", BUNDLED)

@@ -161,6 +161,9 @@ UNITS: dict[str, str] = {
     "ValueOfTime.usd_per_hour": "USD / hour",
     "Volume.runs_per_month": "runs / month",
     "Volume.runs_per_day": "runs / day",
+    "Volume.seats": "seats",
+    "Volume.runs_per_seat_per_day": "runs / seat / day",
+    "Volume.working_days": "days / month",
     "Arrivals.per_hour": "runs / hour",
     "Workload.concurrent": "agents",
     "Workload.think_time": "s",
@@ -657,6 +660,8 @@ duration: {hours: 8}
         "workload.volume",
         """\
 volume: {runs_per_month: 20000}
+# or: {runs_per_day: 1000}                                  (× 30 days)
+# or: {seats: 40, runs_per_seat_per_day: 12, working_days: 21}   (40 × 12 × 21 = 10,080 a month)
 """,
         ("volume",),
     ),
@@ -677,6 +682,14 @@ sweeps:
 range: {start: 1.5, stop: 4, step: 0.5}
 """,
         ("range",),
+    ),
+    (
+        "WarningsSpec",
+        "Plausibility warnings (warnings)",
+        """\
+warnings: {ignore: [ttft_over_60s, run_over_a_day]}   # these values are meant
+""",
+        ("warnings",),
     ),
 ]
 

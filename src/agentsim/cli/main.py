@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from agentsim.cli.common import BadInput, MaxCallsOpt, NoSizeLimitOpt, app, err_console, handle_errors
@@ -22,7 +21,9 @@ from agentsim.cli.common import fmt_n as _fmt_n
 from agentsim.cli.common import fmt_s as _fmt_s
 from agentsim.cli.common import fmt_usd as _fmt_usd
 from agentsim.cli.common import signed as _signed
+from agentsim.cli.tables import fmt_time, print_table, table_console, time_unit
 from agentsim.model.loading import ScenarioError
+from agentsim.plan import plausibility
 from agentsim.sim import payoff
 from agentsim.viz.outdir import OutputError  # noqa: F401  (re-exported for command modules)
 
@@ -48,17 +49,26 @@ def summary_table(doc: dict) -> Table:
     def row(label, fn):
         t.add_row(label, *[fn(v) for v in variants.values()])
 
-    row("wall time mean", lambda v: _fmt_s(v["wall_time_s"]["mean"]))
+    def trow(label, get, unit=None):
+        # durations: one unit per row (or per block of rows, when ``unit`` is given)
+        values = [get(v) for v in variants.values()]
+        unit = unit or time_unit(values)
+        t.add_row(label, *[fmt_time(x, unit) for x in values])
+
+    wall = time_unit(
+        [v["wall_time_s"][k] for v in variants.values() for k in ("mean", "p50", "p95", "p99")]
+    )  # the wall-time block shares one unit
+    trow("wall time mean", lambda v: v["wall_time_s"]["mean"], wall)
     row(
         "  95% CI",
         lambda v: (
-            "±" + _fmt_s((v["wall_time_s"]["ci95"][1] - v["wall_time_s"]["ci95"][0]) / 2)
+            "±" + fmt_time((v["wall_time_s"]["ci95"][1] - v["wall_time_s"]["ci95"][0]) / 2, wall)
             if v["wall_time_s"]["ci95"][0] is not None
             else "–"
         ),
     )
     for p in ("p50", "p95", "p99"):
-        row(f"  {p}", lambda v, p=p: _fmt_s(v["wall_time_s"][p]))
+        trow(f"  {p}", lambda v, p=p: v["wall_time_s"][p], wall)
     row("cost mean", lambda v: _fmt_usd(v["cost_usd"]["mean"]))
     row("  p95", lambda v: _fmt_usd(v["cost_usd"]["p95"]))
     row("calls per run", lambda v: _fmt_n(v["calls"]["mean"]))
@@ -67,12 +77,27 @@ def summary_table(doc: dict) -> Table:
     row("output tokens", lambda v: _fmt_n(v["tokens"]["output"]))
     row("reasoning tokens", lambda v: _fmt_n(v["tokens"]["reasoning"]))
     t.add_row("critical path (mean)", *[""] * len(variants))
+    parts = time_unit([x for v in variants.values() for x in v["breakdown_s"].values()])
     for k, label in (("queue", "queue"), ("ttft", "TTFT"), ("decode", "decode"), ("tool", "tools"), ("wait", "waits")):
-        row(f"  {label}", lambda v, k=k: _fmt_s(v["breakdown_s"][k]))
+        trow(f"  {label}", lambda v, k=k: v["breakdown_s"][k], parts)
     if "stall" in next(iter(variants.values()))["breakdown_s"]:
-        row("  stalls", lambda v: _fmt_s(v["breakdown_s"].get("stall")))
-    row("Δ time vs first", lambda v: _signed(_fmt_s, v["vs_baseline"]["delta_time_s"]))
-    row("Δ cost vs first", lambda v: _signed(_fmt_usd, v["vs_baseline"]["delta_cost_usd"]))
+        trow("  stalls", lambda v: v["breakdown_s"].get("stall"), parts)
+    base = next(iter(variants))
+    dt_unit = time_unit([v["vs_baseline"]["delta_time_s"] for v in variants.values()])
+    t.add_row(
+        "Δ time vs first",
+        *[
+            "baseline" if n == base else _signed(lambda x: fmt_time(x, dt_unit), v["vs_baseline"]["delta_time_s"])
+            for n, v in variants.items()
+        ],
+    )
+    t.add_row(
+        "Δ cost vs first",
+        *[
+            "baseline" if n == base else _signed(_fmt_usd, v["vs_baseline"]["delta_cost_usd"])
+            for n, v in variants.items()
+        ],
+    )
     row("USD per hour saved", lambda v: payoff.premium_text(v["vs_baseline"]["usd_per_hour_saved"], _fmt_usd))
     label = f"pays off at ${vot:,.0f}/h" if vot is not None else "pays off (no value_of_time)"
     row(label, lambda v: {True: "yes", False: "no", None: "–"}[v["vs_baseline"]["pays_off"]])
@@ -81,7 +106,7 @@ def summary_table(doc: dict) -> Table:
         t.add_row("success", *[""] * len(variants))
         row("  success share", lambda v: f"{v['success']['share']:.1%}" if v["success"]["share"] is not None else "–")
         row("  cost per success", lambda v: _fmt_usd(v["success"]["cost_per_success_usd"]))
-        row("  time to success", lambda v: _fmt_s(v["success"]["time_to_success_s"]))
+        trow("  time to success", lambda v: v["success"]["time_to_success_s"])
     if "workload" in first:
         t.add_row("workload", *[""] * len(variants))
         row("  runs counted", lambda v: f"{v['workload']['runs_counted']:,}")
@@ -93,8 +118,9 @@ def summary_table(doc: dict) -> Table:
         _streaming_rows(t, row, first, len(variants))
     if "limits" in first:
         t.add_row("limits", *[""] * len(variants))
-        row("  queue wait mean", lambda v: _fmt_s(v["limits"]["queue_wait_s"]["mean"]))
-        row("  queue wait p95", lambda v: _fmt_s(v["limits"]["queue_wait_s"]["p95"]))
+        qw = time_unit([v["limits"]["queue_wait_s"][k] for v in variants.values() for k in ("mean", "p95")])
+        trow("  queue wait mean", lambda v: v["limits"]["queue_wait_s"]["mean"], qw)
+        trow("  queue wait p95", lambda v: v["limits"]["queue_wait_s"]["p95"], qw)
         for key, label in (
             ("rejected_429", "429s"),
             ("retries", "retries"),
@@ -143,13 +169,13 @@ def _streaming_rows(t: Table, row, first: dict, n_variants: int) -> None:
             row(f"  {call}: gains nothing above", lambda v, a=app: f"{a['tokens_per_s']:.1f} tok/s")
 
 
-def print_summary(res: Results) -> None:
-    import sys
-
+def print_summary(res: Results, wide: bool = False) -> None:
     doc = res.summary_dict()
-    # Wide tables are not cut when the output is a file or a pipe.
-    console = Console(markup=False, emoji=False, soft_wrap=False, width=None if sys.stdout.isatty() else 240)
-    console.print(summary_table(doc))
+    # Never cut: a table wider than the terminal (or COLUMNS) is split into pages of variants.
+    console = table_console()
+    print_table(summary_table(doc), wide=wide, pages=True, console=console)
+    print_sources(res, console)
+
     for name, v in doc["variants"].items():
         w = v.get("workload")
         if not w and "status" in res.runs:
@@ -178,6 +204,18 @@ def print_summary(res: Results) -> None:
             )
 
 
+def print_sources(res: Results, console) -> None:
+    """Under the table: the price list used per model (and tier) and where the speeds come from."""
+    from agentsim.model.loading import source_of
+    from agentsim.pricing.provenance import price_sources, speed_sources
+
+    src = source_of(res.scenario)
+    for name, text in price_sources(res.scenario, res.plan.prices_as_of).items():
+        console.print(f"prices {name}: {text}", markup=False, highlight=False)
+    for name, text in speed_sources(res.scenario, Path(src).parent if src else None).items():
+        console.print(f"speeds {name}: {text}", markup=False, highlight=False)
+
+
 # --------------------------------------------------------------------------- commands
 
 FileArg = Annotated[Path, typer.Argument(help="Scenario file (YAML, JSON or TOML).", show_default=False)]
@@ -195,6 +233,7 @@ def run(
     workers: Annotated[int, typer.Option(min=1, help="Worker processes (results do not depend on it).")] = 1,
     max_calls: MaxCallsOpt = None,
     no_size_limit: NoSizeLimitOpt = False,
+    wide: Annotated[bool, typer.Option("--wide", help="One wide table even if wider than the terminal.")] = False,
 ) -> None:
     """Simulate a scenario and compare its variants."""
     from agentsim.sim.simulation import simulate
@@ -204,11 +243,14 @@ def run(
     scenario = load(file)
     if out is not None:
         check_folder(out)  # before the simulation: a bad --out costs a second, not the run
+    lines = _lines_of(file)
+    _print_warnings(plausibility.check_scenario(scenario, str(file), lines))
     res = simulate(scenario, runs=runs, seed=seed, engine=engine, workers=workers)
+    _print_warnings(plausibility.check_results(res, str(file), lines))  # above the table
     if json_out:
         sys.stdout.write(res.to_json())
     else:
-        print_summary(res)
+        print_summary(res, wide=wide)
     if out is not None:
         written = write_results(res, out)
         if not json_out:
@@ -224,7 +266,8 @@ def validate(
     failed, crashed = [], []
     for f in files:
         try:
-            load(f)
+            sc = load(f)
+            _print_warnings(plausibility.check_scenario(sc, str(f), _lines_of(f)))
         except ScenarioError as exc:
             failed.append(exc)
             err_console.print("\n".join(f"error: {item}" for item in exc.items), markup=False)
@@ -241,6 +284,18 @@ def validate(
         raise typer.Exit(1)
     if failed:
         raise typer.Exit(2)
+
+
+def _lines_of(file: Path) -> dict:
+    """The line of every key of a scenario file that loaded (for warnings)."""
+    from agentsim.model.loading import load_data
+
+    return load_data(file)[1]
+
+
+def _print_warnings(warnings) -> None:
+    for w in warnings:
+        err_console.print(str(w), markup=False)
 
 
 def main() -> None:  # console-script entry point

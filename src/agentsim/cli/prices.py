@@ -19,10 +19,10 @@ import sys
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from agentsim.cli.common import BadInput, app, err_console, handle_errors
+from agentsim.cli.tables import print_table, table_console
 from agentsim.pricing.rates import (
     PRICE_KINDS,
     PriceError,
@@ -89,6 +89,7 @@ def prices(
     json_out: Annotated[bool, typer.Option("--json", help="Print only JSON.")] = False,
     date: Annotated[str | None, typer.Option(help="Prices as of this date (YYYY-MM-DD; default: today, UTC).")] = None,
     limit: Annotated[int, typer.Option(min=0, help="List at most this many models (0: all).")] = 40,
+    wide: Annotated[bool, typer.Option("--wide", help="One wide table even if wider than the terminal.")] = False,
 ) -> None:
     """Catalog prices (genai-prices): search models, or `prices show PROVIDER/MODEL` for one in full."""
     on = _parse_date(date)
@@ -98,12 +99,12 @@ def prices(
             raise BadInput(
                 "`agentsim prices show` takes one catalog name, e.g. `agentsim prices show anthropic/claude-opus-4-8`"
             )
-        _show(words[1], on, json_out)
+        _show(words[1], on, json_out, wide)
         return
-    _search(" ".join(words), on, json_out, limit)
+    _search(" ".join(words), on, json_out, limit, wide)
 
 
-def _search(query: str, on: dt.date, json_out: bool, limit: int) -> None:
+def _search(query: str, on: dt.date, json_out: bool, limit: int, wide: bool = False) -> None:
     hits = search_catalog(query)
     shown = hits if limit == 0 else hits[:limit]
     docs = [describe_catalog_model(p, m, on) for p, m in shown]
@@ -115,7 +116,7 @@ def _search(query: str, on: dt.date, json_out: bool, limit: int) -> None:
             f"no catalog model matches '{query}': try fewer or shorter words, e.g. `agentsim prices opus`", markup=False
         )
         return
-    console = Console(markup=False, emoji=False, soft_wrap=False)
+    console = table_console()
     t = Table(title=f"genai-prices catalog, as of {on.isoformat()}: USD per million tokens", title_justify="left")
     t.add_column("provider/model", no_wrap=True)
     for k in SEARCH_COLUMNS:
@@ -128,12 +129,12 @@ def _search(query: str, on: dt.date, json_out: bool, limit: int) -> None:
             *[_cell(p.get(k)) for k in SEARCH_COLUMNS],
             ", ".join(_variant_label(v) for v in d["variants"]) or "–",
         )
-    console.print(t)
+    print_table(t, wide=wide, compact=True, console=console)
     if len(hits) > len(shown):
         err_console.print(f"{len(hits) - len(shown)} more match; add words or use --limit 0", markup=False)
 
 
-def _show(ref: str, on: dt.date, json_out: bool) -> None:
+def _show(ref: str, on: dt.date, json_out: bool, wide: bool = False) -> None:
     try:
         provider, model = find_catalog_model(ref)
     except PriceError as exc:
@@ -142,7 +143,7 @@ def _show(ref: str, on: dt.date, json_out: bool) -> None:
     if json_out:
         _echo_json(d)
         return
-    console = Console(markup=False, emoji=False, soft_wrap=False)
+    console = table_console()
     console.print(f"{d['ref']}" + (f" — {d['name']}" if d["name"] else ""), markup=False, highlight=False)
     for label, key in (
         ("description", "description"),
@@ -164,7 +165,7 @@ def _show(ref: str, on: dt.date, json_out: bool) -> None:
         cells = [d["prices"].get(k)] + [v["resolved"].get(k) for v in active]
         if any(c is not None for c in cells):
             t.add_row(KIND_LABELS[k], *[_cell(c) for c in cells])
-    console.print(t)
+    print_table(t, wide=wide, pages=True, console=console)
     if len(d["history"]) > 1:
         h = Table(title="price history (standard prices)", title_justify="left")
         h.add_column("")
@@ -174,7 +175,7 @@ def _show(ref: str, on: dt.date, json_out: bool) -> None:
             cells = [e["prices"].get(k) for e in d["history"]]
             if any(c is not None for c in cells):
                 h.add_row(KIND_LABELS[k], *[_cell(c) for c in cells])
-        console.print(h)
+        print_table(h, wide=wide, pages=True, console=console)
     if d["variants"]:
         v_t = Table(title="price variants: use as price: {catalog: ..., context: {...}}", title_justify="left")
         v_t.add_column("context")
@@ -186,7 +187,7 @@ def _show(ref: str, on: dt.date, json_out: bool) -> None:
                 f"{KIND_LABELS.get(k, k)} {_cell(x)}" for k, x in v["prices"].items() if k != "not_simulated"
             )
             v_t.add_row(v["context"], v["from"] or "always", "offered" if v["active"] else "not yet", sets)
-        console.print(v_t)
+        print_table(v_t, wide=wide, console=console)
     other = d["prices"].get("not_simulated")
     if other:
         console.print(
@@ -208,6 +209,34 @@ def _p50(spec) -> float:
     return float(sampler(spec).ppf(np.array([0.5]))[0])
 
 
+_ASSUMED = "assumed"
+
+
+def field_provenance(prof) -> dict[str, str]:
+    """Per field (``ttft``, ``output_tps``, ``speeds``): the kinds of the profile's figures behind it, else assumed.
+
+    A field counts as sourced only when a figure states it directly: a time to first token in s or ms
+    for ``ttft``, an output speed in tokens/s for ``output_tps``, a speed-tier figure for ``speeds``.
+    Anything else (a TTFT the profile's notes call an assumption) reads ``assumed``; a calibrated
+    profile's fitted fields read ``calibrated``.
+    """
+    if prof.kind == "calibrated":
+        return {"ttft": "calibrated", "output_tps": "calibrated", "speeds": _ASSUMED if prof.speeds else "–"}
+    kinds: dict[str, list[str]] = {"ttft": [], "output_tps": [], "speeds": []}
+    for f in prof.figures:
+        q = f.quantity.lower()
+        if "fast-mode" in q or "multiplier" in q:
+            kinds["speeds"].append(f.kind)
+        elif q.startswith(("time to first token", "ttft")) and f.unit in ("s", "ms"):
+            kinds["ttft"].append(f.kind)
+        elif q.startswith("output speed") and f.unit == "tokens/s":
+            kinds["output_tps"].append(f.kind)
+    out = {k: " + ".join(dict.fromkeys(v)) or _ASSUMED for k, v in kinds.items()}
+    if not prof.speeds:
+        out["speeds"] = "–"
+    return out
+
+
 def profile_rows() -> list[dict[str, Any]]:
     """Every bundled profile as a JSON-able dict, with the medians of its TTFT and output speed."""
     from agentsim.model.profiles import bundled_profiles, load_profile
@@ -222,6 +251,7 @@ def profile_rows() -> list[dict[str, Any]]:
                 **doc,
                 "ttft_p50_s": _p50(prof.ttft),
                 "output_tps_p50": _p50(prof.output_tps),
+                "provenance": field_provenance(prof),
                 "file": path.name,
             }
         )
@@ -232,6 +262,7 @@ def profile_rows() -> list[dict[str, Any]]:
 @handle_errors
 def profiles(
     json_out: Annotated[bool, typer.Option("--json", help="Print only JSON.")] = False,
+    wide: Annotated[bool, typer.Option("--wide", help="One wide table even if wider than the terminal.")] = False,
 ) -> None:
     """Bundled speed profiles (use as `profile: NAME` in a model): sources, dates, medians."""
     rows = profile_rows()
@@ -251,13 +282,14 @@ def profiles(
             f"{k}: x{_num(v['output_tps_x'])} tps" + (f", x{_num(v['ttft_x'])} TTFT" if v["ttft_x"] != 1 else "")
             for k, v in r.get("speeds", {}).items()
         )
+        prov = r["provenance"]
         t.add_row(
             r["name"],
             r["kind"],
             r["date"],
-            f"{r['ttft_p50_s']:.2f} s",
-            f"{r['output_tps_p50']:,.0f}",
-            tiers or "–",
+            f"{r['ttft_p50_s']:.2f} s ({prov['ttft']})",
+            f"{r['output_tps_p50']:,.0f} ({prov['output_tps']})",
+            f"{tiers} ({prov['speeds']})" if tiers else "–",
             r["source"],
         )
-    Console(markup=False, emoji=False, soft_wrap=False).print(t)
+    print_table(t, wide=wide)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -24,6 +25,7 @@ from rich.table import Table
 from agentsim.cli.common import BadInput, MaxCallsOpt, NoSizeLimitOpt, app, err_console, handle_errors
 from agentsim.cli.common import fmt_s as _fmt_s
 from agentsim.cli.common import fmt_usd as _fmt_usd
+from agentsim.cli.tables import print_table
 from agentsim.plan.validation import load
 from agentsim.sim import payoff
 
@@ -31,6 +33,7 @@ FileArg = Annotated[Path, typer.Argument(help="Scenario file (YAML, JSON or TOML
 RunsOpt = Annotated[int | None, typer.Option(min=1, help="Monte-Carlo runs (default: the scenario's).")]
 SeedOpt = Annotated[int | None, typer.Option(min=0, help="Random seed (default: the scenario's).")]
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")]
+WideOpt = Annotated[bool, typer.Option("--wide", help="One wide table even if wider than the terminal.")]
 
 
 @contextmanager
@@ -71,9 +74,13 @@ def _usd_h(x: float | None) -> str:
 
 
 def _console() -> Console:
-    """stdout; wide enough for the tables when it is not a terminal (a file, a pipe)."""
+    """stdout; COLUMNS wide when set, else wide enough for the tables when it is not a terminal (a file, a pipe)."""
     c = Console(markup=False, emoji=False, soft_wrap=False)
-    return c if c.is_terminal else Console(markup=False, emoji=False, soft_wrap=False, width=160)
+    return (
+        c
+        if c.is_terminal or os.environ.get("COLUMNS")
+        else Console(markup=False, emoji=False, soft_wrap=False, width=160)
+    )
 
 
 def _bad(exc: Exception) -> BadInput:
@@ -115,6 +122,11 @@ def sweep(
     quiet: QuietOpt = False,
     max_calls: MaxCallsOpt = None,
     no_size_limit: NoSizeLimitOpt = False,
+    wide: WideOpt = False,
+    label: Annotated[
+        list[str] | None,
+        typer.Option("--label", help="PATH=TEXT: the title of a swept path's axis in figures and the table."),
+    ] = None,
 ) -> None:
     """Evaluate a scenario over a grid of values: one row per grid point and variant, Pareto frontier marked."""
     from agentsim.analysis.sweeps import parse_set, run_sweep
@@ -134,6 +146,14 @@ def sweep(
         axes = [parse_set(s) for s in set_] if set_ else None
     except ValueError as exc:
         raise _bad(exc) from None
+    labels = _labels(label)
+    if labels and axes is None:
+        from agentsim.analysis.sweeps import axes_from_scenario
+
+        sc0 = load(file)
+        axes = axes_from_scenario(sc0, str(file))
+    if labels:
+        axes = _apply_labels(axes, labels)
     with progress_bar(quiet or json_out, "sweep") as bar:
         try:
             sw = run_sweep(
@@ -144,38 +164,96 @@ def sweep(
     if json_out:
         sys.stdout.write(json.dumps(sweep_document(sw), indent=2, allow_nan=False) + "\n")
         return
-    _console().print(sweep_table(sw, time))
+    print_table(sweep_table(sw, time), wide=wide, heading=len(sw.axes) + 1, console=_console())
     target = out if out is not None else Path("results") / f"{sw.scenario.name}-sweep"
     written = write_sweep(sw, target)
     err_console.print(f"wrote {len(written)} files to {target}/", markup=False)
 
 
+def _labels(items: list[str] | None) -> dict[str, str]:
+    out = {}
+    for item in items or []:
+        path, sep, text = item.partition("=")
+        if not sep or not path.strip() or not text.strip():
+            raise BadInput(
+                f"--label {item!r}: write PATH=TEXT, e.g. --label 'models.opus.speeds.fast.output_tps_x=speed-up'"
+            )
+        out[path.strip()] = text.strip()
+    return out
+
+
+def _apply_labels(axes, labels: dict[str, str]):
+    import dataclasses
+
+    from agentsim.analysis.sweeps import parse_path
+
+    by_path = {}
+    for a in axes:
+        by_path[a.path] = a
+    out = list(axes)
+    for text, title in labels.items():
+        try:
+            path = parse_path(text)
+        except ValueError as exc:
+            raise BadInput(f"--label {text}={title}: {exc}") from None
+        if path not in by_path:
+            swept = ", ".join(a.text for a in axes) or "none"
+            raise BadInput(f"--label {text}: that path is not swept (swept paths: {swept})")
+        out = [dataclasses.replace(a, label=title) if a.path == path else a for a in out]
+    return out
+
+
 def sweep_table(sw, time: str = "mean", max_rows: int = 60) -> Table:
+    """One row per grid point and variant: wall time, cost, Δ against the point's first variant, pays-off."""
+    from agentsim.cli.tables import fmt_time, time_unit
+
     t = sw.table
     col = f"pareto_{time}"
     shown = t if len(t) <= max_rows else t[t[col]]
+    heads = [a.label or str(a.path[-1]) for a in sw.axes]  # short headers; the full paths go in the caption
     title = (
         f"{sw.scenario.name}: {len(sw.points)} grid points × {len(sw.variants)} variants, {sw.runs:,} runs, "
         f"seed {sw.seed}; ◆ = on the Pareto frontier ({time} wall time, mean cost)"
     )
     if shown is not t:
         title += f"; showing the {len(shown)} frontier rows of {len(t)}"
-    table = Table(title=title, title_justify="left")
-    for a in sw.axes:
-        table.add_column(a.text, justify="right", overflow="fold")
-    for name in ("variant", "mean wall", "p95 wall", "mean cost", "Δ cost", ""):
+    caption = "; ".join(f"{h} = {a.text}" for h, a in zip(heads, sw.axes, strict=True) if h != a.text)
+    caption += ("; " if caption else "") + "Δ against the first variant at each grid point"
+    table = Table(title=title, title_justify="left", caption=caption, caption_justify="left")
+    for h in heads:
+        table.add_column(h, justify="right", overflow="fold")
+    for name in ("variant", "mean wall", "p95 wall", "mean cost", "Δ time", "Δ cost", "$/h saved", "pays off", "◆"):
         table.add_column(name, justify="left" if name == "variant" else "right", no_wrap=True)
-    for _, r in shown.iterrows():
+    first = shown.groupby("point", sort=False)["variant"].transform("first") if "point" in shown else None
+    for i, (_, r) in enumerate(shown.iterrows()):
+        unit = time_unit([r["wall_mean_s"], r["wall_p95_s"]])  # one unit per row
+        base = first is not None and first.iloc[i] == r["variant"] and r["delta_time_s"] == 0
+        dt_unit = time_unit([r["delta_time_s"]])
         table.add_row(
             *[str(r[a.text]) for a in sw.axes],
             str(r["variant"]),
-            _fmt_s(r["wall_mean_s"]),
-            _fmt_s(r["wall_p95_s"]),
+            fmt_time(r["wall_mean_s"], unit),
+            fmt_time(r["wall_p95_s"], unit),
             _money(r["cost_mean_usd"]),
-            _money(r["delta_cost_usd"]),
+            "baseline" if base else _signed_time(r["delta_time_s"], dt_unit),
+            "baseline" if base else _money(r["delta_cost_usd"]),
+            "–" if base else payoff.premium_text(_nan_none(r["usd_per_hour_saved"]), _money, "/h"),
+            "–" if base else {True: "yes", False: "no"}.get(_nan_none(r["pays_off"]), "–"),
             "◆" if r[col] else "",
         )
     return table
+
+
+def _nan_none(x):
+    return None if x is None or (isinstance(x, float) and math.isnan(x)) else x
+
+
+def _signed_time(x, unit) -> str:
+    from agentsim.cli.tables import fmt_time
+
+    if _nan_none(x) is None:
+        return "–"
+    return ("+" if x > 0 else "−" if x < 0 else "±") + fmt_time(abs(x), unit)
 
 
 # --------------------------------------------------------------------------- size
@@ -186,12 +264,20 @@ def sweep_table(sw, time: str = "mean", max_rows: int = 60) -> Table:
 def size(
     file: FileArg,
     runs_per_month: Annotated[float | None, typer.Option(help="Runs per month (default: workload.volume).")] = None,
+    seats: Annotated[float | None, typer.Option(help="Seats (users); with --runs-per-seat-per-day.")] = None,
+    runs_per_seat_per_day: Annotated[
+        float | None, typer.Option(help="Runs per seat per working day; with --seats.")
+    ] = None,
+    working_days: Annotated[
+        float | None, typer.Option(help="Working days per month (default: the scenario's, else 30 calendar days).")
+    ] = None,
     runs: RunsOpt = None,
     seed: SeedOpt = None,
     workers: Annotated[int, typer.Option(min=1, help="Worker processes (results do not depend on it).")] = 1,
     json_out: Annotated[bool, typer.Option("--json", help="Print only JSON.")] = False,
     max_calls: MaxCallsOpt = None,
     no_size_limit: NoSizeLimitOpt = False,
+    wide: WideOpt = False,
 ) -> None:
     """Monthly API spend, hours of waiting saved and the premium per saved hour, per variant."""
     from agentsim.analysis.tradeoffs import break_even, cheapest_intervals, spend_sizing, variant_table
@@ -200,7 +286,9 @@ def size(
 
     sc = load(file)
     try:
-        per_month = rpm(sc, runs_per_month)
+        per_month = rpm(
+            sc, runs_per_month, seats=seats, runs_per_seat_per_day=runs_per_seat_per_day, working_days=working_days
+        )
     except ValueError as exc:
         raise BadInput(f"{file}: {exc}") from None
     res = simulate(sc, runs=runs, seed=seed, workers=workers)
@@ -219,7 +307,7 @@ def size(
         }  # fmt: skip
         sys.stdout.write(json.dumps(doc, indent=2, allow_nan=False) + "\n")
         return
-    _console().print(buyers_table(sc.name, res, sizing, be, env, vot))
+    print_table(buyers_table(sc.name, res, sizing, be, env, vot), wide=wide, pages=True, console=_console())
 
 
 def _clean(d: dict) -> dict:
@@ -370,7 +458,7 @@ def optimize(
         return
     console = _console()
     for t in optimize_tables(sc.name, opt, crit):
-        console.print(t)
+        print_table(t, console=console)
     console.print(
         "as a variant (paste under variants:):  chosen: "
         + yaml.safe_dump(opt.variant or {}, default_flow_style=True, sort_keys=False).strip(),

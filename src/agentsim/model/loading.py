@@ -317,7 +317,7 @@ _ALTERNATIVES: tuple[tuple[frozenset[str], ...], ...] = (
     tuple(frozenset({f}) for f in DIST_FAMILIES),
     tuple(frozenset({u}) for u in ("seconds", "minutes", "hours", "days")),
     (frozenset({"median", "p90"}), frozenset({"mean", "sd"})),
-    (frozenset({"runs_per_month"}), frozenset({"runs_per_day"})),
+    (frozenset({"runs_per_month"}), frozenset({"runs_per_day"}), frozenset({"seats", "runs_per_seat_per_day"})),
     (frozenset({"times"}), frozenset({"continue_p", "max"})),
     (frozenset({"arrivals"}), frozenset({"concurrent", "think_time"})),
     (frozenset({"values"}), frozenset({"range"})),

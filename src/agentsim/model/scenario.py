@@ -1110,18 +1110,37 @@ class Arrivals(_Model):
 
 
 class Volume(_Model):
+    """How many runs a month, for spend sizing: ``runs_per_month``, or ``runs_per_day``, or ``seats`` ×
+    ``runs_per_seat_per_day``; a day count is ``working_days`` per month (default 30, calendar days)."""
+
     runs_per_month: PosNum | None = Field(None, description="Agent runs per month.")
-    runs_per_day: PosNum | None = Field(None, description="Agent runs per day (a month is 30 days).")
+    runs_per_day: PosNum | None = Field(None, description="Agent runs per day (times working_days).")
+    seats: PosNum | None = Field(None, description="People (or agents) using it; with runs_per_seat_per_day.")
+    runs_per_seat_per_day: PosNum | None = Field(None, description="Runs per seat per working day.")
+    working_days: Annotated[float, Field(gt=0, le=31)] | None = Field(
+        None, description="Days of use per month (default 30: every calendar day; 21 for weekdays)."
+    )
 
     @model_validator(mode="after")
     def _one(self) -> Volume:
-        if (self.runs_per_month is None) == (self.runs_per_day is None):
-            raise PydanticCustomError("volume", "volume takes one of runs_per_month or runs_per_day", {})
+        if (self.seats is None) != (self.runs_per_seat_per_day is None):
+            raise PydanticCustomError("volume", "seats and runs_per_seat_per_day go together", {})
+        given = [self.runs_per_month is not None, self.runs_per_day is not None, self.seats is not None]
+        if sum(given) != 1:
+            raise PydanticCustomError(
+                "volume", "volume takes one of runs_per_month, runs_per_day or seats with runs_per_seat_per_day", {}
+            )
+        if self.runs_per_month is not None and self.working_days is not None:
+            raise PydanticCustomError("volume", "working_days applies to runs_per_day or seats, not runs_per_month", {})
         return self
 
     @property
     def per_month(self) -> float:
-        return self.runs_per_month if self.runs_per_month is not None else self.runs_per_day * 30.0
+        if self.runs_per_month is not None:
+            return self.runs_per_month
+        days = self.working_days if self.working_days is not None else 30.0
+        per_day = self.runs_per_day if self.runs_per_day is not None else self.seats * self.runs_per_seat_per_day
+        return per_day * days
 
 
 class Workload(_Model):
@@ -1172,6 +1191,26 @@ class SweepSpec(_Model):
         return self
 
 
+class WarningsSpec(_Model):
+    """Values that are allowed but usually typing slips are warned about (not refused) by `validate` and, on
+    stderr above the table, by `run`, each with file:line: `ttft_over_60s` (a median TTFT over 60 s: milliseconds
+    typed as seconds?), `speed_multiplier_over_20` (a tier's `output_tps_x` or `ttft_x` over 20),
+    `price_multiplier_over_20` (a tier's `price_x` over 20), `output_tps_over_50000` and `output_tps_under_1`
+    (a median output speed outside 1 to 50,000 tokens/s) and, after simulating, `run_over_a_day` (a variant's
+    mean wall time over 24 hours). List the keys a scenario means under `ignore` to silence them."""
+
+    ignore: list[
+        Literal[
+            "ttft_over_60s",
+            "speed_multiplier_over_20",
+            "price_multiplier_over_20",
+            "output_tps_over_50000",
+            "output_tps_under_1",
+            "run_over_a_day",
+        ]
+    ] = Field(default_factory=list, description="Warning keys not to show, e.g. [ttft_over_60s].")
+
+
 class Scenario(_Model):
     name: str = Field(description="Scenario name, shown in tables and figures.")
     description: str | None = Field(None, description="One line on what the scenario asks.")
@@ -1193,6 +1232,7 @@ class Scenario(_Model):
     consumer: ConsumerSpec | None = Field(
         None, description="Default consumer of every call's streamed answer (a call's own consumer wins)."
     )
+    warnings: WarningsSpec | None = Field(None, description="Plausibility warnings to silence: {ignore: [KEY, ...]}.")
 
     _source: str | None = PrivateAttr(None)  # the file it was loaded from (for relative paths)
 

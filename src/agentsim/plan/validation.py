@@ -32,13 +32,62 @@ def parse(
     try:
         scenario = Scenario.model_validate(data)
     except ValidationError as exc:
-        raise ScenarioError(errors_from_validation(exc, data, lines, file)) from None
+        items = errors_from_validation(exc, data, lines, file)
+        raise ScenarioError(_with_price_problems(items, data, file, lines)) from None
     problems: list[Problem] = check_references(scenario)
     if problems:
-        raise ScenarioError([ErrorItem(file, line_of(lines, p.path), p.path, p.message, p.hint) for p in problems])
+        items = [ErrorItem(file, line_of(lines, p.path), p.path, p.message, p.hint) for p in problems]
+        raise ScenarioError(_with_price_problems(items, data, file, lines))
     if source is not None:
         scenario._source = str(source)
     return scenario
+
+
+def price_problems(data: Any, file: str, lines: Lines) -> list[ErrorItem]:
+    """Catalog and tier problems of every price table that is valid on its own (a catalog name that
+    does not exist, a speed tier the catalog does not sell), found without a valid scenario: so that
+    ``validate`` reports them in the same pass as the scenario's other problems."""
+    import datetime as dt
+
+    from agentsim.model.scenario import PriceSpec
+    from agentsim.pricing.rates import PriceError, compile_price
+
+    models = data.get("models") if isinstance(data, dict) else None
+    if not isinstance(models, dict):
+        return []
+    try:
+        as_of = dt.date.fromisoformat(str(data["prices_as_of"])) if data.get("prices_as_of") is not None else None
+    except ValueError:
+        as_of = None
+    tables: list[tuple[tuple, Any]] = []
+    for name, m in models.items():
+        if not isinstance(m, dict):
+            continue
+        tables.append((("models", name, "price"), m.get("price")))
+        speeds = m.get("speeds")
+        if isinstance(speeds, dict):
+            for tier, sp in speeds.items():
+                if isinstance(sp, dict):
+                    tables.append((("models", name, "speeds", tier, "price"), sp.get("price")))
+    out = []
+    for path, price in tables:
+        if not isinstance(price, dict) or "catalog" not in price:
+            continue
+        try:
+            spec = PriceSpec.model_validate(price)
+            compile_price(spec, as_of)
+        except ValidationError:
+            continue  # reported by the scenario's validation
+        except PriceError as exc:
+            where = (*path, *exc.subpath)
+            out.append(ErrorItem(file, line_of(lines, where), where, exc.message, exc.hint))
+    return out
+
+
+def _with_price_problems(items: list[ErrorItem], data: Any, file: str, lines: Lines) -> list[ErrorItem]:
+    seen = {(i.path, i.message) for i in items}
+    extra = [i for i in price_problems(data, file, lines) if (i.path, i.message) not in seen]
+    return sorted([*items, *extra], key=lambda i: (i.line is None, i.line or 0))
 
 
 def load(path: str | Path) -> Scenario:

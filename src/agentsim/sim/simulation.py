@@ -23,7 +23,7 @@ from agentsim.model.scenario import Scenario
 from agentsim.plan.compiler import Plan, compile_plan
 from agentsim.plan.sampling import block_spans, call_speeds, sample_block
 from agentsim.plan.sizeguard import check_plan
-from agentsim.plan.validation import load
+from agentsim.plan.validation import load, parse
 from agentsim.sim.records import DONE, BlockResult, calls_frame, price_calls, run_columns, spans_frame
 from agentsim.sim.results import PER_CALL_CAP, CallStats, Results
 from agentsim.sim.stream_stats import StreamStats
@@ -405,21 +405,32 @@ def _concat_attempts(parts: list) -> dict | None:
 
 
 def simulate(
-    scenario: Scenario | str | os.PathLike,
+    scenario: Scenario | dict | str | os.PathLike,
     runs: int | None = None,
     seed: int | None = None,
     *,
     engine: str = "auto",
     workers: int = 1,
 ) -> Results:
-    """Simulate a scenario (or a scenario file) and return its :class:`Results`.
+    """Simulate a scenario (a :class:`Scenario`, plain data or a file) and return its :class:`Results`.
+
+    Plain data (a ``dict`` shaped like a scenario file) is checked exactly like a file; its
+    problems raise :class:`~agentsim.model.loading.ScenarioError` naming ``<dict>`` and the dotted path.
 
     ``runs`` and ``seed`` override the scenario's; ``engine`` is ``auto`` (fast
     path when the scenario allows it), ``des`` or ``fastpath``; ``workers``
     spreads blocks of runs over processes without changing any result.
     """
-    sc = scenario if isinstance(scenario, Scenario) else load(Path(scenario))
-    plan = compile_plan(sc)
+    if isinstance(scenario, Scenario):
+        sc, plan = scenario, compile_plan(scenario)
+    elif isinstance(scenario, dict):
+        sc = parse(scenario, file="<dict>")
+        plan = compile_plan(sc, file="<dict>", lines={})
+    elif isinstance(scenario, (str, os.PathLike)):
+        sc = load(Path(scenario))
+        plan = compile_plan(sc)
+    else:
+        raise TypeError(f"simulate() takes a Scenario, a dict or a file path, not {type(scenario).__name__}")
     runs = sc.runs if runs is None else int(runs)
     seed = sc.seed if seed is None else int(seed)
     if runs < 1:

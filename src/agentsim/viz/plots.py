@@ -107,6 +107,8 @@ def _draw_frontier(ax, x, y) -> None:
     )
 
 
+LABEL_GAP_PT = 3.0  # points between a point label and the edge of its axes
+
 # Offsets (points) tried for a label, in order; (dx, dy, ha, va).
 _OFFSETS = [(7, 7, "left", "bottom"), (7, -7, "left", "top"), (-7, 7, "right", "bottom"), (-7, -7, "right", "top"),
             (0, 11, "center", "bottom"), (0, -11, "center", "top"), (12, 0, "left", "center"),
@@ -125,6 +127,7 @@ def _place_labels(fig: Figure, ax, xs, ys, texts, colors=None, avoid=None) -> li
     r = 5.0 * fig.dpi / 72  # marker radius, pixels
     taken = [(p[0] - r, p[1] - r, p[0] + r, p[1] + r) for p in pts]
     axbox = ax.get_window_extent(renderer)
+    gap = LABEL_GAP_PT * fig.dpi / 72  # a label keeps this far from the axes' edges
     placed = []
     for i, text in enumerate(texts):
         for dx, dy, ha, va in _OFFSETS:
@@ -142,7 +145,12 @@ def _place_labels(fig: Figure, ax, xs, ys, texts, colors=None, avoid=None) -> li
             ann.set_in_layout(False)
             bb = ann.get_window_extent(renderer)
             box = (bb.x0 - 1, bb.y0 - 1, bb.x1 + 1, bb.y1 + 1)
-            inside = bb.x0 >= axbox.x0 and bb.x1 <= axbox.x1 and bb.y0 >= axbox.y0 and bb.y1 <= axbox.y1
+            inside = (
+                bb.x0 >= axbox.x0 + gap
+                and bb.x1 <= axbox.x1 - gap
+                and bb.y0 >= axbox.y0 + gap
+                and bb.y1 <= axbox.y1 - gap
+            )
             if inside and not any(_overlap(box, t) for t in taken):
                 taken.append(box)
                 placed.append(ann)

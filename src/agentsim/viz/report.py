@@ -404,14 +404,21 @@ def _page(path, sc, res, vt, be, env, sizing, share, figs, sweep) -> str:
     """The page: the template ``templates/report.html`` filled in (values escaped unless marked as markup)."""
     import jinja2
 
+    from agentsim.model.loading import source_of
+    from agentsim.pricing.provenance import price_sources, speed_sources
+
     vot = res.value_of_time
+    src = source_of(sc)
+    prices = price_sources(sc, res.plan.prices_as_of)
+    speeds = speed_sources(sc, Path(src).parent if src else None)
     meta = [
         ["scenario file", Markup("<code>{}</code>").format(path)],
         ["runs per variant", f"{res.n_runs:,}"],
         ["seed", str(res.seed)],
         ["engine", res.engine],
         ["agentsim version", version()],
-        ["prices as of", sc.prices_as_of or "today (catalog prices)"],
+        *[[f"prices: {name}", text] for name, text in prices.items()],
+        *[[f"speeds: {name}", text] for name, text in speeds.items()],
         ["value of time", _usd(vot) + "/h" if vot is not None else "not given"],
     ]
     per_success = vt.attrs.get("basis") == "per success"
@@ -436,8 +443,8 @@ def _page(path, sc, res, vt, be, env, sizing, share, figs, sweep) -> str:
     break_even = [
         [
             _b(name),
-            _s(r["delta_time_s"]),
-            _usd(r["delta_cost_usd"]),
+            "baseline" if r["pays_off_when"] == "baseline" else _s(r["delta_time_s"]),
+            "baseline" if r["pays_off_when"] == "baseline" else _usd(r["delta_cost_usd"]),
             payoff.premium_text(r["usd_per_hour_saved"], _usd, "/h"),
             when[r["pays_off_when"]].format(v=_usd(r["break_even_usd_per_hour"]) + "/h"),
             ("yes" if r.get("pays_off") else "no") if vot is not None and r["pays_off_when"] != "baseline" else "–",

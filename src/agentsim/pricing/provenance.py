@@ -1,0 +1,68 @@
+"""Where a scenario's prices and speeds come from, in words a reader of a result can check.
+
+A forwarded report (or the ``run`` table) must say which price list it used: for each model
+(and each speed tier with a price of its own) either ``explicit prices in the scenario`` or
+``catalog PROVIDER/MODEL as of DATE`` (the price's own ``date:``, else the scenario's
+``prices_as_of``, else the day the scenario was compiled, which :class:`~agentsim.plan.Plan`
+records). Speeds come from a profile (its name, kind, date and source) or from the scenario.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+from agentsim.model.scenario import PriceSpec, Scenario
+
+__all__ = ["price_sources", "speed_sources"]
+
+EXPLICIT = "explicit prices in the scenario"
+
+
+def _price_text(spec: PriceSpec, default_date: dt.date | None) -> str:
+    if spec.catalog is None:
+        return EXPLICIT
+    day = spec.date or default_date
+    text = f"catalog {spec.catalog} as of {day.isoformat() if day else 'today'}"
+    if spec.context:
+        text += " (" + ", ".join(f"{k}={v}" for k, v in spec.context.items()) + ")"
+    overrides = [k for k, v in spec.model_dump(exclude_none=True).items() if k.endswith(("_mtok", "_kcount"))]
+    if overrides:
+        text += f"; explicit {', '.join(overrides)}"
+    return text
+
+
+def price_sources(scenario: Scenario, prices_as_of: dt.date | None = None) -> dict[str, str]:
+    """``{"opus": "explicit prices in the scenario", "opus/fast": "catalog ... as of 2026-03-01", ...}``.
+
+    ``prices_as_of`` is the date catalog prices without their own date were looked up as of
+    (``Plan.prices_as_of``); a tier priced by ``price_x`` reads as a multiple of its model's price.
+    """
+    default = scenario.prices_as_of or prices_as_of
+    out: dict[str, str] = {}
+    for name, m in scenario.models.items():
+        out[name] = _price_text(m.price, default)
+        for tier, s in m.speeds.items():
+            if s.price is not None:
+                out[f"{name}/{tier}"] = _price_text(s.price, default)
+            elif s.price_x is not None:
+                out[f"{name}/{tier}"] = f"{s.price_x:g} × the {name} price"
+    return out
+
+
+def speed_sources(scenario: Scenario, base_dir: Path | None = None) -> dict[str, str]:
+    """Per model: ``profile REF (kind, date): source`` (REF as the scenario names it) or ``set in the scenario``."""
+    from agentsim.model.profiles import load_profile
+
+    out: dict[str, str] = {}
+    for name, m in scenario.models.items():
+        if m.profile is None:
+            out[name] = "set in the scenario"
+            continue
+        try:
+            prof, _ = load_profile(m.profile, base_dir)
+        except Exception:  # the profile was read when the scenario loaded; this only words it
+            out[name] = f"profile {m.profile}"
+            continue
+        out[name] = f"profile {m.profile} ({prof.kind}, {prof.date.isoformat()}): {' '.join(prof.source.split())}"
+    return out
