@@ -27,6 +27,10 @@ those three quantities to a table of measured requests (see
    parameters estimated from the same data its usual p-value does not apply.
 4. **Inter-token jitter** (when the files have every gap): how uneven the gaps
    within a request are. Reported, not simulated.
+5. **Where the fit holds** (:mod:`agentsim.measured_range`): the input and output token
+   ranges and the concurrency the requests were measured at, and the terms dropped for
+   lack of spread. The profile records them under ``measured:``; ``validate`` and ``run``
+   warn when a scenario goes outside them.
 
 Failed and incomplete requests are counted and left out. Fewer than
 :data:`MIN_REQUESTS` usable requests is an error: the fits would be noise.
@@ -46,6 +50,7 @@ import pandas as pd
 from scipy import optimize, special, stats
 
 from .distributions import Z90
+from .measured_range import measured_range
 from .traces.measurements import rows_summary
 
 __all__ = [
@@ -135,6 +140,7 @@ class Calibration:
     itl: dict[str, Any] | None
     model: str | None
     notes: tuple[str, ...] = field(default=())
+    measured: dict[str, Any] | None = None  # agentsim.measured_range: where the fit holds
 
     def ttft_cdf(self, t, uncached_input) -> np.ndarray:
         """Fitted CDF of TTFT over requests with these uncached input sizes."""
@@ -188,6 +194,7 @@ def calibrate(table: pd.DataFrame, model: str | None = None) -> Calibration:
         counts=counts,
         itl=_itl_summary(use),
         model=model or (names[0] if names else None),
+        measured=measured_range(use, dropped=[] if ttft.prefill_tps is not None else ["prefill_tps"]),
     )
 
 
@@ -437,6 +444,8 @@ def profile_document(
     if t.prefill_tps is not None:
         doc["prefill_tps"] = _sig(t.prefill_tps)
     doc["output_tps"] = tps_spec
+    if cal.measured is not None:
+        doc["measured"] = cal.measured
     doc["notes"] = t.prefill_note + "."
     g = cal.goodness
     fit = {

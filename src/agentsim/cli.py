@@ -180,6 +180,15 @@ def print_summary(res: Results) -> None:
 
 # --------------------------------------------------------------------------- commands
 
+
+def warn_profile_ranges(scenario, file: Path) -> None:
+    """Warn (stderr, never fail) where the scenario leaves its calibrated profiles' measured ranges."""
+    from .profile_ranges import range_warnings
+
+    for w in range_warnings(scenario, file):
+        err_console.print(f"warning: {w}", markup=False)
+
+
 FileArg = Annotated[Path, typer.Argument(help="Scenario file (YAML, JSON or TOML).", show_default=False)]
 
 
@@ -202,6 +211,7 @@ def run(
     from .simulation import simulate
 
     scenario = load(file)
+    warn_profile_ranges(scenario, file)
     if out is not None:
         check_folder(out)  # before the simulation: a bad --out costs a second, not the run
     res = simulate(scenario, runs=runs, seed=seed, engine=engine, workers=workers)
@@ -224,7 +234,7 @@ def validate(
     failed, crashed = [], []
     for f in files:
         try:
-            load(f)
+            warn_profile_ranges(load(f), f)
         except ScenarioError as exc:
             failed.append(exc)
             err_console.print("\n".join(f"error: {item}" for item in exc.items), markup=False)

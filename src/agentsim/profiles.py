@@ -18,6 +18,9 @@ A profile file::
     output_tps: {lognormal: {median: 218, p90: 280}}
     speeds: {fast: {output_tps_x: 2.5}}           # optional: speed effects of tiers (no prices)
     stream: {chunk_tokens: 4, jitter_cv: 0.3}     # optional: how it streams (scenario's stream wins)
+    measured:                                     # optional (agentsim calibrate): where the fit holds
+      input_tokens: [500, 16000]                  #   prompt sizes measured; output_tokens likewise
+      concurrency: 4                              #   most requests in flight; dropped: [prefill_tps]
     notes: free text
     fit: {...}                                    # optional: calibration diagnostics (free form)
     figures:                                      # optional: the published numbers behind it
@@ -61,6 +64,17 @@ class SpeedEffect(StrictModel):
     ttft_x: PosNum = 1.0
 
 
+class MeasuredRange(StrictModel):
+    """Where a calibrated profile holds (see :mod:`agentsim.measured_range`)."""
+
+    input_tokens: tuple[float, float] | None = Field(None, description="Smallest and largest prompt measured.")
+    output_tokens: tuple[float, float] | None = Field(None, description="Smallest and largest response measured.")
+    concurrency: int | None = Field(None, ge=1, description="Most requests in flight at once while measuring.")
+    dropped: list[Literal["prefill_tps"]] = Field(
+        default_factory=list, description="Terms left out of the fit for lack of spread."
+    )
+
+
 class Profile(StrictModel):
     profile: str = Field(description="The profile's name.")
     description: str | None = None
@@ -72,6 +86,7 @@ class Profile(StrictModel):
     prefill_tps: PosNum | None = None
     speeds: dict[str, SpeedEffect] = Field(default_factory=dict)
     stream: StreamSpec | None = Field(None, description="How the model streams (chunks, gap jitter, stalls).")
+    measured: MeasuredRange | None = Field(None, description="Token ranges and concurrency the fit was measured at.")
     notes: str | None = None
     fit: dict[str, Any] | None = None
     figures: list[Figure] = Field(default_factory=list, description="The published numbers behind the profile.")
