@@ -31,6 +31,9 @@ those three quantities to a table of measured requests (see
    ranges and the concurrency the requests were measured at, and the terms dropped for
    lack of spread. The profile records them under ``measured:``; ``validate`` and ``run``
    warn when a scenario goes outside them.
+6. **Queueing** (:mod:`agentsim.queueing`): a wait that shows in the time to response
+   headers growing with the requests in flight is taken out of TTFT before step 1; TTFT
+   that still grows with them is flagged. Either is said in the notes and the profile.
 
 Failed and incomplete requests are counted and left out. Fewer than
 :data:`MIN_REQUESTS` usable requests is an error: the fits would be noise.
@@ -51,6 +54,7 @@ from scipy import optimize, special, stats
 
 from .distributions import Z90
 from .measured_range import measured_range
+from .queueing import find_queueing
 from .traces.measurements import rows_summary
 
 __all__ = [
@@ -181,6 +185,10 @@ def calibrate(table: pd.DataFrame, model: str | None = None) -> Calibration:
             f"{counts['incomplete']} incomplete: {found}); at least {MIN_REQUESTS} are needed for a fit"
         )
     names = sorted({str(m) for m in use["model"].dropna()})
+    queue = find_queueing(use)
+    if queue.removed_s.any():  # the wait for headers is queueing, not time to first token
+        use = use.assign(ttft_s=use["ttft_s"].to_numpy(float) - queue.removed_s)
+    measured = measured_range(use, dropped=None)
     ttft = fit_ttft(use["ttft_s"].to_numpy(float), use["uncached_input_tokens"].to_numpy(float))
     tps = fit_tps(use["tps"].to_numpy(float))
     goodness = {
@@ -194,8 +202,19 @@ def calibrate(table: pd.DataFrame, model: str | None = None) -> Calibration:
         counts=counts,
         itl=_itl_summary(use),
         model=model or (names[0] if names else None),
-        measured=measured_range(use, dropped=[] if ttft.prefill_tps is not None else ["prefill_tps"]),
+        measured=_with_queueing(measured, ttft, queue),
+        notes=tuple(queue.warnings()),
     )
+
+
+def _with_queueing(measured: dict[str, Any] | None, ttft: TtftFit, queue) -> dict[str, Any] | None:
+    out = dict(measured or {})
+    if ttft.prefill_tps is None:
+        out["dropped"] = ["prefill_tps"]
+    block = queue.block()
+    if block is not None:
+        out["queueing"] = {k: v for k, v in block.items() if v is not None}
+    return out or None
 
 
 def fit_ttft(ttft_s: np.ndarray, uncached_input: np.ndarray) -> TtftFit:
@@ -446,7 +465,7 @@ def profile_document(
     doc["output_tps"] = tps_spec
     if cal.measured is not None:
         doc["measured"] = cal.measured
-    doc["notes"] = t.prefill_note + "."
+    doc["notes"] = " ".join([t.prefill_note + ".", *(f"Warning: {w}." for w in cal.notes)])
     g = cal.goodness
     fit = {
         "model": cal.model,

@@ -157,7 +157,7 @@ def calibrate(
         ),
         f"wrote {out}" + (f" and {plot}" if plot is not None else ""),
     ]
-    err_console.print("\n".join(lines), markup=False)
+    err_console.print("\n".join(lines + [f"warning: {w}" for w in cal.notes]), markup=False)
 
 
 def _input_range(text: str) -> tuple[int, int]:

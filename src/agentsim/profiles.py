@@ -64,6 +64,15 @@ class SpeedEffect(StrictModel):
     ttft_x: PosNum = 1.0
 
 
+class QueueingFound(StrictModel):
+    """What calibrate found about queueing in the measurements (see :mod:`agentsim.queueing`)."""
+
+    headers_queued: bool = Field(description="The response headers waited in a queue (the wait was removed from TTFT).")
+    ttft_grows: bool = Field(description="TTFT grew with requests in flight (queueing left in TTFT).")
+    removed_median_s: float = Field(0.0, ge=0, description="Median seconds of header wait taken out of TTFT.")
+    valid_at_concurrency: int | None = Field(None, ge=1, description="The only concurrency the TTFT holds at.")
+
+
 class MeasuredRange(StrictModel):
     """Where a calibrated profile holds (see :mod:`agentsim.measured_range`)."""
 
@@ -73,6 +82,7 @@ class MeasuredRange(StrictModel):
     dropped: list[Literal["prefill_tps"]] = Field(
         default_factory=list, description="Terms left out of the fit for lack of spread."
     )
+    queueing: QueueingFound | None = Field(None, description="Queueing found in the measurements.")
 
 
 class Profile(StrictModel):
