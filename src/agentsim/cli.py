@@ -57,6 +57,15 @@ def summary_table(doc: dict) -> Table:
             else "–"
         ),
     )
+    if any("param_ci95" in v["wall_time_s"] for v in variants.values()):  # uncertainty: parameters
+        row(
+            "  95% CI with params",
+            lambda v: (
+                f"{_fmt_s(v['wall_time_s']['param_ci95'][0])}–{_fmt_s(v['wall_time_s']['param_ci95'][1])}"
+                if v["wall_time_s"].get("param_ci95", [None])[0] is not None
+                else "–"
+            ),
+        )
     for p in ("p50", "p95", "p99"):
         row(f"  {p}", lambda v, p=p: _fmt_s(v["wall_time_s"][p]))
     row("cost mean", lambda v: _fmt_usd(v["cost_usd"]["mean"]))
@@ -204,6 +213,10 @@ def run(
     workers: Annotated[int, typer.Option(min=1, help="Worker processes (results do not depend on it).")] = 1,
     max_calls: MaxCallsOpt = None,
     no_size_limit: NoSizeLimitOpt = False,
+    uncertainty: Annotated[
+        str | None,
+        typer.Option(help="parameters: add an interval with the models' speed uncertainty (20 more simulations)."),
+    ] = None,
 ) -> None:
     """Simulate a scenario and compare its variants."""
     from .outdir import check_folder
@@ -214,7 +227,9 @@ def run(
     warn_profile_ranges(scenario, file)
     if out is not None:
         check_folder(out)  # before the simulation: a bad --out costs a second, not the run
-    res = simulate(scenario, runs=runs, seed=seed, engine=engine, workers=workers)
+    if uncertainty not in (None, "parameters"):
+        raise BadInput(f"--uncertainty {uncertainty!r}: the only choice is parameters")
+    res = simulate(scenario, runs=runs, seed=seed, engine=engine, workers=workers, uncertainty=uncertainty)
     if json_out:
         sys.stdout.write(res.to_json())
     else:
