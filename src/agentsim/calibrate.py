@@ -31,6 +31,12 @@ those three quantities to a table of measured requests (see
    ranges and the concurrency the requests were measured at, and the terms dropped for
    lack of spread. The profile records them under ``measured:``; ``validate`` and ``run``
    warn when a scenario goes outside them.
+7. **Parameter uncertainty.** :data:`BOOTSTRAP` bootstrap resamples of the usable requests
+   (seeded, so the same files give the same profile), each refitted: the base TTFT median
+   (step 1), the prefill speed and the mean output speed. Their spread, as factors on the
+   estimates, is written as the profile's ``uncertainty:`` (lognormal factors of median 1 whose
+   p90 is ``exp(1.2816 x sd of the log ratios)``), which ``uncertainty: parameters`` uses
+   (:mod:`agentsim.param_uncertainty`). The factors are treated as independent.
 6. **Queueing** (:mod:`agentsim.queueing`): a wait that shows in the time to response
    headers growing with the requests in flight is taken out of TTFT before step 1; TTFT
    that still grows with them is flagged. Either is said in the notes and the profile.
@@ -76,6 +82,7 @@ MIN_INPUT_CV = 0.10  # input sizes must vary at least this much (sd / mean) to f
 MIN_SLOPE_T = 3.0  # the prefill slope must be this many standard errors above zero
 MIXTURE_POINTS = 400  # input sizes (quantiles) used to represent the fitted TTFT mixture
 PERCENTILES = (50, 90, 95)
+BOOTSTRAP = 20  # bootstrap resamples for the parameter uncertainty
 CONSTANT_RTOL = 1e-6  # measured values whose range is below this share of their median are one constant
 
 
@@ -145,6 +152,7 @@ class Calibration:
     model: str | None
     notes: tuple[str, ...] = field(default=())
     measured: dict[str, Any] | None = None  # agentsim.measured_range: where the fit holds
+    uncertainty: dict[str, Any] | None = None  # bootstrap spread of the estimates, as factor distributions
 
     def ttft_cdf(self, t, uncached_input) -> np.ndarray:
         """Fitted CDF of TTFT over requests with these uncached input sizes."""
@@ -203,8 +211,34 @@ def calibrate(table: pd.DataFrame, model: str | None = None) -> Calibration:
         itl=_itl_summary(use),
         model=model or (names[0] if names else None),
         measured=_with_queueing(measured, ttft, queue),
+        uncertainty=_bootstrap(use, ttft),
         notes=tuple(queue.warnings()),
     )
+
+
+def _bootstrap(use: pd.DataFrame, ttft: TtftFit, n: int = BOOTSTRAP) -> dict[str, Any] | None:
+    """Factor distributions of the base TTFT median, prefill speed and mean output speed (see step 7)."""
+    y = use["ttft_s"].to_numpy(float)
+    x = use["uncached_input_tokens"].to_numpy(float)
+    tps = use["tps"].to_numpy(float)
+    rng = np.random.default_rng(20260)
+    logs: dict[str, list[float]] = {"ttft_x": [], "output_tps_x": [], "prefill_tps_x": []}
+    for _ in range(n):
+        i = rng.integers(0, y.size, y.size)
+        try:
+            b = fit_ttft(y[i], x[i])
+        except CalibrationError:
+            continue
+        logs["ttft_x"].append(math.log(b.median_s / ttft.median_s))
+        logs["output_tps_x"].append(math.log(float(np.mean(tps[i])) / float(np.mean(tps))))
+        if ttft.prefill_tps is not None and b.prefill_tps is not None:
+            logs["prefill_tps_x"].append(math.log(b.prefill_tps / ttft.prefill_tps))
+    out: dict[str, Any] = {}
+    for key, vals in logs.items():
+        if len(vals) >= 2:
+            sd = float(np.std(vals, ddof=1))
+            out[key] = {"lognormal": {"median": 1, "p90": _sig(math.exp(Z90 * sd))}} if sd > 0 else 1
+    return out or None
 
 
 def _with_queueing(measured: dict[str, Any] | None, ttft: TtftFit, queue) -> dict[str, Any] | None:
@@ -465,6 +499,8 @@ def profile_document(
     doc["output_tps"] = tps_spec
     if cal.measured is not None:
         doc["measured"] = cal.measured
+    if cal.uncertainty is not None:
+        doc["uncertainty"] = cal.uncertainty
     doc["notes"] = " ".join([t.prefill_note + ".", *(f"Warning: {w}." for w in cal.notes)])
     g = cal.goodness
     fit = {

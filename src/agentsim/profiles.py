@@ -18,6 +18,7 @@ A profile file::
     output_tps: {lognormal: {median: 218, p90: 280}}
     speeds: {fast: {output_tps_x: 2.5}}           # optional: speed effects of tiers (no prices)
     stream: {chunk_tokens: 4, jitter_cv: 0.3}     # optional: how it streams (scenario's stream wins)
+    uncertainty: {ttft_x: {lognormal: {median: 1, p90: 1.05}}}   # optional: the speeds' uncertainty
     measured:                                     # optional (agentsim calibrate): where the fit holds
       input_tokens: [500, 16000]                  #   prompt sizes measured; output_tokens likewise
       concurrency: 4                              #   most requests in flight; dropped: [prefill_tps]
@@ -38,7 +39,7 @@ from typing import Any, Literal
 from pydantic import Field, ValidationError
 
 from .loading import ErrorItem, ScenarioError, errors_from_validation, line_of, load_data
-from .scenario import Dist, PosNum, StreamSpec, StrictModel, suggest
+from .scenario import Dist, PosNum, StreamSpec, StrictModel, UncertaintySpec, suggest
 
 __all__ = ["PROFILE_KINDS", "Profile", "apply_profiles", "bundled_profiles", "load_profile"]
 
@@ -97,6 +98,9 @@ class Profile(StrictModel):
     speeds: dict[str, SpeedEffect] = Field(default_factory=dict)
     stream: StreamSpec | None = Field(None, description="How the model streams (chunks, gap jitter, stalls).")
     measured: MeasuredRange | None = Field(None, description="Token ranges and concurrency the fit was measured at.")
+    uncertainty: UncertaintySpec | None = Field(
+        None, description="How uncertain the fitted speeds are (used by uncertainty: parameters)."
+    )
     notes: str | None = None
     fit: dict[str, Any] | None = None
     figures: list[Figure] = Field(default_factory=list, description="The published numbers behind the profile.")
@@ -134,7 +138,7 @@ def load_profile(ref: str, base_dir: Path | None = None) -> tuple[Profile, Path]
         raise ScenarioError(errors_from_validation(exc, data, lines, str(path))) from None
 
 
-SPEED_KEYS = ("ttft", "output_tps", "prefill_tps", "stream")
+SPEED_KEYS = ("ttft", "output_tps", "prefill_tps", "stream", "uncertainty")
 
 
 def apply_profiles(data: dict, file: str, lines: dict, base_dir: Path | None) -> dict:
