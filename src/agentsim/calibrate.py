@@ -226,7 +226,9 @@ def _bootstrap(use: pd.DataFrame, ttft: TtftFit, n: int = BOOTSTRAP) -> dict[str
     for _ in range(n):
         i = rng.integers(0, y.size, y.size)
         try:
-            b = fit_ttft(y[i], x[i])
+            with warnings.catch_warnings():  # a resample of near-equal values makes Huber's scale divide by 0
+                warnings.simplefilter("ignore", RuntimeWarning)
+                b = fit_ttft(y[i], x[i])
         except CalibrationError:
             continue
         logs["ttft_x"].append(math.log(b.median_s / ttft.median_s))
@@ -236,8 +238,8 @@ def _bootstrap(use: pd.DataFrame, ttft: TtftFit, n: int = BOOTSTRAP) -> dict[str
     out: dict[str, Any] = {}
     for key, vals in logs.items():
         if len(vals) >= 2:
-            sd = float(np.std(vals, ddof=1))
-            out[key] = {"lognormal": {"median": 1, "p90": _sig(math.exp(Z90 * sd))}} if sd > 0 else 1
+            p90 = _sig(math.exp(Z90 * float(np.std(vals, ddof=1))))
+            out[key] = {"lognormal": {"median": 1, "p90": p90}} if p90 > 1 else 1  # below 1e-4: no spread
     return out or None
 
 
