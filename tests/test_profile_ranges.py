@@ -119,3 +119,17 @@ def test_measure_spreads_prompt_sizes_by_default(tmp_path):
     recs = [json.loads(x) for x in out.read_text().splitlines()]
     assert recs[0]["kind"] == "run" and recs[0]["input_tokens"] == [500, 8000]
     assert sorted(r["input_tokens_requested"] for r in recs[1:]) == [500, 3000, 5500, 8000]  # 7,500 / 3 apart
+
+
+def test_queued_profile_warns(tmp_path):
+    import yaml
+
+    doc = _profile(tmp_path, np.linspace(500, 8000, 60).round())
+    doc["measured"]["queueing"] = {"headers_queued": False, "ttft_grows": True, "valid_at_concurrency": 20}
+    (tmp_path / "p.yaml").write_text(yaml.safe_dump(doc, sort_keys=False, default_flow_style=None))
+    f = tmp_path / "s.yaml"
+    f.write_text(SCENARIO.format(input=4000))
+    res = runner.invoke(app, ["validate", str(f)])
+    assert res.exit_code == 0
+    assert f"warning: {f}, line 4: model 'm' (profile ./p.yaml) was measured with queueing" in res.stderr
+    assert "concurrency of about 20" in res.stderr

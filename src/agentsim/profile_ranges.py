@@ -11,6 +11,8 @@ compares the scenario's calls to that model with the recorded ranges and returns
   true``), earlier calls' tokens add to later prompts, so the range computed here is a lower
   bound of the real one, and the warning fires only when even that leaves the measured range.
 * **Output tokens.** The 1% and 99% quantiles of the call's ``output`` distribution.
+* **Queueing.** ``queueing: {ttft_grows: true}`` means the measured TTFT carries a queue
+  (:mod:`agentsim.queueing`): it holds only at the concurrency it was measured at.
 * **Dropped terms.** ``dropped: [prefill_tps]`` means the measured prompts varied too little
   to fit a prefill speed: the base TTFT includes the prefill of the measured prompt size,
   so prompts of another size are timed wrongly.
@@ -70,6 +72,13 @@ def range_warnings(scenario, file: str | Path) -> list[str]:
                 "to fit one), so its base TTFT includes the prefill of the measured prompt size and prompts of "
                 "another size are timed as if they were that size; measure with `agentsim measure --input-tokens "
                 "LOW-HIGH` and calibrate again"
+            )
+        q = rng.queueing
+        if q is not None and q.ttft_grows:
+            out.append(
+                f"{_where(file, prof_line)}: {label} was measured with queueing in its TTFT (TTFT grew with the "
+                f"requests in flight): its TTFT holds only at a concurrency of about {q.valid_at_concurrency}, "
+                "and a concurrency limit in the scenario would count the queue twice"
             )
         calls = [c for c in plan.calls if any(plan.tiers[t].model == name for t in c.tiers)]
         for call in calls:
