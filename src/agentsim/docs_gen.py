@@ -372,6 +372,14 @@ conditions: {ttft_x: 1, output_tps_x: {lognormal: {median: 1, p90: 1.5}}}   # dr
         ("conditions",),
     ),
     (
+        "UncertaintySpec",
+        "models.NAME.uncertainty (parameter uncertainty)",
+        """\
+uncertainty: {output_tps_x: {uniform: {low: 0.8, high: 1.2}}}   # drawn once per parameter set
+""",
+        ("uncertainty",),
+    ),
+    (
         "Agent",
         "agent",
         """\

@@ -67,6 +67,15 @@ def summary_table(doc: dict) -> Table:
             else "–"
         ),
     )
+    if any("param_ci95" in v["wall_time_s"] for v in variants.values()):  # uncertainty: parameters
+        row(
+            "  95% CI with params",
+            lambda v: (
+                f"{_fmt_s(v['wall_time_s']['param_ci95'][0])}–{_fmt_s(v['wall_time_s']['param_ci95'][1])}"
+                if v["wall_time_s"].get("param_ci95", [None])[0] is not None
+                else "–"
+            ),
+        )
     for p in ("p50", "p95", "p99"):
         trow(f"  {p}", lambda v, p=p: v["wall_time_s"][p], wall)
     row("cost mean", lambda v: _fmt_usd(v["cost_usd"]["mean"]))
@@ -218,6 +227,15 @@ def print_sources(res: Results, console) -> None:
 
 # --------------------------------------------------------------------------- commands
 
+
+def warn_profile_ranges(scenario, file: Path) -> None:
+    """Warn (stderr, never fail) where the scenario leaves its calibrated profiles' measured ranges."""
+    from agentsim.plan.profile_ranges import range_warnings
+
+    for w in range_warnings(scenario, file):
+        err_console.print(f"warning: {w}", markup=False)
+
+
 FileArg = Annotated[Path, typer.Argument(help="Scenario file (YAML, JSON or TOML).", show_default=False)]
 
 
@@ -234,6 +252,10 @@ def run(
     max_calls: MaxCallsOpt = None,
     no_size_limit: NoSizeLimitOpt = False,
     wide: Annotated[bool, typer.Option("--wide", help="One wide table even if wider than the terminal.")] = False,
+    uncertainty: Annotated[
+        str | None,
+        typer.Option(help="parameters: add an interval with the models' speed uncertainty (20 more simulations)."),
+    ] = None,
 ) -> None:
     """Simulate a scenario and compare its variants."""
     from agentsim.sim.simulation import simulate
@@ -241,11 +263,14 @@ def run(
     from agentsim.viz.report import write_results
 
     scenario = load(file)
+    warn_profile_ranges(scenario, file)
     if out is not None:
         check_folder(out)  # before the simulation: a bad --out costs a second, not the run
+    if uncertainty not in (None, "parameters"):
+        raise BadInput(f"--uncertainty {uncertainty!r}: the only choice is parameters")
     lines = _lines_of(file)
     _print_warnings(plausibility.check_scenario(scenario, str(file), lines))
-    res = simulate(scenario, runs=runs, seed=seed, engine=engine, workers=workers)
+    res = simulate(scenario, runs=runs, seed=seed, engine=engine, workers=workers, uncertainty=uncertainty)
     _print_warnings(plausibility.check_results(res, str(file), lines))  # above the table
     if json_out:
         sys.stdout.write(res.to_json())
@@ -268,6 +293,7 @@ def validate(
         try:
             sc = load(f)
             _print_warnings(plausibility.check_scenario(sc, str(f), _lines_of(f)))
+            warn_profile_ranges(sc, f)
         except ScenarioError as exc:
             failed.append(exc)
             err_console.print("\n".join(f"error: {item}" for item in exc.items), markup=False)

@@ -19,6 +19,7 @@ from rich.table import Table
 
 from agentsim.cli.common import BadInput, app, err_console, handle_errors
 
+DEFAULT_INPUT_TOKENS = "500-8000"  # spread enough (coefficient of variation ~0.55) to fit a prefill speed
 FORMAT_CHOICES = "auto, llmperf, vllm, guidellm, aiperf, otel, csv or measure"
 
 
@@ -156,7 +157,7 @@ def calibrate(
         ),
         f"wrote {out}" + (f" and {plot}" if plot is not None else ""),
     ]
-    err_console.print("\n".join(lines), markup=False)
+    err_console.print("\n".join(lines + [f"warning: {w}" for w in cal.notes]), markup=False)
 
 
 def _input_range(text: str) -> tuple[int, int]:
@@ -186,7 +187,13 @@ def measure(
     api: Annotated[str, typer.Option(help="openai (Chat Completions) or anthropic (Messages).")] = "openai",
     requests: Annotated[int, typer.Option(min=1, help="Number of requests.")] = 20,
     concurrency: Annotated[int, typer.Option(min=1, help="Requests in flight at once.")] = 1,
-    input_tokens: Annotated[str, typer.Option(help="Prompt size in tokens, or a range LOW-HIGH.")] = "1000",
+    input_tokens: Annotated[
+        str,
+        typer.Option(
+            help="Prompt sizes: a range LOW-HIGH (requests spread evenly over it, so calibrate can fit the "
+            "prefill speed) or one size, e.g. 1000 (then calibrate cannot separate prefill from TTFT)."
+        ),
+    ] = DEFAULT_INPUT_TOKENS,
     output_tokens: Annotated[int, typer.Option(min=1, help="Maximum output tokens per request.")] = 256,
     api_key_env: Annotated[str | None, typer.Option(help="Environment variable holding the API key.")] = None,
     timeout: Annotated[float, typer.Option(min=0.1, help="Seconds before a request is abandoned.")] = 120.0,

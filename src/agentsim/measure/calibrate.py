@@ -27,6 +27,19 @@ those three quantities to a table of measured requests (see
    parameters estimated from the same data its usual p-value does not apply.
 4. **Inter-token jitter** (when the files have every gap): how uneven the gaps
    within a request are. Reported, not simulated.
+5. **Where the fit holds** (:mod:`agentsim.measure.measured_range`): the input and output token
+   ranges and the concurrency the requests were measured at, and the terms dropped for
+   lack of spread. The profile records them under ``measured:``; ``validate`` and ``run``
+   warn when a scenario goes outside them.
+7. **Parameter uncertainty.** :data:`BOOTSTRAP` bootstrap resamples of the usable requests
+   (seeded, so the same files give the same profile), each refitted: the base TTFT median
+   (step 1), the prefill speed and the mean output speed. Their spread, as factors on the
+   estimates, is written as the profile's ``uncertainty:`` (lognormal factors of median 1 whose
+   p90 is ``exp(1.2816 x sd of the log ratios)``), which ``uncertainty: parameters`` uses
+   (:mod:`agentsim.sim.param_uncertainty`). The factors are treated as independent.
+6. **Queueing** (:mod:`agentsim.measure.queueing`): a wait that shows in the time to response
+   headers growing with the requests in flight is taken out of TTFT before step 1; TTFT
+   that still grows with them is flagged. Either is said in the notes and the profile.
 
 Failed and incomplete requests are counted and left out. Fewer than
 :data:`MIN_REQUESTS` usable requests is an error: the fits would be noise.
@@ -45,6 +58,8 @@ import numpy as np
 import pandas as pd
 from scipy import optimize, special, stats
 
+from agentsim.measure.measured_range import measured_range
+from agentsim.measure.queueing import find_queueing
 from agentsim.plan.distributions import Z90
 from agentsim.traces.measurements import rows_summary
 
@@ -67,6 +82,7 @@ MIN_INPUT_CV = 0.10  # input sizes must vary at least this much (sd / mean) to f
 MIN_SLOPE_T = 3.0  # the prefill slope must be this many standard errors above zero
 MIXTURE_POINTS = 400  # input sizes (quantiles) used to represent the fitted TTFT mixture
 PERCENTILES = (50, 90, 95)
+BOOTSTRAP = 20  # bootstrap resamples for the parameter uncertainty
 CONSTANT_RTOL = 1e-6  # measured values whose range is below this share of their median are one constant
 
 
@@ -135,6 +151,8 @@ class Calibration:
     itl: dict[str, Any] | None
     model: str | None
     notes: tuple[str, ...] = field(default=())
+    measured: dict[str, Any] | None = None  # agentsim.measure.measured_range: where the fit holds
+    uncertainty: dict[str, Any] | None = None  # bootstrap spread of the estimates, as factor distributions
 
     def ttft_cdf(self, t, uncached_input) -> np.ndarray:
         """Fitted CDF of TTFT over requests with these uncached input sizes."""
@@ -175,6 +193,10 @@ def calibrate(table: pd.DataFrame, model: str | None = None) -> Calibration:
             f"{counts['incomplete']} incomplete: {found}); at least {MIN_REQUESTS} are needed for a fit"
         )
     names = sorted({str(m) for m in use["model"].dropna()})
+    queue = find_queueing(use)
+    if queue.removed_s.any():  # the wait for headers is queueing, not time to first token
+        use = use.assign(ttft_s=use["ttft_s"].to_numpy(float) - queue.removed_s)
+    measured = measured_range(use, dropped=None)
     ttft = fit_ttft(use["ttft_s"].to_numpy(float), use["uncached_input_tokens"].to_numpy(float))
     tps = fit_tps(use["tps"].to_numpy(float))
     goodness = {
@@ -188,7 +210,47 @@ def calibrate(table: pd.DataFrame, model: str | None = None) -> Calibration:
         counts=counts,
         itl=_itl_summary(use),
         model=model or (names[0] if names else None),
+        measured=_with_queueing(measured, ttft, queue),
+        uncertainty=_bootstrap(use, ttft),
+        notes=tuple(queue.warnings()),
     )
+
+
+def _bootstrap(use: pd.DataFrame, ttft: TtftFit, n: int = BOOTSTRAP) -> dict[str, Any] | None:
+    """Factor distributions of the base TTFT median, prefill speed and mean output speed (see step 7)."""
+    y = use["ttft_s"].to_numpy(float)
+    x = use["uncached_input_tokens"].to_numpy(float)
+    tps = use["tps"].to_numpy(float)
+    rng = np.random.default_rng(20260)
+    logs: dict[str, list[float]] = {"ttft_x": [], "output_tps_x": [], "prefill_tps_x": []}
+    for _ in range(n):
+        i = rng.integers(0, y.size, y.size)
+        try:
+            with warnings.catch_warnings():  # a resample of near-equal values makes Huber's scale divide by 0
+                warnings.simplefilter("ignore", RuntimeWarning)
+                b = fit_ttft(y[i], x[i])
+        except CalibrationError:
+            continue
+        logs["ttft_x"].append(math.log(b.median_s / ttft.median_s))
+        logs["output_tps_x"].append(math.log(float(np.mean(tps[i])) / float(np.mean(tps))))
+        if ttft.prefill_tps is not None and b.prefill_tps is not None:
+            logs["prefill_tps_x"].append(math.log(b.prefill_tps / ttft.prefill_tps))
+    out: dict[str, Any] = {}
+    for key, vals in logs.items():
+        if len(vals) >= 2:
+            p90 = _sig(math.exp(Z90 * float(np.std(vals, ddof=1))))
+            out[key] = {"lognormal": {"median": 1, "p90": p90}} if p90 > 1 else 1  # below 1e-4: no spread
+    return out or None
+
+
+def _with_queueing(measured: dict[str, Any] | None, ttft: TtftFit, queue) -> dict[str, Any] | None:
+    out = dict(measured or {})
+    if ttft.prefill_tps is None:
+        out["dropped"] = ["prefill_tps"]
+    block = queue.block()
+    if block is not None:
+        out["queueing"] = {k: v for k, v in block.items() if v is not None}
+    return out or None
 
 
 def fit_ttft(ttft_s: np.ndarray, uncached_input: np.ndarray) -> TtftFit:
@@ -440,7 +502,11 @@ def profile_document(
     if t.prefill_tps is not None:
         doc["prefill_tps"] = _sig(t.prefill_tps)
     doc["output_tps"] = tps_spec
-    doc["notes"] = t.prefill_note + "."
+    if cal.measured is not None:
+        doc["measured"] = cal.measured
+    if cal.uncertainty is not None:
+        doc["uncertainty"] = cal.uncertainty
+    doc["notes"] = " ".join([t.prefill_note + ".", *(f"Warning: {w}." for w in cal.notes)])
     g = cal.goodness
     fit = {
         "model": cal.model,

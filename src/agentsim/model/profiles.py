@@ -18,6 +18,10 @@ A profile file::
     output_tps: {lognormal: {median: 218, p90: 280}}
     speeds: {fast: {output_tps_x: 2.5}}           # optional: speed effects of tiers (no prices)
     stream: {chunk_tokens: 4, jitter_cv: 0.3}     # optional: how it streams (scenario's stream wins)
+    uncertainty: {ttft_x: {lognormal: {median: 1, p90: 1.05}}}   # optional: the speeds' uncertainty
+    measured:                                     # optional (agentsim calibrate): where the fit holds
+      input_tokens: [500, 16000]                  #   prompt sizes measured; output_tokens likewise
+      concurrency: 4                              #   most requests in flight; dropped: [prefill_tps]
     notes: free text
     fit: {...}                                    # optional: calibration diagnostics (free form)
     figures:                                      # optional: the published numbers behind it
@@ -35,7 +39,7 @@ from typing import Any, Literal
 from pydantic import Field, ValidationError
 
 from agentsim.model.loading import ErrorItem, ScenarioError, errors_from_validation, line_of, load_data
-from agentsim.model.scenario import Dist, PosNum, StreamSpec, StrictModel, suggest
+from agentsim.model.scenario import Dist, PosNum, StreamSpec, StrictModel, UncertaintySpec, suggest
 
 __all__ = ["PROFILE_KINDS", "Profile", "apply_profiles", "bundled_profiles", "load_profile"]
 
@@ -61,6 +65,27 @@ class SpeedEffect(StrictModel):
     ttft_x: PosNum = 1.0
 
 
+class QueueingFound(StrictModel):
+    """What calibrate found about queueing in the measurements (see :mod:`agentsim.queueing`)."""
+
+    headers_queued: bool = Field(description="The response headers waited in a queue (the wait was removed from TTFT).")
+    ttft_grows: bool = Field(description="TTFT grew with requests in flight (queueing left in TTFT).")
+    removed_median_s: float = Field(0.0, ge=0, description="Median seconds of header wait taken out of TTFT.")
+    valid_at_concurrency: int | None = Field(None, ge=1, description="The only concurrency the TTFT holds at.")
+
+
+class MeasuredRange(StrictModel):
+    """Where a calibrated profile holds (see :mod:`agentsim.measured_range`)."""
+
+    input_tokens: tuple[float, float] | None = Field(None, description="Smallest and largest prompt measured.")
+    output_tokens: tuple[float, float] | None = Field(None, description="Smallest and largest response measured.")
+    concurrency: int | None = Field(None, ge=1, description="Most requests in flight at once while measuring.")
+    dropped: list[Literal["prefill_tps"]] = Field(
+        default_factory=list, description="Terms left out of the fit for lack of spread."
+    )
+    queueing: QueueingFound | None = Field(None, description="Queueing found in the measurements.")
+
+
 class Profile(StrictModel):
     profile: str = Field(description="The profile's name.")
     description: str | None = None
@@ -72,6 +97,10 @@ class Profile(StrictModel):
     prefill_tps: PosNum | None = None
     speeds: dict[str, SpeedEffect] = Field(default_factory=dict)
     stream: StreamSpec | None = Field(None, description="How the model streams (chunks, gap jitter, stalls).")
+    measured: MeasuredRange | None = Field(None, description="Token ranges and concurrency the fit was measured at.")
+    uncertainty: UncertaintySpec | None = Field(
+        None, description="How uncertain the fitted speeds are (used by uncertainty: parameters)."
+    )
     notes: str | None = None
     fit: dict[str, Any] | None = None
     figures: list[Figure] = Field(default_factory=list, description="The published numbers behind the profile.")
@@ -109,7 +138,7 @@ def load_profile(ref: str, base_dir: Path | None = None) -> tuple[Profile, Path]
         raise ScenarioError(errors_from_validation(exc, data, lines, str(path))) from None
 
 
-SPEED_KEYS = ("ttft", "output_tps", "prefill_tps", "stream")
+SPEED_KEYS = ("ttft", "output_tps", "prefill_tps", "stream", "uncertainty")
 
 
 def apply_profiles(data: dict, file: str, lines: dict, base_dir: Path | None) -> dict:

@@ -617,6 +617,18 @@ class ConditionsSpec(_Model):
     output_tps_x: Dist = Field(1.0, description="Multiplies the output speed of every call to this model in a run.")
 
 
+class UncertaintySpec(_Model):
+    """How uncertain a model's speeds are: factors drawn once per parameter set (agentsim.param_uncertainty).
+
+    Used only when the scenario asks for ``uncertainty: parameters``; a constant 1 (the default) is no
+    uncertainty.
+    """
+
+    ttft_x: Dist = Field(1.0, description="Multiplies the model's drawn TTFT, one draw per parameter set.")
+    output_tps_x: Dist = Field(1.0, description="Multiplies the model's output speed, one draw per parameter set.")
+    prefill_tps_x: Dist = Field(1.0, description="Multiplies the model's prefill speed, one draw per parameter set.")
+
+
 class RetrySpec(_Model):
     """How a client retries a failed attempt (HTTP 429 rate limit, 5xx error, timeout).
 
@@ -659,6 +671,9 @@ class ModelSpec(_Model):
     stream: StreamSpec | None = Field(None, description="How the answer arrives (default: evenly, one token a time).")
     conditions: ConditionsSpec | None = Field(
         None, description="Provider conditions: TTFT and speed factors drawn once per run, shared by its calls."
+    )
+    uncertainty: UncertaintySpec | None = Field(
+        None, description="How uncertain the speeds are (factors per parameter set, for uncertainty: parameters)."
     )
 
     @field_validator("speeds")
@@ -1233,6 +1248,11 @@ class Scenario(_Model):
         None, description="Default consumer of every call's streamed answer (a call's own consumer wins)."
     )
     warnings: WarningsSpec | None = Field(None, description="Plausibility warnings to silence: {ignore: [KEY, ...]}.")
+    uncertainty: Literal["parameters"] | None = Field(
+        None,
+        description="parameters: also report an interval of the mean wall time that includes the models' "
+        "speed uncertainty (models.NAME.uncertainty); costs 20 more simulations.",
+    )
 
     _source: str | None = PrivateAttr(None)  # the file it was loaded from (for relative paths)
 

@@ -201,6 +201,8 @@ class Results:
                 return self.runs[column].to_numpy()[mask]
 
             wall = describe(col("wall_time_s"))
+            if "param_ci95" in self.extra:  # agentsim.param_uncertainty (uncertainty: parameters)
+                wall["param_ci95"] = [_f(x) if x is not None else None for x in self.extra["param_ci95"][name]]
             cost_full = describe(col("cost_usd"))
             cost = {k: cost_full[k] for k in ("mean", "ci95", "p50", "p90", "p95", "p99")}
             v: dict[str, Any] = {

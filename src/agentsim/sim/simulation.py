@@ -411,6 +411,7 @@ def simulate(
     *,
     engine: str = "auto",
     workers: int = 1,
+    uncertainty: str | None = None,
 ) -> Results:
     """Simulate a scenario (a :class:`Scenario`, plain data or a file) and return its :class:`Results`.
 
@@ -437,4 +438,12 @@ def simulate(
         raise ValueError("runs must be at least 1")
     if seed < 0:
         raise ValueError("seed must be at least 0")
-    return simulate_plan(plan, runs, seed, engine=engine, workers=workers)
+    res = simulate_plan(plan, runs, seed, engine=engine, workers=workers)
+    if (uncertainty or sc.uncertainty) == "parameters":  # agentsim.sim.param_uncertainty: K more simulations
+        from agentsim.sim.param_uncertainty import parameter_ci95
+
+        def one(p: Plan) -> dict:
+            return simulate_plan(p, runs, seed, engine=engine, workers=workers).summary_dict()
+
+        res.extra["param_ci95"] = parameter_ci95(sc, plan, res.summary_dict(), runs, seed, one)
+    return res

@@ -26,6 +26,7 @@ and reads it with its importer):
 ``source_format``             which importer read it
 ``source_file``, ``place``    where the row came from (for messages)
 ``gaps_s``                    every inter-token gap (list), when the file has them
+``headers_s``                 seconds from sending the request to the response headers (NaN when unknown)
 ============================  ================================================================
 
 **Why ``tps = output_tokens / decode_s``.** agentsim simulates a call as
@@ -83,6 +84,7 @@ COLUMNS = (
     "source_file",
     "place",
     "gaps_s",
+    "headers_s",
 )
 
 #: the formats ``--format`` accepts (``auto`` detects one of these from the content)
@@ -260,6 +262,7 @@ def measurement_table(found: Rows) -> pd.DataFrame:
         "tps",
         "itl_s",
         "start_s",
+        "headers_s",
     ):
         df[col] = pd.to_numeric(df[col], errors="coerce").astype("float64")
     df["ok"] = df["ok"].astype(bool)

@@ -186,6 +186,7 @@ def read_measure_jsonl(path: Path) -> Rows:
                 "cached_input_tokens": number(rec.get("cached_input_tokens"), file, *where("cached_input_tokens")),
                 "output_tokens": number(rec.get("output_tokens"), file, *where("output_tokens")),
                 "start_s": number(rec.get("start_s"), file, *where("start_s")),
+                "headers_s": number(rec.get("headers_s"), file, *where("headers_s")),
                 "ok": bool(rec.get("ok")),
                 "error": rec.get("error"),
                 "model": rec.get("model") or run.get("model"),
