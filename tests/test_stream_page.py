@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from agentsim.cli.main.main import app
+from agentsim.cli.main import app
 from typer.testing import CliRunner
 
 from agentsim.analysis.stream_timeline import token_timelines

@@ -21,11 +21,11 @@ from typing import TYPE_CHECKING
 __all__ = ["Results", "ScenarioError", "load", "simulate", "version"]
 
 _WHERE = {
-    "Results": ".results",
-    "ScenarioError": ".loading",
-    "load": ".validation",
-    "simulate": ".simulation",
-    "version": ".results",
+    "Results": ".sim.results",
+    "ScenarioError": ".model.loading",
+    "load": ".plan.validation",
+    "simulate": ".sim.simulation",
+    "version": ".sim.results",
 }
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
@@ -37,11 +37,11 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
 
 def __getattr__(name: str):
     if name == "__version__":
-        value = import_module(".results", __name__).version()
+        value = import_module(".sim.results", __name__).version()
     elif name in _WHERE:
         value = getattr(import_module(_WHERE[name], __name__), name)
         if name in ("Results", "simulate"):
-            import_module(".figure_methods", __name__)  # gives the result classes their plot_* methods
+            import_module(".viz.figure_methods", __name__)  # gives the result classes their plot_* methods
     else:
         raise AttributeError(f"module 'agentsim' has no attribute '{name}'")
     globals()[name] = value  # later look-ups skip this function
