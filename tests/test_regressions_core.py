@@ -352,7 +352,12 @@ def _summary(t: float, c: float) -> dict:
         (100.0, 1.0, 50.0, False),  # same time, same cost: nothing to gain
         (120.0, 1.0, 50.0, False),  # same cost, slower: worse at any value of time
         (120.0, 1.0, 0.01, False),  # ... at any value of time above 0
-        (120.0, 1.0, 0.0, False),  # at $0/h the totals tie, but a variant neither faster nor cheaper gains nothing (payoff rule)
+        (
+            120.0,
+            1.0,
+            0.0,
+            False,
+        ),  # at $0/h the totals tie, but a variant neither faster nor cheaper gains nothing (payoff rule)
         (80.0, 1.0, 0.0, True),  # same cost, faster: pays off even at $0/h (a tie counts)
         (100.0, 0.9, 50.0, True),  # same time, cheaper
         (100.0, 1.1, 1e6, False),  # same time, dearer

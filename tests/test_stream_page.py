@@ -16,10 +16,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from agentsim.cli.main import app
 from typer.testing import CliRunner
 
 from agentsim.analysis.stream_timeline import token_timelines
+from agentsim.cli.main import app
 from agentsim.viz.stream_page import build_stream_page
 from conftest import SCENARIOS
 
