@@ -29,10 +29,10 @@ import pandas as pd
 
 from agentsim.model.scenario import Scenario
 from agentsim.plan.compiler import FIRST_AUDIO, OUTPUT, Plan, compile_plan
-from agentsim.plan.sampling import block_spans, call_speeds, sample_block
+from agentsim.plan.sampling import block_spans
 from agentsim.plan.validation import load
-from agentsim.sim.records import DONE, price_calls
-from agentsim.sim.simulation import choose_engine
+from agentsim.sim.records import DONE
+from agentsim.sim.simulation import choose_engine, simulate_block
 from agentsim.sim.streaming import arrived, first_audio_times, sentence_ends, stall_draws, streams
 
 __all__ = ["COLUMNS", "StreamTimelineError", "token_timelines"]
@@ -45,22 +45,7 @@ class StreamTimelineError(ValueError):
 
 
 def _run_variants(plan: Plan, seed: int, runs: int, engine: str):
-    index, start, n = block_spans(runs)[0]
-    block = sample_block(plan, seed, index, start, n)
-    out = []
-    for v in range(len(plan.variants)):
-        speeds = call_speeds(plan, block, v)
-        if engine == "fastpath":
-            from agentsim.sim.fastpath import run_block_fast
-
-            res = run_block_fast(plan, block, v, speeds)
-        else:
-            from agentsim.sim.engine import run_block_des
-
-            res = run_block_des(plan, block, v, speeds)
-        price_calls(plan, res, speeds)
-        out.append(res)
-    return block, out
+    return simulate_block(plan, seed, block_spans(runs)[0], engine)
 
 
 def _flat0(a: np.ndarray) -> np.ndarray:

@@ -28,7 +28,7 @@ from agentsim.sim.records import DONE, BlockResult, calls_frame, price_calls, ru
 from agentsim.sim.results import PER_CALL_CAP, CallStats, Results
 from agentsim.sim.stream_stats import StreamStats
 
-__all__ = ["ENGINES", "choose_engine", "simulate", "simulate_plan"]
+__all__ = ["ENGINES", "choose_engine", "simulate", "simulate_block", "simulate_plan"]
 
 ENGINES = ("auto", "des", "fastpath")
 KEEP_CALLS_LIMIT = 4_000_000  # call instances kept in memory for .calls; beyond that, re-simulated on demand
@@ -74,7 +74,9 @@ def _fastpath_available() -> bool:
     return True
 
 
-def _run_block(plan: Plan, seed: int, span: tuple[int, int, int], engine: str) -> list[BlockResult]:
+def simulate_block(plan: Plan, seed: int, span: tuple[int, int, int], engine: str):
+    """Sample block ``span`` (``(index, first_run, n)``) once and simulate it in every variant, priced:
+    ``(block, [BlockResult per variant])`` (the block's draws are shared by the variants)."""
     index, start, n = span
     block = sample_block(plan, seed, index, start, n)
     out = []
@@ -90,7 +92,11 @@ def _run_block(plan: Plan, seed: int, span: tuple[int, int, int], engine: str) -
             res = run_block_des(plan, block, v, speeds)
         price_calls(plan, res, speeds)
         out.append(res)
-    return out
+    return block, out
+
+
+def _run_block(plan: Plan, seed: int, span: tuple[int, int, int], engine: str) -> list[BlockResult]:
+    return simulate_block(plan, seed, span, engine)[1]
 
 
 def _block_summary(plan: Plan, seed: int, span, engine: str, keep: bool, room: list[int] | None = None):
