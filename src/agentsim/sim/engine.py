@@ -292,14 +292,7 @@ class _Runner:
         try:
             yield env.timeout(d)
         except simpy.Interrupt:
-            T = env._now
-            if t0 < T:
-                t_first = t0 + ttft
-                gen = min(math.floor((T - t_first) * tps), out + reas) if t_first < T else 0
-                rb = min(reas, gen)
-                self.call_recs.extend(
-                    (node.id, r, flat, CANCELLED, t0, t0, t_first, T, ttft, inp, read, write, w1h, gen - rb, rb, key)
-                )
+            self._record_cancelled(node, r, flat, t0, ttft, tps, out, reas, inp, read, write, w1h, key)
             raise
         self.plain_recs.extend((node.id, r, flat, t0, ttft, inp, read, write, w1h))
         if cfg.grows:
@@ -380,19 +373,22 @@ class _Runner:
 
     def _cancellable(self, node, r, flat, t0, ttft, tps, out, reas, inp, read, write, w1h, key, d):
         """Wait ``d``; if a race cancels the call meanwhile, record what it had generated (as in ``call``)."""
-        env = self.env
         try:
-            yield env.timeout(d)
+            yield self.env.timeout(d)
         except simpy.Interrupt:
-            T = env.now
-            if t0 < T:
-                t_first = t0 + ttft
-                gen = min(math.floor((T - t_first) * tps), out + reas) if t_first < T else 0
-                rb = min(reas, gen)
-                self.call_recs.extend(
-                    (node.id, r, flat, CANCELLED, t0, t0, t_first, T, ttft, inp, read, write, w1h, gen - rb, rb, key)
-                )
+            self._record_cancelled(node, r, flat, t0, ttft, tps, out, reas, inp, read, write, w1h, key)
             raise
+
+    def _record_cancelled(self, node, r, flat, t0, ttft, tps, out, reas, inp, read, write, w1h, key):
+        """A plain call cancelled now by a race: billed its input and the tokens generated so far, reasoning first."""
+        T = self.env.now
+        if t0 < T:
+            t_first = t0 + ttft
+            gen = min(math.floor((T - t_first) * tps), out + reas) if t_first < T else 0
+            rb = min(reas, gen)
+            self.call_recs.extend(
+                (node.id, r, flat, CANCELLED, t0, t0, t_first, T, ttft, inp, read, write, w1h, gen - rb, rb, key)
+            )
 
     def _arm_pipeline(self, st, node, flat, runs, sb, t0, ttft, stall, stall_u, t_cut):
         """Start the pipeline after ``node`` once it has streamed enough (agentsim.sim.streaming.pipeline_offset)."""
