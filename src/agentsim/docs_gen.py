@@ -372,6 +372,25 @@ conditions: {ttft_x: 1, output_tps_x: {lognormal: {median: 1, p90: 1.5}}}   # dr
         ("conditions",),
     ),
     (
+        "TimeOfDaySpec",
+        "models.NAME.conditions.time_of_day (slow hours)",
+        """\
+time_of_day:   # the clock starts at workload.start; a call reads the factor of the hour it starts in
+  output_tps_x: {hourly: [1, 1, 1, 1, 1, 1, 1, 1, 1, 0.9, 0.8, 0.8, 0.8, 0.7, 0.6, 0.6, 0.7, 0.8, 0.9, 1, 1, 1, 1, 1]}
+  ttft_x: {hourly: [1, 1, 1, 1, 1, 1, 1, 1, 1, 1.2, 1.4, 1.4, 1.4, 1.6, 2, 2, 1.6, 1.4, 1.2, 1, 1, 1, 1, 1],
+           curve: linear}
+""",
+        ("time_of_day",),
+    ),
+    (
+        "HourlyFactors",
+        "models.NAME.conditions.time_of_day.ttft_x / output_tps_x (hourly factors)",
+        """\
+output_tps_x: {hourly: [1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0.5, 1, 1, 1, 1, 1, 1, 1, 1, 1], curve: steps}
+""",
+        ("output_tps_x",),
+    ),
+    (
         "UncertaintySpec",
         "models.NAME.uncertainty (parameter uncertainty)",
         """\
@@ -644,6 +663,7 @@ workload:
   duration: {hours: 8}
   warmup: {minutes: 30}
   volume: {runs_per_day: 300}
+  start: "09:00"        # the simulated clock, for time_of_day conditions (quoted)
 """,
         ("workload",),
     ),

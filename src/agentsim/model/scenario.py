@@ -34,6 +34,7 @@ from pydantic import (
     Field,
     PrivateAttr,
     Tag,
+    WithJsonSchema,
     field_validator,
     model_validator,
 )
@@ -605,16 +606,59 @@ class CacheSpec(_Model):
     )
 
 
+HOURS_PER_DAY = 24
+
+
+class HourlyFactors(_Model):
+    """A factor for each hour of the day (hour 0 is 00:00-01:00 of the simulated clock)."""
+
+    hourly: list[PosNum] = Field(description="24 factors, one per hour of the day, from 00:00-01:00 to 23:00-24:00.")
+    curve: Literal["steps", "linear"] = Field(
+        "steps",
+        description="steps: an hour's factor holds for the whole hour; linear: straight lines between the "
+        "hours' midpoints (hh:30), wrapping from 23:30 to 00:30.",
+    )
+
+    @field_validator("hourly")
+    @classmethod
+    def _day(cls, hourly: list[float]) -> list[float]:
+        if len(hourly) != HOURS_PER_DAY:
+            raise PydanticCustomError(
+                "hourly_length",
+                "hourly takes 24 factors, one per hour from 00:00-01:00 to 23:00-24:00; got {got}",
+                {"got": len(hourly)},
+            )
+        return hourly
+
+
+class TimeOfDaySpec(_Model):
+    """Provider conditions by time of day: factors that depend on the simulated clock when a call starts.
+
+    The clock starts at ``workload.start``; a call's factor is read at the instant the request is sent
+    (after any wait for a slot or a rate budget) and holds for the whole call, even one that runs into
+    the next hour (docs/concepts.md).
+    """
+
+    ttft_x: HourlyFactors | None = Field(None, description="Multiplies the drawn TTFT, by the hour a call starts.")
+    output_tps_x: HourlyFactors | None = Field(
+        None, description="Multiplies the output speed, by the hour a call starts."
+    )
+
+
 class ConditionsSpec(_Model):
     """Provider conditions: factors drawn once per run and shared by all that run's calls to the model.
 
     A slow afternoon makes every call of a run slow together, which independent per-call draws average
     away. ``ttft_x`` multiplies the drawn TTFT (not the prefill term, like a speed tier's ``ttft_x``);
     ``output_tps_x`` multiplies the output speed. They apply to every speed tier of the model.
+    ``time_of_day`` adds factors that follow the simulated clock (slow hours), for workloads over hours.
     """
 
     ttft_x: Dist = Field(1.0, description="Multiplies the drawn TTFT of every call to this model in a run.")
     output_tps_x: Dist = Field(1.0, description="Multiplies the output speed of every call to this model in a run.")
+    time_of_day: TimeOfDaySpec | None = Field(
+        None, description="Factors by hour of the simulated clock (needs workload.start), applied at a call's start."
+    )
 
 
 class UncertaintySpec(_Model):
@@ -1066,6 +1110,35 @@ class ValueOfTime(_Model):
 MAX_SECONDS = 10 * 365.25 * 86400.0  # durations beyond 10 years are a typo, not a plan
 
 
+def _clock_time(value: Any) -> float:
+    """``"HH:MM"`` or ``"HH:MM:SS"`` (00:00 to 23:59:59) as seconds after midnight."""
+    if isinstance(value, bool) or not isinstance(value, str):
+        hint = " (YAML reads an unquoted 14:00 as the number 840: put the time in quotes)"
+        raise PydanticCustomError(
+            "clock_time",
+            'expected a clock time in quotes such as "09:00" or "14:30:00", got {got}'
+            + (hint if isinstance(value, int) and not isinstance(value, bool) else ""),
+            {"got": repr(value)},
+        )
+    parts = value.strip().split(":")
+    ok = len(parts) in (2, 3) and all(p.isdigit() and len(p) <= 2 for p in parts)
+    h, m, sec = ([int(p) for p in parts] + [0])[:3] if ok else (0, 0, 0)
+    if not ok or h > 23 or m > 59 or sec > 59:
+        raise PydanticCustomError(
+            "clock_time",
+            'expected a clock time "HH:MM" or "HH:MM:SS" from "00:00" to "23:59:59", got {got}',
+            {"got": repr(value)},
+        )
+    return float(h * 3600 + m * 60 + sec)
+
+
+ClockTime = Annotated[
+    float,
+    BeforeValidator(_clock_time),
+    WithJsonSchema({"type": "string", "pattern": r"^[0-2]?[0-9]:[0-5][0-9](:[0-5][0-9])?$"}),
+]
+
+
 class Duration(_Model):
     """A span of time written as ``{seconds: N}``, ``{minutes: N}`` or ``{hours: N}`` (one of them)."""
 
@@ -1169,6 +1242,11 @@ class Workload(_Model):
     duration: Duration | None = Field(None, description="Simulated time in which runs are counted.")
     warmup: Duration | None = Field(None, description="Runs starting earlier are left out of summaries.")
     volume: Volume | None = Field(None, description="Runs per month or day, for spend sizing.")
+    start: ClockTime | None = Field(
+        None,
+        description='Clock time the simulation starts at, "HH:MM" or "HH:MM:SS" in quotes; time_of_day '
+        "conditions read the clock from here (every replication starts at it when there are no arrivals).",
+    )
 
     @model_validator(mode="after")
     def _shape(self) -> Workload:
@@ -1403,7 +1481,16 @@ def check_references(scenario: Scenario) -> list[Problem]:
     problems.extend(_check_subagent_cycles(scenario))
     problems.extend(_check_streaming(scenario))
 
+    start = scenario.workload.start if scenario.workload is not None else None
     for mname, m in models.items():
+        if m.conditions is not None and m.conditions.time_of_day is not None and start is None:
+            problems.append(
+                Problem(
+                    ("models", mname, "conditions", "time_of_day"),
+                    "time-of-day conditions need the clock time the simulation starts at",
+                    'add workload: {start: "09:00"} (quoted; any clock time)',
+                )
+            )
         if m.fallback is not None:
             where = ("models", mname, "fallback", "model")
             if m.fallback.model not in models:

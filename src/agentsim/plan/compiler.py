@@ -51,6 +51,7 @@ from agentsim.model.scenario import (
     WaitStep,
 )
 from agentsim.plan.distributions import DistError, Sampler, sampler
+from agentsim.plan.time_of_day import compile_time_of_day
 from agentsim.pricing.rates import PriceError, Rates, compile_price, needs_default_date, today
 
 __all__ = [
@@ -309,6 +310,7 @@ class Plan:
     workload: WorkloadCfg | None = None
     prices_as_of: dt.date | None = None  # date of catalog prices without their own date (None: none used)
     conditions: dict[str, int] = field(default_factory=dict)  # model -> pseudo-node of its per-run factors
+    time_of_day: dict = field(default_factory=dict)  # model -> agentsim.plan.time_of_day.TimeOfDay
 
     @property
     def defines_success(self) -> bool:
@@ -790,6 +792,7 @@ def compile_plan(scenario: Scenario, *, file: str | None = None, lines: dict | N
         workload,
         as_of,
         conditions,
+        compile_time_of_day(scenario),
     )
 
 

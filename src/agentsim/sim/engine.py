@@ -169,6 +169,8 @@ class _Runner:
                 tier.prefill_tps,
             )
         self._tier_speeds: dict[tuple[int, int], tuple[list, list]] = {}
+        # time-of-day conditions (agentsim.plan.time_of_day) by tier index: factors read at each call's start
+        self.tod = {t.index: plan.time_of_day[t.model] for t in plan.tiers if t.model in plan.time_of_day}
         # Streaming (agentsim.sim.streaming): stall seconds of calls whose tier can stall; calls that can be cut off
         self.stalls: dict[int, list] = {}
         for c in plan.calls:
@@ -275,7 +277,12 @@ class _Runner:
             inp, read, write, w1h = ctx.begin_call(key, cfg.ttl_s if ttl is None else ttl, i_new, t0)
         else:
             inp, read, write, w1h = ctx.L + i_new, 0, 0, 0
-        ttft = ttft_l[j] + (inp - read) / prefill
+        if self.tod and key in self.tod:  # slow hours: factors of the clock at the call's start
+            fx, fy = self.tod[key].factors(t0)
+            ttft = ttft_l[j] * fx + (inp - read) / prefill
+            tps = tps * fy
+        else:
+            ttft = ttft_l[j] + (inp - read) / prefill
         dec = (out + reas) / tps
         d = ttft + dec
         stall = 0.0
@@ -498,6 +505,9 @@ class _Runner:
                 continue
             t0 = env.now
             inp, read, write, w1h = ctx.begin_call(tkey, tttl, i_new, t0)
+            if self.tod and tkey in self.tod:  # slow hours: factors of the clock at the attempt's start
+                fx, fy = self.tod[tkey].factors(t0)
+                ttft0, tps = ttft0 * fx, tps * fy
             ttft = ttft0 + (inp - read) / tier.prefill_tps
             dec = (out + reas) / tps
             d = ttft + dec
@@ -880,7 +890,10 @@ def _scatter_calls(plan: Plan, runner: _Runner, variant: int) -> dict[int, dict[
         output = np.broadcast_to(block.get(node.id, OUTPUT), done.shape)[done]
         reasoning = np.broadcast_to(block.get(node.id, REASONING), done.shape)[done]
         t0, ttft = t["t_start"][done], t["ttft"][done]
-        dec = (output + reasoning) / tps[done]
+        tps_done = tps[done]
+        if node.tiers[variant] in runner.tod:  # the speed the call ran at (agentsim.plan.time_of_day)
+            tps_done = tps_done * runner.tod[node.tiers[variant]].factors(t0)[1]
+        dec = (output + reasoning) / tps_done
         t["status"][done] = DONE
         t["t_submit"][done] = t0
         t["t_first"][done] = t0 + ttft

@@ -23,6 +23,7 @@ import pandas as pd
 
 from agentsim.plan.compiler import Plan, ToolNode, WaitNode
 from agentsim.plan.sampling import Block
+from agentsim.plan.time_of_day import scale_speeds
 from agentsim.pricing.rates import call_cost
 
 __all__ = [
@@ -122,7 +123,7 @@ def price_calls(plan: Plan, result: BlockResult, speeds: dict[int, tuple[np.ndar
         for tid in used:
             if int(tid) != static:
                 tps = np.where(t["tier"] == tid, tier_speeds(plan, result.block, node, int(tid))[1], tps)
-        t["tps"] = tps
+        t["tps"] = scale_speeds(plan, t["tier"], t["t_start"], tps, made)  # time-of-day conditions, if any
 
 
 def _row_sum(x: np.ndarray) -> np.ndarray:

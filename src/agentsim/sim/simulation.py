@@ -57,6 +57,11 @@ def des_reasons(plan: Plan) -> list[str]:
         reasons.append("it declares shared limits (limits:)")
     if sc.workload is not None and sc.workload.simulates_many:
         reasons.append("it runs a workload of many agents (workload: arrivals/concurrent)")
+    if plan.time_of_day:
+        reasons.append(
+            "its provider conditions follow the time of day (conditions.time_of_day): a call's speed depends "
+            "on the simulated clock when it starts"
+        )
     if any(t.error_rate > 0 or t.timeout_s is not None for t in plan.tiers):
         reasons.append("its models can fail (error_rate or timeout) and be retried")
     from agentsim.plan.compiler import FailNode
