@@ -80,6 +80,10 @@ def calibrate(
     name: Annotated[str | None, typer.Option(help="Profile name (default: the model, or the file name).")] = None,
     date: Annotated[str | None, typer.Option(help="Measurement date YYYY-MM-DD (default: from the data).")] = None,
     plot: Annotated[Path | None, typer.Option(help="Write the diagnostic figure (PNG) here.")] = None,
+    window: Annotated[
+        str,
+        typer.Option(help="Send-time windows for provider conditions: seconds, or 90s, 10m, 1h (see docs/measure.md)."),
+    ] = "10m",
 ) -> None:
     """Fit TTFT, prefill speed and output speed to measured requests; write a profile."""
     import pandas as pd
@@ -95,6 +99,7 @@ def calibrate(
             check_file(target, option, example)
     if fmt != "auto" and fmt not in FORMATS:
         raise BadInput(f"--format {fmt!r} is not a known format: use {FORMAT_CHOICES}")
+    window_s = _window_seconds(window)
     tables, found = [], []
     for f in files:
         df, rows = read_file(f, fmt)
@@ -102,7 +107,7 @@ def calibrate(
         found.append(rows)
     table = pd.concat(tables, ignore_index=True)
     try:
-        cal = fit(table, model=model)
+        cal = fit(table, model=model, window_s=window_s)
     except CalibrationError as exc:
         raise BadInput(f"{', '.join(map(str, files))}: {exc}") from None
     # the profile names its input files relative to itself, never as typed
@@ -157,7 +162,22 @@ def calibrate(
         ),
         f"wrote {out}" + (f" and {plot}" if plot is not None else ""),
     ]
+    if cal.conditions is not None:
+        lines.insert(-1, cal.conditions.note)
     err_console.print("\n".join(lines + [f"warning: {w}" for w in cal.notes]), markup=False)
+
+
+def _window_seconds(text: str) -> float:
+    """``--window``: seconds as a number, or a number with s, m or h."""
+    t = text.strip().lower()
+    unit = {"s": 1.0, "m": 60.0, "h": 3600.0}.get(t[-1:]) if t else None
+    try:
+        value = float(t[:-1] if unit is not None else t) * (unit or 1.0)
+    except ValueError:
+        value = float("nan")
+    if not (value > 0 and value < 1e9):  # also refuses nan and inf
+        raise BadInput(f"--window {text!r}: give a positive duration in seconds (600) or with a unit (90s, 10m, 1h)")
+    return value
 
 
 def _input_range(text: str) -> tuple[int, int]:

@@ -40,6 +40,10 @@ those three quantities to a table of measured requests (see
 6. **Queueing** (:mod:`agentsim.measure.queueing`): a wait that shows in the time to response
    headers growing with the requests in flight is taken out of TTFT before step 1; TTFT
    that still grows with them is flagged. Either is said in the notes and the profile.
+8. **Provider conditions** (:mod:`agentsim.measure.conditions_fit`): when the requests were sent
+   over enough time windows (``--window``, default 10 minutes), the between-window spread of the log
+   base TTFT and log speed becomes the profile's ``conditions:`` block (a factor per simulated run),
+   and steps 1-2 are refitted with each window's effect taken out so the spread is not counted twice.
 
 Failed and incomplete requests are counted and left out. Fewer than
 :data:`MIN_REQUESTS` usable requests is an error: the fits would be noise.
@@ -58,6 +62,7 @@ import numpy as np
 import pandas as pd
 from scipy import optimize, special, stats
 
+from agentsim.measure.conditions_fit import DEFAULT_WINDOW_S, ConditionsFit, fit_conditions
 from agentsim.measure.measured_range import measured_range
 from agentsim.measure.queueing import find_queueing
 from agentsim.plan.distributions import Z90
@@ -153,6 +158,7 @@ class Calibration:
     notes: tuple[str, ...] = field(default=())
     measured: dict[str, Any] | None = None  # agentsim.measure.measured_range: where the fit holds
     uncertainty: dict[str, Any] | None = None  # bootstrap spread of the estimates, as factor distributions
+    conditions: ConditionsFit | None = None  # agentsim.measure.conditions_fit: the shared, per-window part
 
     def ttft_cdf(self, t, uncached_input) -> np.ndarray:
         """Fitted CDF of TTFT over requests with these uncached input sizes."""
@@ -181,8 +187,10 @@ def select_model(table: pd.DataFrame, model: str | None) -> pd.DataFrame:
     return table
 
 
-def calibrate(table: pd.DataFrame, model: str | None = None) -> Calibration:
-    """Fit TTFT (base + prefill) and output TPS to the usable rows of a measurement table."""
+def calibrate(table: pd.DataFrame, model: str | None = None, window_s: float = DEFAULT_WINDOW_S) -> Calibration:
+    """Fit TTFT (base + prefill) and output TPS to the usable rows of a measurement table.
+
+    ``window_s``: the send-time windows in which provider conditions are estimated (step 8)."""
     table = select_model(table, model)
     counts = rows_summary(table)
     use = table[table["usable"]]
@@ -198,6 +206,7 @@ def calibrate(table: pd.DataFrame, model: str | None = None) -> Calibration:
         use = use.assign(ttft_s=use["ttft_s"].to_numpy(float) - queue.removed_s)
     measured = measured_range(use, dropped=None)
     ttft = fit_ttft(use["ttft_s"].to_numpy(float), use["uncached_input_tokens"].to_numpy(float))
+    use, ttft, conditions = _shared_part(use, ttft, window_s)
     tps = fit_tps(use["tps"].to_numpy(float))
     goodness = {
         "ttft": _ttft_goodness(use, ttft),
@@ -213,7 +222,20 @@ def calibrate(table: pd.DataFrame, model: str | None = None) -> Calibration:
         measured=_with_queueing(measured, ttft, queue),
         uncertainty=_bootstrap(use, ttft),
         notes=tuple(queue.warnings()),
+        conditions=conditions,
     )
+
+
+def _shared_part(use: pd.DataFrame, ttft: TtftFit, window_s: float) -> tuple[pd.DataFrame, TtftFit, ConditionsFit]:
+    """Step 8: the provider conditions; with a block, the requests centred on their windows and TTFT refitted."""
+    x = use["uncached_input_tokens"].to_numpy(float)
+    prefill_s = ttft.slope_s_per_token * np.where(np.isfinite(x), x, 0.0)
+    y = use["ttft_s"].to_numpy(float)
+    cond = fit_conditions(use["start_s"].to_numpy(float), y - prefill_s, use["tps"].to_numpy(float), window_s, _sig)
+    if cond.block is None:
+        return use, ttft, cond
+    use = use.assign(ttft_s=cond.centred_ttft(y, prefill_s), tps=cond.centred_tps(use["tps"].to_numpy(float)))
+    return use, fit_ttft(use["ttft_s"].to_numpy(float), x), cond
 
 
 def _bootstrap(use: pd.DataFrame, ttft: TtftFit, n: int = BOOTSTRAP) -> dict[str, Any] | None:
@@ -506,7 +528,12 @@ def profile_document(
         doc["measured"] = cal.measured
     if cal.uncertainty is not None:
         doc["uncertainty"] = cal.uncertainty
-    doc["notes"] = " ".join([t.prefill_note + ".", *(f"Warning: {w}." for w in cal.notes)])
+    shared = cal.conditions if cal.conditions is not None and cal.conditions.block is not None else None
+    if shared is not None:
+        doc["conditions"] = shared.block
+    doc["notes"] = " ".join(
+        [t.prefill_note + ".", *(f"Warning: {w}." for w in cal.notes), *([shared.note + "."] if shared else [])]
+    )
     g = cal.goodness
     fit = {
         "model": cal.model,
@@ -539,6 +566,8 @@ def profile_document(
     }
     if cal.itl is not None:
         fit["itl"] = cal.itl
+    if shared is not None:
+        fit["conditions"] = shared.details()
     if notes:
         fit["notes"] = list(notes)
     doc["fit"] = _tidy(fit)

@@ -3,7 +3,7 @@
 A scenario model can say ``profile: gemini-3-flash`` (a profile bundled with
 agentsim, see ``agentsim profiles``) or ``profile: ./measured.yaml`` (a file, for
 example written by ``agentsim calibrate``). The profile fills the model's
-``ttft``, ``prefill_tps``, ``output_tps``, ``stream`` and ``speeds`` speed effects; anything
+``ttft``, ``prefill_tps``, ``output_tps``, ``stream``, ``conditions`` and ``speeds`` speed effects; anything
 the scenario gives itself wins. Prices never come from a profile.
 
 A profile file::
@@ -19,6 +19,7 @@ A profile file::
     speeds: {fast: {output_tps_x: 2.5}}           # optional: speed effects of tiers (no prices)
     stream: {chunk_tokens: 4, jitter_cv: 0.3}     # optional: how it streams (scenario's stream wins)
     uncertainty: {ttft_x: {lognormal: {median: 1, p90: 1.05}}}   # optional: the speeds' uncertainty
+    conditions: {ttft_x: {lognormal: {median: 1, p90: 1.3}}}     # optional: provider conditions (per run)
     measured:                                     # optional (agentsim calibrate): where the fit holds
       input_tokens: [500, 16000]                  #   prompt sizes measured; output_tokens likewise
       concurrency: 4                              #   most requests in flight; dropped: [prefill_tps]
@@ -39,7 +40,7 @@ from typing import Any, Literal
 from pydantic import Field, ValidationError
 
 from agentsim.model.loading import ErrorItem, ScenarioError, errors_from_validation, line_of, load_data
-from agentsim.model.scenario import Dist, PosNum, StreamSpec, StrictModel, UncertaintySpec, suggest
+from agentsim.model.scenario import ConditionsSpec, Dist, PosNum, StreamSpec, StrictModel, UncertaintySpec, suggest
 
 __all__ = ["PROFILE_KINDS", "Profile", "apply_profiles", "bundled_profiles", "load_profile"]
 
@@ -101,6 +102,9 @@ class Profile(StrictModel):
     uncertainty: UncertaintySpec | None = Field(
         None, description="How uncertain the fitted speeds are (used by uncertainty: parameters)."
     )
+    conditions: ConditionsSpec | None = Field(
+        None, description="Provider conditions: TTFT and speed factors shared by a run's calls (calibrate's windows)."
+    )
     notes: str | None = None
     fit: dict[str, Any] | None = None
     figures: list[Figure] = Field(default_factory=list, description="The published numbers behind the profile.")
@@ -138,7 +142,7 @@ def load_profile(ref: str, base_dir: Path | None = None) -> tuple[Profile, Path]
         raise ScenarioError(errors_from_validation(exc, data, lines, str(path))) from None
 
 
-SPEED_KEYS = ("ttft", "output_tps", "prefill_tps", "stream", "uncertainty")
+SPEED_KEYS = ("ttft", "output_tps", "prefill_tps", "stream", "uncertainty", "conditions")
 
 
 def apply_profiles(data: dict, file: str, lines: dict, base_dir: Path | None) -> dict:
