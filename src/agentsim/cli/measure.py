@@ -155,9 +155,18 @@ def calibrate(
             if cal.tps.family != "constant"
             else f"{cal.tps.spec():g} (every measured request decoded at the same speed)"
         ),
+        _stream_line(cal.stream),
         f"wrote {out}" + (f" and {plot}" if plot is not None else ""),
     ]
     err_console.print("\n".join(lines + [f"warning: {w}" for w in cal.notes]), markup=False)
+
+
+def _stream_line(fit) -> str:
+    """What calibrate says of the stream description: what it wrote, or why it wrote none."""
+    if fit is None or fit.stream is None:
+        return "stream: " + (fit.note if fit is not None else "not fitted")
+    st = fit.stream
+    return f"stream: chunk_tokens {st['chunk_tokens']}, jitter_cv {st['jitter_cv']}, stall {st['stall']} ({fit.note})"
 
 
 def _input_range(text: str) -> tuple[int, int]:
