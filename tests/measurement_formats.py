@@ -406,7 +406,7 @@ def write_measure(s: Sample, path: Path) -> Path:
                 ttft_s=float(s.ttft[i]),
                 latency_s=float(s.latency[i]),
                 gaps_s=[round(g, 7) for g in s.gaps[i]],
-                chunks=int(s.output_tokens[i]),
+                chunks=len(s.gaps[i]) + 1,
                 input_tokens=int(s.input_tokens[i]),
                 cached_input_tokens=int(s.cached_tokens[i]),
                 output_tokens=int(s.output_tokens[i]),

@@ -160,6 +160,7 @@ def calibrate(
             if cal.tps.family != "constant"
             else f"{cal.tps.spec():g} (every measured request decoded at the same speed)"
         ),
+        _stream_line(cal.stream),
         f"wrote {out}" + (f" and {plot}" if plot is not None else ""),
     ]
     if cal.conditions is not None:
@@ -178,6 +179,14 @@ def _window_seconds(text: str) -> float:
     if not (value > 0 and value < 1e9):  # also refuses nan and inf
         raise BadInput(f"--window {text!r}: give a positive duration in seconds (600) or with a unit (90s, 10m, 1h)")
     return value
+
+
+def _stream_line(fit) -> str:
+    """What calibrate says of the stream description: what it wrote, or why it wrote none."""
+    if fit is None or fit.stream is None:
+        return "stream: " + (fit.note if fit is not None else "not fitted")
+    st = fit.stream
+    return f"stream: chunk_tokens {st['chunk_tokens']}, jitter_cv {st['jitter_cv']}, stall {st['stall']} ({fit.note})"
 
 
 def _input_range(text: str) -> tuple[int, int]:

@@ -26,7 +26,10 @@ those three quantities to a table of measured requests (see
    request's prefill time) and for TPS. The statistic is descriptive: with
    parameters estimated from the same data its usual p-value does not apply.
 4. **Inter-token jitter** (when the files have every gap): how uneven the gaps
-   within a request are. Reported, not simulated.
+   within a request are, reported under ``fit.itl``; and the ``stream:`` description the
+   simulator uses (chunks, gap jitter, stalls; :mod:`agentsim.measure.stream_fit`). A stall's
+   pause is taken out of its request's decode time before step 2, since the simulator adds
+   stalls on top of the output speed. Files without per-gap timings give no ``stream:``.
 5. **Where the fit holds** (:mod:`agentsim.measure.measured_range`): the input and output token
    ranges and the concurrency the requests were measured at, and the terms dropped for
    lack of spread. The profile records them under ``measured:``; ``validate`` and ``run``
@@ -65,6 +68,7 @@ from scipy import optimize, special, stats
 from agentsim.measure.conditions_fit import DEFAULT_WINDOW_S, ConditionsFit, fit_conditions
 from agentsim.measure.measured_range import measured_range
 from agentsim.measure.queueing import find_queueing
+from agentsim.measure.stream_fit import StreamFit, fit_table
 from agentsim.plan.distributions import Z90
 from agentsim.traces.measurements import rows_summary
 
@@ -159,6 +163,7 @@ class Calibration:
     measured: dict[str, Any] | None = None  # agentsim.measure.measured_range: where the fit holds
     uncertainty: dict[str, Any] | None = None  # bootstrap spread of the estimates, as factor distributions
     conditions: ConditionsFit | None = None  # agentsim.measure.conditions_fit: the shared, per-window part
+    stream: StreamFit | None = None  # the stream description fitted from per-gap timings (step 4)
 
     def ttft_cdf(self, t, uncached_input) -> np.ndarray:
         """Fitted CDF of TTFT over requests with these uncached input sizes."""
@@ -204,6 +209,11 @@ def calibrate(table: pd.DataFrame, model: str | None = None, window_s: float = D
     queue = find_queueing(use)
     if queue.removed_s.any():  # the wait for headers is queueing, not time to first token
         use = use.assign(ttft_s=use["ttft_s"].to_numpy(float) - queue.removed_s)
+    stream = fit_table(use)
+    if stream.pause_s.any():  # stalls are simulated on top of the speed: not part of it
+        decode = use["decode_s"].to_numpy(float)
+        kept = np.where(stream.pause_s < decode, decode - stream.pause_s, decode)
+        use = use.assign(tps=use["output_tokens"].to_numpy(float) / kept)
     measured = measured_range(use, dropped=None)
     ttft = fit_ttft(use["ttft_s"].to_numpy(float), use["uncached_input_tokens"].to_numpy(float))
     use, ttft, conditions = _shared_part(use, ttft, window_s)
@@ -223,6 +233,7 @@ def calibrate(table: pd.DataFrame, model: str | None = None, window_s: float = D
         uncertainty=_bootstrap(use, ttft),
         notes=tuple(queue.warnings()),
         conditions=conditions,
+        stream=stream,
     )
 
 
@@ -524,6 +535,9 @@ def profile_document(
     if t.prefill_tps is not None:
         doc["prefill_tps"] = _sig(t.prefill_tps)
     doc["output_tps"] = tps_spec
+    fitted_stream = cal.stream is not None and cal.stream.stream is not None
+    if fitted_stream:
+        doc["stream"] = cal.stream.stream
     if cal.measured is not None:
         doc["measured"] = cal.measured
     if cal.uncertainty is not None:
@@ -531,8 +545,14 @@ def profile_document(
     shared = cal.conditions if cal.conditions is not None and cal.conditions.block is not None else None
     if shared is not None:
         doc["conditions"] = shared.block
+    stream_note = [cal.stream.note[0].upper() + cal.stream.note[1:] + "."] if fitted_stream else []
     doc["notes"] = " ".join(
-        [t.prefill_note + ".", *(f"Warning: {w}." for w in cal.notes), *([shared.note + "."] if shared else [])]
+        [
+            t.prefill_note + ".",
+            *stream_note,
+            *(f"Warning: {w}." for w in cal.notes),
+            *([shared.note + "."] if shared else []),
+        ]
     )
     g = cal.goodness
     fit = {
@@ -568,6 +588,8 @@ def profile_document(
         fit["itl"] = cal.itl
     if shared is not None:
         fit["conditions"] = shared.details()
+    if fitted_stream:
+        fit["stream"] = {"requests": cal.stream.requests, "gaps": cal.stream.gaps, "note": cal.stream.note}
     if notes:
         fit["notes"] = list(notes)
     doc["fit"] = _tidy(fit)

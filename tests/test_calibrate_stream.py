@@ -1,0 +1,175 @@
+"""calibrate writes the ``stream:`` block from files that record every gap (issue 14, item 5).
+
+Synthetic files (tests/stream_measurements.py: a generator written from DESIGN.md §3.2, not from
+agentsim.sim.streaming) with known chunking, jitter and stalls go through ``agentsim calibrate``;
+the profile's ``stream:`` must recover them. Tolerances are four standard errors of the estimator,
+measured here by refitting 20 independent samples of the same size (``fit_stream`` on the same
+model; the stall share also against its binomial error). The profile must then load and run.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from agentsim.cli.main import app
+from agentsim.measure.calibrate import calibrate
+from agentsim.measure.stream_fit import MIN_STREAM_REQUESTS, fit_stream, fit_table
+from agentsim.traces.measurement_files import read_file
+from measurement_formats import FIXTURE_DIR, WRITERS
+from stream_measurements import StreamTruth, draw_stream
+
+runner = CliRunner()
+N_OK = 400
+REPLICATES = 20
+
+
+def _chunk_mean_width(c) -> tuple[float, float]:
+    if isinstance(c, dict):
+        u = c["uniform"]
+        return (u["low"] + u["high"]) / 2, u["high"] - u["low"]
+    return float(c), 0.0
+
+
+def _seconds(s) -> float:
+    return s["lognormal"]["median"] if isinstance(s, dict) else float(s)
+
+
+def _estimates(fit: dict) -> np.ndarray:
+    m, w = _chunk_mean_width(fit["chunk_tokens"])
+    return np.array([m, w, fit["jitter_cv"], fit["stall"]["p"], _seconds(fit["stall"]["seconds"])])
+
+
+def _standard_errors(st: StreamTruth) -> np.ndarray:
+    """The spread of each estimate over independent samples of N_OK requests."""
+    reps = []
+    for r in range(REPLICATES):
+        s, _ = draw_stream(st, N_OK, seed=1000 + r)
+        ok = np.flatnonzero(~s.failed)
+        reps.append(_estimates(fit_stream([s.gaps[i] for i in ok], output_tokens=s.output_tokens[ok])))
+    return np.std(np.array(reps), axis=0, ddof=1)
+
+
+CASES = {
+    "measure": StreamTruth(chunk=1, jitter_cv=0.5, stall_p=0.10, stall_s=1.5),
+    "vllm": StreamTruth(chunk=4, jitter_cv=0.4, stall_p=0.05, stall_s=2.0),
+    "aiperf": StreamTruth(chunk=(2, 6), jitter_cv=0.3),
+}
+
+
+@pytest.mark.parametrize("fmt", list(CASES))
+def test_calibrate_recovers_the_stream(tmp_path, fmt):
+    st = CASES[fmt]
+    sample, pauses = draw_stream(st, N_OK, seed=7)
+    writer, name = WRITERS[fmt]
+    data = writer(sample, tmp_path / name)
+    prof = tmp_path / "p.yaml"
+    res = runner.invoke(app, ["calibrate", str(data), "-o", str(prof)])
+    assert res.exit_code == 0, res.output
+    doc = yaml.safe_load(prof.read_text())
+    got = _estimates(doc["stream"])
+    se = _standard_errors(st)
+    if isinstance(st.chunk, tuple):  # whole sizes uniform on low..high: mean and the matching continuous width
+        lo, hi = st.chunk
+        want_m, want_w = (lo + hi) / 2, math.sqrt((hi - lo + 1) ** 2 - 1)  # width = sqrt(12 var)
+        assert doc["stream"]["chunk_tokens"]["uniform"]["low"] >= 1
+    else:
+        want_m, want_w = st.chunk, 0.0
+        assert doc["stream"]["chunk_tokens"] == st.chunk  # a constant group size is found exactly
+    assert abs(got[0] - want_m) <= 4 * se[0] + 1e-9
+    assert abs(got[1] - want_w) <= 4 * se[1] + 1e-9
+    assert abs(got[2] - st.jitter_cv) <= 4 * se[2]
+    # the stall share: the generated one exactly (every 1.5-2 s pause is found), the true p within 4 binomial SEs
+    ok = ~sample.failed
+    assert got[3] == pytest.approx(float(np.mean(pauses[ok] > 0)), abs=1e-4)
+    assert abs(got[3] - st.stall_p) <= 4 * math.sqrt(st.stall_p * (1 - st.stall_p) / N_OK)
+    assert abs(got[4] - st.stall_s) <= 4 * se[4] + 1e-4
+    # notes and the fit section say what was used
+    n_gaps = sum(len(sample.gaps[i]) for i in np.flatnonzero(ok))
+    assert f"Stream fitted from {N_OK} of {N_OK} usable requests ({n_gaps:,} gaps" in doc["notes"]
+    assert doc["fit"]["stream"]["requests"] == N_OK and doc["fit"]["stream"]["gaps"] == n_gaps
+    assert "stream: chunk_tokens" in res.output
+
+
+def test_stall_pauses_are_taken_out_of_the_output_speed(tmp_path):
+    """The simulator adds stalls on top of the speed: the fitted speed is the one without them."""
+    st = StreamTruth(chunk=1, jitter_cv=0.3, stall_p=0.3, stall_s=3.0)
+    sample, pauses = draw_stream(st, N_OK, seed=11)
+    data = WRITERS["measure"][0](sample, tmp_path / "m.jsonl")
+    table, _ = read_file(data)
+    cal = calibrate(table)
+    ok = ~sample.failed
+    true_tps = sample.output_tokens[ok] / (sample.decode[ok] - pauses[ok])  # what was drawn
+    se = float(np.std(true_tps)) / math.sqrt(N_OK)
+    assert abs(cal.tps.mean - float(np.mean(true_tps))) <= 4 * se
+    # the speed the file implies (pauses counted as decode) is far slower: it would count them twice
+    assert float(np.mean(sample.tps[ok])) < float(np.mean(true_tps)) - 8 * se
+
+
+def test_profile_with_a_stream_loads_and_runs(tmp_path):
+    st = StreamTruth(chunk=4, jitter_cv=0.4, stall_p=0.2, stall_s=2.0)
+    sample, _ = draw_stream(st, N_OK, seed=3)
+    data = WRITERS["vllm"][0](sample, tmp_path / "v.json")
+    res = runner.invoke(app, ["calibrate", str(data), "-o", str(tmp_path / "p.yaml")])
+    assert res.exit_code == 0, res.output
+    doc = yaml.safe_load((tmp_path / "p.yaml").read_text())
+    (tmp_path / "s.yaml").write_text(
+        "name: s\nseed: 3\nruns: 4000\n"
+        "models:\n  x: {profile: ./p.yaml, price: {input_mtok: 1, output_mtok: 4}}\n"
+        "agent: {steps: [{call: {name: answer, model: x, input: 2000, output: 200,"
+        " consumer: {reader: {tokens_per_s: 5}}}}]}\n"
+    )
+    res = runner.invoke(app, ["run", str(tmp_path / "s.yaml"), "--json"])
+    assert res.exit_code == 0, res.output
+    v = json.loads(res.output)["variants"]["baseline"]
+    # the stall part of the wall time: p x seconds, within four Monte-Carlo standard errors
+    p, secs = doc["stream"]["stall"]["p"], _seconds(doc["stream"]["stall"]["seconds"])
+    se = secs * math.sqrt(p * (1 - p) / 4000)
+    assert abs(v["breakdown_s"]["stall"] - p * secs) <= 4 * se
+    assert "answer" in v["streaming"]["calls"]
+
+
+def test_no_gaps_no_stream_and_the_reason_is_said(tmp_path):
+    data = FIXTURE_DIR / "measurements.csv"  # a CSV holds no per-gap timings
+    res = runner.invoke(app, ["calibrate", str(data), "-o", str(tmp_path / "p.yaml")])
+    assert res.exit_code == 0, res.output
+    doc = yaml.safe_load((tmp_path / "p.yaml").read_text())
+    assert "stream" not in doc and "stream" not in doc["fit"] and "Stream" not in doc["notes"]
+    assert "no stream description fitted: the files record no per-gap timings" in res.output
+
+
+def test_too_few_requests_with_gaps(tmp_path):
+    sample, _ = draw_stream(StreamTruth(), 30, seed=5)
+    for i in range(MIN_STREAM_REQUESTS - 1, sample.n):  # leave the gaps of only 9 requests
+        sample.gaps[i] = []
+    data = WRITERS["measure"][0](sample, tmp_path / "m.jsonl")
+    table, _ = read_file(data)
+    fit = fit_table(table[table["usable"]])
+    assert fit.stream is None and not fit.pause_s.any()
+    kept = int((~sample.failed[: MIN_STREAM_REQUESTS - 1]).sum())
+    assert f"only {kept} requests record every gap (at least {MIN_STREAM_REQUESTS} are needed)" in fit.note
+
+
+def test_stall_lengths_that_vary_are_a_lognormal():
+    rng = np.random.default_rng(2)
+    pauses = rng.lognormal(np.log(2.0), 0.5, 60)
+    gaps = [np.r_[np.full(50, 0.01), [0.01 + p], np.full(50, 0.01)] for p in pauses]
+    fit = fit_stream(gaps)
+    ln = fit["stall"]["seconds"]["lognormal"]
+    assert fit["stall"]["p"] == 1.0
+    assert abs(math.log(ln["median"] / 2.0)) <= 4 * 0.5 / math.sqrt(60)
+    assert ln["p90"] / ln["median"] == pytest.approx(math.exp(1.2816 * np.std(np.log(pauses), ddof=1)), rel=1e-3)
+
+
+def test_deliveries_inconsistent_with_one_group_size_give_a_range():
+    # groups of 3 tokens in one call, 5 in another: no single size explains both
+    fit = fit_stream([[0.03] * 9, [0.05] * 9], output_tokens=[30, 50])
+    c = fit["chunk_tokens"]["uniform"]
+    mean = (29.5 + 49.5) / (9.5 + 9.5)  # sum(N - 1/2) / sum(k - 1/2)
+    assert c["low"] == 1.0  # the spread (sd 3.2 tokens) would reach below one token: narrowed to start at 1
+    assert (c["low"] + c["high"]) / 2 == pytest.approx(mean, abs=0.01)
