@@ -13,8 +13,8 @@ the measured mean lies in the parameter-aware interval ``param_ci95``. Goal: |me
 |p95 error| <= 7%, measured mean inside the interval, on all three.
 
 Size: ``--scale 1`` (the default) is the full size: 40 chains, 60 fan-outs, a 10-minute closed
-workload after a 1-minute warm-up, 4,000 simulated runs each (about 17 minutes of real time, most
-of it the closed workload, plus the simulations). ``--scale 0.2`` is a ~5-minute check. The timings
+workload after a 1-minute warm-up, 4,000 simulated runs each (about 20 minutes of real time, most
+of it the closed workload, plus the simulations). ``--scale 0.25`` is a ~7-minute check. The timings
 are real: on a machine whose CPUs are busy, event-loop delays add to every measured request.
 The code is shared with tests/test_fidelity_loopback.py (tests/loopback_workflows.py).
 """
