@@ -16,6 +16,17 @@ accumulate over a response. ``mode`` chooses the behaviour:
 With ``prefill_tps`` set, the TTFT grows by ``prompt words / prefill_tps``. Usage reports
 ``input = words + 64`` tokens of which 64 cached, and ``output = tokens``.
 
+**A provider with hidden speeds** (:class:`Hidden`, for the end-to-end fidelity checks,
+tests/test_fidelity_loopback.py and benchmarks/fidelity.py): every request draws its own TTFT
+(lognormal, median ``ttft_s``, log-sd ``ttft_sigma``; plus the prefill term) and its own speed
+(lognormal, median ``tps_median``, log-sd ``tps_sigma``), sends as many tokens as the request's
+``max_tokens``, spaced by gaps ``w_j / tps`` with weights ``w`` of mean 1 and CV ``jitter_cv``
+scaled so the ``N`` gaps (the last one before the closing chunk) add up to ``N / tps``: a request
+lasts ``ttft + N / tps``, the model agentsim calibrates. With ``cap`` set, at most that many streams
+are served at once; the others wait (FIFO by arrival) before their response headers, as behind a
+gateway, and their TTFT clock starts when they are admitted. The draws come from one seeded
+generator, in the order requests are admitted.
+
 ``SSEServer`` runs it in a separate Python process (``python sse_server.py ...``), so that its
 timing does not compete for the test process's interpreter lock; the requests it received
 are logged as JSON lines and read back through ``SSEServer.received``.
@@ -25,19 +36,88 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
+import random
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 CACHED = 64
 
 
+@dataclass(frozen=True)
+class Hidden:
+    """The hidden truth of a provider (see the module doc); agentsim is told none of it."""
+
+    ttft_s: float = 0.25  # median TTFT, without prefill
+    ttft_sigma: float = 0.35
+    prefill_tps: float = 20000.0  # prompt words per second
+    tps_median: float = 100.0
+    tps_sigma: float = 0.2
+    jitter_cv: float = 0.3
+    cap: int | None = None  # streams served at once
+    seed: int = 0
+
+    def args(self) -> list[str]:
+        return ["--hidden", json.dumps({k: getattr(self, k) for k in self.__dataclass_fields__})]
+
+
+class _Draws:
+    """Per-request TTFT, speed and gap weights from one seeded generator (thread-safe)."""
+
+    def __init__(self, h: Hidden):
+        self.h, self.rng, self.lock = h, random.Random(h.seed), threading.Lock()
+        self.sigma_w = math.sqrt(math.log1p(h.jitter_cv**2))
+
+    def request(self, words: int, n: int) -> tuple[float, list[float]]:
+        """TTFT and the times after it of tokens 2..N and of the closing chunk (``N`` offsets)."""
+        h, s = self.h, self.sigma_w
+        with self.lock:
+            ttft = h.ttft_s * math.exp(h.ttft_sigma * self.rng.gauss(0, 1)) + words / h.prefill_tps
+            tps = h.tps_median * math.exp(h.tps_sigma * self.rng.gauss(0, 1))
+            w = [math.exp(s * self.rng.gauss(0, 1) - 0.5 * s * s) if s > 0 else 1.0 for _ in range(n)]
+        total, acc, out = sum(w), 0.0, []
+        for x in w:
+            acc += x
+            out.append(acc / total * n / tps)
+        return ttft, out
+
+
+class _Gate:
+    """At most ``cap`` streams at once, admitted in order of arrival."""
+
+    def __init__(self, cap: int | None):
+        self.cap, self.busy, self.cond, self.queue = cap, 0, threading.Condition(), []
+
+    def __enter__(self):
+        if self.cap is None:
+            return self
+        with self.cond:
+            me = object()
+            self.queue.append(me)
+            self.cond.wait_for(lambda: self.busy < self.cap and self.queue[0] is me)
+            self.queue.pop(0)
+            self.busy += 1
+            self.cond.notify_all()
+        return self
+
+    def __exit__(self, *exc):
+        if self.cap is not None:
+            with self.cond:
+                self.busy -= 1
+                self.cond.notify_all()
+
+
 class _Server:
-    def __init__(self, ttft_s: float, delay_s: float, tokens: int, prefill_tps: float | None, log: Path):
+    def __init__(self, ttft_s: float, delay_s: float, tokens: int, prefill_tps: float | None, log: Path, hidden=None):
         self.ttft_s, self.delay_s, self.tokens, self.prefill_tps = ttft_s, delay_s, tokens, prefill_tps
+        self.draws = _Draws(hidden) if hidden is not None else None
+        self.gate = _Gate(hidden.cap if hidden is not None else None)
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -47,8 +127,15 @@ class _Server:
                 pass
 
             def do_POST(self):
-                t_request = time.monotonic()
                 body = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))) or b"{}")
+                if server.draws is not None:
+                    with server.gate:
+                        try:
+                            self._hidden(body)
+                        except (BrokenPipeError, ConnectionResetError):  # the client gave up (a run cancelled)
+                            self.close_connection = True
+                    return
+                t_request = time.monotonic()
                 seen = {
                     "path": self.path,
                     "authorization": self.headers.get("authorization"),
@@ -113,6 +200,32 @@ class _Server:
                 self.wfile.write(b"0\r\n\r\n")
                 self.wfile.flush()
 
+            def _hidden(self, body):
+                """A response of the provider with hidden speeds (OpenAI API)."""
+                t_request = time.monotonic()
+                words = len(body["messages"][0]["content"].split())
+                n = max(1, int(body.get("max_tokens") or server.tokens))
+                ttft, offsets = server.draws.request(words, n)
+                self.send_response(200)
+                self.send_header("content-type", "text/event-stream")
+                self.send_header("transfer-encoding", "chunked")
+                self.end_headers()
+                model = body.get("model", "m")
+                self._event(None, self._start("openai", model, words))
+                at = [0.0, *offsets[:-1]]
+                for k in range(n):
+                    wait = t_request + ttft + at[k] - time.monotonic()
+                    if wait > 0:
+                        time.sleep(wait)
+                    self._event(*self._token("openai", model, k))
+                wait = t_request + ttft + offsets[-1] - time.monotonic()
+                if wait > 0:
+                    time.sleep(wait)
+                for event in self._end("openai", model, words, n):
+                    self._event(*event)
+                self.wfile.write(b"0\r\n\r\n")
+                self.wfile.flush()
+
             # --- SSE events of the two APIs
             def _event(self, name, data):
                 text = (f"event: {name}\n" if name else "") + f"data: {data}\n\n"
@@ -166,8 +279,8 @@ class _Server:
                 )
 
             @staticmethod
-            def _end(api, model, words):
-                n = server.tokens
+            def _end(api, model, words, n=None):
+                n = server.tokens if n is None else n
                 if api == "openai":
                     yield (
                         None,
@@ -217,10 +330,19 @@ class _Server:
 class SSEServer:
     """The server in its own process, for a ``with`` block."""
 
-    def __init__(self, ttft_s: float = 0.15, delay_s: float = 0.02, tokens: int = 20, prefill_tps: float | None = None):
+    def __init__(
+        self,
+        ttft_s: float = 0.15,
+        delay_s: float = 0.02,
+        tokens: int = 20,
+        prefill_tps: float | None = None,
+        hidden: Hidden | None = None,
+    ):
         self._args = ["--ttft", str(ttft_s), "--delay", str(delay_s), "--tokens", str(tokens)]
         if prefill_tps:
             self._args += ["--prefill-tps", str(prefill_tps)]
+        if hidden is not None:
+            self._args += hidden.args()
         self._log = Path(tempfile.mkdtemp(prefix="sse-server-")) / "received.jsonl"
         self._proc: subprocess.Popen | None = None
         self.url = ""
@@ -255,8 +377,10 @@ def main() -> None:
     ap.add_argument("--tokens", type=int, required=True)
     ap.add_argument("--prefill-tps", type=float, default=None)
     ap.add_argument("--log", type=Path, required=True)
+    ap.add_argument("--hidden", type=str, default=None, help="a Hidden provider, as JSON")
     a = ap.parse_args()
-    server = _Server(a.ttft, a.delay, a.tokens, a.prefill_tps, a.log)
+    hidden = Hidden(**json.loads(a.hidden)) if a.hidden else None
+    server = _Server(a.ttft, a.delay, a.tokens, a.prefill_tps, a.log, hidden)
     print(f"http://127.0.0.1:{server.httpd.server_address[1]}", flush=True)
     server.httpd.serve_forever()
 

@@ -183,8 +183,8 @@ def _window_seconds(text: str) -> float:
 
 def _stream_line(fit) -> str:
     """What calibrate says of the stream description: what it wrote, or why it wrote none."""
-    if fit is None or fit.stream is None:
-        return "stream: " + (fit.note if fit is not None else "not fitted")
+    if fit.stream is None:
+        return "stream: " + fit.note
     st = fit.stream
     return f"stream: chunk_tokens {st['chunk_tokens']}, jitter_cv {st['jitter_cv']}, stall {st['stall']} ({fit.note})"
 

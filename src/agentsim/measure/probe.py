@@ -50,7 +50,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["APIS", "MeasureConfig", "build_prompt", "input_sizes", "measure", "write_measurements"]
+__all__ = ["APIS", "MeasureConfig", "build_prompt", "input_sizes", "measure", "stream_request", "write_measurements"]
 
 APIS = ("openai", "anthropic")
 ANTHROPIC_VERSION = "2023-06-01"
@@ -229,7 +229,9 @@ def _anthropic_event(s: _Stream, event: str, data: str, now: float) -> None:
         s.error = f"error event: {e.get('type', '')}: {e.get('message', '')}".strip(": ")
 
 
-async def _one_request(client, config: MeasureConfig, i: int, n_input: int, api_key: str | None) -> dict:
+async def stream_request(client, config: MeasureConfig, i: int, n_input: int, api_key: str | None) -> dict:
+    """Send request ``i`` (a prompt of about ``n_input`` tokens) on an ``httpx.AsyncClient`` and
+    return its record (the JSON line ``measure`` writes): one streamed request, timed."""
     import httpx
     from httpx_sse import SSEError, aconnect_sse
 
@@ -309,7 +311,7 @@ async def measure(config: MeasureConfig, api_key: str | None, on_record: Callabl
 
         async def task(i: int) -> None:
             async with gate:
-                rec = await _one_request(client, config, i, sizes[i], api_key)
+                rec = await stream_request(client, config, i, sizes[i], api_key)
             on_record(rec)
 
         await asyncio.gather(*(task(i) for i in range(config.requests)))

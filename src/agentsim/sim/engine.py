@@ -219,12 +219,14 @@ class _Runner:
             from agentsim.plan.limits import Account
 
             self.accounts = [Account.create(spec, env) for spec in self.plan.accounts]
+            self.__dict__.pop("_adm", None)  # the admission plans name the accounts: drop the old run's
         env.process(self.top(r))
         env.run()
 
     def share(self, env: simpy.Environment, accounts: list) -> None:
         """Run in ``env`` with ``accounts`` shared with other runners (a workload: many agents at once)."""
         self.env, self.accounts = env, accounts
+        self.__dict__.pop("_adm", None)
 
     def top(self, r: int):
         """The process of run ``r``: walks the plan, records its end, status and breakdown."""
