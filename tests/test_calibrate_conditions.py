@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 
 from agentsim.cli.main import app
 from agentsim.measure.calibrate import calibrate, profile_document, write_profile
-from agentsim.measure.conditions_fit import anova
+from agentsim.measure.conditions_fit import anova, fit_conditions
 from agentsim.model.profiles import load_profile
 from agentsim.plan.validation import parse
 from agentsim.traces.measurements import Rows, measurement_table
@@ -140,3 +140,18 @@ def test_cli_window_option(tmp_path):
     for bad in ("0", "-5m", "ten", "nanm", "inf"):
         res = runner.invoke(app, ["calibrate", str(data), "-o", str(out), "--window", bad])
         assert res.exit_code == 2 and "--window" in res.output, bad
+
+
+def test_a_part_without_shared_spread_is_left_as_measured():
+    # every window holds the same five speeds (window means equal: MSB = 0, sigma_between = 0), while the
+    # base TTFT moves by window: only the TTFT is centred
+    k = 8
+    start = T0 + np.repeat(np.arange(k), 5) * 600.0 + 1.0
+    tps = np.tile([60.0, 70.0, 80.0, 90.0, 100.0], k)
+    base = np.repeat(np.exp(np.linspace(-0.5, 0.5, k)), 5) * np.tile([0.9, 0.95, 1.0, 1.05, 1.1], k)
+    c = fit_conditions(start, base, tps)
+    assert c.tps.sigma_between == 0.0 and c.block["output_tps_x"] == 1
+    assert np.array_equal(c.centred_tps(tps), tps)
+    assert c.ttft.sigma_between > 0 and isinstance(c.block["ttft_x"], dict)
+    centred = c.centred_ttft(base + 0.2, np.full(base.size, 0.2))
+    assert np.ptp(np.log(centred - 0.2).reshape(k, 5).mean(axis=1)) < np.ptp(np.log(base).reshape(k, 5).mean(axis=1))

@@ -165,6 +165,7 @@ def test_without_time_of_day_a_start_changes_nothing():
         ({"workload": {"start": 840}}, "unquoted 14:00"),
         ({"workload": {"start": "25:00"}}, '"HH:MM" or "HH:MM:SS"'),
         ({"workload": {"start": "9h"}}, '"HH:MM" or "HH:MM:SS"'),
+        ({"workload": {"start": "9:5"}}, '"HH:MM" or "HH:MM:SS"'),
         ({"hourly": [1.0] * 23}, "24"),
         ({"hourly": [1.0] * 23 + [0.0]}, "greater than 0"),
     ],
@@ -193,3 +194,25 @@ def test_cli_says_where_the_start_is_missing(tmp_path):
     res = CliRunner().invoke(app, ["validate", str(p)])
     assert res.exit_code == 2
     assert "models.m.conditions.time_of_day" in res.output and 'workload: {start: "09:00"}' in res.output
+
+
+def test_a_fallback_attempt_reads_its_own_models_factors():
+    # From 14:00, m (speed halved in hour 14) fails every attempt at its first token (1 s); after one
+    # failure the call falls back, without back-off, to n, which has no slow hours: 1 + 100/100 = 2 s.
+    # The attempt on n is timed and recorded at n's own speed.
+    tod = {"output_tps_x": {"hourly": hourly(h14=0.5)}}
+    m = model(
+        ttft=1.0,
+        tps=100.0,
+        conditions={"time_of_day": tod},
+        error_rate=1.0,
+        retry={"max_attempts": 2, "backoff_base": 0, "jitter": "none"},
+        fallback={"model": "n", "after": 1},
+    )
+    doc = scenario(
+        [{"call": {"model": "m", "output": 100}}], models={"m": m, "n": model()}, workload={"start": "14:00"}
+    )
+    res = simulate_plan(compile_plan(make(doc)), 1, 1)
+    call = res.calls.iloc[0]
+    assert call["t_start"] == 1.0 and call["t_end"] == 3.0 and call["tps"] == 100.0
+    assert res.runs["wall_time_s"].tolist() == [3.0]

@@ -1121,7 +1121,8 @@ def _clock_time(value: Any) -> float:
             {"got": repr(value)},
         )
     parts = value.strip().split(":")
-    ok = len(parts) in (2, 3) and all(p.isdigit() and len(p) <= 2 for p in parts)
+    ok = len(parts) in (2, 3) and all(p.isdigit() and len(p) == (2 if i else len(p)) for i, p in enumerate(parts))
+    ok = ok and len(parts[0]) <= 2
     h, m, sec = ([int(p) for p in parts] + [0])[:3] if ok else (0, 0, 0)
     if not ok or h > 23 or m > 59 or sec > 59:
         raise PydanticCustomError(
