@@ -46,7 +46,7 @@ lint: $(VENV)/.installed-dev
 
 # mutation testing of the core modules ([tool.mutmut] in pyproject.toml; not part of CI). Long: narrow it
 # with ONLY, e.g. `make mutate ONLY='agentsim.sim.context*'`; results in mutants/, `mutmut show NAME` for one
-MUTATE_JOBS ?= 2
+MUTATE_JOBS ?= 1
 ONLY ?=
 mutate: $(VENV)/.installed-mutate
 	$(BIN)/mutmut run --max-children $(MUTATE_JOBS) $(ONLY)
