@@ -13,7 +13,16 @@ import numpy as np
 import pytest
 
 from agentsim.model.scenario import PriceSpec, TieredPrice
-from agentsim.pricing.rates import ZERO, PriceError, Rate, Rates, call_cost, compile_price, rates_from_fields
+from agentsim.pricing.rates import (
+    ZERO,
+    PriceError,
+    Rate,
+    Rates,
+    call_cost,
+    compile_price,
+    needs_default_date,
+    rates_from_fields,
+)
 
 TIERED = Rate(2.0, (1000, 5000), (3.0, 7.0))  # 2 up to 1000 input tokens, 3 above 1000, 7 above 5000
 
@@ -235,5 +244,55 @@ def test_a_one_hour_write_price_without_the_write_price_is_refused():
     with pytest.raises(PriceError) as err:
         compile_price(spec)
     assert err.value.subpath == ("cache_write_1h_mtok",)
-    assert "cache_write_1h_mtok is given without cache_write_mtok" in err.value.message
-    assert "cache_write_mtok" in err.value.hint
+    assert err.value.message == "cache_write_1h_mtok is given without cache_write_mtok"
+    assert err.value.hint == (
+        "add cache_write_mtok (the 5-minute write price): genai-prices rejects a 1-hour write price without it"
+    )
+
+
+def test_a_rate_whose_tiers_and_prices_differ_in_length_is_refused_not_truncated():
+    # Rate's tiers are pairs (start, price): zip(..., strict=True) refuses a price list of another length
+    broken = Rate(1.0, (100, 200), (2.0,))
+    with pytest.raises(ValueError):
+        broken.at(0)  # below every start: the scalar loop walks all the pairs
+    with pytest.raises(ValueError):
+        broken.at(np.array([0, 500]))
+    with pytest.raises(ValueError):
+        broken.to_json()
+
+
+D = dt.date(2026, 11, 1)
+
+
+def test_catalog_overrides_are_named_in_the_source_label():
+    one = compile_price(PriceSpec.model_validate({"catalog": "anthropic/claude-opus-4-8", "output_mtok": 20}), D)
+    assert one.source == "catalog:anthropic/claude-opus-4-8#2026-11-01 with output_mtok overridden"
+    two = compile_price(
+        PriceSpec.model_validate({"catalog": "anthropic/claude-opus-4-8", "output_mtok": 20, "input_mtok": 4}), D
+    )
+    assert two.source == "catalog:anthropic/claude-opus-4-8#2026-11-01 with input_mtok, output_mtok overridden"
+    assert (two.input, two.output, two.as_of) == (Rate(4.0), Rate(20.0), D)
+
+
+def test_a_catalog_model_without_token_prices_is_refused_at_the_catalog_key():
+    with pytest.raises(PriceError) as err:
+        compile_price(PriceSpec.model_validate({"catalog": "openai/tts-1"}), D)
+    assert err.value.message == (
+        "catalog model 'openai/tts-1' has no input_mtok price on 2026-11-01 (not a text model, or listed "
+        "without prices)"
+    )
+    assert err.value.subpath == ("catalog",)
+    assert err.value.hint == "give it yourself next to catalog, e.g. {catalog: openai/tts-1, input_mtok: 0}"
+    with pytest.raises(PriceError) as err:
+        compile_price(PriceSpec.model_validate({"catalog": "openai/tts-1", "input_mtok": 0}), D)
+    assert "no output_mtok price" in err.value.message
+
+
+def test_needs_default_date_only_for_a_catalog_price_without_its_own_date():
+    explicit = PriceSpec.model_validate({"input_mtok": 1, "output_mtok": 2})
+    undated = PriceSpec.model_validate({"catalog": "anthropic/claude-opus-4-8"})
+    dated = PriceSpec.model_validate({"catalog": "anthropic/claude-opus-4-8", "date": "2026-01-05"})
+    assert not needs_default_date([])
+    assert not needs_default_date([None, explicit, dated])
+    assert needs_default_date([explicit, undated])
+    assert needs_default_date([None, dated, undated])
