@@ -274,12 +274,15 @@ def test_an_account_counts_in_flight_requests_even_without_a_cap():
 def test_an_account_has_one_bucket_per_limit_and_needs_count_its_tokens():
     env = simpy.Environment()
     acc = Account.create(spec(concurrency=3, rpm=10, input_tpm=6000, output_tpm=1200), env)
+    assert acc.env is env
     assert acc.slots.capacity == 3
     assert (acc.rpm.capacity, acc.itpm.capacity, acc.otpm.capacity) == (10.0, 6000.0, 1200.0)
     assert set(acc.level_logs) == {"rpm", "itpm", "otpm"}
     assert acc.rpm.log is acc.level_logs["rpm"]
     assert acc.itpm.log is acc.level_logs["itpm"]
     assert acc.otpm.log is acc.level_logs["otpm"]
+    assert acc.rpm.take(1) is None and acc.otpm.take(200) is None  # the levels are logged
+    assert acc.level_logs == {"rpm": [(0.0, 9.0)], "itpm": [], "otpm": [(0.0, 1000.0)]}
     # uncached input only (cache reads not counted): 1 request, 100 input, 20 output
     assert acc.needs(100, 50, 20) == [(acc.rpm, 1.0), (acc.itpm, 100.0), (acc.otpm, 20.0)]
     counting = Account.create(spec(input_tpm=6000, count_cache_reads=True), env)
@@ -288,3 +291,43 @@ def test_an_account_has_one_bucket_per_limit_and_needs_count_its_tokens():
     assert only_out.needs(100, 50, 20) == [(only_out.otpm, 20.0)]
     only_rpm = Account.create(spec(rpm=5), env)
     assert only_rpm.needs(100, 50, 20) == [(only_rpm.rpm, 1.0)]
+
+
+def test_a_lone_waiter_is_served_when_its_tokens_are_back_even_within_a_second():
+    env = simpy.Environment()
+    b = Bucket(env, 60)  # 1 per second
+    b.take(60)
+    lone = b.take(0.5)  # back at t = 0.5
+    advance(env, 0.5 + 1e-9)
+    assert lone.triggered
+    assert b.admitted[-1] == (pytest.approx(0.5, rel=1e-12), 0.5)
+    later = b.take(10)  # alone in line again: back at 0.5 + 10
+    advance(env, 10.4)
+    assert not later.triggered
+    advance(env, 10.5 + 1e-9)
+    assert later.triggered
+
+
+def test_too_large_names_the_tokens_asked_for():
+    b = Bucket(simpy.Environment(), 60)
+    for method in (b.check, b.shortfall, b.take):
+        with pytest.raises(TooLarge) as err:
+            method(61.0)
+        assert err.value.args == (61.0,)
+
+
+def test_the_rounding_slack_is_a_billionth_of_the_capacity_inclusive():
+    env = simpy.Environment()
+    b = Bucket(env, 60)
+    slack = 1e-9 * 60
+    b.level = 10.0 - slack  # exactly at the edge: counts as there
+    assert b._has(10.0)
+    # a waiter at the same edge is served; one short by half the slack more is not
+    for short, served in ((slack, True), (slack / 2, True), (slack * 1.5, False)):
+        b.level = 10.0 - short
+        b.t = env.now
+        ev = env.event()
+        b.waiters.append((10.0, ev))
+        b._serve(None)
+        assert ev.triggered is served, short
+        b.waiters.clear()
