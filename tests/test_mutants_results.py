@@ -8,9 +8,11 @@ import math
 import numpy as np
 import pytest
 
+from agentsim.plan.compiler import compile_plan
 from agentsim.sim import results
 from agentsim.sim.results import CallStats, compare, describe
-from conftest import model, run, scenario
+from agentsim.sim.simulation import simulate_plan
+from conftest import make, model, run, scenario
 
 T975_2 = 4.302652730  # Student t_{0.975, 2}, from a printed table
 
@@ -139,3 +141,43 @@ def test_success_when_no_run_succeeds():
     doc = scenario([{"call": {"name": "a", "model": "opus", "output": 100}}, {"fail": {"p": 1}}], models=MODELS, runs=3)
     s = run(doc).summary_dict()["variants"]["baseline"]["success"]
     assert s == {"share": 0.0, "cost_per_success_usd": None, "time_to_success_s": None}
+
+
+def _workload(tool_s: float, fail_before_tool: bool = True) -> dict:
+    # closed loop of 3 agents counted for 10 s (and stopped at 20 s); a run: a 4 s call (2 s TTFT + 100 tokens
+    # at 50 tok/s), a fail step (p = 0.5) and a tool, or the tool first and the fail step last
+    steps = [{"call": {"output": 100}}, {"fail": {"p": 0.5}}, {"tool": {"latency": tool_s}}]
+    if not fail_before_tool:
+        steps = [steps[0], steps[2], steps[1]]
+    return scenario(
+        steps, models={"m": model(ttft=2.0, tps=50.0)}, workload={"concurrent": 3, "duration": {"seconds": 10}}
+    )
+
+
+@pytest.mark.parametrize(("tool_s", "seed"), [(8.0, 1), (15.0, 1)])
+def test_success_in_a_workload_counts_the_counted_runs_whose_outcome_is_known(tool_s, seed):
+    res = simulate_plan(compile_plan(make(_workload(tool_s))), 1, seed)
+    r = res.runs
+    counted = r["counted"].to_numpy(dtype=bool)
+    status = r["status"].to_numpy()
+    known = counted & (status != 2)
+    k, n = int((known & (status == 0)).sum()), int(known.sum())
+    # the seeds give what the rule must sort out: successes and failures among the counted runs, and
+    # an uncounted run with an outcome (8 s tools) or a counted one still going at the end (15 s tools)
+    assert 0 < k < n
+    if tool_s == 8.0:
+        assert (~counted & (status != 2)).any()
+    else:
+        assert (counted & (status == 2)).any()
+    s = res.summary_dict()["variants"]["baseline"]["success"]
+    assert s["share"] == pytest.approx(k / n, rel=1e-15)
+    assert s["cost_per_success_usd"] == pytest.approx(r.loc[known, "cost_usd"].sum() / k, rel=1e-12)
+    assert s["time_to_success_s"] == pytest.approx(r.loc[known, "wall_time_s"].sum() / k, rel=1e-12)
+
+
+def test_success_in_a_workload_where_no_counted_run_finished():
+    # every counted run is still in its 100 s tool at 20 s: no outcome is known
+    res = simulate_plan(compile_plan(make(_workload(100.0, fail_before_tool=False))), 1, 1)
+    assert set(res.runs["status"]) == {2}
+    s = res.summary_dict()["variants"]["baseline"]["success"]
+    assert s == {"share": None, "cost_per_success_usd": None, "time_to_success_s": None}
