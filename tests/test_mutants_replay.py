@@ -146,3 +146,23 @@ def test_costs_per_call_with_each_calls_own_table_and_nan_where_unpriced():
 def test_fsum_adds_exactly():
     assert retime._fsum(pd.Series([0.1] * 10)) == 1.0
     assert retime._fsum([1e16, 1.0, -1e16]) == 1.0
+
+
+def test_split_call_of_short_calls_and_a_call_exactly_as_expected():
+    # half a second, expected 0.1 + 0.2: slower than expected, so 0.1 TTFT and the rest decode
+    assert split_call(0.5, 0.1, 0.2) == pytest.approx((0.1, 0.4), rel=1e-12)
+    # expectations adding up to under a second still split in proportion: 1.0 x 0.2 / 0.5 = 0.4
+    assert split_call(1.0, 0.2, 0.3, method="proportional") == pytest.approx((0.4, 0.6), rel=1e-12)
+    # a call lasting exactly the expected time keeps the expected TTFT to the last bit (the proportional
+    # split, d x (t / d), rounds this one to 3.8655710476146994)
+    t, e = 3.865571047614699, 2.584208332654959
+    d = t + e
+    assert split_call(d, t, e) == (t, d - t)
+
+
+def test_tied_children_end_a_container_at_the_first_of_them():
+    # agent a 0-10 holds a tool and a human wait, both 1-5: the tool (recorded first) is the last child
+    s = session([Node("a", "agent", 0, 10), Node("t", "tool", 1, 5, parent="a"), Node("h", "human", 1, 5, parent="a")])
+    tl = timeline(s, {})
+    assert tl.wall_time_s == 10.0
+    assert (tl.time_s["tool"], tl.time_s["human"], tl.time_s["other"]) == (4.0, 0.0, 6.0)
