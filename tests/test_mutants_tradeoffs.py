@@ -290,3 +290,13 @@ def test_pareto_mask_refuses_mismatched_or_2d_input():
         with pytest.raises(ValueError) as err:
             pareto_mask(t, c)
         assert str(err.value) == "time and cost must be 1-d and of the same length"
+
+
+def test_spend_sizing_premium_for_less_than_an_hour_saved_a_month():
+    # 100 runs a month, 18 s faster for $0.01 more a run: 0.5 h saved for $1: $2 per saved hour
+    t = pd.DataFrame(
+        {"wall_mean_s": [60.0, 42.0], "wall_p95_s": [60.0, 42.0], "cost_mean_usd": [0.05, 0.06]}, index=["base", "fast"]
+    )
+    s = spend_sizing(t, 100)
+    assert s.loc["fast", "hours_saved_per_month"] == pytest.approx(0.5, rel=1e-12)
+    assert s.loc["fast", "premium_usd_per_saved_hour"] == pytest.approx(2.0, rel=1e-12)
