@@ -10,21 +10,19 @@ failed for another reason, 130 interrupted. Set ``AGENTSIM_DEBUG=1`` to see a tr
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Callable
 from functools import wraps
 from typing import Annotated
 
 import typer
-from rich.console import Console
-
-from agentsim.model.loading import ScenarioError
-from agentsim.viz.outdir import OutputError
 
 __all__ = [
     "BadInput",
     "MaxCallsOpt",
     "NoSizeLimitOpt",
     "app",
+    "as_console",
     "err_console",
     "fmt_n",
     "fmt_s",
@@ -42,7 +40,33 @@ app = typer.Typer(
     rich_markup_mode=None,
 )
 
-err_console = Console(stderr=True, soft_wrap=True, highlight=False, markup=False, emoji=False)
+
+class LazyConsole:
+    """The stderr console, made on first use, so that rich is imported only by a command that prints.
+
+    Attributes (``print``, ``is_terminal``...) go to the rich ``Console``; where a real ``Console`` object
+    is needed (a progress bar's ``console=``), pass :func:`as_console` of it.
+    """
+
+    _console = None
+
+    def unwrap(self):
+        if LazyConsole._console is None:
+            from rich.console import Console
+
+            LazyConsole._console = Console(stderr=True, soft_wrap=True, highlight=False, markup=False, emoji=False)
+        return LazyConsole._console
+
+    def __getattr__(self, name: str):
+        return getattr(self.unwrap(), name)
+
+
+def as_console(console):
+    """The rich ``Console`` behind ``console`` (:data:`err_console`, or a ``Console`` itself)."""
+    return console.unwrap() if isinstance(console, LazyConsole) else console
+
+
+err_console = LazyConsole()
 
 
 MaxCallsOpt = Annotated[
@@ -68,6 +92,21 @@ def _fail(message: str, code: int) -> None:
     raise typer.Exit(code)
 
 
+# Errors of bad input (exit 2) raised by the library, by module and class. They are looked up in
+# sys.modules, never imported here: an exception of a module that was never imported cannot be raised,
+# and start-up (``agentsim --help``) stays free of the scenario model, NumPy and pandas.
+_BAD_INPUT = (
+    ("agentsim.viz.outdir", "OutputError"),
+    ("agentsim.sim.simulation", "EngineError"),
+    ("agentsim.plan.sizeguard", "SizeError"),
+)
+
+
+def _is(exc: BaseException, module: str, name: str) -> bool:
+    mod = sys.modules.get(module)
+    return mod is not None and isinstance(exc, getattr(mod, name))
+
+
 def handle_errors(fn: Callable) -> Callable:
     """Turn known errors into messages and exit codes instead of tracebacks."""
 
@@ -81,17 +120,12 @@ def handle_errors(fn: Callable) -> Callable:
                 return fn(*args, **kwargs)
         except typer.Exit:
             raise
-        except ScenarioError as exc:
-            _fail("\n".join(f"error: {item}" for item in exc.items), 2)
-        except (BadInput, OutputError) as exc:
-            _fail(f"error: {exc}", 2)
         except KeyboardInterrupt:
             _fail("interrupted", 130)
         except Exception as exc:
-            from agentsim.plan.sizeguard import SizeError
-            from agentsim.sim.simulation import EngineError
-
-            if isinstance(exc, EngineError | SizeError):
+            if _is(exc, "agentsim.model.loading", "ScenarioError"):
+                _fail("\n".join(f"error: {item}" for item in exc.items), 2)
+            if isinstance(exc, BadInput) or any(_is(exc, *where) for where in _BAD_INPUT):
                 _fail(f"error: {exc}", 2)
             if os.environ.get("AGENTSIM_DEBUG"):
                 raise

@@ -14,28 +14,32 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.table import Table
 
 from agentsim.cli.common import BadInput, MaxCallsOpt, NoSizeLimitOpt, app, err_console, handle_errors
 from agentsim.cli.common import fmt_n as _fmt_n
 from agentsim.cli.common import fmt_s as _fmt_s
 from agentsim.cli.common import fmt_usd as _fmt_usd
 from agentsim.cli.common import signed as _signed
-from agentsim.cli.tables import fmt_time, print_table, table_console, time_unit
-from agentsim.model.loading import ScenarioError
-from agentsim.plan import plausibility
-from agentsim.sim import payoff
-from agentsim.viz.outdir import OutputError  # noqa: F401  (re-exported for command modules)
 
 if TYPE_CHECKING:
+    from rich.table import Table
+
     from agentsim.sim.results import Results
-from agentsim.plan.validation import load
+
+# Start-up: this module and the command modules it imports load only typer and the standard library;
+# each command imports what it uses (rich, the scenario model, NumPy, pandas) when it runs, so
+# `agentsim --help` answers at once (benchmarks/startup.py; tests/test_startup.py keeps it so).
 
 __all__ = ["BadInput", "app", "err_console", "handle_errors", "main", "print_summary", "summary_table"]
 
 
 def summary_table(doc: dict) -> Table:
     """A table with one column per variant and one row per figure."""
+    from rich.table import Table
+
+    from agentsim.cli.tables import fmt_time, time_unit
+    from agentsim.sim import payoff
+
     variants = doc["variants"]
     t = Table(
         title=f"{doc['scenario']}: {doc['runs']:,} runs, seed {doc['seed']}, engine {doc['engine']}",
@@ -179,6 +183,8 @@ def _streaming_rows(t: Table, row, first: dict, n_variants: int) -> None:
 
 
 def print_summary(res: Results, wide: bool = False) -> None:
+    from agentsim.cli.tables import print_table, table_console
+
     doc = res.summary_dict()
     # Never cut: a table wider than the terminal (or COLUMNS) is split into pages of variants.
     console = table_console()
@@ -258,6 +264,8 @@ def run(
     ] = None,
 ) -> None:
     """Simulate a scenario and compare its variants."""
+    from agentsim.plan import plausibility
+    from agentsim.plan.validation import load
     from agentsim.sim.simulation import simulate
     from agentsim.viz.outdir import check_folder
     from agentsim.viz.report import write_results
@@ -288,6 +296,10 @@ def validate(
     files: Annotated[list[Path], typer.Argument(help="Scenario files to check.", show_default=False)],
 ) -> None:
     """Check scenario files without running them."""
+    from agentsim.model.loading import ScenarioError
+    from agentsim.plan import plausibility
+    from agentsim.plan.validation import load
+
     failed, crashed = [], []
     for f in files:
         try:
