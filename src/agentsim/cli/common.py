@@ -19,10 +19,13 @@ import typer
 
 __all__ = [
     "BadInput",
+    "ExecutorOpt",
     "MaxCallsOpt",
     "NoSizeLimitOpt",
+    "SchedulerOpt",
     "app",
     "as_console",
+    "check_executor_options",
     "err_console",
     "fmt_n",
     "fmt_s",
@@ -78,6 +81,17 @@ MaxCallsOpt = Annotated[
         show_default=False,
     ),
 ]
+ExecutorOpt = Annotated[
+    str,
+    typer.Option(
+        help="Where the work runs: process (--workers processes here) or dask (a Dask cluster: --scheduler, "
+        "or a local cluster of --workers processes). Results do not depend on it."
+    ),
+]
+SchedulerOpt = Annotated[
+    str | None,
+    typer.Option(help="Dask scheduler address, e.g. tcp://host:8786 (default: start a local cluster)."),
+]
 NoSizeLimitOpt = Annotated[
     bool, typer.Option("--no-size-limit", help="Lift the size guards (calls and memory estimated up front).")
 ]
@@ -99,7 +113,16 @@ _BAD_INPUT = (
     ("agentsim.viz.outdir", "OutputError"),
     ("agentsim.sim.simulation", "EngineError"),
     ("agentsim.plan.sizeguard", "SizeError"),
+    ("agentsim.sim.executors", "ExecutorError"),
 )
+
+
+def check_executor_options(executor: str, scheduler: str | None) -> None:
+    """--executor and --scheduler of a command that can run on Dask."""
+    if executor not in ("process", "dask"):
+        raise BadInput(f"--executor {executor!r}: choose process or dask")
+    if scheduler and executor != "dask":
+        raise BadInput("--scheduler needs --executor dask")
 
 
 def _is(exc: BaseException, module: str, name: str) -> bool:

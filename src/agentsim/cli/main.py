@@ -15,7 +15,17 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from agentsim.cli.common import BadInput, MaxCallsOpt, NoSizeLimitOpt, app, err_console, handle_errors
+from agentsim.cli.common import (
+    BadInput,
+    ExecutorOpt,
+    MaxCallsOpt,
+    NoSizeLimitOpt,
+    SchedulerOpt,
+    app,
+    check_executor_options,
+    err_console,
+    handle_errors,
+)
 from agentsim.cli.common import fmt_n as _fmt_n
 from agentsim.cli.common import fmt_s as _fmt_s
 from agentsim.cli.common import fmt_usd as _fmt_usd
@@ -255,6 +265,8 @@ def run(
     json_out: Annotated[bool, typer.Option("--json", help="Print only the summary.json document.")] = False,
     engine: Annotated[str, typer.Option(help="auto, des or fastpath.")] = "auto",
     workers: Annotated[int, typer.Option(min=1, help="Worker processes (results do not depend on it).")] = 1,
+    executor: ExecutorOpt = "process",
+    scheduler: SchedulerOpt = None,
     max_calls: MaxCallsOpt = None,
     no_size_limit: NoSizeLimitOpt = False,
     wide: Annotated[bool, typer.Option("--wide", help="One wide table even if wider than the terminal.")] = False,
@@ -264,6 +276,14 @@ def run(
     ] = None,
 ) -> None:
     """Simulate a scenario and compare its variants."""
+    check_executor_options(executor, scheduler)  # option mistakes first: they cost no import
+    if uncertainty not in (None, "parameters"):
+        raise BadInput(f"--uncertainty {uncertainty!r}: the only choice is parameters")
+    if scheduler:
+        from agentsim.sim.executors import reach_scheduler
+
+        reach_scheduler(scheduler)  # an address out of reach is reported before the scenario loads
+
     from agentsim.plan import plausibility
     from agentsim.plan.validation import load
     from agentsim.sim.simulation import simulate
@@ -274,11 +294,10 @@ def run(
     warn_profile_ranges(scenario, file)
     if out is not None:
         check_folder(out)  # before the simulation: a bad --out costs a second, not the run
-    if uncertainty not in (None, "parameters"):
-        raise BadInput(f"--uncertainty {uncertainty!r}: the only choice is parameters")
     lines = _lines_of(file)
     _print_warnings(plausibility.check_scenario(scenario, str(file), lines))
-    res = simulate(scenario, runs=runs, seed=seed, engine=engine, workers=workers, uncertainty=uncertainty)
+    where = {"workers": workers, "executor": executor, "scheduler": scheduler}
+    res = simulate(scenario, runs=runs, seed=seed, engine=engine, uncertainty=uncertainty, **where)
     _print_warnings(plausibility.check_results(res, str(file), lines))  # above the table
     if json_out:
         sys.stdout.write(res.to_json())

@@ -19,7 +19,18 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from agentsim.cli.common import BadInput, MaxCallsOpt, NoSizeLimitOpt, app, as_console, err_console, handle_errors
+from agentsim.cli.common import (
+    BadInput,
+    ExecutorOpt,
+    MaxCallsOpt,
+    NoSizeLimitOpt,
+    SchedulerOpt,
+    app,
+    as_console,
+    check_executor_options,
+    err_console,
+    handle_errors,
+)
 from agentsim.cli.common import fmt_s as _fmt_s
 from agentsim.cli.common import fmt_usd as _fmt_usd
 
@@ -105,10 +116,8 @@ def sweep(
     runs: RunsOpt = None,
     seed: SeedOpt = None,
     workers: Annotated[int | None, typer.Option(min=1, help="Processes (default: all cores).")] = None,
-    executor: Annotated[str, typer.Option(help="process or dask.")] = "process",
-    scheduler: Annotated[
-        str | None, typer.Option(help="Dask scheduler address, e.g. tcp://host:8786 (default: start a local cluster).")
-    ] = None,
+    executor: ExecutorOpt = "process",
+    scheduler: SchedulerOpt = None,
     out: Annotated[
         Path | None,
         typer.Option(
@@ -135,10 +144,7 @@ def sweep(
 
     if time not in ("mean", "p95"):
         raise BadInput(f"--time {time!r}: choose mean or p95")
-    if executor not in ("process", "dask"):
-        raise BadInput(f"--executor {executor!r}: choose process or dask")
-    if scheduler and executor != "dask":
-        raise BadInput("--scheduler needs --executor dask")
+    check_executor_options(executor, scheduler)
     if out is not None and not json_out:
         from agentsim.viz.outdir import check_folder
 
