@@ -939,7 +939,9 @@ def _resolve_by_model(comp: _Compiler) -> None:
 def _compile_accounts(comp: _Compiler, scenario: Scenario) -> list:
     """Account specs, and each tier's accounts (``opus`` covers every tier of opus, ``opus@fast`` one)."""
     from agentsim.model.scenario import suggest
-    from agentsim.plan.limits import AccountSpec
+
+    if scenario.limits:  # agentsim.plan.limits imports SimPy: not for a scenario without limits
+        from agentsim.plan.limits import AccountSpec
 
     accounts = []
     member: dict[int, list[int]] = {t.index: [] for t in comp.tiers}
