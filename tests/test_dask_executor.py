@@ -134,3 +134,9 @@ def test_cli_run_on_a_local_dask_cluster_prints_the_same_summary(tmp_path):
     two = _cli("run", str(path), "--json", "--executor", "dask", "--workers", "2")
     assert one.returncode == 0 and two.returncode == 0, two.stderr
     assert two.stdout == one.stdout
+
+
+def test_without_dask_installed_the_error_says_what_to_install(monkeypatch, tmp_path):
+    monkeypatch.setitem(sys.modules, "dask.distributed", None)  # import dask.distributed raises ImportError
+    with pytest.raises(ExecutorError, match=r"pip install 'agentsim\[dask\]'"):
+        simulate(_small(tmp_path, runs=10), executor="dask")
