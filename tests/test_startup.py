@@ -67,3 +67,12 @@ def test_import_time_log_agrees():
     }
     assert "typer" in loaded  # the log was read
     assert not loaded & set(HEAVY)
+
+
+def test_validate_imports_only_numpy_and_pydantic():
+    # validating (and compiling, to report the compiler's problems) needs the scenario model and NumPy;
+    # SciPy (draws), pandas (tables), matplotlib (figures) and SimPy (the DES, limits) wait for a simulation
+    got = _probe(["validate", str(ROOT / "scenarios" / "coding-agent.yaml")])
+    assert got["code"] == 0
+    assert set(got["heavy"]) <= {"numpy", "pydantic", "rich"}
+    assert {"numpy", "pydantic"} <= set(got["heavy"])  # it did validate
