@@ -470,7 +470,7 @@ def simulate(
         raise ValueError("seed must be at least 0")
     check_executor(executor, scheduler)  # before the simulation
     with ExitStack() as stack:
-        if executor == "dask":  # one cluster (or connection) for every simulation of this call
+        if executor == "dask" and plan.workload is None:  # one cluster (or connection) for every simulation here
             executor = stack.enter_context(dask_client(workers, scheduler))
         where = {"workers": workers, "executor": executor}
         res = simulate_plan(plan, runs, seed, engine=engine, **where)
