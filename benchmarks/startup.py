@@ -9,6 +9,13 @@ which is far less sensitive to a busy machine than wall time. The commands are i
 Also prints the heavy packages each command imported (``-X importtime``), so a regression
 points at its cause. ``--src DIR`` runs another source tree (``PYTHONPATH=DIR``), e.g. an older
 commit exported with ``git archive <commit> src | tar -x -C /tmp/old``.
+
+Bytecode matters as much as imports: ``pip install`` writes ``.pyc`` files, but ``uv sync`` does not
+(unless ``--compile-bytecode``) and with ``PYTHONDONTWRITEBYTECODE=1`` Python never caches them, so
+every command compiles every module it imports from source (about 0.3-1 s CPU here). The script says
+which case it measures; compile once with ``PYTHONDONTWRITEBYTECODE= python -m compileall -q .venv/lib
+src`` to measure what an installed agentsim costs, or set ``PYTHONPYCACHEPREFIX`` to an empty folder
+to measure the uncached case on purpose.
 """
 
 from __future__ import annotations
@@ -70,6 +77,19 @@ def main() -> None:
         heavy = ", ".join(heavy_imports(base, argv)) or "-"
         print(f"{name:<12} {statistics.median(t):>15.3f} {min(t):>7.3f} {max(t):>7.3f}  {heavy}")
     print(f"{'(python -c pass)':<12} {bare:>11.3f}")
+    print(f"bytecode: {_bytecode_state()}")
+
+
+def _bytecode_state() -> str:
+    """Whether the commands above ran from cached bytecode (.pyc) or compiled their modules from source."""
+    probe = (
+        "import importlib.util, os, typer, agentsim.cli.main as m;"
+        "print(all(os.path.exists(importlib.util.cache_from_source(f)) for f in (m.__file__, typer.__file__)))"
+    )
+    cached = subprocess.run([sys.executable, "-c", probe], env=ENV, capture_output=True, text=True).stdout.strip()
+    if cached == "True":
+        return "cached (.pyc files present, as after pip install)"
+    return "NOT cached: every module compiled from source at each start (uv sync without --compile-bytecode)"
 
 
 if __name__ == "__main__":

@@ -42,7 +42,6 @@ import math
 import os
 import time
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
@@ -57,6 +56,7 @@ from agentsim.model.scenario import Scenario, suggest
 from agentsim.plan.compiler import Plan, compile_plan
 from agentsim.plan.sampling import block_spans
 from agentsim.plan.validation import parse
+from agentsim.sim.executors import EXECUTORS, unordered_map
 from agentsim.sim.results import Results, summary_frame
 from agentsim.sim.results import summary_rows as results_summary_rows
 from agentsim.sim.simulation import choose_engine, simulate_plan
@@ -76,7 +76,6 @@ __all__ = [
     "summary_rows",
 ]
 
-EXECUTORS = ("process", "dask")
 MAX_POINTS = 100_000  # a grid larger than this is almost certainly a typo in a range
 TASK_SECONDS = 0.1  # smallest task worth sending to a worker
 
@@ -406,40 +405,8 @@ def _execute(
 
     if progress is not None:
         progress(0, total)
-    if executor == "dask":
-        try:
-            from dask.distributed import Client, LocalCluster
-            from dask.distributed import as_completed as dask_completed
-        except ImportError:
-            raise ValueError("the dask executor needs dask.distributed: pip install 'agentsim[dask]'") from None
-        cluster = None
-        if scheduler:
-            client = Client(scheduler, set_as_default=False)
-        else:
-            import logging
-
-            cluster = LocalCluster(
-                n_workers=workers,
-                threads_per_worker=1,
-                processes=True,
-                dashboard_address=None,
-                silence_logs=logging.ERROR,
-            )
-            client = Client(cluster, set_as_default=False)
-        try:
-            for fut in dask_completed(client.map(_run_task, tasks, pure=False), loop=client.loop):
-                collect(fut.result())
-        finally:
-            client.close()
-            if cluster is not None:
-                cluster.close()
-    elif workers > 1 and len(tasks) > 1:
-        with ProcessPoolExecutor(max_workers=min(workers, len(tasks))) as pool:
-            for fut in as_completed([pool.submit(_run_task, t) for t in tasks]):
-                collect(fut.result())
-    else:
-        for t in tasks:
-            collect(_run_task(t))
+    for out in unordered_map(_run_task, tasks, workers=workers, executor=executor, scheduler=scheduler):
+        collect(out)
     return rows
 
 

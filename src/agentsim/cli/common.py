@@ -10,21 +10,22 @@ failed for another reason, 130 interrupted. Set ``AGENTSIM_DEBUG=1`` to see a tr
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Callable
 from functools import wraps
 from typing import Annotated
 
 import typer
-from rich.console import Console
-
-from agentsim.model.loading import ScenarioError
-from agentsim.viz.outdir import OutputError
 
 __all__ = [
     "BadInput",
+    "ExecutorOpt",
     "MaxCallsOpt",
     "NoSizeLimitOpt",
+    "SchedulerOpt",
     "app",
+    "as_console",
+    "check_executor_options",
     "err_console",
     "fmt_n",
     "fmt_s",
@@ -42,7 +43,33 @@ app = typer.Typer(
     rich_markup_mode=None,
 )
 
-err_console = Console(stderr=True, soft_wrap=True, highlight=False, markup=False, emoji=False)
+
+class LazyConsole:
+    """The stderr console, made on first use, so that rich is imported only by a command that prints.
+
+    Attributes (``print``, ``is_terminal``...) go to the rich ``Console``; where a real ``Console`` object
+    is needed (a progress bar's ``console=``), pass :func:`as_console` of it.
+    """
+
+    _console = None
+
+    def unwrap(self):
+        if LazyConsole._console is None:
+            from rich.console import Console
+
+            LazyConsole._console = Console(stderr=True, soft_wrap=True, highlight=False, markup=False, emoji=False)
+        return LazyConsole._console
+
+    def __getattr__(self, name: str):
+        return getattr(self.unwrap(), name)
+
+
+def as_console(console):
+    """The rich ``Console`` behind ``console`` (:data:`err_console`, or a ``Console`` itself)."""
+    return console.unwrap() if isinstance(console, LazyConsole) else console
+
+
+err_console = LazyConsole()
 
 
 MaxCallsOpt = Annotated[
@@ -53,6 +80,17 @@ MaxCallsOpt = Annotated[
         help="Refuse a simulation of more simulated calls (all variants) than this (default: 2e9).",
         show_default=False,
     ),
+]
+ExecutorOpt = Annotated[
+    str,
+    typer.Option(
+        help="Where the work runs: process (--workers processes here) or dask (a Dask cluster: --scheduler, "
+        "or a local cluster of --workers processes). Results do not depend on it."
+    ),
+]
+SchedulerOpt = Annotated[
+    str | None,
+    typer.Option(help="Dask scheduler address, e.g. tcp://host:8786 (default: start a local cluster)."),
 ]
 NoSizeLimitOpt = Annotated[
     bool, typer.Option("--no-size-limit", help="Lift the size guards (calls and memory estimated up front).")
@@ -68,6 +106,30 @@ def _fail(message: str, code: int) -> None:
     raise typer.Exit(code)
 
 
+# Errors of bad input (exit 2) raised by the library, by module and class. They are looked up in
+# sys.modules, never imported here: an exception of a module that was never imported cannot be raised,
+# and start-up (``agentsim --help``) stays free of the scenario model, NumPy and pandas.
+_BAD_INPUT = (
+    ("agentsim.viz.outdir", "OutputError"),
+    ("agentsim.sim.simulation", "EngineError"),
+    ("agentsim.plan.sizeguard", "SizeError"),
+    ("agentsim.sim.executors", "ExecutorError"),
+)
+
+
+def check_executor_options(executor: str, scheduler: str | None) -> None:
+    """--executor and --scheduler of a command that can run on Dask."""
+    if executor not in ("process", "dask"):
+        raise BadInput(f"--executor {executor!r}: choose process or dask")
+    if scheduler and executor != "dask":
+        raise BadInput("--scheduler needs --executor dask")
+
+
+def _is(exc: BaseException, module: str, name: str) -> bool:
+    mod = sys.modules.get(module)
+    return mod is not None and isinstance(exc, getattr(mod, name))
+
+
 def handle_errors(fn: Callable) -> Callable:
     """Turn known errors into messages and exit codes instead of tracebacks."""
 
@@ -81,17 +143,12 @@ def handle_errors(fn: Callable) -> Callable:
                 return fn(*args, **kwargs)
         except typer.Exit:
             raise
-        except ScenarioError as exc:
-            _fail("\n".join(f"error: {item}" for item in exc.items), 2)
-        except (BadInput, OutputError) as exc:
-            _fail(f"error: {exc}", 2)
         except KeyboardInterrupt:
             _fail("interrupted", 130)
         except Exception as exc:
-            from agentsim.plan.sizeguard import SizeError
-            from agentsim.sim.simulation import EngineError
-
-            if isinstance(exc, EngineError | SizeError):
+            if _is(exc, "agentsim.model.loading", "ScenarioError"):
+                _fail("\n".join(f"error: {item}" for item in exc.items), 2)
+            if isinstance(exc, BadInput) or any(_is(exc, *where) for where in _BAD_INPUT):
                 _fail(f"error: {exc}", 2)
             if os.environ.get("AGENTSIM_DEBUG"):
                 raise

@@ -14,28 +14,42 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.table import Table
 
-from agentsim.cli.common import BadInput, MaxCallsOpt, NoSizeLimitOpt, app, err_console, handle_errors
+from agentsim.cli.common import (
+    BadInput,
+    ExecutorOpt,
+    MaxCallsOpt,
+    NoSizeLimitOpt,
+    SchedulerOpt,
+    app,
+    check_executor_options,
+    err_console,
+    handle_errors,
+)
 from agentsim.cli.common import fmt_n as _fmt_n
 from agentsim.cli.common import fmt_s as _fmt_s
 from agentsim.cli.common import fmt_usd as _fmt_usd
 from agentsim.cli.common import signed as _signed
-from agentsim.cli.tables import fmt_time, print_table, table_console, time_unit
-from agentsim.model.loading import ScenarioError
-from agentsim.plan import plausibility
-from agentsim.sim import payoff
-from agentsim.viz.outdir import OutputError  # noqa: F401  (re-exported for command modules)
 
 if TYPE_CHECKING:
+    from rich.table import Table
+
     from agentsim.sim.results import Results
-from agentsim.plan.validation import load
+
+# Start-up: this module and the command modules it imports load only typer and the standard library;
+# each command imports what it uses (rich, the scenario model, NumPy, pandas) when it runs, so
+# `agentsim --help` answers at once (benchmarks/startup.py; tests/test_startup.py keeps it so).
 
 __all__ = ["BadInput", "app", "err_console", "handle_errors", "main", "print_summary", "summary_table"]
 
 
 def summary_table(doc: dict) -> Table:
     """A table with one column per variant and one row per figure."""
+    from rich.table import Table
+
+    from agentsim.cli.tables import fmt_time, time_unit
+    from agentsim.sim import payoff
+
     variants = doc["variants"]
     t = Table(
         title=f"{doc['scenario']}: {doc['runs']:,} runs, seed {doc['seed']}, engine {doc['engine']}",
@@ -179,6 +193,8 @@ def _streaming_rows(t: Table, row, first: dict, n_variants: int) -> None:
 
 
 def print_summary(res: Results, wide: bool = False) -> None:
+    from agentsim.cli.tables import print_table, table_console
+
     doc = res.summary_dict()
     # Never cut: a table wider than the terminal (or COLUMNS) is split into pages of variants.
     console = table_console()
@@ -249,6 +265,8 @@ def run(
     json_out: Annotated[bool, typer.Option("--json", help="Print only the summary.json document.")] = False,
     engine: Annotated[str, typer.Option(help="auto, des or fastpath.")] = "auto",
     workers: Annotated[int, typer.Option(min=1, help="Worker processes (results do not depend on it).")] = 1,
+    executor: ExecutorOpt = "process",
+    scheduler: SchedulerOpt = None,
     max_calls: MaxCallsOpt = None,
     no_size_limit: NoSizeLimitOpt = False,
     wide: Annotated[bool, typer.Option("--wide", help="One wide table even if wider than the terminal.")] = False,
@@ -258,6 +276,16 @@ def run(
     ] = None,
 ) -> None:
     """Simulate a scenario and compare its variants."""
+    check_executor_options(executor, scheduler)  # option mistakes first: they cost no import
+    if uncertainty not in (None, "parameters"):
+        raise BadInput(f"--uncertainty {uncertainty!r}: the only choice is parameters")
+    if scheduler:
+        from agentsim.sim.executors import reach_scheduler
+
+        reach_scheduler(scheduler)  # an address out of reach is reported before the scenario loads
+
+    from agentsim.plan import plausibility
+    from agentsim.plan.validation import load
     from agentsim.sim.simulation import simulate
     from agentsim.viz.outdir import check_folder
     from agentsim.viz.report import write_results
@@ -266,11 +294,10 @@ def run(
     warn_profile_ranges(scenario, file)
     if out is not None:
         check_folder(out)  # before the simulation: a bad --out costs a second, not the run
-    if uncertainty not in (None, "parameters"):
-        raise BadInput(f"--uncertainty {uncertainty!r}: the only choice is parameters")
     lines = _lines_of(file)
     _print_warnings(plausibility.check_scenario(scenario, str(file), lines))
-    res = simulate(scenario, runs=runs, seed=seed, engine=engine, workers=workers, uncertainty=uncertainty)
+    where = {"workers": workers, "executor": executor, "scheduler": scheduler}
+    res = simulate(scenario, runs=runs, seed=seed, engine=engine, uncertainty=uncertainty, **where)
     _print_warnings(plausibility.check_results(res, str(file), lines))  # above the table
     if json_out:
         sys.stdout.write(res.to_json())
@@ -288,6 +315,10 @@ def validate(
     files: Annotated[list[Path], typer.Argument(help="Scenario files to check.", show_default=False)],
 ) -> None:
     """Check scenario files without running them."""
+    from agentsim.model.loading import ScenarioError
+    from agentsim.plan import plausibility
+    from agentsim.plan.validation import load
+
     failed, crashed = [], []
     for f in files:
         try:

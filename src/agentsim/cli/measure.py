@@ -11,13 +11,14 @@ from __future__ import annotations
 import datetime as dt
 import os
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
-from agentsim.cli.common import BadInput, app, err_console, handle_errors
+from agentsim.cli.common import BadInput, app, as_console, err_console, handle_errors
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 DEFAULT_INPUT_TOKENS = "500-8000"  # spread enough (coefficient of variation ~0.55) to fit a prefill speed
 FORMAT_CHOICES = "auto, llmperf, vllm, guidellm, aiperf, otel, csv or measure"
@@ -30,6 +31,8 @@ def _fmt(x: float | None, unit: str = "") -> str:
 
 
 def _fit_table(doc: dict) -> Table:
+    from rich.table import Table
+
     fit = doc["fit"]
     t = Table(title=f"{doc['profile']}: {doc['description']}", title_justify="left")
     t.add_column("", style="bold", no_wrap=True)
@@ -139,6 +142,8 @@ def calibrate(
         from agentsim.viz.report import write_files
 
         write_files(plot.parent, {plot.name: lambda p: p.write_bytes(png)})
+    from rich.console import Console
+
     console = Console(markup=False, emoji=False, soft_wrap=False)
     console.print(_fit_table(doc))
     c = cal.counts
@@ -276,7 +281,7 @@ def measure(
             MofNCompleteColumn(),
             TextColumn("{task.fields[f]}"),
             TimeElapsedColumn(),
-            console=err_console,
+            console=as_console(err_console),
             transient=True,
         )
         task = progress.add_task("measure", total=requests, f="")

@@ -19,18 +19,10 @@ import sys
 from typing import Annotated, Any
 
 import typer
-from rich.table import Table
 
 from agentsim.cli.common import BadInput, app, err_console, handle_errors
-from agentsim.cli.tables import print_table, table_console
-from agentsim.pricing.rates import (
-    PRICE_KINDS,
-    PriceError,
-    describe_catalog_model,
-    find_catalog_model,
-    search_catalog,
-    today,
-)
+
+# rich and agentsim.pricing.rates (genai-prices) are imported by the commands that use them, not at start-up
 
 KIND_LABELS = {
     "input_mtok": "input",
@@ -45,6 +37,8 @@ SEARCH_COLUMNS = ("input_mtok", "output_mtok", "cache_read_mtok", "cache_write_m
 
 
 def _parse_date(value: str | None) -> dt.date:
+    from agentsim.pricing.rates import today
+
     if value is None:
         return today()
     try:
@@ -105,6 +99,11 @@ def prices(
 
 
 def _search(query: str, on: dt.date, json_out: bool, limit: int, wide: bool = False) -> None:
+    from rich.table import Table
+
+    from agentsim.cli.tables import print_table, table_console
+    from agentsim.pricing.rates import describe_catalog_model, search_catalog
+
     hits = search_catalog(query)
     shown = hits if limit == 0 else hits[:limit]
     docs = [describe_catalog_model(p, m, on) for p, m in shown]
@@ -135,6 +134,11 @@ def _search(query: str, on: dt.date, json_out: bool, limit: int, wide: bool = Fa
 
 
 def _show(ref: str, on: dt.date, json_out: bool, wide: bool = False) -> None:
+    from rich.table import Table
+
+    from agentsim.cli.tables import print_table, table_console
+    from agentsim.pricing.rates import PRICE_KINDS, PriceError, describe_catalog_model, find_catalog_model
+
     try:
         provider, model = find_catalog_model(ref)
     except PriceError as exc:
@@ -265,6 +269,10 @@ def profiles(
     wide: Annotated[bool, typer.Option("--wide", help="One wide table even if wider than the terminal.")] = False,
 ) -> None:
     """Bundled speed profiles (use as `profile: NAME` in a model): sources, dates, medians."""
+    from rich.table import Table
+
+    from agentsim.cli.tables import print_table
+
     rows = profile_rows()
     if json_out:
         _echo_json(rows)

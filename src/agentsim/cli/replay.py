@@ -13,18 +13,17 @@ from __future__ import annotations
 import datetime as dt
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
 from agentsim.cli.common import BadInput, app, err_console, handle_errors
 from agentsim.cli.common import fmt_s as _fmt_s
 from agentsim.cli.common import fmt_usd as _fmt_usd
 from agentsim.cli.common import signed as _signed
-from agentsim.sim import payoff
-from agentsim.traces.session_files import FORMATS, SessionInputError, default_paths, read_sessions, select_sessions
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 __all__ = ["replay_command", "replay_table"]
 
@@ -47,6 +46,10 @@ def _fmt_h(x: float | None) -> str:
 
 def replay_table(doc: dict) -> Table:
     """One column per variant (recorded first), one row per figure."""
+    from rich.table import Table
+
+    from agentsim.sim import payoff
+
     rec = doc["recorded"]
     cols = {"recorded": rec, **doc["variants"]}
     srcs = ", ".join(f"{n} {k}" for k, n in doc["sources"].items())
@@ -150,8 +153,17 @@ def replay_command(
     out: Annotated[Path | None, typer.Option(help="Write tables (Parquet, CSV), replay.json and figures here.")] = None,
 ) -> None:
     """Replay recorded agent sessions under other speeds and prices."""
+    from rich.console import Console
+
     from agentsim.replay.config import ReplayConfig, load_replay_config, parse_variant
     from agentsim.replay.retime import replay
+    from agentsim.traces.session_files import (
+        FORMATS,
+        SessionInputError,
+        default_paths,
+        read_sessions,
+        select_sessions,
+    )
 
     if fmt not in FORMATS:
         raise BadInput(f"--format '{fmt}' is not one of {', '.join(FORMATS)}")
@@ -238,6 +250,7 @@ def replay_command(
 
 def write_replay(res, out_dir: Path) -> list[Path]:
     """Write ``replay.json``, ``sessions``/``calls``/``spans`` tables (Parquet and CSV) and two figures."""
+    from agentsim.viz import figure_methods  # noqa: F401  (gives the result its plot_* methods)
     from agentsim.viz.outdir import write_folder
 
     def fig_writer(make):

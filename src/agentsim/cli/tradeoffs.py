@@ -15,19 +15,28 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-import yaml
-from rich.console import Console
-from rich.table import Table
 
-from agentsim.cli.common import BadInput, MaxCallsOpt, NoSizeLimitOpt, app, err_console, handle_errors
+from agentsim.cli.common import (
+    BadInput,
+    ExecutorOpt,
+    MaxCallsOpt,
+    NoSizeLimitOpt,
+    SchedulerOpt,
+    app,
+    as_console,
+    check_executor_options,
+    err_console,
+    handle_errors,
+)
 from agentsim.cli.common import fmt_s as _fmt_s
 from agentsim.cli.common import fmt_usd as _fmt_usd
-from agentsim.cli.tables import print_table
-from agentsim.plan.validation import load
-from agentsim.sim import payoff
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
 
 FileArg = Annotated[Path, typer.Argument(help="Scenario file (YAML, JSON or TOML).", show_default=False)]
 RunsOpt = Annotated[int | None, typer.Option(min=1, help="Monte-Carlo runs (default: the scenario's).")]
@@ -49,7 +58,7 @@ def progress_bar(quiet: bool, description: str) -> Iterator:
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
-        console=err_console,
+        console=as_console(err_console),
         transient=True,
     ) as prog:
         task = prog.add_task(description, total=None)
@@ -75,6 +84,8 @@ def _usd_h(x: float | None) -> str:
 
 def _console() -> Console:
     """stdout; COLUMNS wide when set, else wide enough for the tables when it is not a terminal (a file, a pipe)."""
+    from rich.console import Console
+
     c = Console(markup=False, emoji=False, soft_wrap=False)
     return (
         c
@@ -105,10 +116,8 @@ def sweep(
     runs: RunsOpt = None,
     seed: SeedOpt = None,
     workers: Annotated[int | None, typer.Option(min=1, help="Processes (default: all cores).")] = None,
-    executor: Annotated[str, typer.Option(help="process or dask.")] = "process",
-    scheduler: Annotated[
-        str | None, typer.Option(help="Dask scheduler address, e.g. tcp://host:8786 (default: start a local cluster).")
-    ] = None,
+    executor: ExecutorOpt = "process",
+    scheduler: SchedulerOpt = None,
     out: Annotated[
         Path | None,
         typer.Option(
@@ -130,14 +139,12 @@ def sweep(
 ) -> None:
     """Evaluate a scenario over a grid of values: one row per grid point and variant, Pareto frontier marked."""
     from agentsim.analysis.sweeps import parse_set, run_sweep
+    from agentsim.plan.validation import load
     from agentsim.viz.report import sweep_document, write_sweep
 
     if time not in ("mean", "p95"):
         raise BadInput(f"--time {time!r}: choose mean or p95")
-    if executor not in ("process", "dask"):
-        raise BadInput(f"--executor {executor!r}: choose process or dask")
-    if scheduler and executor != "dask":
-        raise BadInput("--scheduler needs --executor dask")
+    check_executor_options(executor, scheduler)
     if out is not None and not json_out:
         from agentsim.viz.outdir import check_folder
 
@@ -164,6 +171,8 @@ def sweep(
     if json_out:
         sys.stdout.write(json.dumps(sweep_document(sw), indent=2, allow_nan=False) + "\n")
         return
+    from agentsim.cli.tables import print_table
+
     print_table(sweep_table(sw, time), wide=wide, heading=len(sw.axes) + 1, console=_console())
     target = out if out is not None else Path("results") / f"{sw.scenario.name}-sweep"
     written = write_sweep(sw, target)
@@ -205,7 +214,10 @@ def _apply_labels(axes, labels: dict[str, str]):
 
 def sweep_table(sw, time: str = "mean", max_rows: int = 60) -> Table:
     """One row per grid point and variant: wall time, cost, Δ against the point's first variant, pays-off."""
+    from rich.table import Table
+
     from agentsim.cli.tables import fmt_time, time_unit
+    from agentsim.sim import payoff
 
     t = sw.table
     col = f"pareto_{time}"
@@ -282,6 +294,7 @@ def size(
     """Monthly API spend, hours of waiting saved and the premium per saved hour, per variant."""
     from agentsim.analysis.tradeoffs import break_even, cheapest_intervals, spend_sizing, variant_table
     from agentsim.analysis.tradeoffs import runs_per_month as rpm
+    from agentsim.plan.validation import load
     from agentsim.sim.simulation import simulate
 
     sc = load(file)
@@ -307,6 +320,8 @@ def size(
         }  # fmt: skip
         sys.stdout.write(json.dumps(doc, indent=2, allow_nan=False) + "\n")
         return
+    from agentsim.cli.tables import print_table
+
     print_table(buyers_table(sc.name, res, sizing, be, env, vot), wide=wide, pages=True, console=_console())
 
 
@@ -326,6 +341,10 @@ def _clean_records(df) -> list[dict]:
 
 
 def buyers_table(name, res, sizing, be, env, vot) -> Table:
+    from rich.table import Table
+
+    from agentsim.sim import payoff
+
     n = float(sizing["runs_per_month"].iloc[0])
     success = res.plan.defines_success  # sized per successful task: failed runs are retried
     what = "successful tasks" if success else "runs"
@@ -409,8 +428,11 @@ def optimize(
     no_size_limit: NoSizeLimitOpt = False,
 ) -> None:
     """Which steps to run on which speed tier (or model) to minimise p95 under a budget, or cost under a p95."""
+    import yaml
+
     from agentsim.analysis.optimize import critical_table
     from agentsim.analysis.optimize import optimize as run_optimize
+    from agentsim.plan.validation import load
 
     given = [
         o
@@ -456,6 +478,8 @@ def optimize(
         }  # fmt: skip
         sys.stdout.write(json.dumps(doc, indent=2, allow_nan=False) + "\n")
         return
+    from agentsim.cli.tables import print_table
+
     console = _console()
     for t in optimize_tables(sc.name, opt, crit):
         print_table(t, console=console)
@@ -474,6 +498,8 @@ def _names(text: str | None) -> list[str] | None:
 
 
 def optimize_tables(name: str, opt, crit) -> list[Table]:
+    from rich.table import Table
+
     success = "basis" in opt.chosen  # ranked per successful task (the scenario has fail steps)
     unit = "per success" if success else "per run"
     cost_word = "cost per success" if success else "mean cost"

@@ -68,7 +68,7 @@ class _Model(BaseModel):
     """Base of every scenario model (public name: ``StrictModel``): frozen, unknown keys rejected with a
     suggestion."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True, defer_build=True)
 
     @model_validator(mode="before")
     @classmethod
@@ -1340,19 +1340,10 @@ class Scenario(_Model):
         return dict(self.variants) if self.variants else {"baseline": VariantSpec()}
 
 
-for _cls in (
-    ParallelSpec,
-    FanoutSpec,
-    RepeatSpec,
-    ChooseOption,
-    ParallelStep,
-    PipelineSpec,
-    PipelineStep,
-    Agent,
-    Workflow,
-    Scenario,
-):
-    _cls.model_rebuild()
+# The recursive step models (ParallelSpec, RepeatSpec, PipelineStep, Agent, ...) name each other before all
+# are defined. No model_rebuild() here: every model defers building its validator to its first use
+# (defer_build on _Model), when the forward references resolve from this module's names. So `agentsim prices`
+# builds none, and `validate` builds Scenario's schema (its nested models inline) once.
 
 
 # --------------------------------------------------------------------------- cross-field checks

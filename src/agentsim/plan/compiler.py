@@ -27,6 +27,7 @@ import datetime as dt
 import math
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from statistics import NormalDist
 
 import numpy as np
 
@@ -79,12 +80,16 @@ MAX_TOKENS = 1e8  # tokens in one call, tool output or context: beyond it a valu
 MAX_SECONDS = 10 * 365.25 * 86400.0  # a latency beyond 10 years is a typo
 
 
+# Phi^-1(1 - 1e-12) (the same bits as scipy.special.ndtri), without SciPy: `validate` need not import it
+_Z_TOP = NormalDist().inv_cdf(1 - 1e-12)
+
+
 def _practical_max(s: Sampler) -> float:
     """The largest value a draw takes in practice: the support's top, or the 1 - 1e-12 quantile if unbounded."""
     _, hi = s.support
     if math.isfinite(hi):
         return hi
-    return float(s.ppf(np.array([1 - 1e-12]))[0])
+    return float(s.transform(np.array([_Z_TOP]))[0])
 
 
 # What a draw is for; part of the random-stream key, so never renumber.
@@ -942,7 +947,9 @@ def _resolve_by_model(comp: _Compiler) -> None:
 def _compile_accounts(comp: _Compiler, scenario: Scenario) -> list:
     """Account specs, and each tier's accounts (``opus`` covers every tier of opus, ``opus@fast`` one)."""
     from agentsim.model.scenario import suggest
-    from agentsim.plan.limits import AccountSpec
+
+    if scenario.limits:  # agentsim.plan.limits imports SimPy: not for a scenario without limits
+        from agentsim.plan.limits import AccountSpec
 
     accounts = []
     member: dict[int, list[int]] = {t.index: [] for t in comp.tiers}

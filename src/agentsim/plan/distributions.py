@@ -77,8 +77,6 @@ class Sampler:
         multiply-add (and ``exp``) away from ``z``; other families go through the normal
         CDF, using its upper tail where that keeps precision.
         """
-        from scipy import special  # imported here: validating a scenario does not need SciPy
-
         z = np.asarray(z, dtype=np.float64)
         f, p = self.family, self.params
         if f == "constant":
@@ -88,6 +86,8 @@ class Sampler:
         elif f == "lognormal":
             x = np.exp(p["mu"] + p["sigma"] * z)
         elif f == "uniform":
+            from scipy import special  # SciPy where a family needs it: validating a scenario mostly does not
+
             x = p["low"] + (p["high"] - p["low"]) * special.ndtr(z)
         elif f == "exponential":  # -mean * log(1 - u): a gamma of shape 1
             x = _gamma_quantile(1.0, z)
@@ -98,6 +98,8 @@ class Sampler:
         elif f == "choice":
             x = self.values[_choice_index(self.cum, z)]
         elif f == "empirical":
+            from scipy import special
+
             n = len(self.values)
             x = self.values[np.minimum((special.ndtr(z) * n).astype(np.int64), n - 1)]
         else:  # pragma: no cover - guarded by the scenario schema

@@ -12,9 +12,9 @@ reassembled in order.
 from __future__ import annotations
 
 import os
-from concurrent.futures import ProcessPoolExecutor
-from itertools import repeat
+from contextlib import ExitStack
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -24,6 +24,7 @@ from agentsim.plan.compiler import Plan, compile_plan
 from agentsim.plan.sampling import block_spans, call_speeds, sample_block
 from agentsim.plan.sizeguard import check_plan
 from agentsim.plan.validation import load, parse
+from agentsim.sim.executors import check_executor, dask_client, ordered_map
 from agentsim.sim.records import DONE, BlockResult, calls_frame, price_calls, run_columns, spans_frame
 from agentsim.sim.results import PER_CALL_CAP, CallStats, Results
 from agentsim.sim.stream_stats import StreamStats
@@ -124,6 +125,12 @@ def _block_summary(plan: Plan, seed: int, span, engine: str, keep: bool, room: l
     return columns, samples, (results if keep else None), streams
 
 
+def _block_task(shared: tuple, span: tuple[int, int, int]):
+    """:func:`_block_summary` of one block run by an executor (``shared``: plan, seed, engine, keep)."""
+    plan, seed, engine, keep = shared
+    return _block_summary(plan, seed, span, engine, keep)
+
+
 def _call_samples(plan: Plan, res: BlockResult, room: int | None) -> tuple[np.ndarray, np.ndarray]:
     """TTFT and TPS of a block's completed calls (node by node, in run then instance order), at most ``room``."""
     ttft, tps = [], []
@@ -158,7 +165,17 @@ def _est_call_instances(plan: Plan, runs: int) -> int:
     return int(per_run * runs)
 
 
-def simulate_plan(plan: Plan, runs: int, seed: int, *, engine: str = "auto", workers: int = 1) -> Results:
+def simulate_plan(
+    plan: Plan,
+    runs: int,
+    seed: int,
+    *,
+    engine: str = "auto",
+    workers: int = 1,
+    executor: Any = "process",
+    scheduler: str | None = None,
+) -> Results:
+    check_executor(executor, scheduler)
     engine = choose_engine(plan, engine)
     check_plan(plan, runs, engine)  # refuses absurd sizes before any work starts
     if plan.workload is not None:
@@ -188,14 +205,14 @@ def simulate_plan(plan: Plan, runs: int, seed: int, *, engine: str = "auto", wor
         seen.append(1)
 
     seen: list[int] = []
-    if workers > 1 and len(spans) > 1:
-        with ProcessPoolExecutor(max_workers=min(workers, len(spans))) as pool:
-            for part in pool.map(_block_summary, repeat(plan), repeat(seed), spans, repeat(engine), repeat(keep)):
-                consume(part)
-    else:
+    if executor == "process" and (workers == 1 or len(spans) == 1):
         for s in spans:
             room = [PER_CALL_CAP - call_stats[name].kept for name in plan.variants]
             consume(_block_summary(plan, seed, s, engine, keep, room))
+    else:  # blocks elsewhere (processes, a Dask cluster), handed back in order
+        shared = (plan, seed, engine, keep)
+        for part in ordered_map(_block_task, shared, spans, workers=workers, executor=executor, scheduler=scheduler):
+            consume(part)
 
     variant = pd.Categorical.from_codes(np.repeat(np.arange(nv), runs), categories=list(plan.variants))
     runs_df = pd.DataFrame({"variant": variant, "run": np.tile(np.arange(runs), nv), **columns}, copy=False)
@@ -422,6 +439,8 @@ def simulate(
     *,
     engine: str = "auto",
     workers: int = 1,
+    executor: Any = "process",
+    scheduler: str | None = None,
     uncertainty: str | None = None,
 ) -> Results:
     """Simulate a scenario (a :class:`Scenario`, plain data or a file) and return its :class:`Results`.
@@ -432,6 +451,11 @@ def simulate(
     ``runs`` and ``seed`` override the scenario's; ``engine`` is ``auto`` (fast
     path when the scenario allows it), ``des`` or ``fastpath``; ``workers``
     spreads blocks of runs over processes without changing any result.
+
+    ``executor="dask"`` sends the blocks to a Dask cluster instead: the one at ``scheduler`` (an address
+    such as ``tcp://host:8786``), or a ``LocalCluster`` of ``workers`` processes started for the call; a
+    connected ``distributed.Client`` may be passed as ``executor`` itself. The results are the same bytes
+    as in one process (:mod:`agentsim.sim.executors`).
     """
     if isinstance(scenario, Scenario):
         sc, plan = scenario, compile_plan(scenario)
@@ -449,12 +473,17 @@ def simulate(
         raise ValueError("runs must be at least 1")
     if seed < 0:
         raise ValueError("seed must be at least 0")
-    res = simulate_plan(plan, runs, seed, engine=engine, workers=workers)
-    if (uncertainty or sc.uncertainty) == "parameters":  # agentsim.sim.param_uncertainty: K more simulations
-        from agentsim.sim.param_uncertainty import parameter_ci95
+    check_executor(executor, scheduler)  # before the simulation
+    with ExitStack() as stack:
+        if executor == "dask" and plan.workload is None:  # one cluster (or connection) for every simulation here
+            executor = stack.enter_context(dask_client(workers, scheduler))
+        where = {"workers": workers, "executor": executor}
+        res = simulate_plan(plan, runs, seed, engine=engine, **where)
+        if (uncertainty or sc.uncertainty) == "parameters":  # agentsim.sim.param_uncertainty: K more simulations
+            from agentsim.sim.param_uncertainty import parameter_ci95
 
-        def one(p: Plan) -> dict:
-            return simulate_plan(p, runs, seed, engine=engine, workers=workers).summary_dict()
+            def one(p: Plan) -> dict:
+                return simulate_plan(p, runs, seed, engine=engine, **where).summary_dict()
 
-        res.extra["param_ci95"] = parameter_ci95(sc, plan, res.summary_dict(), runs, seed, one)
+            res.extra["param_ci95"] = parameter_ci95(sc, plan, res.summary_dict(), runs, seed, one)
     return res

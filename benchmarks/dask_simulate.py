@@ -1,0 +1,147 @@
+"""One large simulation on a Dask cluster: a LocalCluster of 1 worker against one of 2 workers.
+
+    python benchmarks/dask_simulate.py [--runs 10000000] [--repeat 3] [--workers 2] [--no-local]
+
+``simulate(..., executor=client)`` sends the blocks of runs (4,096 runs each) of one simulation to
+the cluster and reassembles them in order (agentsim.sim.executors). The scenario is small: one model,
+a planning call and a loop of 1-4 calls (uniform), lognormal TTFT and output speed; one variant, so a
+10,000,000-run table fits in memory (~1.3 GB of columns). Both clusters are started first, warmed up
+(the workers import agentsim once), then timed in interleaved pairs (1 worker, then 2) in this one
+process. Prints medians of ``--repeat`` pairs:
+
+* seconds on 1 and on ``--workers`` workers, the speed-up (goal >= 1.8x on 2 cores) and runs/s;
+* the CPU seconds this process (the client: receiving blocks, copying them into the runs table)
+  spends itself, the serial part, and the speed-up that leaves possible on idle cores (Amdahl);
+* whether every summary.json is byte-identical to the others and (unless ``--no-local``) to the
+  same simulation in this one process;
+* a control: the speed-up of a pure-Python loop on the same number of processes, i.e. what the
+  shared machine gives right now (compare the Dask speed-up with this, not only with the goal).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+
+from agentsim.sim.simulation import simulate  # noqa: E402
+
+SCENARIO = {
+    "name": "dask-bench",
+    "seed": 7,
+    "models": {
+        "m": {
+            "price": {"input_mtok": 3, "output_mtok": 15},
+            "ttft": {"lognormal": {"median": 0.8, "p90": 1.6}},
+            "output_tps": {"lognormal": {"median": 80, "p90": 110}},
+        }
+    },
+    "agent": {
+        "steps": [
+            {"call": {"name": "plan", "model": "m", "input": 2000, "output": 300}},
+            {
+                "repeat": {
+                    "times": {"uniform": {"low": 1, "high": 4}},
+                    "steps": [{"call": {"name": "act", "model": "m", "input": 1000, "output": 120}}],
+                }
+            },
+        ]
+    },
+}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--runs", type=int, default=10_000_000)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--no-local", action="store_true", help="skip the one-process run (its bytes and time)")
+    args = ap.parse_args()
+
+    from dask.distributed import Client, LocalCluster
+
+    def cluster(n: int):
+        c = LocalCluster(
+            n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=logging.ERROR
+        )
+        return c, Client(c, set_as_default=False)
+
+    t = time.perf_counter()
+    (c1, one), (cn, many) = cluster(1), cluster(args.workers)
+    start = time.perf_counter() - t
+    for client in (one, many):  # warm-up: every worker imports agentsim and compiles once
+        simulate(SCENARIO, runs=20_000, executor=client)
+    print(
+        f"simulate(): {args.runs:,} runs of a small scenario (2-5 calls per run), median of {args.repeat} "
+        f"interleaved pairs; clusters started in {start:.1f} s (not included)"
+    )
+
+    times: dict[str, list[float]] = {"1": [], "n": []}
+    serial: dict[str, list[float]] = {"1": [], "n": []}
+    docs = set()
+    for _ in range(args.repeat):
+        for key, client in (("1", one), ("n", many)):
+            c0, t0 = time.process_time(), time.perf_counter()
+            res = simulate(SCENARIO, runs=args.runs, executor=client)
+            times[key].append(time.perf_counter() - t0)
+            serial[key].append(time.process_time() - c0)
+            docs.add(res.to_json())
+            del res
+    many.close(), cn.close(), one.close(), c1.close()
+
+    t1, tn = statistics.median(times["1"]), statistics.median(times["n"])
+    ratio = statistics.median(a / b for a, b in zip(times["1"], times["n"], strict=True))
+    s1, sn = statistics.median(serial["1"]), statistics.median(serial["n"])
+    print(f"  1 worker            {t1:8.2f} s   {args.runs / t1:12,.0f} runs/s")
+    print(
+        f"  {args.workers} workers           {tn:8.2f} s   {args.runs / tn:12,.0f} runs/s   "
+        f"speed-up {ratio:.2f}x (goal >= 1.8x on 2 cores)"
+    )
+    bound = t1 / (sn + max(t1 - s1, 0.0) / args.workers)
+    print(
+        f"  client (serial)     {sn:8.2f} s CPU in this process with {args.workers} workers ({s1:.2f} s with 1): "
+        f"at most {bound:.2f}x on {args.workers} idle cores (Amdahl)"
+    )
+    same = len(docs) == 1
+    if not args.no_local:
+        t0 = time.perf_counter()
+        local = simulate(SCENARIO, runs=args.runs).to_json()
+        print(f"  1 process, no Dask {time.perf_counter() - t0:8.2f} s")
+        same = same and local in docs
+    print(f"  summary.json identical {'yes' if same else 'NO'}")
+    b1 = _timed(lambda: [_burn(n) for n in [2_000_000] * 16])
+    bn = _timed(lambda: _burn_pool(args.workers))
+    print(
+        f"  control: a pure-Python loop on {args.workers} processes runs {b1 / bn:.2f}x faster than on 1 "
+        f"(the machine's speed-up right now)"
+    )
+
+
+def _timed(fn) -> float:
+    t = time.perf_counter()
+    fn()
+    return time.perf_counter() - t
+
+
+def _burn(n: int) -> int:
+    s = 0
+    for i in range(n):
+        s += i * i
+    return s
+
+
+def _burn_pool(workers: int) -> None:
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(workers) as pool:
+        list(pool.map(_burn, [2_000_000] * 16))
+
+
+if __name__ == "__main__":
+    main()

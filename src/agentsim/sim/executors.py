@@ -1,0 +1,218 @@
+"""Where independent pieces of work run: this process, a pool of processes, or a Dask cluster.
+
+A simulation is cut into blocks of runs and a sweep into grid points; each piece depends only on its
+own inputs (a block's numbers only on the seed and the block index), so the pieces can run anywhere
+and in any order. The result is the same bytes wherever they ran, because the caller reassembles
+them by index (:func:`ordered_map` hands them back in order; :func:`unordered_map` with their item).
+
+Executors:
+
+* ``"process"`` — ``workers`` processes of this machine (``concurrent.futures``); one worker runs
+  everything here, in this process.
+* ``"dask"`` — a Dask cluster: an existing one at ``scheduler`` (an address such as
+  ``tcp://host:8786``), or, without an address, a ``LocalCluster`` of ``workers`` processes started for
+  the call and closed after it. Its workers need the same version of agentsim (and its dependencies)
+  installed: they import it to run the pieces.
+* a ``distributed.Client`` already connected (a notebook's client): used as is, never closed.
+
+Dask is an optional dependency (``pip install 'agentsim[dask]'``); it is imported only when asked for.
+A scheduler that cannot be reached within Dask's connect timeout
+(``distributed.comm.timeouts.connect``, e.g. ``DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT=5s``) is an
+:class:`ExecutorError` naming the address and what to check, never a hang.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from contextlib import contextmanager
+from itertools import repeat
+from typing import Any
+
+__all__ = [
+    "EXECUTORS",
+    "ExecutorError",
+    "check_executor",
+    "dask_client",
+    "ordered_map",
+    "reach_scheduler",
+    "unordered_map",
+]
+
+EXECUTORS = ("process", "dask")
+MAX_CHUNK = 32  # items (blocks of 4,096 runs) per Dask task at most
+TASKS_PER_THREAD = 8  # Dask tasks per worker thread at least, when there are items enough
+_END = object()
+
+
+class ExecutorError(ValueError):
+    """The requested executor cannot be used (Dask missing, a scheduler out of reach, a bad name)."""
+
+
+def _is_client(executor: Any) -> bool:
+    return type(executor).__name__ == "Client" and hasattr(executor, "submit")
+
+
+def check_executor(executor: Any, scheduler: str | None = None) -> None:
+    """Refuse an unknown executor, or a scheduler address without Dask, before any work starts."""
+    if _is_client(executor):
+        if scheduler:
+            raise ExecutorError("give either a Dask client or a scheduler address, not both")
+        return
+    if executor not in EXECUTORS:
+        raise ExecutorError(f"unknown executor {executor!r} (choose one of {', '.join(EXECUTORS)})")
+    if scheduler and executor != "dask":
+        raise ExecutorError("a scheduler address needs the dask executor (--executor dask)")
+
+
+@contextmanager
+def dask_client(workers: int = 1, scheduler: str | None = None, client: Any = None) -> Iterator[Any]:
+    """A connected ``distributed.Client``: ``client`` itself, one connected to ``scheduler``, or one of a
+    ``LocalCluster`` of ``workers`` single-threaded processes (closed on exit)."""
+    if client is not None:
+        yield client
+        return
+    _import_distributed()
+    from dask.distributed import Client, LocalCluster
+
+    cluster = None
+    if scheduler:
+        timeout = reach_scheduler(scheduler)  # a clear error at once, before a Client retries to its timeout
+        try:
+            client = Client(scheduler, set_as_default=False, timeout=timeout)
+        except (OSError, TimeoutError, ValueError, TypeError) as exc:
+            raise _unreachable(scheduler, exc, timeout) from None
+    else:
+        import logging
+
+        cluster = LocalCluster(
+            n_workers=workers,
+            threads_per_worker=1,
+            processes=True,
+            dashboard_address=None,
+            silence_logs=logging.ERROR,
+        )
+        client = Client(cluster, set_as_default=False)
+    try:
+        yield client
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+
+
+def _import_distributed() -> None:
+    try:
+        import dask.distributed  # noqa: F401
+    except ImportError:
+        raise ExecutorError("the dask executor needs dask.distributed: pip install 'agentsim[dask]'") from None
+
+
+def _unreachable(address: str, exc: BaseException, timeout: float) -> ExecutorError:
+    reason = str(exc).strip().rstrip(".") or type(exc).__name__
+    return ExecutorError(
+        f"cannot use the Dask scheduler at {address!r}: {reason}. Check the address (e.g. tcp://host:8786, as "
+        "the scheduler printed it at start), that the scheduler is running and that this machine can reach its "
+        f"port; the connect timeout is {timeout:g} s (Dask's distributed.comm.timeouts.connect). Leave out the "
+        "scheduler address to start a local cluster."
+    )
+
+
+def reach_scheduler(address: str) -> float:
+    """Check that a scheduler address parses and (TCP, TLS) that its port accepts a connection within Dask's
+    connect timeout; return that timeout in seconds, or raise :class:`ExecutorError` saying what to check."""
+    import socket
+
+    _import_distributed()
+    import dask
+    from dask.utils import parse_timedelta
+    from distributed.comm.addressing import parse_address, parse_host_port
+
+    timeout = parse_timedelta(dask.config.get("distributed.comm.timeouts.connect"), default="seconds")
+    try:
+        scheme, location = parse_address(address)
+        if scheme in ("tcp", "tls"):  # other transports: the Client's own connect (within the timeout) tells
+            with socket.create_connection(parse_host_port(location), timeout=timeout):
+                pass
+    except (OSError, TimeoutError, ValueError, TypeError) as exc:
+        raise _unreachable(address, exc, timeout) from None
+    return timeout
+
+
+def ordered_map(
+    fn: Callable,
+    shared: Any,
+    items: Sequence,
+    *,
+    workers: int = 1,
+    executor: Any = "process",
+    scheduler: str | None = None,
+) -> Iterator:
+    """``fn(shared, item)`` for every item, yielded in the order of ``items`` wherever they ran.
+
+    ``shared`` (a compiled plan, say) is sent to each Dask worker once; at most a few pieces per worker
+    thread are in flight, so results are consumed as they come and memory stays bounded.
+    """
+    check_executor(executor, scheduler)
+    if _is_client(executor) or executor == "dask":
+        with dask_client(workers, scheduler, executor if _is_client(executor) else None) as client:
+            yield from _dask_ordered(client, fn, shared, items)
+    elif workers > 1 and len(items) > 1:
+        with ProcessPoolExecutor(max_workers=min(workers, len(items))) as pool:
+            yield from pool.map(fn, repeat(shared), items)
+    else:
+        for item in items:
+            yield fn(shared, item)
+
+
+def _run_chunk(fn: Callable, shared: Any, chunk: Sequence) -> list:
+    return [fn(shared, item) for item in chunk]
+
+
+def _dask_ordered(client, fn: Callable, shared: Any, items: Sequence) -> Iterator:
+    """Items in chunks of up to ``MAX_CHUNK`` (a Dask task costs milliseconds of scheduling and a
+    round trip; a fast-path block only ~15 ms of work), at least ``TASKS_PER_THREAD`` chunks per worker
+    thread for balance, and at most ``2 x threads`` chunks in flight (memory stays bounded)."""
+    threads = max(1, sum(client.nthreads().values()))
+    size = max(1, min(MAX_CHUNK, len(items) // (threads * TASKS_PER_THREAD)))
+    chunks = [items[i : i + size] for i in range(0, len(items), size)]
+    [shared_f] = client.scatter([shared], broadcast=True, hash=False)
+
+    def submit(chunk):
+        return client.submit(_run_chunk, fn, shared_f, chunk, pure=False)
+
+    window = 2 * threads + 1
+    pending: deque = deque(submit(c) for c in chunks[:window])
+    left = iter(chunks[window:])
+    while pending:
+        out = pending.popleft().result()
+        nxt = next(left, _END)  # one more in flight for each one done
+        if nxt is not _END:
+            pending.append(submit(nxt))
+        yield from out
+
+
+def unordered_map(
+    fn: Callable,
+    items: Sequence,
+    *,
+    workers: int = 1,
+    executor: Any = "process",
+    scheduler: str | None = None,
+) -> Iterator:
+    """``fn(item)`` for every item, yielded as each finishes (any order: the results carry their index)."""
+    check_executor(executor, scheduler)
+    if _is_client(executor) or executor == "dask":
+        with dask_client(workers, scheduler, executor if _is_client(executor) else None) as client:
+            from dask.distributed import as_completed as dask_completed
+
+            for fut in dask_completed(client.map(fn, items, pure=False), loop=client.loop):
+                yield fut.result()
+    elif workers > 1 and len(items) > 1:
+        with ProcessPoolExecutor(max_workers=min(workers, len(items))) as pool:
+            for fut in as_completed([pool.submit(fn, t) for t in items]):
+                yield fut.result()
+    else:
+        for item in items:
+            yield fn(item)
