@@ -136,8 +136,8 @@ def sample_block(plan: Plan, seed: int, index: int, start: int, n: int) -> Block
                 arr = np.searchsorted(node.cum, special.ndtr(z), side="right").astype(np.int64)
             elif d.purpose in (U_ERROR, U_JITTER, FAIL):  # uniforms (per attempt; per fail-step instance)
                 arr = special.ndtr(z)
-            else:  # raw normals for TTFT and TPS, transformed per variant
-                arr = np.ascontiguousarray(z)
+            else:  # raw normals for TTFT and TPS, transformed per variant (instance-major memory, see tier_speeds)
+                arr = z
         if d.purpose == COUNT:
             dims[d.node] = int(arr.max()) if arr.size else 0
             for own in by_variant.values():  # a block's instance axes fit every variant's counts
@@ -193,8 +193,8 @@ def tier_speeds(plan: Plan, block: Block, node, tier_index: int) -> tuple[np.nda
     cache = block.speed_cache
     if key not in cache:
         tier = plan.tiers[tier_index]
-        ttft0 = tier.ttft.transform(block.get(node.id, U_TTFT)) * tier.ttft_x
-        tps = tier.output_tps.transform(block.get(node.id, U_TPS)) * tier.tps_x
+        ttft0 = _runs_last(tier.ttft.transform, block.get(node.id, U_TTFT)) * tier.ttft_x
+        tps = _runs_last(tier.output_tps.transform, block.get(node.id, U_TPS)) * tier.tps_x
         cond = plan.conditions.get(tier.model)
         if cond is not None:  # provider conditions: one factor per run, shared by the run's calls to the model
             shape = (block.n,) + (1,) * (ttft0.ndim - 1)
@@ -204,3 +204,13 @@ def tier_speeds(plan: Plan, block: Block, node, tier_index: int) -> tuple[np.nda
         np.maximum(tps, np.finfo(np.float64).tiny, out=tps)
         cache[key] = (ttft0, tps)
     return cache[key]
+
+
+def _runs_last(transform, z: np.ndarray) -> np.ndarray:
+    """``transform(z)`` computed in ``z``'s memory order, instances first and runs last (as drawn).
+
+    The result is a ``(runs, *instances)`` view of instance-major memory: the fast path reads one
+    repeat iteration of every run at a time, which is then contiguous instead of one element per
+    cache line. Element-wise transforms give the same bits in any memory order.
+    """
+    return np.moveaxis(transform(np.moveaxis(z, 0, -1)), -1, 0)

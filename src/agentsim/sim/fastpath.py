@@ -113,8 +113,11 @@ class VecCtx:
         read = zero
         if key in self.entries:
             S, T = self.entries[key]
-            valid = (now[..., None] - T <= ttl) & (S > 0)
-            read = np.maximum(np.max(np.where(valid, S, 0), axis=-1), 0)
+            if S.shape[-1] == 1:  # one entry per run (a chain of calls): no reduction over entries
+                read = np.maximum(np.where((now - T[..., 0] <= ttl) & (S[..., 0] > 0), S[..., 0], 0), 0)
+            else:
+                valid = (now[..., None] - T <= ttl) & (S > 0)
+                read = np.maximum(np.max(np.where(valid, S, 0), axis=-1), 0)
         write = inp - read
         return inp, read, write, (write if ttl == ONE_HOUR else zero)
 
@@ -126,7 +129,12 @@ class VecCtx:
             key = 0
         new_s = inp if self.cfg.grows else self.L
         new_S, new_T = new_s[..., None], t_end[..., None]
-        if key in self.entries and not all_on:
+        if key in self.entries and not all_on and self.entries[key][0].shape[-1] == 1:
+            # one entry per run: the new one where a call was made, else the old one (what _compact keeps)
+            S, T = self.entries[key]
+            new_S = np.where(active[..., None], new_S, S)
+            new_T = np.where(active[..., None], new_T, T)
+        elif key in self.entries and not all_on:
             S, T = self.entries[key]
             new_S = np.concatenate(
                 [np.where(active, new_s, _NONE_S)[..., None], np.where(active[..., None], _NONE_S, S)], axis=-1

@@ -98,9 +98,11 @@ class CallStats:
         ttft = np.concatenate(self.ttft) if self.ttft else np.zeros(0)
         tps = np.concatenate(self.tps) if self.tps else np.zeros(0)
 
-        def d(x):
-            full = describe(x, (50, 95))
-            return {"mean": full["mean"], "p50": full["p50"], "p95": full["p95"]}
+        def d(x):  # describe()'s mean and percentiles, without its confidence interval (not reported)
+            if not x.size:
+                return {"mean": None, "p50": None, "p95": None}
+            p50, p95 = np.percentile(x, (50, 95))
+            return {"mean": _f(np.mean(x)), "p50": _f(p50), "p95": _f(p95)}
 
         return {"ttft_s": d(ttft), "tps": d(tps), "itl_s": d(1.0 / tps if tps.size else tps)}
 

@@ -21,6 +21,8 @@ draws): see :func:`agentsim.sim.simulation.simulate_plan`.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from agentsim.plan.compiler import FanoutNode, Plan
@@ -47,34 +49,40 @@ class RunTotals:
         }
         self.calls = np.zeros(n, dtype=np.int64)
         self.tokens = {k: np.zeros(n, dtype=np.int64) for k in CALL_INT}
+        self.every_run = dict.fromkeys(("calls", *CALL_INT), 0)  # what every run adds alike (Python ints)
 
     def add(self, nid: int, sl: tuple, on: bool, active: np.ndarray, inp, read, write, w1h, out, reas) -> None:
         """One evaluation of call node ``nid`` at index ``sl`` (arrays broadcastable to ``active``'s shape)."""
         n, shape = self.n, active.shape
-        per_run = len(shape) > 1  # fan-out copies: several instances per run at once
+        m = math.prod(shape[1:])  # instances per run in this evaluation (fan-out copies)
         values = (inp, read, write, w1h, out, reas)
         consts = [constant(x) for x in values]
-        if all(c is not None for c in consts):  # the same tokens in every instance: price them once
-            values = consts
-        cost = call_cost(self.rates[nid], *values)
+        # constants enter the price as scalars: the same IEEE operations, done once instead of per element
+        cost = call_cost(self.rates[nid], *(x if c is None else c for x, c in zip(values, consts, strict=True)))
         if not on:
             cost = np.where(active, cost, 0.0)
         if nid in self.cost_tensors:
             self.cost_tensors[nid][sl] = cost
         elif np.ndim(cost) == 0:  # one cost for every run: its running sum is one value too
-            self.costs[nid] = running_row_sum(self.costs.get(nid), np.broadcast_to(cost, (1, _per_instance(shape))))
+            self.costs[nid] = running_row_sum(self.costs.get(nid), np.broadcast_to(cost, (1, m)))
+        elif cost.shape == (n,):
+            acc = self.costs.get(nid)
+            self.costs[nid] = cost if acc is None else acc + cost
         else:
             self.costs[nid] = running_row_sum(self.costs.get(nid), np.broadcast_to(cost, shape).reshape(n, -1))
         if on:
-            self.calls += _per_instance(shape)
+            self.every_run["calls"] += m
         else:
-            self.calls += active.reshape(n, -1).sum(axis=1) if per_run else active
-        for k, x, c in zip(CALL_INT, (inp, read, write, w1h, out, reas), consts, strict=True):
-            if on and c is not None:  # the same count in every instance: no per-element work
-                self.tokens[k] += c * _per_instance(shape)
+            self.calls += active.reshape(n, -1).sum(axis=1) if m > 1 or active.ndim > 1 else active
+        for k, x, c in zip(CALL_INT, values, consts, strict=True):
+            if on and c is not None:  # the same count in every run: no per-element work
+                self.every_run[k] += int(c) * m
                 continue
-            x = np.broadcast_to(x if on else np.where(active, x, 0), shape)
-            self.tokens[k] += x.reshape(n, -1).sum(axis=1) if per_run else x
+            if not on:
+                x = np.where(active, x, 0)
+            if np.shape(x) != (n,):
+                x = np.broadcast_to(x, shape).reshape(n, -1).sum(axis=1)
+            self.tokens[k] += x
 
     def result(self) -> dict[str, np.ndarray]:
         """The same dict as :func:`agentsim.sim.records.run_totals`."""
@@ -84,7 +92,12 @@ class RunTotals:
                 cost = cost + self.costs[node.id]
             elif node.id in self.cost_tensors:
                 cost = cost + row_sum(self.cost_tensors[node.id])
-        return {"cost": cost, "calls": self.calls, **{f"{k}_tokens": v for k, v in self.tokens.items()}}
+        same = self.every_run
+        return {
+            "cost": cost,
+            "calls": self.calls + same["calls"],
+            **{f"{k}_tokens": v + same[k] for k, v in self.tokens.items()},
+        }
 
 
 def _in_order(plan: Plan, scope: tuple[int, ...]) -> bool:
@@ -107,11 +120,6 @@ def constant(x):
     if x.ndim == 0 or (x.size and not any(x.strides)):
         return x[(0,) * x.ndim]
     return None
-
-
-def _per_instance(shape: tuple[int, ...]) -> int:
-    """Instances per run in an evaluation of arrays shaped ``shape`` (runs first, then fan-out copies)."""
-    return int(np.prod(shape[1:], dtype=np.int64))
 
 
 def lean(x):
