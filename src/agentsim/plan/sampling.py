@@ -193,8 +193,8 @@ def tier_speeds(plan: Plan, block: Block, node, tier_index: int) -> tuple[np.nda
     cache = block.speed_cache
     if key not in cache:
         tier = plan.tiers[tier_index]
-        ttft0 = _runs_last(tier.ttft.transform, block.get(node.id, U_TTFT)) * tier.ttft_x
-        tps = _runs_last(tier.output_tps.transform, block.get(node.id, U_TPS)) * tier.tps_x
+        ttft0 = _times(_runs_last(tier.ttft.transform, block.get(node.id, U_TTFT)), tier.ttft_x)
+        tps = _times(_runs_last(tier.output_tps.transform, block.get(node.id, U_TPS)), tier.tps_x)
         cond = plan.conditions.get(tier.model)
         if cond is not None:  # provider conditions: one factor per run, shared by the run's calls to the model
             shape = (block.n,) + (1,) * (ttft0.ndim - 1)
@@ -213,4 +213,11 @@ def _runs_last(transform, z: np.ndarray) -> np.ndarray:
     repeat iteration of every run at a time, which is then contiguous instead of one element per
     cache line. Element-wise transforms give the same bits in any memory order.
     """
+    if z.ndim == 1:
+        return transform(z)
     return np.moveaxis(transform(np.moveaxis(z, 0, -1)), -1, 0)
+
+
+def _times(x: np.ndarray, factor: float) -> np.ndarray:
+    """``x * factor``; a factor of 1 changes no bit (``x * 1.0 == x`` in IEEE arithmetic), so it is skipped."""
+    return x if factor == 1.0 else x * factor

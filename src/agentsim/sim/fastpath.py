@@ -613,6 +613,7 @@ class _Evaluator:
             st.ctx.expand(N),
             act_c,
         )
+        forked = list(sub.acc)  # a slot the body never replaced holds the fork's value in every copy
         self.seq(node.body, sub, (*ix, slice(None)))
         kk = n if node.join == "all" else np.minimum(n, node.join)
         has = active & (kk > 0)
@@ -634,6 +635,8 @@ class _Evaluator:
             T_raw = np.take_along_axis(ends, critical, axis=-1)[..., 0]
         st.t = T_raw if full else np.where(has, T_raw, t_fork)
         for slot in range(len(st.acc)):
+            if sub.acc[slot] is forked[slot]:
+                continue  # whichever copy is critical, its value is the fork's: unchanged
             chosen = np.take_along_axis(sub.acc[slot], critical, axis=-1)[..., 0]
             st.acc[slot] = chosen if full else np.where(has, chosen, st.acc[slot])
         st.ctx.join_copies(sub.ctx, winner | ~act_c)

@@ -41,7 +41,8 @@ class RunTotals:
         self.block = block
         self.n = n = block.n
         self.rates = {c.id: plan.tiers[c.tiers[variant]].rates for c in plan.calls}
-        self.costs: dict[int, np.ndarray] = {}  # node id -> running sum of its instances' costs, per run
+        # node id -> running sum of its instances' costs, per run (a float while it is the same for all runs)
+        self.costs: dict[int, np.ndarray | float] = {}
         # a node whose instances are not evaluated in their flattened order (a fan-out axis before a
         # repeat axis) keeps its costs in a tensor instead, summed at the end
         self.cost_tensors = {
@@ -63,8 +64,11 @@ class RunTotals:
             cost = np.where(active, cost, 0.0)
         if nid in self.cost_tensors:
             self.cost_tensors[nid][sl] = cost
-        elif np.ndim(cost) == 0:  # one cost for every run: its running sum is one value too
-            self.costs[nid] = running_row_sum(self.costs.get(nid), np.broadcast_to(cost, (1, m)))
+        elif np.ndim(cost) == 0:  # one cost for every run: its running sum is one value too, in Python
+            acc, c = self.costs.get(nid), float(cost)  # floats (IEEE binary64, the same bits as NumPy's)
+            for _ in range(m):
+                acc = c if acc is None else acc + c
+            self.costs[nid] = acc
         elif cost.shape == (n,):
             acc = self.costs.get(nid)
             self.costs[nid] = cost if acc is None else acc + cost
@@ -116,10 +120,11 @@ def constant(x):
     """The value of an array that holds one value everywhere by construction (a 0-d array or a
     broadcast view, as constants are drawn), as a NumPy scalar of its dtype; else None.
     Reads no element beyond the first."""
-    x = np.asarray(x)
-    if x.ndim == 0 or (x.size and not any(x.strides)):
-        return x[(0,) * x.ndim]
-    return None
+    if isinstance(x, np.ndarray):
+        if x.ndim == 0 or (x.size and not any(x.strides)):
+            return x[(0,) * x.ndim]
+        return None
+    return x if isinstance(x, int | float | np.generic) else None
 
 
 def lean(x):
