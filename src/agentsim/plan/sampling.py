@@ -30,6 +30,7 @@ iterations a repeat has.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 
@@ -104,10 +105,7 @@ def sample_block(plan: Plan, seed: int, index: int, start: int, n: int) -> Block
         shape = tuple(dims[m] for m in d.scope) + d.extra
         s = d.sampler
         if s is not None and s.is_constant:
-            c = s.constant_value
-            # a read-only broadcast view: a constant costs no memory per run
-            value = np.array(np.rint(c) if d.integer else c, dtype=np.int64 if d.integer else np.float64)
-            arr = np.broadcast_to(value, (n, *shape))
+            arr = _constant_array(s.constant_value, d.integer, (n, *shape))
         else:
             z = _normals(seed, index, d.node, d.purpose, shape, n)
             node = plan.nodes[d.node] if d.node < len(plan.nodes) else None  # else the workload pseudo-node
@@ -145,6 +143,19 @@ def sample_block(plan: Plan, seed: int, index: int, start: int, n: int) -> Block
                     dims[d.node] = max(dims[d.node], int(own[(d.node, COUNT)].max()))
         values[(d.node, d.purpose)] = arr
     return Block(index, start, n, dims, values, seed=seed, by_variant=by_variant)
+
+
+def _constant_array(c: float, integer: bool, shape: tuple[int, ...]) -> np.ndarray:
+    """A read-only broadcast view of one value: a constant costs no memory per run (and, cached, no
+    time per block: blocks of the same size share it). Cached by the value's bits (-0.0 is not 0.0)."""
+    return _constant_view(float(c).hex(), integer, shape)
+
+
+@functools.lru_cache(maxsize=4096)
+def _constant_view(bits: str, integer: bool, shape: tuple[int, ...]) -> np.ndarray:
+    c = float.fromhex(bits)
+    value = np.array(np.rint(c) if integer else c, dtype=np.int64 if integer else np.float64)
+    return np.broadcast_to(value, shape)
 
 
 def _per_variant(x: np.ndarray, params: tuple, transform, d, by_variant: dict) -> np.ndarray:
