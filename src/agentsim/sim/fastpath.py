@@ -159,8 +159,15 @@ class VecCtx:
         L0 = self.L
         offset = np.zeros_like(L0)
         merged: dict[int, tuple[list, list]] = {}
+        # An entry no branch touched (the very arrays the context had before the fork), where every branch
+        # counts: its prefixes are at most L0, so the merge would be copies of it, compacted back to it.
+        untouched = {}
+        if all(bool(w.all()) for w in counted):
+            untouched = {k: e for k, e in self.entries.items() if all(b.entries.get(k) is e for b in branches)}
         for b, win in zip(branches, counted, strict=True):
             for key, (S, T) in b.entries.items():
+                if key in untouched:
+                    continue
                 keep = (L0[..., None] >= S) | (offset == 0)[..., None]
                 S2 = np.where(win[..., None], np.where(keep, S, L0[..., None]), _NONE_S)
                 T2 = np.where(win[..., None], T, -np.inf)
@@ -170,6 +177,7 @@ class VecCtx:
             offset = offset + np.where(win, b.L - L0, 0)
         self.L = L0 + offset
         self.entries = {k: _compact(np.concatenate(s, -1), np.concatenate(t, -1)) for k, (s, t) in merged.items()}
+        self.entries.update(untouched)
 
     def join_copies(self, copies: VecCtx, counted: np.ndarray) -> None:
         """Merge fanout copies (the last axis of ``copies``) in copy order."""
