@@ -340,10 +340,10 @@ class _Evaluator:
             stall = sd[0][sl]
             t_end = t0 + ((ttft + dec) + stall)
         t_mark = t_end
-        stall_now = np.zeros(t0.shape) if sd is None else np.broadcast_to(stall, t0.shape)
         hit = t_cut = None
         if pipe is not None or node.interrupt is not None:
             out_planned = out
+            stall_now = np.zeros(t0.shape) if sd is None else np.broadcast_to(stall, t0.shape)
         if node.interrupt is not None:  # the shared rule of agentsim.sim.streaming, as the DES applies it
             hit, t_cut, billed, stalled = self._interrupt(node, tier, ix, t0, ttft, tps, out, reas, stall_now, active)
             T = t0 + (t_cut - t0)
@@ -598,6 +598,8 @@ class _Evaluator:
         T = np.take_along_axis(ends, critical[..., None], axis=-1)[..., 0]
         st.t = np.where(active, T, t_fork)
         for slot in range(len(st.acc)):
+            if all(s.acc[slot] is st.acc[slot] for s in states):
+                continue  # no branch changed it: every branch, the critical one too, holds the fork's value
             stacked = np.stack([s.acc[slot] for s in states], axis=-1)
             st.acc[slot] = np.take_along_axis(stacked, critical[..., None], axis=-1)[..., 0]
         st.ctx.join([s.ctx for s in states], [winner[..., b] | ~active for b in range(nb)])
