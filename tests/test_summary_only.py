@@ -184,3 +184,40 @@ def test_races_need_per_call_tensors(steps):
     plan = compile_plan(make(scenario(steps)))
     assert not simulation.summary_only_possible(plan, "fastpath")
     assert not simulation.summary_only_possible(compile_plan(make(DOC)), "des")
+
+
+def test_running_row_sums_chunk_by_chunk_are_the_cumulative_row_sum():
+    from agentsim.sim.records import row_sum, running_row_sum
+
+    x = np.random.default_rng(4).lognormal(size=(50, 11)) * 1e-3
+    acc = running_row_sum(None, x[:, :0])  # an empty first chunk: nothing yet
+    assert acc is None
+    for a, b in ((0, 3), (3, 4), (4, 11)):
+        acc = running_row_sum(acc, x[:, a:b])
+    assert np.array_equal(acc, row_sum(x))
+    assert np.array_equal(acc, np.cumsum(x, axis=1)[:, -1])  # strictly left to right, not pairwise
+
+
+def test_constant_recognises_only_values_that_are_one_by_construction():
+    from agentsim.sim.totals import constant
+
+    assert constant(3) == 3 and constant(2.5) == 2.5 and constant(np.int64(7)) == 7
+    assert constant(np.array(4)) == 4
+    assert constant(np.broadcast_to(np.int64(9), (5, 3))) == 9
+    assert constant(np.full(4, 9)) is None  # equal values, but an ordinary array: not assumed
+    assert constant("9") is None
+
+
+def test_call_cost_without_plain_zero_terms_is_the_same_bits_as_with_zero_arrays():
+    from agentsim.pricing.rates import Rate, Rates, call_cost
+
+    rates = Rates(Rate(3.0, (2000,), (6.0,)), Rate(0.3), Rate(3.75), Rate(6.0), Rate(15.0), Rate(15.0), "explicit")
+    rng = np.random.default_rng(8)
+    inp = rng.integers(0, 5000, 1000)
+    read = np.minimum(rng.integers(0, 3000, 1000), inp)
+    out = rng.integers(0, 900, 1000)
+    zeros = np.zeros(1000, dtype=np.int64)
+    arrays = call_cost(rates, inp, read, inp - read, zeros, out, zeros)
+    plain = call_cost(rates, inp, read, inp - read, 0, out, 0)
+    assert np.array_equal(arrays.view(np.int64), plain.view(np.int64))  # bit for bit
+    assert call_cost(rates, 0, 0, 0, 0, 0, 0) == 0.0
