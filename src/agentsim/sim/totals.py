@@ -136,7 +136,8 @@ def lean(x):
 
 def add_ints(a, b):
     """``a + b`` of integer arrays, kept a broadcast view of one value when both are constants."""
-    ca, cb = constant(a), constant(b)
-    if ca is None or cb is None:
+    ca = constant(a)
+    cb = None if ca is None else constant(b)
+    if cb is None:
         return a + b
     return np.broadcast_to(ca + cb, np.broadcast_shapes(np.shape(a), np.shape(b)))
