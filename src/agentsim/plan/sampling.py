@@ -30,6 +30,7 @@ iterations a repeat has.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 
@@ -104,10 +105,7 @@ def sample_block(plan: Plan, seed: int, index: int, start: int, n: int) -> Block
         shape = tuple(dims[m] for m in d.scope) + d.extra
         s = d.sampler
         if s is not None and s.is_constant:
-            c = s.constant_value
-            # a read-only broadcast view: a constant costs no memory per run
-            value = np.array(np.rint(c) if d.integer else c, dtype=np.int64 if d.integer else np.float64)
-            arr = np.broadcast_to(value, (n, *shape))
+            arr = _constant_array(s.constant_value, d.integer, (n, *shape))
         else:
             z = _normals(seed, index, d.node, d.purpose, shape, n)
             node = plan.nodes[d.node] if d.node < len(plan.nodes) else None  # else the workload pseudo-node
@@ -136,8 +134,8 @@ def sample_block(plan: Plan, seed: int, index: int, start: int, n: int) -> Block
                 arr = np.searchsorted(node.cum, special.ndtr(z), side="right").astype(np.int64)
             elif d.purpose in (U_ERROR, U_JITTER, FAIL):  # uniforms (per attempt; per fail-step instance)
                 arr = special.ndtr(z)
-            else:  # raw normals for TTFT and TPS, transformed per variant
-                arr = np.ascontiguousarray(z)
+            else:  # raw normals for TTFT and TPS, transformed per variant (instance-major memory, see tier_speeds)
+                arr = z
         if d.purpose == COUNT:
             dims[d.node] = int(arr.max()) if arr.size else 0
             for own in by_variant.values():  # a block's instance axes fit every variant's counts
@@ -145,6 +143,19 @@ def sample_block(plan: Plan, seed: int, index: int, start: int, n: int) -> Block
                     dims[d.node] = max(dims[d.node], int(own[(d.node, COUNT)].max()))
         values[(d.node, d.purpose)] = arr
     return Block(index, start, n, dims, values, seed=seed, by_variant=by_variant)
+
+
+def _constant_array(c: float, integer: bool, shape: tuple[int, ...]) -> np.ndarray:
+    """A read-only broadcast view of one value: a constant costs no memory per run (and, cached, no
+    time per block: blocks of the same size share it). Cached by the value's bits (-0.0 is not 0.0)."""
+    return _constant_view(float(c).hex(), integer, shape)
+
+
+@functools.lru_cache(maxsize=4096)
+def _constant_view(bits: str, integer: bool, shape: tuple[int, ...]) -> np.ndarray:
+    c = float.fromhex(bits)
+    value = np.array(np.rint(c) if integer else c, dtype=np.int64 if integer else np.float64)
+    return np.broadcast_to(value, shape)
 
 
 def _per_variant(x: np.ndarray, params: tuple, transform, d, by_variant: dict) -> np.ndarray:
@@ -193,8 +204,8 @@ def tier_speeds(plan: Plan, block: Block, node, tier_index: int) -> tuple[np.nda
     cache = block.speed_cache
     if key not in cache:
         tier = plan.tiers[tier_index]
-        ttft0 = tier.ttft.transform(block.get(node.id, U_TTFT)) * tier.ttft_x
-        tps = tier.output_tps.transform(block.get(node.id, U_TPS)) * tier.tps_x
+        ttft0 = _times(_runs_last(tier.ttft.transform, block.get(node.id, U_TTFT)), tier.ttft_x)
+        tps = _times(_runs_last(tier.output_tps.transform, block.get(node.id, U_TPS)), tier.tps_x)
         cond = plan.conditions.get(tier.model)
         if cond is not None:  # provider conditions: one factor per run, shared by the run's calls to the model
             shape = (block.n,) + (1,) * (ttft0.ndim - 1)
@@ -204,3 +215,20 @@ def tier_speeds(plan: Plan, block: Block, node, tier_index: int) -> tuple[np.nda
         np.maximum(tps, np.finfo(np.float64).tiny, out=tps)
         cache[key] = (ttft0, tps)
     return cache[key]
+
+
+def _runs_last(transform, z: np.ndarray) -> np.ndarray:
+    """``transform(z)`` computed in ``z``'s memory order, instances first and runs last (as drawn).
+
+    The result is a ``(runs, *instances)`` view of instance-major memory: the fast path reads one
+    repeat iteration of every run at a time, which is then contiguous instead of one element per
+    cache line. Element-wise transforms give the same bits in any memory order.
+    """
+    if z.ndim == 1:
+        return transform(z)
+    return np.moveaxis(transform(np.moveaxis(z, 0, -1)), -1, 0)
+
+
+def _times(x: np.ndarray, factor: float) -> np.ndarray:
+    """``x * factor``; a factor of 1 changes no bit (``x * 1.0 == x`` in IEEE arithmetic), so it is skipped."""
+    return x if factor == 1.0 else x * factor

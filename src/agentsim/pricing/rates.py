@@ -194,17 +194,31 @@ def call_cost(rates: Rates, total_input, cache_read, cache_write, cache_write_1h
     """
     uncached = total_input - cache_read - cache_write
     write_5m = cache_write - cache_write_1h
-    cost = (
-        uncached * rates.input.at(total_input)
-        + cache_read * rates.cache_read.at(total_input)
-        + write_5m * rates.cache_write.at(total_input)
-        + cache_write_1h * rates.cache_write_1h.at(total_input)
-        + output * rates.output.at(total_input)
-        + reasoning * rates.reasoning.at(total_input)
-    ) / PER
+    cost = 0.0
+    first = True
+    for count, rate in (
+        (uncached, rates.input),
+        (cache_read, rates.cache_read),
+        (write_5m, rates.cache_write),
+        (cache_write_1h, rates.cache_write_1h),
+        (output, rates.output),
+        (reasoning, rates.reasoning),
+    ):
+        # Token counts and rates are never negative, so a term is +0.0 or more and adding a +0.0 term
+        # changes no bit: a count that is a plain zero (not an array) is left out, saving array passes.
+        if _plain_zero(count):
+            continue
+        term = count * rate.at(total_input)
+        cost, first = (term if first else cost + term), False
+    cost = cost / PER
     if rates.requests.base or rates.requests.tiered:
         cost = cost + rates.requests.at(total_input) / 1000.0
     return cost
+
+
+def _plain_zero(x) -> bool:
+    """Whether ``x`` is a zero number (a Python or NumPy scalar, or a 0-d array), not an array of values."""
+    return getattr(x, "ndim", 0) == 0 and x == 0
 
 
 # --------------------------------------------------------------------------- compiling a table

@@ -68,8 +68,9 @@ from agentsim.sim.records import (
     empty_span_tensors,
 )
 from agentsim.sim.streaming import interruption, pipeline_offset, stall_draws, stalled_by, streams
+from agentsim.sim.totals import RunTotals, add_ints, lean
 
-__all__ = ["VecCtx", "run_block_fast"]
+__all__ = ["VecCtx", "run_block_fast", "summary_only_reasons"]
 
 Q, TTFT, DEC, TOOL, WAIT, STALL = range(6)  # STALL: reported only when the plan has stalls
 _NONE_S = -1  # "no entry" marker for cache entry prefixes
@@ -87,7 +88,8 @@ class VecCtx:
 
     @classmethod
     def fresh(cls, cfg: ContextCfg, shape: tuple[int, ...]) -> VecCtx:
-        return cls(cfg, np.full(shape, cfg.system, dtype=np.int64))
+        # a read-only broadcast of one value: a context that never grows costs nothing per run
+        return cls(cfg, np.broadcast_to(np.int64(cfg.system), shape))
 
     def fork(self) -> VecCtx:
         return VecCtx(self.cfg, self.L, dict(self.entries))  # arrays are never modified in place
@@ -102,8 +104,8 @@ class VecCtx:
         return VecCtx(self.cfg, L, entries)
 
     def begin_call(self, key: int, ttl: float, new_input: np.ndarray, now: np.ndarray):
-        inp = self.L + new_input
-        zero = np.zeros_like(inp)
+        inp = add_ints(self.L, new_input)
+        zero = np.broadcast_to(np.int64(0), inp.shape)
         if not self.cfg.cache:
             return inp, zero, zero, zero
         if not self.cfg.per_model:
@@ -111,8 +113,11 @@ class VecCtx:
         read = zero
         if key in self.entries:
             S, T = self.entries[key]
-            valid = (now[..., None] - T <= ttl) & (S > 0)
-            read = np.maximum(np.max(np.where(valid, S, 0), axis=-1), 0)
+            if S.shape[-1] == 1:  # one entry per run (a chain of calls): no reduction over entries
+                read = np.maximum(np.where((now - T[..., 0] <= ttl) & (S[..., 0] > 0), S[..., 0], 0), 0)
+            else:
+                valid = (now[..., None] - T <= ttl) & (S > 0)
+                read = np.maximum(np.max(np.where(valid, S, 0), axis=-1), 0)
         write = inp - read
         return inp, read, write, (write if ttl == ONE_HOUR else zero)
 
@@ -124,7 +129,12 @@ class VecCtx:
             key = 0
         new_s = inp if self.cfg.grows else self.L
         new_S, new_T = new_s[..., None], t_end[..., None]
-        if key in self.entries and not all_on:
+        if key in self.entries and not all_on and self.entries[key][0].shape[-1] == 1:
+            # one entry per run: the new one where a call was made, else the old one (what _compact keeps)
+            S, T = self.entries[key]
+            new_S = np.where(active[..., None], new_S, S)
+            new_T = np.where(active[..., None], new_T, T)
+        elif key in self.entries and not all_on:
             S, T = self.entries[key]
             new_S = np.concatenate(
                 [np.where(active, new_s, _NONE_S)[..., None], np.where(active[..., None], _NONE_S, S)], axis=-1
@@ -140,7 +150,7 @@ class VecCtx:
 
     def add(self, tokens: np.ndarray, active: np.ndarray, all_on: bool = False) -> None:
         if self.cfg.grows:
-            self.L = self.L + tokens if all_on else np.where(active, self.L + tokens, self.L)
+            self.L = add_ints(self.L, tokens) if all_on else np.where(active, self.L + tokens, self.L)
 
     def join(self, branches: list[VecCtx], counted: list[np.ndarray]) -> None:
         """Merge branch contexts; ``counted[b]`` says where branch ``b`` is a winner (or did not run)."""
@@ -149,8 +159,15 @@ class VecCtx:
         L0 = self.L
         offset = np.zeros_like(L0)
         merged: dict[int, tuple[list, list]] = {}
+        # An entry no branch touched (the very arrays the context had before the fork), where every branch
+        # counts: its prefixes are at most L0, so the merge would be copies of it, compacted back to it.
+        untouched = {}
+        if all(bool(w.all()) for w in counted):
+            untouched = {k: e for k, e in self.entries.items() if all(b.entries.get(k) is e for b in branches)}
         for b, win in zip(branches, counted, strict=True):
             for key, (S, T) in b.entries.items():
+                if key in untouched:
+                    continue
                 keep = (L0[..., None] >= S) | (offset == 0)[..., None]
                 S2 = np.where(win[..., None], np.where(keep, S, L0[..., None]), _NONE_S)
                 T2 = np.where(win[..., None], T, -np.inf)
@@ -160,6 +177,7 @@ class VecCtx:
             offset = offset + np.where(win, b.L - L0, 0)
         self.L = L0 + offset
         self.entries = {k: _compact(np.concatenate(s, -1), np.concatenate(t, -1)) for k, (s, t) in merged.items()}
+        self.entries.update(untouched)
 
     def join_copies(self, copies: VecCtx, counted: np.ndarray) -> None:
         """Merge fanout copies (the last axis of ``copies``) in copy order."""
@@ -234,8 +252,9 @@ def _tensors(make, plan: Plan, block: Block, scope: tuple[int, ...]) -> dict[str
 
 
 class _Evaluator:
-    def __init__(self, plan: Plan, block: Block, variant: int, speeds: dict):
+    def __init__(self, plan: Plan, block: Block, variant: int, speeds: dict, totals: RunTotals | None = None):
         self.plan = plan
+        self.totals = totals  # summary-only: per-run sums instead of per-call tensors (agentsim.sim.totals)
         self.block = block
         self.V = block.values_for(variant)  # this variant's counts and picks (see Block.values_for)
         self.variant = variant
@@ -244,12 +263,18 @@ class _Evaluator:
         self.alive = np.ones(block.n, dtype=bool) if plan.defines_success else None
         self.tier_of = {c.id: plan.tiers[c.tiers[variant]] for c in plan.calls}
         # every element is written below (masked), so the tensors start uninitialised
-        self.calls = {c.id: _tensors(empty_call_tensors, plan, block, c.scope) for c in plan.calls}
-        self.spans = {
-            s.id: _tensors(empty_span_tensors, plan, block, s.scope)
-            for s in plan.nodes
-            if isinstance(s, ToolNode | WaitNode)
-        }
+        if totals is None:
+            self.calls = {c.id: _tensors(empty_call_tensors, plan, block, c.scope) for c in plan.calls}
+            self.spans = {
+                s.id: _tensors(empty_span_tensors, plan, block, s.scope)
+                for s in plan.nodes
+                if isinstance(s, ToolNode | WaitNode)
+            }
+        else:  # summary-only: each call's status and TTFT for the per-call statistics, when asked for
+            self.calls = (
+                {c.id: _tensors(_sample_tensors, plan, block, c.scope) for c in plan.calls} if totals.samples else {}
+            )
+            self.spans = {}
         self._members: dict[int, list[Node]] = {}
         self.pipe_after = {n.call.id: n for n in plan.nodes if isinstance(n, PipelineNode) and n.call is not None}
         self.pipe_state: dict[int, tuple] = {}
@@ -305,8 +330,9 @@ class _Evaluator:
             pre_acc = list(st.acc)
         ttl = tier.ttl_s if tier.ttl_s is not None else st.ctx.cfg.ttl_s
         inp, read, write, w1h = st.ctx.begin_call(tier.index, ttl, i_new, t0)
-        ttft = ttft0 + (inp - read) / tier.prefill_tps
-        dec = (out + reas) / tps
+        # constants (broadcast views) are combined once, not per element: the same IEEE operations
+        ttft = ttft0 + (lean(inp) - lean(read)) / tier.prefill_tps
+        dec = (lean(out) + lean(reas)) / tps
         sd = stall_draws(self.plan, self.block, node, tier.index)
         if sd is None:
             t_end = t0 + (ttft + dec)
@@ -314,10 +340,10 @@ class _Evaluator:
             stall = sd[0][sl]
             t_end = t0 + ((ttft + dec) + stall)
         t_mark = t_end
-        stall_now = np.zeros(t0.shape) if sd is None else np.broadcast_to(stall, t0.shape)
         hit = t_cut = None
         if pipe is not None or node.interrupt is not None:
             out_planned = out
+            stall_now = np.zeros(t0.shape) if sd is None else np.broadcast_to(stall, t0.shape)
         if node.interrupt is not None:  # the shared rule of agentsim.sim.streaming, as the DES applies it
             hit, t_cut, billed, stalled = self._interrupt(node, tier, ix, t0, ttft, tps, out, reas, stall_now, active)
             T = t0 + (t_cut - t0)
@@ -339,6 +365,22 @@ class _Evaluator:
         if sd is not None:
             st.acc[STALL] = st.acc[STALL] + np.where(active, stall, 0.0)
         st.ctx.mark(tier.index, inp, t_mark, active, on)
+        if self.totals is not None:
+            self.totals.add(nid, sl, on, active, inp, read, write, w1h, out, reas)
+            r = self.calls.get(nid)
+            if r is not None:
+                r["status"][sl] = DONE if on else np.where(active, DONE, NOT_MADE)
+                r["ttft"][sl] = ttft if on else np.where(active, ttft, np.nan)
+            if on:
+                st.t = t_end
+                st.acc[TTFT] = st.acc[TTFT] + ttft
+                st.acc[DEC] = st.acc[DEC] + dec
+            else:
+                st.t = np.where(active, t_end, t0)
+                st.acc[TTFT] = np.where(active, st.acc[TTFT] + ttft, st.acc[TTFT])
+                st.acc[DEC] = np.where(active, st.acc[DEC] + dec, st.acc[DEC])
+            st.ctx.add(add_ints(i_new, out), active, on)
+            return
         fields = (
             ("t_submit", t0),
             ("t_start", t0),
@@ -461,9 +503,16 @@ class _Evaluator:
         t0, active = st.t, st.active
         on = bool(active.all())
         t_end = t0 + lat
-        r = self.spans[node.id]
+        r = self.spans.get(node.id)
         slot = TOOL if is_tool else WAIT
-        if on:
+        if r is None:  # summary-only: no span tensors
+            if on:
+                st.t = t_end
+                st.acc[slot] = st.acc[slot] + lat
+            else:
+                st.t = np.where(active, t_end, t0)
+                st.acc[slot] = np.where(active, st.acc[slot] + lat, st.acc[slot])
+        elif on:
             r["status"][sl] = DONE
             r["t_start"][sl] = t0
             r["t_end"][sl] = t_end
@@ -490,7 +539,9 @@ class _Evaluator:
                 # no run does iteration i or later: mark those instances "not made"
                 rest = (slice(None), *ix, slice(i, dim))
                 for member in self.members(node.body):
-                    clear(self.calls[member.id] if isinstance(member, CallNode) else self.spans[member.id], rest)
+                    tensors = (self.calls if isinstance(member, CallNode) else self.spans).get(member.id)
+                    if tensors is not None:  # (summary-only: only the sampled calls have tensors)
+                        clear(tensors, rest)
                 break
             st.active = act
             self.seq(node.body, st, (*ix, i))
@@ -547,6 +598,8 @@ class _Evaluator:
         T = np.take_along_axis(ends, critical[..., None], axis=-1)[..., 0]
         st.t = np.where(active, T, t_fork)
         for slot in range(len(st.acc)):
+            if all(s.acc[slot] is st.acc[slot] for s in states):
+                continue  # no branch changed it: every branch, the critical one too, holds the fork's value
             stacked = np.stack([s.acc[slot] for s in states], axis=-1)
             st.acc[slot] = np.take_along_axis(stacked, critical[..., None], axis=-1)[..., 0]
         st.ctx.join([s.ctx for s in states], [winner[..., b] | ~active for b in range(nb)])
@@ -570,6 +623,7 @@ class _Evaluator:
             st.ctx.expand(N),
             act_c,
         )
+        forked = list(sub.acc)  # a slot the body never replaced holds the fork's value in every copy
         self.seq(node.body, sub, (*ix, slice(None)))
         kk = n if node.join == "all" else np.minimum(n, node.join)
         has = active & (kk > 0)
@@ -591,6 +645,8 @@ class _Evaluator:
             T_raw = np.take_along_axis(ends, critical, axis=-1)[..., 0]
         st.t = T_raw if full else np.where(has, T_raw, t_fork)
         for slot in range(len(st.acc)):
+            if sub.acc[slot] is forked[slot]:
+                continue  # whichever copy is critical, its value is the fork's: unchanged
             chosen = np.take_along_axis(sub.acc[slot], critical, axis=-1)[..., 0]
             st.acc[slot] = chosen if full else np.where(has, chosen, st.acc[slot])
         st.ctx.join_copies(sub.ctx, winner | ~act_c)
@@ -660,10 +716,41 @@ _DISPATCH = {
 }
 
 
-def run_block_fast(plan: Plan, block: Block, variant: int, speeds: dict) -> BlockResult:
-    """Evaluate every run of a block in one variant, vectorised."""
+def summary_only_reasons(plan: Plan) -> list[str]:
+    """Why a plan needs per-call tensors even for its summary (empty: :func:`run_block_fast` can run it
+    ``summary_only``): races cut calls after the fact, and streaming metrics read every call."""
+    reasons = []
+    if any(isinstance(n, ParNode) and n.k is not None and n.k < len(n.branches) for n in plan.nodes) or any(
+        isinstance(n, FanoutNode) and n.join != "all" for n in plan.nodes
+    ):
+        reasons.append("a race (join: any / k) cancels calls")
+    if plan.has_streaming or plan.has_stalls or any(c.interrupt is not None for c in plan.calls):
+        reasons.append("streaming consumers, stalls or interrupts read every call")
+    if any(isinstance(n, PipelineNode) for n in plan.nodes):
+        reasons.append("a pipeline starts from a call's token stream")
+    return reasons
+
+
+def _sample_tensors(shape: tuple[int, ...], fill: bool = True) -> dict[str, np.ndarray]:
+    """Status and TTFT of each call (summary-only: what the per-call statistics read)."""
+    full = empty_call_tensors(shape, fill)
+    return {"status": full["status"], "ttft": full["ttft"]}
+
+
+def run_block_fast(
+    plan: Plan, block: Block, variant: int, speeds: dict, *, summary_only: bool = False, samples: bool = True
+) -> BlockResult:
+    """Evaluate every run of a block in one variant, vectorised.
+
+    ``summary_only`` (a plan without :func:`summary_only_reasons`): no per-call or span tensors; the
+    result carries its per-run totals, priced (``extra["totals"]``, see :mod:`agentsim.sim.totals`),
+    and, when ``samples``, each call's ``status``, ``ttft`` and ``tps`` for the per-call statistics.
+    """
     tune_malloc()
-    ev = _Evaluator(plan, block, variant, speeds)
+    totals = None
+    if summary_only:
+        totals = RunTotals(plan, block, variant, samples)
+    ev = _Evaluator(plan, block, variant, speeds, totals)
     n = block.n
     st = _State(np.zeros(n), [np.zeros(n) for _ in range(6)], VecCtx.fresh(plan.ctx, (n,)), np.ones(n, dtype=bool))
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -680,6 +767,10 @@ def run_block_fast(plan: Plan, block: Block, variant: int, speeds: dict) -> Bloc
         calls=ev.calls,
         spans=ev.spans,
     )
+    if totals is not None:
+        res.extra["totals"] = totals.result()
+        for nid, t in ev.calls.items():
+            t["tps"] = speeds[nid][1]
     if ev.interrupted:
         res.extra["interrupted"] = ev.interrupted
     if ev.alive is not None:

@@ -33,7 +33,9 @@ __all__ = [
     "calls_frame",
     "empty_call_tensors",
     "price_calls",
+    "row_sum",
     "run_totals",
+    "running_row_sum",
     "spans_frame",
 ]
 
@@ -126,7 +128,20 @@ def price_calls(plan: Plan, result: BlockResult, speeds: dict[int, tuple[np.ndar
         t["tps"] = scale_speeds(plan, t["tier"], t["t_start"], tps, made)  # time-of-day conditions, if any
 
 
-def _row_sum(x: np.ndarray) -> np.ndarray:
+def running_row_sum(acc: np.ndarray | None, flat: np.ndarray) -> np.ndarray | None:
+    """``acc + flat[:, 0] + flat[:, 1] + ...`` strictly left to right: :func:`row_sum` of a row's instances
+    continued chunk by chunk (``acc`` None: the first chunk; the result is then :func:`row_sum`'s bits)."""
+    start = 0
+    if acc is None:
+        if flat.shape[1] == 0:
+            return None
+        acc, start = flat[:, 0], 1
+    for j in range(start, flat.shape[1]):
+        acc = acc + flat[:, j]
+    return acc
+
+
+def row_sum(x: np.ndarray) -> np.ndarray:
     """Sum each run's instances strictly left to right (a cumulative sum), never pairwise.
 
     Integer sums are exact in any order, so they use a plain sum.
@@ -142,7 +157,12 @@ def _row_sum(x: np.ndarray) -> np.ndarray:
 
 
 def run_totals(plan: Plan, result: BlockResult) -> dict[str, np.ndarray]:
-    """Per-run cost, call count and tokens by kind, summed in the canonical order."""
+    """Per-run cost, call count and tokens by kind, summed in the canonical order.
+
+    A block simulated summary-only carries them already (``extra["totals"]``, see :mod:`agentsim.sim.totals`).
+    """
+    if "totals" in result.extra:
+        return result.extra["totals"]
     n = result.block.n
     cost = np.zeros(n)
     calls = np.zeros(n, dtype=np.int64)
@@ -150,10 +170,10 @@ def run_totals(plan: Plan, result: BlockResult) -> dict[str, np.ndarray]:
     for node in plan.calls:  # node order, then instance order: the one fixed summation order
         t = result.calls[node.id]
         made = (t["status"] != NOT_MADE) & (t["status"] != FAILED)
-        cost = cost + _row_sum(t["cost"])
-        calls += _row_sum(made.view(np.int8) if made.dtype == bool else made).astype(np.int64)
+        cost = cost + row_sum(t["cost"])
+        calls += row_sum(made.view(np.int8) if made.dtype == bool else made).astype(np.int64)
         for k in CALL_INT:
-            tokens[k] += _row_sum(t[k])
+            tokens[k] += row_sum(t[k])
     extra = result.extra.get("failed_attempts_cost_usd")
     if extra is not None and extra.any():
         cost = cost + extra  # timed-out attempts are billed too

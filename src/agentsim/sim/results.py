@@ -78,6 +78,15 @@ def describe(x: np.ndarray, percentiles=PERCENTILES) -> dict[str, Any]:
     return out
 
 
+def _as_slice(mask: np.ndarray) -> np.ndarray | slice:
+    """A boolean row mask as a slice when its rows are one contiguous range (a variant's runs, all kept):
+    the same rows in the same order, read as a view instead of copied."""
+    idx = np.flatnonzero(mask)
+    if idx.size and idx[-1] - idx[0] + 1 == idx.size:
+        return slice(int(idx[0]), int(idx[-1]) + 1)
+    return mask
+
+
 @dataclass
 class CallStats:
     """Per-call TTFT/TPS/ITL of one variant, kept for the first PER_CALL_CAP calls."""
@@ -98,9 +107,11 @@ class CallStats:
         ttft = np.concatenate(self.ttft) if self.ttft else np.zeros(0)
         tps = np.concatenate(self.tps) if self.tps else np.zeros(0)
 
-        def d(x):
-            full = describe(x, (50, 95))
-            return {"mean": full["mean"], "p50": full["p50"], "p95": full["p95"]}
+        def d(x):  # describe()'s mean and percentiles, without its confidence interval (not reported)
+            if not x.size:
+                return {"mean": None, "p50": None, "p95": None}
+            p50, p95 = np.percentile(x, (50, 95))
+            return {"mean": _f(np.mean(x)), "p50": _f(p50), "p95": _f(p95)}
 
         return {"ttft_s": d(ttft), "tps": d(tps), "itl_s": d(1.0 / tps if tps.size else tps)}
 
@@ -194,7 +205,7 @@ class Results:
         if "counted" in self.runs:
             keep &= self.runs["counted"].to_numpy(dtype=bool)
         for name in self.variants:
-            mask = (variant_col == name).to_numpy() & keep
+            mask = _as_slice((variant_col == name).to_numpy() & keep)
 
             def col(column: str, mask=mask) -> np.ndarray:
                 # one column at a time, so the summary never copies the whole runs table

@@ -80,9 +80,16 @@ def _fastpath_available() -> bool:
     return True
 
 
-def simulate_block(plan: Plan, seed: int, span: tuple[int, int, int], engine: str):
+def simulate_block(
+    plan: Plan, seed: int, span: tuple[int, int, int], engine: str, *, summary_only: bool = False, samples: bool = True
+):
     """Sample block ``span`` (``(index, first_run, n)``) once and simulate it in every variant, priced:
-    ``(block, [BlockResult per variant])`` (the block's draws are shared by the variants)."""
+    ``(block, [BlockResult per variant])`` (the block's draws are shared by the variants).
+
+    ``summary_only`` (fast path, a plan :func:`summary_only_possible` allows): per-run totals without per-call
+    tensors, plus, when ``samples``, what the per-call statistics read (see
+    :func:`agentsim.sim.fastpath.run_block_fast`). The per-run numbers are the same bits either way.
+    """
     index, start, n = span
     block = sample_block(plan, seed, index, start, n)
     out = []
@@ -91,14 +98,24 @@ def simulate_block(plan: Plan, seed: int, span: tuple[int, int, int], engine: st
         if engine == "fastpath":
             from agentsim.sim.fastpath import run_block_fast
 
-            res = run_block_fast(plan, block, v, speeds)
+            res = run_block_fast(plan, block, v, speeds, summary_only=summary_only, samples=samples)
         else:
             from agentsim.sim.engine import run_block_des
 
             res = run_block_des(plan, block, v, speeds)
-        price_calls(plan, res, speeds)
+        if not (summary_only and engine == "fastpath"):  # summary-only blocks are priced as they run
+            price_calls(plan, res, speeds)
         out.append(res)
     return block, out
+
+
+def summary_only_possible(plan: Plan, engine: str) -> bool:
+    """Whether ``engine`` can simulate ``plan`` for its summary without per-call tensors."""
+    if engine != "fastpath" or plan.needs_attempts:
+        return False
+    from agentsim.sim.fastpath import summary_only_reasons
+
+    return not summary_only_reasons(plan)
 
 
 def _run_block(plan: Plan, seed: int, span: tuple[int, int, int], engine: str) -> list[BlockResult]:
@@ -112,7 +129,12 @@ def _block_summary(plan: Plan, seed: int, span, engine: str, keep: bool, room: l
     ``room[v]``: how many more per-call samples variant ``v`` still keeps (the per-call statistics
     use only the first calls); ``None`` when not known (blocks run in parallel): all of them.
     """
-    results = _run_block(plan, seed, span, engine)
+    lean = not keep and summary_only_possible(plan, engine)
+    if lean:
+        wanted = room is None or any(r > 0 for r in room)
+        results = simulate_block(plan, seed, span, engine, summary_only=True, samples=wanted)[1]
+    else:
+        results = _run_block(plan, seed, span, engine)
     columns, samples = [], []
     for res in results:
         columns.append(run_columns(plan, res))
@@ -174,7 +196,16 @@ def simulate_plan(
     workers: int = 1,
     executor: Any = "process",
     scheduler: str | None = None,
+    keep_calls: bool | None = None,
 ) -> Results:
+    """Simulate ``runs`` runs of a compiled plan.
+
+    ``keep_calls``: True builds every block's per-call tensors and keeps them for ``.calls``; False
+    never keeps them (``.calls``, ``.spans`` and ``--out`` re-simulate the blocks, same draws, same
+    bits); None (default) keeps them for small simulations the fast path cannot run summary-only.
+    The summary is the same bytes whichever is chosen. ``executor``/``scheduler``: where the blocks
+    run (agentsim.sim.executors: this process, local processes, or a Dask cluster).
+    """
     check_executor(executor, scheduler)
     engine = choose_engine(plan, engine)
     check_plan(plan, runs, engine)  # refuses absurd sizes before any work starts
@@ -182,7 +213,13 @@ def simulate_plan(
         return _simulate_workload(plan, seed)
     spans = block_spans(runs)
     nv = len(plan.variants)
-    keep = _est_call_instances(plan, runs) * nv <= KEEP_CALLS_LIMIT or plan.needs_attempts
+    # keep the blocks for .calls when they are small, unless the fast path can skip per-call tensors:
+    # then .calls, .spans and --out re-simulate the blocks in full on demand (the same draws, the same bits)
+    keep = plan.needs_attempts or keep_calls is True
+    if keep_calls is None:
+        keep = keep or (
+            _est_call_instances(plan, runs) * nv <= KEEP_CALLS_LIMIT and not summary_only_possible(plan, engine)
+        )
     call_stats = {name: CallStats() for name in plan.variants}
     stream_stats = {name: StreamStats(plan) for name in plan.variants}
     columns: dict[str, np.ndarray] = {}

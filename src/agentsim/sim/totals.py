@@ -1,0 +1,143 @@
+"""Per-run totals summed call by call, for a summary that needs no per-call table.
+
+The full fast path writes every call's timestamps and token counts into tensors, prices them
+(:func:`agentsim.sim.records.price_calls`) and sums them per run (:func:`agentsim.sim.records.run_totals`).
+When only ``summary.json`` is wanted, :class:`RunTotals` takes each call's values as the evaluator
+computes them and keeps just the sums: cost, calls made and tokens by kind. The numbers are the same
+bits, by construction:
+
+* a call's cost is the same :func:`~agentsim.pricing.rates.call_cost` of the same integers, and a call
+  that is not made costs ``0.0`` in both;
+* a run's cost is summed in the one canonical order of :func:`~agentsim.sim.records.run_totals`:
+  node by node, and within a node instance by instance, strictly left to right. The evaluator
+  hands a node's instances in that order (repeat iterations in turn, a fan-out's copies at once), so
+  each node keeps a running sum; a node whose instances arrive out of order (a repeat inside a
+  fan-out) keeps its costs in a tensor and sums it at the end, as the full path does;
+* integer sums are exact in any order.
+
+Per-call table, ``Results.calls`` and ``--out`` re-simulate the same blocks in full (same seeds, same
+draws): see :func:`agentsim.sim.simulation.simulate_plan`.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from agentsim.plan.compiler import FanoutNode, Plan
+from agentsim.pricing.rates import call_cost
+from agentsim.sim.records import CALL_INT, row_sum, running_row_sum
+
+__all__ = ["RunTotals", "add_ints", "constant", "lean"]
+
+
+class RunTotals:
+    """The cost, calls and token totals of a block's runs in one variant, summed as calls are made."""
+
+    def __init__(self, plan: Plan, block, variant: int, samples: bool = True):
+        self.plan = plan
+        self.samples = samples  # whether the evaluator also keeps each call's status and TTFT
+        self.block = block
+        self.n = n = block.n
+        self.rates = {c.id: plan.tiers[c.tiers[variant]].rates for c in plan.calls}
+        # node id -> running sum of its instances' costs, per run (a float while it is the same for all runs)
+        self.costs: dict[int, np.ndarray | float] = {}
+        # a node whose instances are not evaluated in their flattened order (a fan-out axis before a
+        # repeat axis) keeps its costs in a tensor instead, summed at the end
+        self.cost_tensors = {
+            c.id: np.zeros((n, *block.shape(c.scope))) for c in plan.calls if not _in_order(plan, c.scope)
+        }
+        self.calls = np.zeros(n, dtype=np.int64)
+        self.tokens = {k: np.zeros(n, dtype=np.int64) for k in CALL_INT}
+        self.every_run = dict.fromkeys(("calls", *CALL_INT), 0)  # what every run adds alike (Python ints)
+
+    def add(self, nid: int, sl: tuple, on: bool, active: np.ndarray, inp, read, write, w1h, out, reas) -> None:
+        """One evaluation of call node ``nid`` at index ``sl`` (arrays broadcastable to ``active``'s shape)."""
+        n, shape = self.n, active.shape
+        m = math.prod(shape[1:])  # instances per run in this evaluation (fan-out copies)
+        values = (inp, read, write, w1h, out, reas)
+        consts = [constant(x) for x in values]
+        # constants enter the price as scalars: the same IEEE operations, done once instead of per element
+        cost = call_cost(self.rates[nid], *(x if c is None else c for x, c in zip(values, consts, strict=True)))
+        if not on:
+            cost = np.where(active, cost, 0.0)
+        if nid in self.cost_tensors:
+            self.cost_tensors[nid][sl] = cost
+        elif np.ndim(cost) == 0:  # one cost for every run: its running sum is one value too, in Python
+            acc, c = self.costs.get(nid), float(cost)  # floats (IEEE binary64, the same bits as NumPy's)
+            for _ in range(m):
+                acc = c if acc is None else acc + c
+            self.costs[nid] = acc
+        elif cost.shape == (n,):
+            acc = self.costs.get(nid)
+            self.costs[nid] = cost if acc is None else acc + cost
+        else:
+            self.costs[nid] = running_row_sum(self.costs.get(nid), np.broadcast_to(cost, shape).reshape(n, -1))
+        if on:
+            self.every_run["calls"] += m
+        else:
+            self.calls += active.reshape(n, -1).sum(axis=1) if m > 1 or active.ndim > 1 else active
+        for k, x, c in zip(CALL_INT, values, consts, strict=True):
+            if on and c is not None:  # the same count in every run: no per-element work
+                self.every_run[k] += int(c) * m
+                continue
+            if not on:
+                x = np.where(active, x, 0)
+            if np.shape(x) != (n,):
+                x = np.broadcast_to(x, shape).reshape(n, -1).sum(axis=1)
+            self.tokens[k] += x
+
+    def result(self) -> dict[str, np.ndarray]:
+        """The same dict as :func:`agentsim.sim.records.run_totals`."""
+        cost = np.zeros(self.n)
+        for node in self.plan.calls:  # node order: the one fixed summation order
+            if node.id in self.costs:
+                cost = cost + self.costs[node.id]
+            elif node.id in self.cost_tensors:
+                cost = cost + row_sum(self.cost_tensors[node.id])
+        same = self.every_run
+        return {
+            "cost": cost,
+            "calls": self.calls + same["calls"],
+            **{f"{k}_tokens": v + same[k] for k, v in self.tokens.items()},
+        }
+
+
+def _in_order(plan: Plan, scope: tuple[int, ...]) -> bool:
+    """Whether a node's instances are evaluated in their flattened order: fan-out axes (evaluated at
+    once) only after every repeat axis (evaluated one iteration at a time)."""
+    seen_fanout = False
+    for m in scope:
+        if isinstance(plan.nodes[m], FanoutNode):
+            seen_fanout = True
+        elif seen_fanout:
+            return False
+    return True
+
+
+def constant(x):
+    """The value of an array that holds one value everywhere by construction (a 0-d array or a
+    broadcast view, as constants are drawn), as a NumPy scalar of its dtype; else None.
+    Reads no element beyond the first."""
+    if isinstance(x, np.ndarray):
+        if x.ndim == 0 or (x.size and not any(x.strides)):
+            return x[(0,) * x.ndim]
+        return None
+    return x if isinstance(x, int | float | np.generic) else None
+
+
+def lean(x):
+    """``x`` as a 0-d array when it holds one value by construction (see :func:`constant`), else ``x``:
+    arithmetic on it is then done once instead of per element, with the same IEEE operations."""
+    c = constant(x)
+    return x if c is None else c
+
+
+def add_ints(a, b):
+    """``a + b`` of integer arrays, kept a broadcast view of one value when both are constants."""
+    ca = constant(a)
+    cb = None if ca is None else constant(b)
+    if cb is None:
+        return a + b
+    return np.broadcast_to(ca + cb, np.broadcast_shapes(np.shape(a), np.shape(b)))
