@@ -67,11 +67,27 @@ from agentsim.sim.records import (
     empty_call_tensors,
     empty_span_tensors,
 )
+from agentsim.sim.rules import (
+    DEC,
+    N_SLOTS,
+    STALL,
+    TOOL,
+    TTFT,
+    WAIT,
+    critical_all_array,
+    cut_decode,
+    cut_tokens_array,
+    decode,
+    duration,
+    first_token,
+    first_visible,
+    lead_in,
+    race_array,
+)
 from agentsim.sim.streaming import interruption, pipeline_offset, stall_draws, stalled_by, streams
 
 __all__ = ["VecCtx", "run_block_fast"]
 
-Q, TTFT, DEC, TOOL, WAIT, STALL = range(6)  # STALL: reported only when the plan has stalls
 _NONE_S = -1  # "no entry" marker for cache entry prefixes
 
 
@@ -305,14 +321,11 @@ class _Evaluator:
             pre_acc = list(st.acc)
         ttl = tier.ttl_s if tier.ttl_s is not None else st.ctx.cfg.ttl_s
         inp, read, write, w1h = st.ctx.begin_call(tier.index, ttl, i_new, t0)
-        ttft = ttft0 + (inp - read) / tier.prefill_tps
-        dec = (out + reas) / tps
+        ttft = first_token(ttft0, inp, read, tier.prefill_tps)
+        dec = decode(out, reas, tps)
         sd = stall_draws(self.plan, self.block, node, tier.index)
-        if sd is None:
-            t_end = t0 + (ttft + dec)
-        else:
-            stall = sd[0][sl]
-            t_end = t0 + ((ttft + dec) + stall)
+        stall = None if sd is None else sd[0][sl]
+        t_end = t0 + duration(ttft, dec, stall)
         t_mark = t_end
         stall_now = np.zeros(t0.shape) if sd is None else np.broadcast_to(stall, t0.shape)
         hit = t_cut = None
@@ -323,7 +336,7 @@ class _Evaluator:
             T = t0 + (t_cut - t0)
             t_end = np.where(hit, T, t_end)
             t_mark = np.where(hit, t_cut, t_end)
-            dec = np.where(hit, ((T - t0) - ttft) - stalled, dec)
+            dec = np.where(hit, cut_decode(T, t0, ttft, stalled), dec)
             out = np.where(hit, billed, out)
             if sd is not None:
                 stall = np.where(hit, stalled, stall)
@@ -334,8 +347,7 @@ class _Evaluator:
             t_go, p_stalled = self._pipeline_start(
                 pipe, node, tier, ix, t0, ttft, tps, out_planned, reas, stall_now, active, hit, t_cut
             )
-            first = np.minimum(ttft, t_go - t0)
-            self.pipe_state[pipe.id] = (pre_ctx, pre_acc, t0, t_go, first, p_stalled)
+            self.pipe_state[pipe.id] = (pre_ctx, pre_acc, t0, t_go, ttft, p_stalled)
         if sd is not None:
             st.acc[STALL] = st.acc[STALL] + np.where(active, stall, 0.0)
         st.ctx.mark(tier.index, inp, t_mark, active, on)
@@ -397,8 +409,8 @@ class _Evaluator:
             st_u = np.zeros(len(runs))
             if sd is not None:
                 st_u = np.broadcast_to(sd[1], (n, *dims)).reshape(n, -1)[runs, flat]
-            end = send + ((tt + (N + R) / tp) + st_s)
-            a1 = (send + tt) + R / tp
+            end = send + duration(tt, decode(N, R, tp), st_s)
+            a1 = first_visible(send, tt, R, tp)
             sb = streams(tier, self.block, node, flat, runs, send, a1, end, N, st_s, st_u, cache=True)
             fa = None if fa_all is None else np.broadcast_to(fa_all, (n, *dims)).reshape(n, -1)[runs, flat]
             yield (runs, *pos), flat, runs, sb, st_s, st_u, fa
@@ -435,18 +447,18 @@ class _Evaluator:
 
     def pipeline(self, node: PipelineNode, st: _State, ix: tuple):
         """The pipeline after a call (agentsim.sim.engine._Runner.pipelined, vectorised): a fork, then a join."""
-        pre_ctx, pre_acc, t0, t_go, first, stalled = self.pipe_state.pop(node.id)
+        pre_ctx, pre_acc, t0, t_go, ttft, stalled = self.pipe_state.pop(node.id)
         active = st.active
         acc = list(pre_acc)
-        elapsed = t_go - t0
+        first, dec = lead_in(t0, t_go, ttft, stalled)
         acc[TTFT] = acc[TTFT] + first
-        acc[DEC] = acc[DEC] + ((elapsed - first) - stalled)
+        acc[DEC] = acc[DEC] + dec
         acc[STALL] = acc[STALL] + stalled
         cfg = st.ctx.cfg
         static = not cfg.grows and not cfg.cache
         pst = _State(t0 + (t_go - t0), acc, pre_ctx if static else pre_ctx.fork(), active)
         self.seq(node.body, pst, ix)
-        later = pst.t >= st.t  # ties: the pipeline is the critical path, as in the DES
+        later = critical_all_array(np.stack([st.t, pst.t], axis=-1)) == 1  # the call, then the pipeline
         st.t = np.where(active, np.where(later, pst.t, st.t), st.t)
         st.acc = [np.where(active & later, p, c) for p, c in zip(pst.acc, st.acc, strict=True)]
         if not static:  # the call's additions, then the pipeline's (rows not running this are unchanged in both)
@@ -537,18 +549,16 @@ class _Evaluator:
         for b, branch in enumerate(node.branches):
             self.seq(branch, states[b], ix)
         ends = np.stack([s.t for s in states], axis=-1)
-        if kk == nb:  # join all: the critical branch is the last one (in branch order) to reach the max
-            critical = nb - 1 - np.argmax(ends[..., ::-1], axis=-1)
+        if kk == nb:  # join all
+            critical = critical_all_array(ends)[..., None]
             winner = np.ones(ends.shape, dtype=bool)
         else:
-            order = np.argsort(ends, axis=-1, kind="stable")
-            critical = order[..., kk - 1]
-            winner = np.argsort(order, axis=-1, kind="stable") < kk
-        T = np.take_along_axis(ends, critical[..., None], axis=-1)[..., 0]
+            critical, winner = race_array(ends, kk)
+        T = np.take_along_axis(ends, critical, axis=-1)[..., 0]
         st.t = np.where(active, T, t_fork)
         for slot in range(len(st.acc)):
             stacked = np.stack([s.acc[slot] for s in states], axis=-1)
-            st.acc[slot] = np.take_along_axis(stacked, critical[..., None], axis=-1)[..., 0]
+            st.acc[slot] = np.take_along_axis(stacked, critical, axis=-1)[..., 0]
         st.ctx.join([s.ctx for s in states], [winner[..., b] | ~active for b in range(nb)])
         if kk < nb:
             for b, branch in enumerate(node.branches):
@@ -574,21 +584,14 @@ class _Evaluator:
         kk = n if node.join == "all" else np.minimum(n, node.join)
         has = active & (kk > 0)
         if node.join == "all":
-            # the critical copy is the last one (in copy order) to reach the latest end: scan the copies
             ends = sub.t if full else np.where(act_c, sub.t, -np.inf)
-            T_raw, crit = ends[..., 0], np.zeros(t_fork.shape, dtype=np.int64)
-            for c in range(1, N):
-                later = ends[..., c] >= T_raw
-                T_raw = np.where(later, ends[..., c], T_raw)
-                crit = np.where(later, c, crit)
-            critical = crit[..., None]
+            critical = critical_all_array(ends)[..., None]
             winner = act_c
         else:
             ends = np.where(act_c, sub.t, np.inf)
-            order = np.argsort(ends, axis=-1, kind="stable")
-            critical = np.take_along_axis(order, np.maximum(kk - 1, 0)[..., None], axis=-1)
-            winner = act_c & (np.argsort(order, axis=-1, kind="stable") < kk[..., None])
-            T_raw = np.take_along_axis(ends, critical, axis=-1)[..., 0]
+            critical, winner = race_array(ends, kk)
+            winner = act_c & winner
+        T_raw = np.take_along_axis(ends, critical, axis=-1)[..., 0]
         st.t = T_raw if full else np.where(has, T_raw, t_fork)
         for slot in range(len(st.acc)):
             chosen = np.take_along_axis(sub.acc[slot], critical, axis=-1)[..., 0]
@@ -624,13 +627,9 @@ class _Evaluator:
             Tfull = np.broadcast_to(Tm, status.shape)
             if isinstance(node, CallNode):
                 tps = self.speeds[node.id][1][sl]
-                t_first = r["t_first"][sl]
                 out, reas = r["output"][sl], r["reasoning"][sl]
-                with np.errstate(invalid="ignore"):
-                    gen = np.where(Tfull > t_first, np.floor((Tfull - t_first) * tps), 0.0)
-                gen = np.minimum(gen.astype(np.int64), out + reas)
-                rb = np.minimum(reas, gen)
-                r["output"][sl] = np.where(cancel, gen - rb, np.where(drop, 0, out))
+                vis, rb = cut_tokens_array(Tfull, r["t_first"][sl], tps, out, reas)
+                r["output"][sl] = np.where(cancel, vis, np.where(drop, 0, out))
                 r["reasoning"][sl] = np.where(cancel, rb, np.where(drop, 0, reas))
                 for f in ("input", "cache_read", "cache_write", "cache_write_1h"):
                     r[f][sl] = np.where(drop, 0, r[f][sl])
@@ -665,7 +664,9 @@ def run_block_fast(plan: Plan, block: Block, variant: int, speeds: dict) -> Bloc
     tune_malloc()
     ev = _Evaluator(plan, block, variant, speeds)
     n = block.n
-    st = _State(np.zeros(n), [np.zeros(n) for _ in range(6)], VecCtx.fresh(plan.ctx, (n,)), np.ones(n, dtype=bool))
+    st = _State(
+        np.zeros(n), [np.zeros(n) for _ in range(N_SLOTS)], VecCtx.fresh(plan.ctx, (n,)), np.ones(n, dtype=bool)
+    )
     with np.errstate(divide="ignore", invalid="ignore"):
         ev.seq(plan.root, st, ())
     breakdown = {k: st.acc[i] for i, k in enumerate(BREAKDOWN)}
