@@ -54,6 +54,7 @@ from agentsim.plan.compiler import (
 )
 from agentsim.plan.memory import tune_malloc
 from agentsim.plan.sampling import Block
+from agentsim.sim import rules
 from agentsim.sim.context import ONE_HOUR
 from agentsim.sim.records import (
     BREAKDOWN,
@@ -67,27 +68,11 @@ from agentsim.sim.records import (
     empty_call_tensors,
     empty_span_tensors,
 )
-from agentsim.sim.rules import (
-    DEC,
-    N_SLOTS,
-    STALL,
-    TOOL,
-    TTFT,
-    WAIT,
-    critical_all_array,
-    cut_decode,
-    cut_tokens_array,
-    decode,
-    duration,
-    first_token,
-    first_visible,
-    lead_in,
-    race_array,
-)
 from agentsim.sim.streaming import interruption, pipeline_offset, stall_draws, stalled_by, streams
 
 __all__ = ["VecCtx", "run_block_fast"]
 
+TTFT, DEC, TOOL, WAIT, STALL = rules.TTFT, rules.DEC, rules.TOOL, rules.WAIT, rules.STALL  # breakdown slots
 _NONE_S = -1  # "no entry" marker for cache entry prefixes
 
 
@@ -321,11 +306,11 @@ class _Evaluator:
             pre_acc = list(st.acc)
         ttl = tier.ttl_s if tier.ttl_s is not None else st.ctx.cfg.ttl_s
         inp, read, write, w1h = st.ctx.begin_call(tier.index, ttl, i_new, t0)
-        ttft = first_token(ttft0, inp, read, tier.prefill_tps)
-        dec = decode(out, reas, tps)
+        ttft = rules.first_token(ttft0, inp, read, tier.prefill_tps)
+        dec = rules.decode(out, reas, tps)
         sd = stall_draws(self.plan, self.block, node, tier.index)
         stall = None if sd is None else sd[0][sl]
-        t_end = t0 + duration(ttft, dec, stall)
+        t_end = t0 + rules.duration(ttft, dec, stall)
         t_mark = t_end
         stall_now = np.zeros(t0.shape) if sd is None else np.broadcast_to(stall, t0.shape)
         hit = t_cut = None
@@ -336,7 +321,7 @@ class _Evaluator:
             T = t0 + (t_cut - t0)
             t_end = np.where(hit, T, t_end)
             t_mark = np.where(hit, t_cut, t_end)
-            dec = np.where(hit, cut_decode(T, t0, ttft, stalled), dec)
+            dec = np.where(hit, rules.cut_decode(T, t0, ttft, stalled), dec)
             out = np.where(hit, billed, out)
             if sd is not None:
                 stall = np.where(hit, stalled, stall)
@@ -409,8 +394,8 @@ class _Evaluator:
             st_u = np.zeros(len(runs))
             if sd is not None:
                 st_u = np.broadcast_to(sd[1], (n, *dims)).reshape(n, -1)[runs, flat]
-            end = send + duration(tt, decode(N, R, tp), st_s)
-            a1 = first_visible(send, tt, R, tp)
+            end = send + rules.duration(tt, rules.decode(N, R, tp), st_s)
+            a1 = rules.first_visible(send, tt, R, tp)
             sb = streams(tier, self.block, node, flat, runs, send, a1, end, N, st_s, st_u, cache=True)
             fa = None if fa_all is None else np.broadcast_to(fa_all, (n, *dims)).reshape(n, -1)[runs, flat]
             yield (runs, *pos), flat, runs, sb, st_s, st_u, fa
@@ -450,7 +435,7 @@ class _Evaluator:
         pre_ctx, pre_acc, t0, t_go, ttft, stalled = self.pipe_state.pop(node.id)
         active = st.active
         acc = list(pre_acc)
-        first, dec = lead_in(t0, t_go, ttft, stalled)
+        first, dec = rules.lead_in(t0, t_go, ttft, stalled)
         acc[TTFT] = acc[TTFT] + first
         acc[DEC] = acc[DEC] + dec
         acc[STALL] = acc[STALL] + stalled
@@ -458,7 +443,7 @@ class _Evaluator:
         static = not cfg.grows and not cfg.cache
         pst = _State(t0 + (t_go - t0), acc, pre_ctx if static else pre_ctx.fork(), active)
         self.seq(node.body, pst, ix)
-        later = critical_all_array(np.stack([st.t, pst.t], axis=-1)) == 1  # the call, then the pipeline
+        later = rules.critical_all_array(np.stack([st.t, pst.t], axis=-1)) == 1  # the call, then the pipeline
         st.t = np.where(active, np.where(later, pst.t, st.t), st.t)
         st.acc = [np.where(active & later, p, c) for p, c in zip(pst.acc, st.acc, strict=True)]
         if not static:  # the call's additions, then the pipeline's (rows not running this are unchanged in both)
@@ -550,10 +535,10 @@ class _Evaluator:
             self.seq(branch, states[b], ix)
         ends = np.stack([s.t for s in states], axis=-1)
         if kk == nb:  # join all
-            critical = critical_all_array(ends)[..., None]
+            critical = rules.critical_all_array(ends)[..., None]
             winner = np.ones(ends.shape, dtype=bool)
         else:
-            critical, winner = race_array(ends, kk)
+            critical, winner = rules.race_array(ends, kk)
         T = np.take_along_axis(ends, critical, axis=-1)[..., 0]
         st.t = np.where(active, T, t_fork)
         for slot in range(len(st.acc)):
@@ -585,11 +570,11 @@ class _Evaluator:
         has = active & (kk > 0)
         if node.join == "all":
             ends = sub.t if full else np.where(act_c, sub.t, -np.inf)
-            critical = critical_all_array(ends)[..., None]
+            critical = rules.critical_all_array(ends)[..., None]
             winner = act_c
         else:
             ends = np.where(act_c, sub.t, np.inf)
-            critical, winner = race_array(ends, kk)
+            critical, winner = rules.race_array(ends, kk)
             winner = act_c & winner
         T_raw = np.take_along_axis(ends, critical, axis=-1)[..., 0]
         st.t = T_raw if full else np.where(has, T_raw, t_fork)
@@ -628,7 +613,7 @@ class _Evaluator:
             if isinstance(node, CallNode):
                 tps = self.speeds[node.id][1][sl]
                 out, reas = r["output"][sl], r["reasoning"][sl]
-                vis, rb = cut_tokens_array(Tfull, r["t_first"][sl], tps, out, reas)
+                vis, rb = rules.cut_tokens_array(Tfull, r["t_first"][sl], tps, out, reas)
                 r["output"][sl] = np.where(cancel, vis, np.where(drop, 0, out))
                 r["reasoning"][sl] = np.where(cancel, rb, np.where(drop, 0, reas))
                 for f in ("input", "cache_read", "cache_write", "cache_write_1h"):
@@ -665,7 +650,7 @@ def run_block_fast(plan: Plan, block: Block, variant: int, speeds: dict) -> Bloc
     ev = _Evaluator(plan, block, variant, speeds)
     n = block.n
     st = _State(
-        np.zeros(n), [np.zeros(n) for _ in range(N_SLOTS)], VecCtx.fresh(plan.ctx, (n,)), np.ones(n, dtype=bool)
+        np.zeros(n), [np.zeros(n) for _ in range(rules.N_SLOTS)], VecCtx.fresh(plan.ctx, (n,)), np.ones(n, dtype=bool)
     )
     with np.errstate(divide="ignore", invalid="ignore"):
         ev.seq(plan.root, st, ())
