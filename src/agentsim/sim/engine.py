@@ -2,15 +2,18 @@
 
 A run is a SimPy process walking the plan tree. Sequential steps are plain
 ``yield from`` (no extra process); a call or tool is one ``timeout``; a
-``parallel`` or ``fanout`` starts one process per branch and waits until the
-join is satisfied. Every random number comes from the block's pre-drawn arrays
-(:mod:`agentsim.plan.sampling`), read at ``[run][instance]``.
+``parallel`` or ``fanout`` starts one process per branch (a branch that is one
+fixed call: just its timeout) and waits until the join is satisfied. Every random
+number comes from the block's pre-drawn arrays (:mod:`agentsim.plan.sampling`),
+read at ``[run][instance]``.
 
-Timing of one call (DESIGN.md §4)::
+The rules it applies -- a call's timing, what a cut call is billed, which branch
+is critical at a join, the breakdown slots -- live in :mod:`agentsim.sim.rules`,
+shared with the fast path::
 
     ttft     = drawn TTFT x tier.ttft_x + uncached_input / prefill_tps
     decode   = (output + reasoning) / (drawn TPS x tier.output_tps_x)
-    t_end    = t_start + (ttft + decode)
+    t_end    = t_start + ((ttft + decode) [+ stall])
 
 Races (``join: any`` or ``{k: N}``): the first ``k`` branches to finish win,
 ties broken by branch order. So that ties between branches finishing at the same
