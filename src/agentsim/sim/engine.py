@@ -2,15 +2,18 @@
 
 A run is a SimPy process walking the plan tree. Sequential steps are plain
 ``yield from`` (no extra process); a call or tool is one ``timeout``; a
-``parallel`` or ``fanout`` starts one process per branch and waits until the
-join is satisfied. Every random number comes from the block's pre-drawn arrays
-(:mod:`agentsim.plan.sampling`), read at ``[run][instance]``.
+``parallel`` or ``fanout`` starts one process per branch (a branch that is one
+fixed call: just its timeout) and waits until the join is satisfied. Every random
+number comes from the block's pre-drawn arrays (:mod:`agentsim.plan.sampling`),
+read at ``[run][instance]``.
 
-Timing of one call (DESIGN.md §4)::
+The rules it applies -- a call's timing, what a cut call is billed, which branch
+is critical at a join, the breakdown slots -- live in :mod:`agentsim.sim.rules`,
+shared with the fast path::
 
     ttft     = drawn TTFT x tier.ttft_x + uncached_input / prefill_tps
     decode   = (output + reasoning) / (drawn TPS x tier.output_tps_x)
-    t_end    = t_start + (ttft + decode)
+    t_end    = t_start + ((ttft + decode) [+ stall])
 
 Races (``join: any`` or ``{k: N}``): the first ``k`` branches to finish win,
 ties broken by branch order. So that ties between branches finishing at the same
@@ -35,7 +38,7 @@ from array import array
 
 import numpy as np
 import simpy
-from simpy.events import Event
+from simpy.events import Event, Timeout
 
 from agentsim.plan.compiler import (
     COUNT,
@@ -52,6 +55,7 @@ from agentsim.plan.compiler import (
     U_TTFT,
     CallNode,
     ChooseNode,
+    ContextCfg,
     FailNode,
     FanoutNode,
     ParNode,
@@ -80,14 +84,29 @@ from agentsim.sim.records import (
     empty_call_tensors,
     empty_span_tensors,
 )
+from agentsim.sim.rules import (
+    DEC,
+    N_SLOTS,
+    STALL,
+    TOOL,
+    TTFT,
+    WAIT,
+    Q,
+    critical_all,
+    cut_decode,
+    cut_tokens,
+    decode,
+    duration,
+    first_token,
+    first_visible,
+    lead_in,
+    race,
+)
 from agentsim.sim.streaming import interruption, pipeline_offset, stall_draws, stalled_by, streams
 
 __all__ = ["run_block_des"]
 
 SETTLE = 2  # priority below SimPy's NORMAL (1): processed after every other event at the same time
-
-# Breakdown accumulator slots (STALL: streams that paused, reported only when the plan has stalls)
-Q, TTFT, DEC, TOOL, WAIT, STALL = range(6)
 
 
 class _Settle(Event):
@@ -122,6 +141,101 @@ ATT_OK, ATT_REJECTED, ATT_ERROR, ATT_TIMEOUT, ATT_CANCELLED = range(5)
 FAILED = 3  # call status: every attempt failed
 
 
+def _outcome(error: bool, timeout: float | None, ttft: float, d: float) -> tuple[float, int]:
+    """(seconds the attempt runs, its outcome): an error returns at the first token; a timeout cuts it."""
+    if error:
+        if timeout is not None and timeout < ttft:
+            return timeout, ATT_TIMEOUT
+        return ttft, ATT_ERROR
+    if timeout is not None and d > timeout:
+        return timeout, ATT_TIMEOUT
+    return d, ATT_OK
+
+
+def _contexts(plan: Plan) -> dict[int, ContextCfg]:
+    """The context configuration each call node runs in: the agent's, or its enclosing subagent's."""
+    out = {}
+    stack = [(plan.root, plan.ctx)]
+    while stack:
+        node, cfg = stack.pop()
+        if isinstance(node, CallNode):
+            out[node.id] = cfg
+        if isinstance(node, SubagentNode):
+            cfg = node.ctx
+        for attr in ("steps", "branches", "options"):
+            stack.extend((ch, cfg) for ch in getattr(node, attr, ()))
+        if getattr(node, "body", None) is not None:
+            stack.append((node.body, cfg))
+    return out
+
+
+class _CallInfo:
+    """One call node's numbers for the runs of a block, as flat Python lists read at ``r * width + instance``.
+
+    Per-event NumPy scalar indexing is slow, so everything a call reads is converted once per block.
+    ``dec`` (rules.decode) never depends on the run's history. A call is ``fixed`` when nothing else
+    does either -- a context that neither grows nor caches, no interruption, no pipeline fed, no
+    shared limits -- and
+    then its input, TTFT and duration (rules.first_token, rules.duration) are computed here for every
+    run at once, with the same operations the scalar path would do.
+    """
+
+    __slots__ = (
+        "d",
+        "dec",
+        "fixed",
+        "id",
+        "inp",
+        "key",
+        "node",
+        "prefill",
+        "stall",
+        "started",
+        "streamed",
+        "tps",
+        "ttft",
+        "ttft0",
+        "ttl",
+        "values",
+        "width",
+    )
+
+    def __init__(self, runner: _Runner, c: CallNode, values: dict, cfg: ContextCfg, feeds: bool):
+        plan, block = runner.plan, runner.block
+        tier = plan.tiers[c.tiers[runner.variant]]
+        self.node, self.id, self.width = c, c.id, runner.width[c.id]
+        self.key, self.ttl, self.prefill = tier.index, tier.ttl_s, tier.prefill_tps
+        self.streamed = c.interrupt is not None
+        self.values = [(runner.tl[(c.id, p)], runner.const[(c.id, p)]) for p in (INPUT, OUTPUT, REASONING)]
+        shape = (block.n, *block.shape(c.scope))
+        ttft0, tps = runner.speeds[c.id]
+        i_new, out, reas = (np.broadcast_to(values[(c.id, p)], shape) for p in (INPUT, OUTPUT, REASONING))
+        dec = decode(out, reas, tps)
+        self.tps = tps.reshape(-1).tolist()
+        self.dec = dec.reshape(-1).tolist()
+        sd = stall_draws(plan, block, c, c.tiers[runner.variant])
+        stall = None if sd is None else np.broadcast_to(sd[0], shape)
+        self.stall = None if stall is None else stall.reshape(-1).tolist()
+        self.fixed = not (
+            cfg.grows or cfg.cache or self.streamed or feeds or plan.needs_attempts or self.key in runner.tod
+        )
+        if self.fixed:
+            inp = cfg.system + i_new
+            ttft = first_token(ttft0, inp, 0, tier.prefill_tps)
+            self.inp = inp.reshape(-1).tolist()
+            self.ttft = ttft.reshape(-1).tolist()
+            self.d = duration(ttft, dec, stall).reshape(-1).tolist()
+            self.started = [math.nan] * len(self.d)  # t_start of each instance that completed
+            self.ttft0 = None
+        else:
+            self.inp = self.ttft = self.d = self.started = None
+            self.ttft0 = ttft0.reshape(-1).tolist()
+
+    def tokens(self, j: int) -> tuple:
+        """(new input, output, reasoning) tokens of instance ``j``."""
+        return tuple(lst[0] if const else lst[j] for lst, const in self.values)
+
+
 class _Runner:
     """Runs the plan for the runs of one block, in one variant.
 
@@ -150,33 +264,13 @@ class _Runner:
         # width of each node's instance axes (its scope), to find (r, i) in the flat lists
         self.width = {nd.id: int(np.prod(block.shape(nd.scope), dtype=np.int64)) for nd in plan.nodes}
         self.speeds = speeds
-        self.call_info = {}
-        for c in plan.calls:
-            tier = plan.tiers[c.tiers[variant]]
-            ttft0, tps = speeds[c.id]
-            self.call_info[c.id] = (
-                self.width[c.id],
-                tl[(c.id, INPUT)],
-                self.const[(c.id, INPUT)],
-                tl[(c.id, OUTPUT)],
-                self.const[(c.id, OUTPUT)],
-                tl[(c.id, REASONING)],
-                self.const[(c.id, REASONING)],
-                ttft0.reshape(-1).tolist(),
-                tps.reshape(-1).tolist(),
-                tier.index,
-                tier.ttl_s,
-                tier.prefill_tps,
-            )
-        self._tier_speeds: dict[tuple[int, int], tuple[list, list]] = {}
         # time-of-day conditions (agentsim.plan.time_of_day) by tier index: factors read at each call's start
         self.tod = {t.index: plan.time_of_day[t.model] for t in plan.tiers if t.model in plan.time_of_day}
-        # Streaming (agentsim.sim.streaming): stall seconds of calls whose tier can stall; calls that can be cut off
-        self.stalls: dict[int, list] = {}
-        for c in plan.calls:
-            sd = stall_draws(plan, block, c, c.tiers[variant])
-            if sd is not None:
-                self.stalls[c.id] = np.broadcast_to(sd[0], (n, *block.shape(c.scope))).reshape(-1).tolist()
+        values = block.values_for(variant)
+        ctx_of = _contexts(plan)
+        feeding = {n.call.id for n in plan.nodes if isinstance(n, PipelineNode) and n.call is not None}
+        self.info = {c.id: _CallInfo(self, c, values, ctx_of[c.id], c.id in feeding) for c in plan.calls}
+        self._tier_speeds: dict[tuple[int, int], tuple[list, list]] = {}
         self.streamed = {c.id for c in plan.calls if c.interrupt is not None}
         self.interrupt_recs = array("d")  # (node, run, instance) of calls cut off by an interruption
         # Records are appended as flat rows of doubles (read by NumPy without conversion).
@@ -185,43 +279,70 @@ class _Runner:
         self.span_recs = array("d")
         self.attempt_recs = array("d")
         self.limited = plan.needs_attempts
-        handler = dict(_HANDLER)
-        if self.limited:
-            handler[CallNode] = _Runner.call_limited
-        # Each sequence's steps with their handlers (plain functions: no reference cycle), resolved once.
-        self.steps_of = {
-            node.id: [(handler[type(ch)], ch) for ch in node.steps] for node in plan.nodes if isinstance(node, SeqNode)
+        self.steps_of = self._steps(plan)
+        # sequences that are one fixed call (a branch that needs no process of its own: _join_calls)
+        self.one_call = {
+            sid: steps[0][1] for sid, steps in self.steps_of.items() if len(steps) == 1 and steps[0][0] is None
         }
-        for node in plan.nodes:  # a call and the pipeline after it run as one step (see pipelined)
-            if isinstance(node, SeqNode) and any(isinstance(ch, PipelineNode) for ch in node.steps):
-                steps = []
-                for fn, ch in self.steps_of[node.id]:
-                    if isinstance(ch, PipelineNode):
-                        fn_call, call = steps.pop()
-                        steps.append((_Runner.pipelined, (call, ch, fn_call)))
-                    else:
-                        steps.append((fn, ch))
-                self.steps_of[node.id] = steps
         self.env: simpy.Environment = None  # type: ignore[assignment]
         self.accounts: list = []
         # per-run results
         self.wall = np.zeros(n)
         self.start = np.zeros(n)
-        self.acc = np.zeros((n, 6))
+        self.acc = np.zeros((n, N_SLOTS))
         self.status = np.zeros(n, dtype=np.int8)
         self.done: list[simpy.Event | None] = [None] * n
 
+    def _steps(self, plan: Plan) -> dict[int, list]:
+        """Each sequence's steps with their handlers (plain functions: no reference cycle), resolved once.
+
+        A call and the pipeline after it run as one step (see :meth:`pipelined`). A plain call whose
+        timing is known before the run (:class:`_CallInfo` ``fixed``) has no handler (``None``):
+        :meth:`seq` waits for it inline, without a generator of its own.
+        """
+        handler = dict(_HANDLER)
+        if self.limited:
+            handler[CallNode] = _Runner.call_limited
+        out = {}
+        for node in plan.nodes:
+            if not isinstance(node, SeqNode):
+                continue
+            steps = []
+            for ch in node.steps:
+                if isinstance(ch, PipelineNode):
+                    fn_call, call = steps.pop()
+                    steps.append((_Runner.pipelined, (call, ch, fn_call)))
+                else:
+                    steps.append((handler[type(ch)], ch))
+            out[node.id] = [
+                (None, self.info[ch.id]) if fn is _Runner.call and self.info[ch.id].fixed else (fn, ch)
+                for fn, ch in steps
+            ]
+        return out
+
     # ------------------------------------------------------------------ runs
     def run_one(self, r: int) -> None:
-        """Run ``r`` alone in a fresh environment (with fresh accounts when there are limits)."""
+        """Run ``r`` alone in a fresh environment (with fresh accounts when there are limits).
+
+        The run's top sequence is the process itself (no wrapper generator): its end is recorded by a
+        callback, which also takes a :class:`RunFailed` as the run's failure.
+        """
         self.env = env = simpy.Environment()
         if self.plan.accounts:
             from agentsim.plan.limits import Account
 
             self.accounts = [Account.create(spec, env) for spec in self.plan.accounts]
             self.__dict__.pop("_adm", None)  # the admission plans name the accounts: drop the old run's
-        env.process(self.top(r))
+        flow = Flow(Ctx(self.plan.ctx), [0.0] * N_SLOTS, r)
+        env.process(self.seq(self.plan.root, flow, 0)).callbacks.append(lambda ev: self._ended(ev, r, flow))
         env.run()
+
+    def _ended(self, ev: simpy.Event, r: int, flow: Flow) -> None:
+        if not ev._ok and isinstance(ev._value, RunFailed):
+            ev.defused = True
+            self.status[r] = RUN_FAILED
+        self.wall[r] = self.env._now
+        self.acc[r] = flow.acc
 
     def share(self, env: simpy.Environment, accounts: list) -> None:
         """Run in ``env`` with ``accounts`` shared with other runners (a workload: many agents at once)."""
@@ -229,11 +350,11 @@ class _Runner:
         self.__dict__.pop("_adm", None)
 
     def top(self, r: int):
-        """The process of run ``r``: walks the plan, records its end, status and breakdown."""
+        """The process of run ``r`` in a shared environment: walks the plan, records its end, status and breakdown."""
         env = self.env
         t_start = env.now
         self.start[r] = t_start
-        flow = Flow(Ctx(self.plan.ctx), [0.0, 0.0, 0.0, 0.0, 0.0, 0.0], r)
+        flow = Flow(Ctx(self.plan.ctx), [0.0] * N_SLOTS, r)
         try:
             yield from self.seq(self.plan.root, flow, 0)
         except RunFailed:
@@ -261,96 +382,120 @@ class _Runner:
 
     # ------------------------------------------------------------------ steps
     def seq(self, node: SeqNode, st: Flow, flat: int):
+        env = self.env
+        acc = st.acc
+        ttft_slot, dec_slot, stall_slot = TTFT, DEC, STALL  # locals: this is the hot path
         for fn, child in self.steps_of[node.id]:
-            yield from fn(self, child, st, flat)
+            if fn is not None:
+                yield from fn(self, child, st, flat)
+                continue
+            # a plain call whose timing was computed for every run up front (_CallInfo.fixed): one timeout,
+            # and only its start is recorded (finish_block rebuilds the rest from the same arrays)
+            c = child
+            j = st.r * c.width + flat
+            t0 = env._now  # SimPy's `now` property, without the property call (this is the hot path)
+            try:
+                yield Timeout(env, c.d[j])
+            except simpy.Interrupt:
+                _, out, reas = c.tokens(j)
+                self._record(
+                    CANCELLED, c.id, st.r, flat, t0, t0, c.ttft[j], c.tps[j], (c.inp[j], 0, 0, 0), out, reas, c.key
+                )
+                raise
+            c.started[j] = t0
+            acc[ttft_slot] += c.ttft[j]
+            acc[dec_slot] += c.dec[j]
+            if c.stall is not None:
+                stall = c.stall[j]
+                if stall:
+                    acc[stall_slot] += stall
 
     def call(self, node: CallNode, st: Flow, flat: int):
+        """A call in a context that changes (growth, prompt cache), streamed, or feeding a pipeline."""
         env, r = self.env, st.r
-        width, inp_l, inp_c, out_l, out_c, reas_l, reas_c, ttft_l, tps_l, key, ttl, prefill = self.call_info[node.id]
-        j = r * width + flat
+        c = self.info[node.id]
+        j = r * c.width + flat
+        (inp_l, inp_c), (out_l, out_c), (reas_l, reas_c) = c.values  # c.tokens(j), inline: the hot path
         i_new = inp_l[0] if inp_c else inp_l[j]
         out = out_l[0] if out_c else out_l[j]
         reas = reas_l[0] if reas_c else reas_l[j]
-        tps = tps_l[j]
-        t0 = env._now  # SimPy's `now` property, without the property call (this is the hot path)
+        tps = c.tps[j]
+        t0 = env._now
         ctx = st.ctx
         cfg = ctx.cfg
         if cfg.cache:
-            inp, read, write, w1h = ctx.begin_call(key, cfg.ttl_s if ttl is None else ttl, i_new, t0)
+            tokens = ctx.begin_call(c.key, c.ttl if c.ttl is not None else cfg.ttl_s, i_new, t0)
         else:
-            inp, read, write, w1h = ctx.L + i_new, 0, 0, 0
-        if self.tod and key in self.tod:  # slow hours: factors of the clock at the call's start
-            fx, fy = self.tod[key].factors(t0)
-            ttft = ttft_l[j] * fx + (inp - read) / prefill
+            tokens = (ctx.L + i_new, 0, 0, 0)
+        if self.tod and c.key in self.tod:  # slow hours: factors of the clock at the call's start
+            fx, fy = self.tod[c.key].factors(t0)
             tps = tps * fy
+            ttft = first_token(c.ttft0[j] * fx, tokens[0], tokens[1], c.prefill)
+            dec = decode(out, reas, tps)
         else:
-            ttft = ttft_l[j] + (inp - read) / prefill
-        dec = (out + reas) / tps
-        d = ttft + dec
-        stall = 0.0
-        if self.stalls and node.id in self.stalls:
-            stall = self.stalls[node.id][j]
-            d = d + stall
-        if node.id in self.streamed or st.trigger is not None:
-            yield from self._streamed_call(
-                node, st, flat, t0, ttft, tps, i_new, out, reas, stall, d, key, inp, read, write, w1h
-            )
-            return
+            ttft = first_token(c.ttft0[j], tokens[0], tokens[1], c.prefill)
+            dec = c.dec[j]
+        stall = None if c.stall is None else c.stall[j]
+        d = duration(ttft, dec, stall)
+        cut = None  # (time, visible tokens billed, stall spent) when the user interrupts the call
+        if c.streamed or st.trigger is not None:
+            cut = self._stream_cut(node, st, flat, r, t0, ttft, tps, out, reas, stall or 0.0, c.key)
         if cfg.cache:
-            ctx.mark(key, inp, t0 + d)
+            ctx.mark(c.key, tokens[0], t0 + d if cut is None else cut[0])
         try:
-            yield env.timeout(d)
+            yield Timeout(env, d if cut is None else cut[0] - t0)
         except simpy.Interrupt:
-            self._record_cancelled(node, r, flat, t0, ttft, tps, out, reas, inp, read, write, w1h, key)
+            # a race may cancel it before its end (or its cut): billed what it generated by now
+            self._record(
+                CANCELLED, node.id, r, flat, t0, t0, ttft, tps, tokens, out if cut is None else cut[1], reas, c.key
+            )
             raise
-        self.plain_recs.extend((node.id, r, flat, t0, ttft, inp, read, write, w1h))
-        if cfg.grows:
-            ctx.L += i_new + out
+        if cut is None:
+            self.plain_recs.extend((node.id, r, flat, t0, ttft, *tokens))
+            if cfg.grows:  # self._close(st, i_new, out, ttft, dec, stall), inline: the hot path
+                ctx.L += i_new + out
+            acc = st.acc
+            acc[TTFT] += ttft
+            acc[DEC] += dec
+            if stall:
+                acc[STALL] += stall
+        else:
+            self._record(DONE, node.id, r, flat, t0, t0, ttft, tps, tokens, cut[1], reas, c.key)
+            self.interrupt_recs.extend((node.id, r, flat))
+            self._close(st, i_new, cut[1], ttft, cut_decode(env._now, t0, ttft, cut[2]), cut[2])
+
+    def _record(self, status, nid, r, flat, t_submit, t0, ttft, tps, tokens, out, reas, key, generating=True):
+        """A call recorded in full at its end (now): DONE with ``out`` and ``reas`` tokens, or CANCELLED
+        (a race lost) with the tokens generated by now (rules.cut_tokens; none after an error); a call
+        that had not started by now never happened."""
+        T = self.env._now
+        if status == CANCELLED:
+            if not t0 < T:
+                return
+            out, reas = cut_tokens(T, t0, ttft, tps, out, reas, generating)
+        self.call_recs.extend((nid, r, flat, status, t_submit, t0, t0 + ttft, T, ttft, *tokens, out, reas, key))
+
+    @staticmethod
+    def _close(st: Flow, i_new: int, out: int, ttft: float, dec: float, stall: float | None) -> None:
+        """A finished call's effect on its flow: the context grows; TTFT, DEC and STALL slots add up."""
+        if st.ctx.cfg.grows:
+            st.ctx.L += i_new + out
         acc = st.acc
         acc[TTFT] += ttft
         acc[DEC] += dec
         if stall:
             acc[STALL] += stall
 
-    def _streamed_call(self, node, st, flat, t0, ttft, tps, i_new, out, reas, stall, d, key, inp, read, write, w1h):
-        """A call that may be interrupted: the shared rule (agentsim.sim.streaming.interruption) decides where."""
-        env, r = self.env, st.r
-        ctx = st.ctx
+    def _stream_cut(self, node, st, flat, r, t0, ttft, tps, out, reas, stall, key):
+        """Apply the streaming rules to a call: arm the pipeline it feeds (if any) and return
+        (cut time, visible tokens billed, stall spent by then) when the user interrupts it, else None."""
         sb, runs, stall_u, hit, t_cut, billed = self._stream_rule(node, flat, r, t0, ttft, tps, out, reas, stall, key)
         if st.trigger is not None:
             self._arm_pipeline(st, node, flat, runs, sb, t0, ttft, stall, stall_u, float(t_cut[0]) if hit[0] else None)
         if not hit[0]:
-            if ctx.cfg.cache:
-                ctx.mark(key, inp, t0 + d)
-            yield from self._cancellable(node, r, flat, t0, ttft, tps, out, reas, inp, read, write, w1h, key, d)
-            self.plain_recs.extend((node.id, r, flat, t0, ttft, inp, read, write, w1h))
-            if ctx.cfg.grows:
-                ctx.L += i_new + out
-            acc = st.acc
-            acc[TTFT] += ttft
-            acc[DEC] += (out + reas) / tps
-            if stall:
-                acc[STALL] += stall
-            return
-        T = float(t_cut[0])
-        vis = int(billed[0])
+            return None
         stalled = float(stalled_by(sb, np.array([stall]), np.array([stall_u]), t_cut)[0])
-        if ctx.cfg.cache:
-            ctx.mark(key, inp, T)
-        # (a race may still cancel it before T: what it generated is capped by what T would have billed)
-        yield from self._cancellable(node, r, flat, t0, ttft, tps, vis, reas, inp, read, write, w1h, key, T - t0)
-        T = env.now
-        self.call_recs.extend(
-            (node.id, r, flat, DONE, t0, t0, t0 + ttft, T, ttft, inp, read, write, w1h, vis, reas, key)
-        )
-        self.interrupt_recs.extend((node.id, r, flat))
-        if ctx.cfg.grows:
-            ctx.L += i_new + vis
-        acc = st.acc
-        acc[TTFT] += ttft
-        acc[DEC] += (T - t0) - ttft - stalled
-        if stalled:
-            acc[STALL] += stalled
+        return float(t_cut[0]), int(billed[0]), stalled
 
     def _stream_rule(self, node, flat, r, t0, ttft, tps, out, reas, stall, key):
         """One call's token timeline and whether (and where) it is interrupted (agentsim.sim.streaming rules)."""
@@ -365,8 +510,8 @@ class _Runner:
             )
         runs = np.array([r])
         send = np.array([t0])
-        end = send + ((ttft + (out + reas) / tps) + stall)
-        a1 = (send + ttft) + reas / tps
+        end = send + duration(ttft, decode(out, reas, tps), stall)
+        a1 = first_visible(send, ttft, reas, tps)
         N = np.array([out], dtype=np.int64)
         sb = streams(
             tier, self.block, node, flat, runs, send, a1, end, N, np.array([stall]), np.array([stall_u]), cache=True
@@ -380,25 +525,6 @@ class _Runner:
             hit, t_cut, billed = np.zeros(1, dtype=bool), end, N
         return sb, runs, stall_u, hit, t_cut, billed
 
-    def _cancellable(self, node, r, flat, t0, ttft, tps, out, reas, inp, read, write, w1h, key, d):
-        """Wait ``d``; if a race cancels the call meanwhile, record what it had generated (as in ``call``)."""
-        try:
-            yield self.env.timeout(d)
-        except simpy.Interrupt:
-            self._record_cancelled(node, r, flat, t0, ttft, tps, out, reas, inp, read, write, w1h, key)
-            raise
-
-    def _record_cancelled(self, node, r, flat, t0, ttft, tps, out, reas, inp, read, write, w1h, key):
-        """A plain call cancelled now by a race: billed its input and the tokens generated so far, reasoning first."""
-        T = self.env.now
-        if t0 < T:
-            t_first = t0 + ttft
-            gen = min(math.floor((T - t_first) * tps), out + reas) if t_first < T else 0
-            rb = min(reas, gen)
-            self.call_recs.extend(
-                (node.id, r, flat, CANCELLED, t0, t0, t_first, T, ttft, inp, read, write, w1h, gen - rb, rb, key)
-            )
-
     def _arm_pipeline(self, st, node, flat, runs, sb, t0, ttft, stall, stall_u, t_cut):
         """Start the pipeline after ``node`` once it has streamed enough (agentsim.sim.streaming.pipeline_offset)."""
         env = self.env
@@ -410,11 +536,10 @@ class _Runner:
         t_go = max(t_go, t0)
         # the pipeline's critical path so far: this call's TTFT, decode and stall up to t_go
         acc = list(st.acc)
-        elapsed = t_go - t0
-        first = min(ttft, elapsed)
         stalled = float(stalled_by(sb, np.array([stall]), np.array([stall_u]), np.array([t_go]))[0])
-        acc[TTFT] += first
-        acc[DEC] += (elapsed - first) - stalled
+        first, dec = lead_in(t0, t_go, ttft, stalled)
+        acc[TTFT] += float(first)
+        acc[DEC] += float(dec)
         acc[STALL] += stalled
         pflow.acc = acc
         env.timeout(t_go - t0).callbacks.append(lambda _ev: event.succeed())
@@ -423,7 +548,8 @@ class _Runner:
         """A call and the pipeline after it: the pipeline starts on the call's partial output; both join.
 
         Like a parallel fork: the pipeline sees the context as it was before the call, and its additions
-        are appended after the call's at the join; the later of the two is the critical path.
+        are appended after the call's at the join; the later of the two is the critical path (a tie: the
+        pipeline, the later in branch order, rules.critical_all).
         """
         call, pipe, call_fn = pair
         env = self.env
@@ -458,176 +584,109 @@ class _Runner:
                 if p.is_alive:
                     p.interrupt()
             raise
-        critical = fb if ends[1] >= ends[0] else fa
+        critical = (fa, fb)[critical_all(ends)]
         if not static:
             st.ctx.join([fa.ctx, fb.ctx])
         st.acc[:] = critical.acc
 
     def call_limited(self, node: CallNode, st: Flow, flat: int):
-        """A call that may wait for, or be refused by, shared accounts, fail, time out and be retried."""
-        env, r = self.env, st.r
-        width, inp_l, inp_c, out_l, out_c, reas_l, reas_c, ttft_l, tps_l, key, _, _ = self.call_info[node.id]
-        j = r * width + flat
-        i_new = inp_l[0] if inp_c else inp_l[j]
-        out = out_l[0] if out_c else out_l[j]
-        reas = reas_l[0] if reas_c else reas_l[j]
-        plan = self.plan
-        primary = plan.tiers[key]
-        tier = primary
+        """A call that may wait for, or be refused by, shared accounts, fail, time out and be retried.
+
+        Each attempt is :meth:`_attempt`; between failed attempts the call backs off (:meth:`_backoff`);
+        after ``fallback_after`` failures it moves to the fallback tier; after ``max_attempts`` the run fails.
+        """
+        c = self.info[node.id]
+        j = st.r * c.width + flat
         u_err = self.tl[(node.id, U_ERROR)]
         u_jit = self.tl[(node.id, U_JITTER)]
-        n_att = len(u_err) // (self.n * width)  # attempts axis size
-        base_idx = j * n_att
-        ctx = st.ctx
-        t_submit = env.now
+        base = j * (len(u_err) // (self.n * c.width))  # attempts are the last axis of these draws
+        primary = tier = self.plan.tiers[c.key]
+        t_submit = self.env.now
         failures = 0
         attempt = 0
         while True:
             attempt += 1
             if tier is primary and primary.fallback is not None and failures >= primary.fallback_after:
-                tier = plan.tiers[primary.fallback]
-            if tier is primary:
-                ttft0, tps = ttft_l[j], tps_l[j]
-            else:
-                tl_ttft, tl_tps = self.tier_speeds(node, tier.index)
-                ttft0, tps = tl_ttft[j], tl_tps[j]
-            tkey = tier.index
-            tttl = ctx.cfg.ttl_s if tier.ttl_s is None else tier.ttl_s
-            t_try = env.now
-            # --- admission
-            held, retry_after, refused = yield from self._admit(tier, ctx, tkey, tttl, i_new, out + reas)
-            if refused:
-                self.attempt_recs.extend(
-                    (node.id, r, flat, attempt, tkey, ATT_REJECTED, t_try, env.now, env.now, 0, 0, 0, 0, 0, 0)
-                )
-                failures += 1
-                if attempt >= tier.max_attempts:
-                    self._fail_call(node, r, flat, t_submit, tkey)
-                yield env.timeout(self._backoff(tier, attempt, u_jit[base_idx + attempt - 1], retry_after))
-                continue
-            t0 = env.now
-            inp, read, write, w1h = ctx.begin_call(tkey, tttl, i_new, t0)
-            if self.tod and tkey in self.tod:  # slow hours: factors of the clock at the attempt's start
-                fx, fy = self.tod[tkey].factors(t0)
-                ttft0, tps = ttft0 * fx, tps * fy
-            ttft = ttft0 + (inp - read) / tier.prefill_tps
-            dec = (out + reas) / tps
-            d = ttft + dec
-            stall = 0.0
-            sd = stall_draws(plan, self.block, node, tkey) if plan.has_stalls else None
-            if sd is not None:
-                stall = float(np.broadcast_to(sd[0], (self.n, *self.block.shape(node.scope))).reshape(-1)[j])
-                d = d + stall
-            error = u_err[base_idx + attempt - 1] < tier.error_rate
-            timeout = tier.timeout_s
-            if error:
-                d_run, outcome = ttft, ATT_ERROR
-                if timeout is not None and timeout < ttft:
-                    d_run, outcome = timeout, ATT_TIMEOUT
-            elif timeout is not None and d > timeout:
-                d_run, outcome = timeout, ATT_TIMEOUT
-            else:
-                d_run, outcome = d, ATT_OK
-            cut = None  # (time, visible tokens billed, stall spent) when the user interrupts this attempt
-            if outcome == ATT_OK and (node.id in self.streamed or st.trigger is not None):
-                sb, runs, stall_u, hit, t_cut, billed = self._stream_rule(
-                    node, flat, r, t0, ttft, tps, out, reas, stall, tkey
-                )
-                if st.trigger is not None:
-                    self._arm_pipeline(
-                        st, node, flat, runs, sb, t0, ttft, stall, stall_u, float(t_cut[0]) if hit[0] else None
-                    )
-                if hit[0]:
-                    stalled = float(stalled_by(sb, np.array([stall]), np.array([stall_u]), t_cut)[0])
-                    cut = (float(t_cut[0]), int(billed[0]), stalled)
-                    d_run = cut[0] - t0
-            ctx.mark(tkey, inp, t0 + d_run)
-            try:
-                yield env.timeout(d_run)
-            except simpy.Interrupt:
-                self._release(held)
-                T = env.now
-                if t0 < T:
-                    t_first = t0 + ttft
-                    gen = min(math.floor((T - t_first) * tps), out + reas) if t_first < T and not error else 0
-                    rb = min(reas, gen)
-                    self.call_recs.extend(
-                        (
-                            node.id,
-                            r,
-                            flat,
-                            CANCELLED,
-                            t_submit,
-                            t0,
-                            t_first,
-                            T,
-                            ttft,
-                            inp,
-                            read,
-                            write,
-                            w1h,
-                            gen - rb,
-                            rb,
-                            tkey,
-                        )
-                    )
-                raise
-            self._release(held)
-            if outcome == ATT_OK:
-                vis = out if cut is None else cut[1]
-                self.call_recs.extend(
-                    (
-                        node.id,
-                        r,
-                        flat,
-                        DONE,
-                        t_submit,
-                        t0,
-                        t0 + ttft,
-                        env.now,
-                        ttft,
-                        inp,
-                        read,
-                        write,
-                        w1h,
-                        vis,
-                        reas,
-                        tkey,
-                    )
-                )
-                if attempt > 1:
-                    self.attempt_recs.extend(
-                        (node.id, r, flat, attempt, tkey, ATT_OK, t_try, t0, env.now, 0, 0, 0, 0, 0, 0)
-                    )
-                if ctx.cfg.grows:
-                    ctx.L += i_new + vis
-                acc = st.acc
-                acc[Q] += t0 - t_submit
-                acc[TTFT] += ttft
-                if cut is None:
-                    acc[DEC] += dec
-                    if stall:
-                        acc[STALL] += stall
-                else:
-                    self.interrupt_recs.extend((node.id, r, flat))
-                    acc[DEC] += (env.now - t0) - ttft - cut[2]
-                    if cut[2]:
-                        acc[STALL] += cut[2]
+                tier = self.plan.tiers[primary.fallback]
+            ok, retry_after = yield from self._attempt(
+                node, c, st, flat, j, tier, attempt, t_submit, u_err[base + attempt - 1]
+            )
+            if ok:
                 return
-            # a failed attempt: an error (nothing billed) or a timeout (billed what was generated)
-            if outcome == ATT_TIMEOUT:
-                T = env.now
-                t_first = t0 + ttft
-                gen = min(math.floor((T - t_first) * tps), out + reas) if t_first < T and not error else 0
-                rb = min(reas, gen)
-                billed = (inp, read, write, w1h, gen - rb, rb)
-            else:
-                billed = (0, 0, 0, 0, 0, 0)
-            self.attempt_recs.extend((node.id, r, flat, attempt, tkey, outcome, t_try, t0, env.now, *billed))
             failures += 1
             if attempt >= tier.max_attempts:
-                self._fail_call(node, r, flat, t_submit, tkey)
-            yield env.timeout(self._backoff(tier, attempt, u_jit[base_idx + attempt - 1], None))
+                self._fail_call(node, st.r, flat, t_submit, tier.index)
+            yield self.env.timeout(self._backoff(tier, attempt, u_jit[base + attempt - 1], retry_after))
+
+    def _attempt(self, node, c, st: Flow, flat: int, j: int, tier, attempt: int, t_submit: float, u_err: float):
+        """One attempt of a limited call on ``tier``: (succeeded, retry-after of a refusal)."""
+        env, r, ctx = self.env, st.r, st.ctx
+        i_new, out, reas = c.tokens(j)
+        tkey = tier.index
+        if tkey == c.key:
+            ttft0, tps = c.ttft0[j], c.tps[j]
+        else:
+            tl_ttft, tl_tps = self.tier_speeds(node, tkey)
+            ttft0, tps = tl_ttft[j], tl_tps[j]
+        ttl = ctx.cfg.ttl_s if tier.ttl_s is None else tier.ttl_s
+        t_try = env.now
+        held, retry_after, refused = yield from self._admit(tier, ctx, tkey, ttl, i_new, out + reas)
+        if refused:
+            self.attempt_recs.extend(
+                (node.id, r, flat, attempt, tkey, ATT_REJECTED, t_try, env.now, env.now, 0, 0, 0, 0, 0, 0)
+            )
+            return False, retry_after
+        t0 = env.now
+        tokens = ctx.begin_call(tkey, ttl, i_new, t0)
+        if self.tod and tkey in self.tod:  # slow hours: factors of the clock at the attempt's start
+            fx, fy = self.tod[tkey].factors(t0)
+            ttft0, tps = ttft0 * fx, tps * fy
+        ttft = first_token(ttft0, tokens[0], tokens[1], tier.prefill_tps)
+        dec = decode(out, reas, tps)
+        stall = self._stall_on(node, tkey, j)
+        d = duration(ttft, dec, stall)
+        error = u_err < tier.error_rate
+        d_run, outcome = _outcome(error, tier.timeout_s, ttft, d)
+        cut = None  # (time, visible tokens billed, stall spent) when the user interrupts this attempt
+        if outcome == ATT_OK and (c.streamed or st.trigger is not None):
+            cut = self._stream_cut(node, st, flat, r, t0, ttft, tps, out, reas, stall or 0.0, tkey)
+            if cut is not None:
+                d_run = cut[0] - t0
+        ctx.mark(tkey, tokens[0], t0 + d_run)
+        try:
+            yield env.timeout(d_run)
+        except simpy.Interrupt:
+            self._release(held)
+            self._record(CANCELLED, node.id, r, flat, t_submit, t0, ttft, tps, tokens, out, reas, tkey, not error)
+            raise
+        self._release(held)
+        if outcome == ATT_OK:
+            vis = out if cut is None else cut[1]
+            self._record(DONE, node.id, r, flat, t_submit, t0, ttft, tps, tokens, vis, reas, tkey)
+            if attempt > 1:
+                self.attempt_recs.extend(
+                    (node.id, r, flat, attempt, tkey, ATT_OK, t_try, t0, env.now, 0, 0, 0, 0, 0, 0)
+                )
+            st.acc[Q] += t0 - t_submit
+            if cut is None:
+                self._close(st, i_new, vis, ttft, dec, stall)
+            else:
+                self.interrupt_recs.extend((node.id, r, flat))
+                self._close(st, i_new, vis, ttft, cut_decode(env.now, t0, ttft, cut[2]), cut[2])
+            return True, None
+        # a failed attempt: an error (nothing billed) or a timeout (billed what was generated)
+        billed = (0, 0, 0, 0, 0, 0)
+        if outcome == ATT_TIMEOUT:
+            billed = (*tokens, *cut_tokens(env.now, t0, ttft, tps, out, reas, not error))
+        self.attempt_recs.extend((node.id, r, flat, attempt, tkey, outcome, t_try, t0, env.now, *billed))
+        return False, None
+
+    def _stall_on(self, node: CallNode, tkey: int, j: int) -> float | None:
+        """Stall seconds of a call's instance ``j`` on tier ``tkey`` (None when the tier cannot stall)."""
+        sd = stall_draws(self.plan, self.block, node, tkey) if self.plan.has_stalls else None
+        if sd is None:
+            return None
+        return float(np.broadcast_to(sd[0], (self.n, *self.block.shape(node.scope))).reshape(-1)[j])
 
     def _backoff(self, tier, attempt: int, u: float, retry_after: float | None) -> float:
         if retry_after is not None and tier.honour_retry_after:
@@ -762,15 +821,75 @@ class _Runner:
         st.ctx.add(self.value(node, OUTPUT, st.r, flat))
 
     def par(self, node: ParNode, st: Flow, flat: int):
+        one = self.one_call
+        if node.k is None and all(b.id in one for b in node.branches):
+            return self._join_calls([(one[b.id], flat) for b in node.branches], st)
         return self._join([(b, flat) for b in node.branches], node.k, st)
 
     def fanout(self, node: FanoutNode, st: Flow, flat: int):
         n = self.value(node, COUNT, st.r, flat)
         base = flat * self.dims[node.id]
+        if node.join == "all":
+            c = self.one_call.get(node.body.id)
+            if c is not None:
+                return self._join_calls([(c, base + i) for i in range(n)], st)
         k = None if node.join == "all" else node.join
         return self._join([(node.body, base + c) for c in range(n)], k, st)
 
+    def _join_calls(self, calls: list[tuple[_CallInfo, int]], st: Flow):
+        """Join all of branches that are each one fixed call: a timeout per call, no process per branch.
+
+        The same timeouts, ends and critical branch (rules.critical_all) as :meth:`_join` would give,
+        without a generator, a start and an end event per branch. If the parent is cancelled, the calls
+        still running are recorded as cancelled now, and their timeouts then do nothing.
+        """
+        nb = len(calls)
+        if nb == 0:
+            return
+        env, r = self.env, st.r
+        t0 = env._now
+        ends: list[float | None] = [None] * nb
+        left = [nb]
+        done = env.event()
+
+        def ended(b: int) -> None:
+            if left[0] < 0:  # cancelled
+                return
+            ends[b] = env._now
+            c, flat = calls[b]
+            c.started[r * c.width + flat] = t0
+            left[0] -= 1
+            if left[0] == 0:
+                done.succeed()
+
+        for b, (c, flat) in enumerate(calls):
+            Timeout(env, c.d[r * c.width + flat]).callbacks.append(lambda _ev, b=b: ended(b))
+        try:
+            yield done
+        except simpy.Interrupt:
+            left[0] = -1
+            for b, (c, flat) in enumerate(calls):
+                if ends[b] is None:
+                    j = r * c.width + flat
+                    _, out, reas = c.tokens(j)
+                    self._record(
+                        CANCELLED, c.id, r, flat, t0, t0, c.ttft[j], c.tps[j], (c.inp[j], 0, 0, 0), out, reas, c.key
+                    )
+            raise
+        c, flat = calls[critical_all(ends)]
+        j = r * c.width + flat
+        acc = st.acc
+        acc[TTFT] += c.ttft[j]
+        acc[DEC] += c.dec[j]
+        if c.stall is not None and c.stall[j]:
+            acc[STALL] += c.stall[j]
+
     def _join(self, branches: list[tuple[SeqNode, int]], k: int | None, st: Flow):
+        """Run ``branches`` (sequence, instance) as processes; wait for all, or for the first ``k``.
+
+        The parent carries on with the critical branch's breakdown (rules.critical_all / rules.race);
+        in a race the losers are cancelled once everything else at the deciding instant has happened.
+        """
         nb = len(branches)
         if nb == 0:
             return
@@ -783,16 +902,8 @@ class _Runner:
         done = env.event()
         count = [0]
 
-        def branch(b: int, seq: SeqNode, flat: int):
-            try:
-                yield from self.seq(seq, states[b], flat)
-            except simpy.Interrupt:
-                return
-            except RunFailed as exc:
-                if not done.triggered:
-                    done.fail(exc)  # the run fails: the parent stops the other branches
-                return
-            ends[b] = env.now
+        def finished(b: int) -> None:
+            ends[b] = env._now
             count[0] += 1
             if count[0] == kk:
                 if kk == nb:
@@ -800,7 +911,35 @@ class _Runner:
                 else:  # decide the race once everything else at this instant has happened
                     _Settle(env).callbacks.append(lambda _ev: done.succeed())
 
-        procs = [env.process(branch(b, seq, flat)) for b, (seq, flat) in enumerate(branches)]
+        def failed(exc: BaseException) -> None:
+            if isinstance(exc, RunFailed) and not done.triggered:
+                done.fail(exc)  # the run fails: the parent stops the other branches
+
+        if self.limited:  # each branch in a wrapper process (the event order shared accounts were tuned on)
+
+            def branch(b: int, seq: SeqNode, flat: int):
+                try:
+                    yield from self.seq(seq, states[b], flat)
+                except (simpy.Interrupt, RunFailed) as exc:
+                    failed(exc)
+                    return
+                finished(b)
+
+            procs = [env.process(branch(b, seq, flat)) for b, (seq, flat) in enumerate(branches)]
+        else:  # each branch's sequence is its process; its end is seen by a callback
+
+            def ended(ev: simpy.Event, b: int) -> None:
+                if ev._ok:
+                    finished(b)
+                elif isinstance(ev._value, simpy.Interrupt | RunFailed):  # cancelled or failed: handled here
+                    ev.defused = True
+                    failed(ev._value)
+
+            procs = []
+            for b, (seq, flat) in enumerate(branches):
+                p = env.process(self.seq(seq, states[b], flat))
+                p.callbacks.append(lambda ev, b=b: ended(ev, b))
+                procs.append(p)
         try:
             yield done
         except (simpy.Interrupt, RunFailed):
@@ -808,16 +947,10 @@ class _Runner:
                 if p.is_alive:
                     p.interrupt()
             raise
-        if kk == nb:  # join all: the critical branch is the last (in branch order) to end at the latest time
-            critical, latest = 0, ends[0]
-            for b in range(1, nb):
-                if ends[b] >= latest:
-                    critical, latest = b, ends[b]
-            winners = range(nb)
+        if kk == nb:
+            critical, winners = critical_all(ends), range(nb)
         else:
-            order = sorted((ends[b], b) for b in range(nb) if ends[b] is not None)
-            critical = order[kk - 1][1]
-            winners = sorted(b for _, b in order[:kk])
+            critical, winners = race(ends, kk)
             for p in procs:
                 if p.is_alive:
                     p.interrupt()
@@ -878,13 +1011,22 @@ def _scatter_calls(plan: Plan, runner: _Runner, variant: int) -> dict[int, dict[
     """Call tensors from a runner's records.
 
     A plain call that completed records only what depended on the run's history (start, TTFT,
-    tokens); the rest is rebuilt here with the same operations the DES would have done:
-    ``t_first = t_start + ttft``, ``t_end = t_start + (ttft + (output + reasoning) / tps)``.
+    tokens) -- a fixed call only its start -- and the rest is rebuilt here with the rules the DES
+    applied (agentsim.sim.rules): ``t_first = t_start + ttft``, ``t_end = t_start + duration``.
     """
     block = runner.block
     out = _scatter(plan.calls, block, runner.plain_recs, PLAIN_RECORD, empty_call_tensors)
     for node in plan.calls:
         t = out[node.id]
+        c = runner.info[node.id]
+        if c.fixed:  # only the start was recorded: TTFT and input are the arrays the durations came from
+            t0 = np.array(c.started).reshape(t["t_start"].shape)
+            done = ~np.isnan(t0)
+            t["t_start"][done] = t0[done]
+            t["ttft"][done] = np.array(c.ttft).reshape(t0.shape)[done]
+            t["input"][done] = np.array(c.inp).reshape(t0.shape)[done]
+            for f in ("cache_read", "cache_write", "cache_write_1h"):
+                t[f][done] = 0
         done = ~np.isnan(t["t_start"])
         if not done.any():
             continue
@@ -895,15 +1037,12 @@ def _scatter_calls(plan: Plan, runner: _Runner, variant: int) -> dict[int, dict[
         tps_done = tps[done]
         if node.tiers[variant] in runner.tod:  # the speed the call ran at (agentsim.plan.time_of_day)
             tps_done = tps_done * runner.tod[node.tiers[variant]].factors(t0)[1]
-        dec = (output + reasoning) / tps_done
+        dec = decode(output, reasoning, tps_done)
         t["status"][done] = DONE
         t["t_submit"][done] = t0
         t["t_first"][done] = t0 + ttft
         sd = stall_draws(plan, block, node, node.tiers[variant])
-        if sd is None:
-            t["t_end"][done] = t0 + (ttft + dec)
-        else:
-            t["t_end"][done] = t0 + ((ttft + dec) + np.broadcast_to(sd[0], done.shape)[done])
+        t["t_end"][done] = t0 + duration(ttft, dec, None if sd is None else np.broadcast_to(sd[0], done.shape)[done])
         t["output"][done] = output
         t["reasoning"][done] = reasoning
         t["tier"][done] = node.tiers[variant]

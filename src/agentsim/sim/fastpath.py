@@ -54,6 +54,7 @@ from agentsim.plan.compiler import (
 )
 from agentsim.plan.memory import tune_malloc
 from agentsim.plan.sampling import Block
+from agentsim.sim import rules
 from agentsim.sim.context import ONE_HOUR
 from agentsim.sim.records import (
     BREAKDOWN,
@@ -72,7 +73,7 @@ from agentsim.sim.totals import RunTotals, add_ints, lean
 
 __all__ = ["VecCtx", "run_block_fast", "summary_only_reasons"]
 
-Q, TTFT, DEC, TOOL, WAIT, STALL = range(6)  # STALL: reported only when the plan has stalls
+TTFT, DEC, TOOL, WAIT, STALL = rules.TTFT, rules.DEC, rules.TOOL, rules.WAIT, rules.STALL  # breakdown slots
 _NONE_S = -1  # "no entry" marker for cache entry prefixes
 
 
@@ -331,14 +332,11 @@ class _Evaluator:
         ttl = tier.ttl_s if tier.ttl_s is not None else st.ctx.cfg.ttl_s
         inp, read, write, w1h = st.ctx.begin_call(tier.index, ttl, i_new, t0)
         # constants (broadcast views) are combined once, not per element: the same IEEE operations
-        ttft = ttft0 + (lean(inp) - lean(read)) / tier.prefill_tps
-        dec = (lean(out) + lean(reas)) / tps
+        ttft = rules.first_token(ttft0, lean(inp), lean(read), tier.prefill_tps)
+        dec = rules.decode(lean(out), lean(reas), tps)
         sd = stall_draws(self.plan, self.block, node, tier.index)
-        if sd is None:
-            t_end = t0 + (ttft + dec)
-        else:
-            stall = sd[0][sl]
-            t_end = t0 + ((ttft + dec) + stall)
+        stall = None if sd is None else sd[0][sl]
+        t_end = t0 + rules.duration(ttft, dec, stall)
         t_mark = t_end
         hit = t_cut = None
         if pipe is not None or node.interrupt is not None:
@@ -349,7 +347,7 @@ class _Evaluator:
             T = t0 + (t_cut - t0)
             t_end = np.where(hit, T, t_end)
             t_mark = np.where(hit, t_cut, t_end)
-            dec = np.where(hit, ((T - t0) - ttft) - stalled, dec)
+            dec = np.where(hit, rules.cut_decode(T, t0, ttft, stalled), dec)
             out = np.where(hit, billed, out)
             if sd is not None:
                 stall = np.where(hit, stalled, stall)
@@ -360,8 +358,7 @@ class _Evaluator:
             t_go, p_stalled = self._pipeline_start(
                 pipe, node, tier, ix, t0, ttft, tps, out_planned, reas, stall_now, active, hit, t_cut
             )
-            first = np.minimum(ttft, t_go - t0)
-            self.pipe_state[pipe.id] = (pre_ctx, pre_acc, t0, t_go, first, p_stalled)
+            self.pipe_state[pipe.id] = (pre_ctx, pre_acc, t0, t_go, ttft, p_stalled)
         if sd is not None:
             st.acc[STALL] = st.acc[STALL] + np.where(active, stall, 0.0)
         st.ctx.mark(tier.index, inp, t_mark, active, on)
@@ -439,8 +436,8 @@ class _Evaluator:
             st_u = np.zeros(len(runs))
             if sd is not None:
                 st_u = np.broadcast_to(sd[1], (n, *dims)).reshape(n, -1)[runs, flat]
-            end = send + ((tt + (N + R) / tp) + st_s)
-            a1 = (send + tt) + R / tp
+            end = send + rules.duration(tt, rules.decode(N, R, tp), st_s)
+            a1 = rules.first_visible(send, tt, R, tp)
             sb = streams(tier, self.block, node, flat, runs, send, a1, end, N, st_s, st_u, cache=True)
             fa = None if fa_all is None else np.broadcast_to(fa_all, (n, *dims)).reshape(n, -1)[runs, flat]
             yield (runs, *pos), flat, runs, sb, st_s, st_u, fa
@@ -477,18 +474,18 @@ class _Evaluator:
 
     def pipeline(self, node: PipelineNode, st: _State, ix: tuple):
         """The pipeline after a call (agentsim.sim.engine._Runner.pipelined, vectorised): a fork, then a join."""
-        pre_ctx, pre_acc, t0, t_go, first, stalled = self.pipe_state.pop(node.id)
+        pre_ctx, pre_acc, t0, t_go, ttft, stalled = self.pipe_state.pop(node.id)
         active = st.active
         acc = list(pre_acc)
-        elapsed = t_go - t0
+        first, dec = rules.lead_in(t0, t_go, ttft, stalled)
         acc[TTFT] = acc[TTFT] + first
-        acc[DEC] = acc[DEC] + ((elapsed - first) - stalled)
+        acc[DEC] = acc[DEC] + dec
         acc[STALL] = acc[STALL] + stalled
         cfg = st.ctx.cfg
         static = not cfg.grows and not cfg.cache
         pst = _State(t0 + (t_go - t0), acc, pre_ctx if static else pre_ctx.fork(), active)
         self.seq(node.body, pst, ix)
-        later = pst.t >= st.t  # ties: the pipeline is the critical path, as in the DES
+        later = rules.critical_all_array(np.stack([st.t, pst.t], axis=-1)) == 1  # the call, then the pipeline
         st.t = np.where(active, np.where(later, pst.t, st.t), st.t)
         st.acc = [np.where(active & later, p, c) for p, c in zip(pst.acc, st.acc, strict=True)]
         if not static:  # the call's additions, then the pipeline's (rows not running this are unchanged in both)
@@ -588,20 +585,18 @@ class _Evaluator:
         for b, branch in enumerate(node.branches):
             self.seq(branch, states[b], ix)
         ends = np.stack([s.t for s in states], axis=-1)
-        if kk == nb:  # join all: the critical branch is the last one (in branch order) to reach the max
-            critical = nb - 1 - np.argmax(ends[..., ::-1], axis=-1)
+        if kk == nb:  # join all
+            critical = rules.critical_all_array(ends)[..., None]
             winner = np.ones(ends.shape, dtype=bool)
         else:
-            order = np.argsort(ends, axis=-1, kind="stable")
-            critical = order[..., kk - 1]
-            winner = np.argsort(order, axis=-1, kind="stable") < kk
-        T = np.take_along_axis(ends, critical[..., None], axis=-1)[..., 0]
+            critical, winner = rules.race_array(ends, kk)
+        T = np.take_along_axis(ends, critical, axis=-1)[..., 0]
         st.t = np.where(active, T, t_fork)
         for slot in range(len(st.acc)):
             if all(s.acc[slot] is st.acc[slot] for s in states):
                 continue  # no branch changed it: every branch, the critical one too, holds the fork's value
             stacked = np.stack([s.acc[slot] for s in states], axis=-1)
-            st.acc[slot] = np.take_along_axis(stacked, critical[..., None], axis=-1)[..., 0]
+            st.acc[slot] = np.take_along_axis(stacked, critical, axis=-1)[..., 0]
         st.ctx.join([s.ctx for s in states], [winner[..., b] | ~active for b in range(nb)])
         if kk < nb:
             for b, branch in enumerate(node.branches):
@@ -628,21 +623,14 @@ class _Evaluator:
         kk = n if node.join == "all" else np.minimum(n, node.join)
         has = active & (kk > 0)
         if node.join == "all":
-            # the critical copy is the last one (in copy order) to reach the latest end: scan the copies
             ends = sub.t if full else np.where(act_c, sub.t, -np.inf)
-            T_raw, crit = ends[..., 0], np.zeros(t_fork.shape, dtype=np.int64)
-            for c in range(1, N):
-                later = ends[..., c] >= T_raw
-                T_raw = np.where(later, ends[..., c], T_raw)
-                crit = np.where(later, c, crit)
-            critical = crit[..., None]
+            critical = rules.critical_all_array(ends)[..., None]
             winner = act_c
         else:
             ends = np.where(act_c, sub.t, np.inf)
-            order = np.argsort(ends, axis=-1, kind="stable")
-            critical = np.take_along_axis(order, np.maximum(kk - 1, 0)[..., None], axis=-1)
-            winner = act_c & (np.argsort(order, axis=-1, kind="stable") < kk[..., None])
-            T_raw = np.take_along_axis(ends, critical, axis=-1)[..., 0]
+            critical, winner = rules.race_array(ends, kk)
+            winner = act_c & winner
+        T_raw = np.take_along_axis(ends, critical, axis=-1)[..., 0]
         st.t = T_raw if full else np.where(has, T_raw, t_fork)
         for slot in range(len(st.acc)):
             if sub.acc[slot] is forked[slot]:
@@ -680,13 +668,9 @@ class _Evaluator:
             Tfull = np.broadcast_to(Tm, status.shape)
             if isinstance(node, CallNode):
                 tps = self.speeds[node.id][1][sl]
-                t_first = r["t_first"][sl]
                 out, reas = r["output"][sl], r["reasoning"][sl]
-                with np.errstate(invalid="ignore"):
-                    gen = np.where(Tfull > t_first, np.floor((Tfull - t_first) * tps), 0.0)
-                gen = np.minimum(gen.astype(np.int64), out + reas)
-                rb = np.minimum(reas, gen)
-                r["output"][sl] = np.where(cancel, gen - rb, np.where(drop, 0, out))
+                vis, rb = rules.cut_tokens_array(Tfull, r["t_first"][sl], tps, out, reas)
+                r["output"][sl] = np.where(cancel, vis, np.where(drop, 0, out))
                 r["reasoning"][sl] = np.where(cancel, rb, np.where(drop, 0, reas))
                 for f in ("input", "cache_read", "cache_write", "cache_write_1h"):
                     r[f][sl] = np.where(drop, 0, r[f][sl])
@@ -752,7 +736,9 @@ def run_block_fast(
         totals = RunTotals(plan, block, variant, samples)
     ev = _Evaluator(plan, block, variant, speeds, totals)
     n = block.n
-    st = _State(np.zeros(n), [np.zeros(n) for _ in range(6)], VecCtx.fresh(plan.ctx, (n,)), np.ones(n, dtype=bool))
+    st = _State(
+        np.zeros(n), [np.zeros(n) for _ in range(rules.N_SLOTS)], VecCtx.fresh(plan.ctx, (n,)), np.ones(n, dtype=bool)
+    )
     with np.errstate(divide="ignore", invalid="ignore"):
         ev.seq(plan.root, st, ())
     breakdown = {k: st.acc[i] for i, k in enumerate(BREAKDOWN)}

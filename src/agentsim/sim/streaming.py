@@ -72,6 +72,7 @@ from agentsim.plan.compiler import (
     Plan,
 )
 from agentsim.plan.sampling import Block
+from agentsim.sim.rules import decode, duration, first_visible
 
 __all__ = [
     "METRICS",
@@ -498,8 +499,8 @@ def _batch(plan, block, node, tid, flat, runs, t, width, out_drawn, interrupted)
     if sd is not None:
         stall = np.broadcast_to(sd[0], t["status"].shape).reshape(n_runs, width)[runs, flat]
         stall_u = np.broadcast_to(sd[1], t["status"].shape).reshape(n_runs, width)[runs, flat]
-    end = send + ((ttft + (N + reas) / tps) + stall)
-    a1 = (send + ttft) + reas / tps
+    end = send + duration(ttft, decode(N, reas, tps), stall)
+    a1 = first_visible(send, ttft, reas, tps)
     sb = streams(tier, block, node, flat, runs, send, a1, end, N, stall, stall_u, cache=True)
     hit = np.zeros(len(runs), dtype=bool) if interrupted is None else interrupted[runs, flat]
     cut = col("t_end")
