@@ -107,11 +107,12 @@ def _cli(*args: str) -> subprocess.CompletedProcess:
 @pytest.mark.parametrize(
     "address, says",
     [
-        (f"tcp://127.0.0.1:{_closed_port()}", "refused"),
+        ("tcp://127.0.0.1:{closed_port}", "refused"),  # the port is found when the test runs (xdist-stable ids)
         ("not an address", "missing port number"),
     ],
 )
 def test_an_unreachable_scheduler_is_a_clear_error(tmp_path, address, says):
+    address = address.format(closed_port=_closed_port())
     path = _small(tmp_path, runs=10)
     out = _cli("run", str(path), "--executor", "dask", "--scheduler", address)
     assert out.returncode == 2
