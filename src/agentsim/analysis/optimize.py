@@ -53,13 +53,8 @@ from agentsim.analysis.tradeoffs import pareto_mask, per_success
 from agentsim.model.scenario import Scenario, VariantSpec, all_steps, step_name, suggest
 from agentsim.plan.compiler import (
     CallNode,
-    ChooseNode,
-    FanoutNode,
-    ParNode,
     Plan,
-    RepeatNode,
     SeqNode,
-    SubagentNode,
     compile_plan,
 )
 from agentsim.sim.simulation import simulate_plan
@@ -99,18 +94,6 @@ class Unit:
     inner: tuple[str, ...]  # names of named steps inside it (their base-variant keys are dropped)
     options: tuple[Option, ...]
     base: int  # index of the option the base variant amounts to
-
-
-def _children(node) -> list:
-    if isinstance(node, SeqNode):
-        return list(node.steps)
-    if isinstance(node, ParNode):
-        return list(node.branches)
-    if isinstance(node, FanoutNode | RepeatNode | SubagentNode) or getattr(node, "kind", "") == "pipeline":
-        return [node.body]
-    if isinstance(node, ChooseNode):
-        return list(node.options)
-    return []
 
 
 def _declared_names(scenario: Scenario) -> set[str]:
@@ -162,7 +145,7 @@ def decision_units(
                 uncovered.append(node.name)
             else:
                 owner[node.id] = unit
-        for child in _children(node):
+        for child in node.children():
             walk(child, here)
 
     walk(plan.root, [])

@@ -204,20 +204,11 @@ def branch_context(plan) -> dict[int, int]:
         elif isinstance(node, FanoutNode | PipelineNode):  # a pipeline runs beside its call: a lane of its own
             walk(node.body, node.body.id)
         else:
-            for child in _children(node):
+            for child in node.children():
                 walk(child, ctx)
 
     walk(plan.root, -1)
     return out
-
-
-def _children(node) -> list:
-    for attr in ("steps", "branches", "options"):
-        kids = getattr(node, attr, None)
-        if kids:
-            return list(kids)
-    body = getattr(node, "body", None)
-    return [body] if body is not None else []
 
 
 def run_timeline(calls: pd.DataFrame, spans: pd.DataFrame, run: int = 0, plan=None) -> pd.DataFrame:

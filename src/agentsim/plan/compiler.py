@@ -184,6 +184,10 @@ class Node:
 
     kind = "node"
 
+    def children(self) -> tuple[Node, ...]:
+        """The nodes directly inside this one, in order (the one walk every tree reader uses)."""
+        return ()
+
 
 @dataclass(eq=False)
 class CallNode(Node):
@@ -214,12 +218,18 @@ class SeqNode(Node):
     steps: tuple[Node, ...] = ()
     kind = "seq"
 
+    def children(self) -> tuple[Node, ...]:
+        return self.steps
+
 
 @dataclass(eq=False)
 class ParNode(Node):
     branches: tuple[SeqNode, ...] = ()
     k: int | None = None  # None: join all
     kind = "parallel"
+
+    def children(self) -> tuple[Node, ...]:
+        return self.branches
 
 
 @dataclass(eq=False)
@@ -228,6 +238,9 @@ class FanoutNode(Node):
     body: SeqNode = None
     join: str | int = "all"  # 'all', or k (1 for 'any'), capped at n
     kind = "fanout"
+
+    def children(self) -> tuple[Node, ...]:
+        return (self.body,) if self.body is not None else ()
 
 
 @dataclass(eq=False)
@@ -240,6 +253,9 @@ class RepeatNode(Node):
     times_by: tuple[Sampler, ...] | None = None  # per variant, when times depends on a call's model
     kind = "repeat"
 
+    def children(self) -> tuple[Node, ...]:
+        return (self.body,) if self.body is not None else ()
+
 
 @dataclass(eq=False)
 class ChooseNode(Node):
@@ -247,6 +263,9 @@ class ChooseNode(Node):
     options: tuple[SeqNode, ...] = ()
     cums: tuple[np.ndarray, ...] | None = None  # per variant, when an option's p depends on a call's model
     kind = "choose"
+
+    def children(self) -> tuple[Node, ...]:
+        return self.options
 
 
 @dataclass(eq=False)
@@ -258,6 +277,9 @@ class PipelineNode(Node):
     sentence: Sampler = None  # sentence length for after: first_sentence
     body: SeqNode = None
     kind = "pipeline"
+
+    def children(self) -> tuple[Node, ...]:
+        return (self.body,) if self.body is not None else ()
 
 
 @dataclass(eq=False)
@@ -275,6 +297,9 @@ class SubagentNode(Node):
     ctx: ContextCfg = None
     output: Sampler = None
     kind = "subagent"
+
+    def children(self) -> tuple[Node, ...]:
+        return (self.body,) if self.body is not None else ()
 
 
 @dataclass(frozen=True)

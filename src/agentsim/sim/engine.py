@@ -162,10 +162,7 @@ def _contexts(plan: Plan) -> dict[int, ContextCfg]:
             out[node.id] = cfg
         if isinstance(node, SubagentNode):
             cfg = node.ctx
-        for attr in ("steps", "branches", "options"):
-            stack.extend((ch, cfg) for ch in getattr(node, attr, ()))
-        if getattr(node, "body", None) is not None:
-            stack.append((node.body, cfg))
+        stack.extend((ch, cfg) for ch in node.children())
     return out
 
 

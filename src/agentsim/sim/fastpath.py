@@ -299,11 +299,7 @@ class _Evaluator:
                 x = stack.pop()
                 if isinstance(x, CallNode | ToolNode | WaitNode):
                     out.append(x)
-                for attr in ("steps", "branches", "options"):
-                    stack.extend(getattr(x, attr, ()))
-                for attr in ("body",):
-                    if getattr(x, attr, None) is not None:
-                        stack.append(getattr(x, attr))
+                stack.extend(x.children())
             self._members[node.id] = out
         return self._members[node.id]
 
