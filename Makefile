@@ -2,6 +2,8 @@
 #   make demo   -- create .venv from uv.lock (runtime only), run the bundled coding-agent scenario
 #   make test   -- create .venv from uv.lock with the dev extras, run the whole test suite
 # Installs come from uv.lock (exact versions, hashes); `make lock` refreshes it.
+# --compile-bytecode: the installed packages get their .pyc files at install time (as pip writes them),
+# so every agentsim command starts without recompiling NumPy, pandas, pydantic... from source.
 PYTHON ?= python3
 UV_VERSION := 0.13.9
 UVENV  := .uv
@@ -19,16 +21,16 @@ $(UV):
 
 # runtime dependencies only (what running a scenario needs); --inexact keeps dev extras if present
 $(VENV)/.installed-run: pyproject.toml uv.lock | $(UV)
-	$(UV) sync --quiet --locked --inexact --python $(PYTHON)
+	$(UV) sync --quiet --locked --compile-bytecode --inexact --python $(PYTHON)
 	touch $@
 
 $(VENV)/.installed-dev: pyproject.toml uv.lock | $(UV)
-	$(UV) sync --quiet --locked --extra dev --python $(PYTHON)
+	$(UV) sync --quiet --locked --compile-bytecode --extra dev --python $(PYTHON)
 	rm -f $(VENV)/.installed-mutate
 	touch $@ $(VENV)/.installed-run
 
 $(VENV)/.installed-mutate: pyproject.toml uv.lock | $(UV)
-	$(UV) sync --quiet --locked --extra dev --extra mutate --python $(PYTHON)
+	$(UV) sync --quiet --locked --compile-bytecode --extra dev --extra mutate --python $(PYTHON)
 	touch $@ $(VENV)/.installed-dev $(VENV)/.installed-run
 
 demo: $(VENV)/.installed-run
