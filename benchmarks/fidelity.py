@@ -27,6 +27,7 @@ import os
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -58,12 +59,22 @@ def table(rows: list[dict]) -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--scale", type=float, default=1.0, help="size relative to the full run (default 1)")
+    ap.add_argument(
+        "--measure-requests",
+        type=int,
+        default=None,
+        help="requests measure sends before calibrating (default 80); calibration spread shrinks as 1/sqrt(N)",
+    )
     ap.add_argument("--out", type=Path, default=None, help="keep the measurements, profile and scenarios here")
     ap.add_argument("--seed", type=int, default=0, help="the hidden server's random seed")
     a = ap.parse_args(argv)
     if not a.scale > 0:
         ap.error("--scale must be positive")
     sizes = Sizes.scaled(a.scale)
+    if a.measure_requests is not None:
+        if not 10 <= a.measure_requests <= 100_000:
+            ap.error("--measure-requests must be between 10 and 100000")
+        sizes = replace(sizes, measure_requests=a.measure_requests)
     folder = a.out or Path(tempfile.mkdtemp(prefix="agentsim-fidelity-"))
     print(f"size (--scale {a.scale:g}): {sizes}")
     load0 = os.getloadavg()
