@@ -262,3 +262,20 @@ def test_join_all_of_eight_tied_branches_takes_the_last(engine):
     res = run(scenario([{"parallel": branches}]), engine=engine)
     bd = _breakdown(res)
     assert (bd["tool"], bd["wait"]) == (0.0, pytest.approx(2.0))
+
+
+def test_join_rules_along_the_last_axis_of_one_or_three_dimensional_ends():
+    # one run (a 1-d array): the same ranking as above; k = 5 of 2, 1, 2, 1, 2, 1, 2, 1 -> branch 0
+    c, w = rules.race_array(np.array([2.0, 1.0] * 4), 5)
+    assert c.tolist() == [0]
+    assert np.flatnonzero(w).tolist() == [0, 1, 3, 5, 7]
+    # runs x copies x branches (a fan-out inside a fan-out): the ranking is along the branches only
+    ends = np.array([[[3.0, 1.0, 2.0], [1.0, 1.0, 5.0]], [[2.0, 2.0, 2.0], [4.0, 0.0, 4.0]]])
+    c, w = rules.race_array(ends, 2)
+    # ranks: 1, 2, 0 -> 2nd is 2; 0, 1, 2 -> 1; 0, 1, 2 -> 1; 1, 0, 2 -> 0
+    assert c[..., 0].tolist() == [[2, 1], [1, 0]]
+    assert w.tolist() == [[[False, True, True], [True, True, False]], [[True, True, False], [True, True, False]]]
+    c, _ = rules.race_array(ends, np.array([[1, 3], [3, 2]]))  # k per run and copy
+    assert c[..., 0].tolist() == [[1, 2], [2, 0]]
+    # join all: the last of the latest: 0; 2; 2 (a three-way tie); 2 (a tie of 0 and 2)
+    assert rules.critical_all_array(ends).tolist() == [[0, 2], [2, 2]]
