@@ -130,6 +130,9 @@ def test_a_call_without_a_first_token_is_cut_silently():
             np.array([math.inf, 2.0]), np.array([math.inf, math.inf]), np.array([10.0, 10.0]), 50, 30
         )
     assert (vis.tolist(), rb.tolist()) == ([0, 0], [0, 0])
+    # the scalar form says the same: T <= t0 + ttft (here inf <= inf) means nothing streamed yet
+    assert rules.cut_tokens(math.inf, math.inf, 0.0, 10.0, 50, 30) == (0, 0)
+    assert rules.cut_tokens(2.0, 0.0, math.inf, 10.0, 50, 30) == (0, 0)
 
 
 # ------------------------------------------------------------------ joins
