@@ -62,7 +62,8 @@ MUTATE_CORE = 'agentsim.sim.context*' \
 	'agentsim.sim.results.x__f*' 'agentsim.sim.results.x__mean*' 'agentsim.sim.results.x_describe*' \
 	'agentsim.sim.results.x*CallStats*' 'agentsim.sim.results.x_compare*' 'agentsim.sim.results.x*Results*_success*' \
 	'agentsim.replay.retime.x_split_call*' 'agentsim.replay.retime.x_timeline*' 'agentsim.replay.retime.x__costs*' \
-	'agentsim.replay.retime.x__fsum*'
+	'agentsim.replay.retime.x__fsum*' \
+	'agentsim.sim.rules*'
 MUTATE_JOBS ?= 1
 ONLY ?= $(MUTATE_CORE)
 mutate: $(VENV)/.installed-mutate
