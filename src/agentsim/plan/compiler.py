@@ -28,8 +28,7 @@ import math
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from statistics import NormalDist
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from agentsim.model.loading import ErrorItem, ScenarioError, line_of, source_of
 from agentsim.model.scenario import (
@@ -54,6 +53,9 @@ from agentsim.model.scenario import (
 from agentsim.plan.distributions import DistError, Sampler, sampler
 from agentsim.plan.time_of_day import compile_time_of_day
 from agentsim.pricing.rates import PriceError, Rates, compile_price, needs_default_date, today
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = [
     "CallNode",
@@ -89,7 +91,7 @@ def _practical_max(s: Sampler) -> float:
     _, hi = s.support
     if math.isfinite(hi):
         return hi
-    return float(s.transform(np.array([_Z_TOP]))[0])
+    return s.quantile(_Z_TOP)
 
 
 # What a draw is for; part of the random-stream key, so never renumber.
@@ -650,6 +652,8 @@ class _Compiler:
             c = step.choose
             p = (*path, "choose")
             node = self.new_node(ChooseNode, c.name or f"choose{len(self.nodes)}", scope, p)
+            import numpy as np  # a choice's cut points are arrays; validating a scenario without one needs no NumPy
+
             if any(isinstance(o.p, ByModel) for o in c.options):
                 node.cum = np.zeros(len(c.options) - 1)  # replaced per variant (cums) once calls are known
                 self._by_model.append((node, "choose", c, p))
@@ -951,6 +955,8 @@ def _resolve_by_model(comp: _Compiler) -> None:
             node.continue_ps = ps
             node.continue_p = ps[0]
         else:  # choose
+            import numpy as np  # imported with the choose step already
+
             per_option = [values(o.p, (*path, "options", i, "p")) for i, o in enumerate(spec.options)]
             if any(p is None for p in per_option):
                 continue

@@ -30,8 +30,7 @@ import math
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from agentsim.model.scenario import (
     ChoiceDist,
@@ -45,9 +44,13 @@ from agentsim.model.scenario import (
     UniformDist,
 )
 
+if TYPE_CHECKING:
+    import numpy as np
+
 __all__ = ["Z90", "DistError", "Sampler", "sampler"]
 
 Z90 = 1.2815515655446004  # standard normal 90th percentile
+_CLOSED_FORM = ("normal", "lognormal")  # families whose draw is arithmetic of z (see Sampler._closed_form)
 
 
 class DistError(ValueError):
@@ -77,14 +80,14 @@ class Sampler:
         multiply-add (and ``exp``) away from ``z``; other families go through the normal
         CDF, using its upper tail where that keeps precision.
         """
+        import numpy as np  # here, not at the top: compiling and validating a scenario need not import NumPy
+
         z = np.asarray(z, dtype=np.float64)
         f, p = self.family, self.params
         if f == "constant":
             x = np.full(z.shape, p["value"])
-        elif f == "normal":
-            x = p["mean"] + p["sd"] * z
-        elif f == "lognormal":
-            x = np.exp(p["mu"] + p["sigma"] * z)
+        elif f in _CLOSED_FORM:
+            x = self._closed_form(z, np.exp)
         elif f == "uniform":
             from scipy import special  # SciPy where a family needs it: validating a scenario mostly does not
 
@@ -108,8 +111,37 @@ class Sampler:
             x = np.clip(x, self.lo, self.hi)
         return x
 
+    def _closed_form(self, z, exp):
+        """Normal and lognormal: a multiply-add of ``z`` (and ``exp``), for an array or a float alike."""
+        p = self.params
+        if self.family == "normal":
+            return p["mean"] + p["sd"] * z
+        return exp(p["mu"] + p["sigma"] * z)
+
+    def quantile(self, z: float) -> float:
+        """The value of a draw at one normal ``z``, as a float: what the checks and warnings compare with
+        their limits (the compiler's practical maximum, the plausibility median).
+
+        Constant, normal and lognormal are computed in plain floats (``math.exp``), so that compiling and
+        validating a scenario that uses only them imports no NumPy; ``math.exp`` and NumPy's may differ in
+        the last bit, which no check or message sees. The other families go through :meth:`transform`.
+        """
+        f = self.family
+        if f == "constant":
+            x = self.params["value"]
+        elif f in _CLOSED_FORM:
+            x = self._closed_form(z, math.exp)
+        else:
+            return float(self.transform([z])[0])
+        if self.lo is not None:  # np.clip's order: the lower bound, then the upper
+            x = max(x, self.lo)
+        if self.hi is not None:
+            x = min(x, self.hi)
+        return float(x)
+
     def ppf(self, u: np.ndarray) -> np.ndarray:
         """The quantile function at uniforms ``u`` in (0, 1)."""
+        import numpy as np
         from scipy import special
 
         return self.transform(special.ndtri(np.asarray(u, dtype=np.float64)))
@@ -122,6 +154,8 @@ class Sampler:
     def constant_value(self) -> float:
         if self.lo is not None and self.lo == self.hi:
             return float(self.lo)
+        import numpy as np
+
         return float(np.clip(self.params["value"], self.lo, self.hi))
 
     # ------------------------------------------------------------------ moments and support
@@ -159,6 +193,8 @@ class Sampler:
         f, p = self.family, self.params
         clipped = self.lo is not None or self.hi is not None
         if f in ("choice", "empirical"):
+            import numpy as np
+
             vals = np.clip(self.values, self.lo, self.hi) if clipped else self.values
             if f == "choice":
                 probs = np.diff(np.concatenate([[0.0], self.cum, [1.0]]))
@@ -178,6 +214,7 @@ class Sampler:
             if f == "exponential":
                 return p["mean"]
         # E[clip(X)] = integral over u of clip(ppf(u)): integrate the quantile function.
+        import numpy as np
         from scipy import integrate
 
         value, _ = integrate.quad(
@@ -196,6 +233,7 @@ def gamma_log_quantile(k: float, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     precision there); the derivative is ``phi(z) / (f(x) x)`` with ``f`` the gamma
     density, i.e. ``exp(-z^2/2 - log(2 pi)/2 + lgamma(k) - k log x + x)``.
     """
+    import numpy as np
     from scipy import special
 
     z = np.asarray(z, dtype=np.float64)
@@ -207,6 +245,7 @@ def gamma_log_quantile(k: float, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]
 
 
 def _gamma_exact(k: float, z: np.ndarray) -> np.ndarray:
+    import numpy as np
     from scipy import special
 
     x = np.empty(z.shape)
@@ -236,6 +275,7 @@ def _gamma_quantile(k: float, z: np.ndarray) -> np.ndarray:
 
 @lru_cache(maxsize=256)
 def _z_cuts(cum: tuple[float, ...]) -> np.ndarray:
+    import numpy as np
     from scipy import special
 
     return special.ndtri(np.asarray(cum))
@@ -243,6 +283,8 @@ def _z_cuts(cum: tuple[float, ...]) -> np.ndarray:
 
 def _choice_index(cum: np.ndarray, z: np.ndarray) -> np.ndarray:
     """Index of the choice drawn at ``z``: how many cumulative probabilities ``Phi(z)`` reaches."""
+    import numpy as np
+
     cuts = _z_cuts(tuple(cum.tolist()))
     if len(cuts) > 8:
         return np.searchsorted(cuts, z, side="right")
@@ -277,6 +319,8 @@ def sampler(spec: Dist, base_dir: Path | None = None) -> Sampler:
         return Sampler("gamma", {"shape": (g.mean / g.sd) ** 2, "scale": g.sd**2 / g.mean}, lo, hi)
     if isinstance(spec, ExponentialDist):
         return Sampler("exponential", {"mean": spec.exponential.mean}, lo, hi)
+    if isinstance(spec, ChoiceDist | EmpiricalDist):
+        import numpy as np  # choice and empirical hold their values in arrays
     if isinstance(spec, ChoiceDist):
         c = spec.choice
         values = np.asarray(c.values, dtype=np.float64)
@@ -294,6 +338,7 @@ def sampler(spec: Dist, base_dir: Path | None = None) -> Sampler:
 
 
 def _read_column(file: str, column: str, base_dir: Path | None) -> np.ndarray:
+    import numpy as np
     import pandas as pd
 
     path = Path(file)

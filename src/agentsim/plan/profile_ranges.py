@@ -26,8 +26,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
-
 from agentsim.model.loading import line_of, load_data
 from agentsim.model.profiles import load_profile
 from agentsim.plan.compiler import compile_plan
@@ -48,6 +46,8 @@ def _fmt(x: float) -> str:
 
 def range_warnings(scenario, file: str | Path) -> list[str]:
     """Warnings (one sentence each) for the scenario's calls outside their profiles' measured ranges."""
+    if not any(getattr(model, "profile", None) for model in scenario.models.values()):
+        return []  # no profile, nothing to compare (and no second reading and compiling of the file)
     file = str(file)
     _, lines = load_data(file)
     base_dir = Path(file).parent
@@ -80,6 +80,8 @@ def range_warnings(scenario, file: str | Path) -> list[str]:
                 f"requests in flight): its TTFT holds only at a concurrency of about {q.valid_at_concurrency}, "
                 "and a concurrency limit in the scenario would count the queue twice"
             )
+        import numpy as np  # only for a profile with measured ranges
+
         calls = [c for c in plan.calls if any(plan.tiers[t].model == name for t in c.tiers)]
         for call in calls:
             checks = []

@@ -27,8 +27,10 @@ rebuilt call ends equal the simulated ones to the last bit.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = ["DAY_S", "Curve", "TimeOfDay", "compile_time_of_day", "scale_speeds"]
 
@@ -45,6 +47,8 @@ class Curve:
 
     def at(self, clock_s):
         """The factor at ``clock_s`` seconds after midnight (a float or an array)."""
+        import numpy as np  # here and below, not at the top: compiling a scenario need not import NumPy
+
         h = np.asarray(clock_s, dtype=np.float64) / HOUR_S
         if not self.linear:
             return self.values[np.minimum(np.floor(h).astype(np.int64), 23)]  # c just below 86400 may round up
@@ -67,10 +71,14 @@ class TimeOfDay:
 
     def clock(self, t):
         """Seconds after midnight at simulated time ``t``."""
+        import numpy as np
+
         return np.remainder(self.start_s + np.asarray(t, dtype=np.float64), DAY_S)
 
     def factors(self, t):
         """``(ttft factor, speed factor)`` of calls starting at ``t`` (floats for a float, else arrays)."""
+        import numpy as np
+
         c = self.clock(t)
         fx = self.ttft.at(c) if self.ttft is not None else np.ones_like(c)
         fy = self.tps.at(c) if self.tps is not None else np.ones_like(c)
@@ -92,6 +100,8 @@ def compile_time_of_day(scenario) -> dict[str, TimeOfDay]:
         def curve(spec) -> Curve | None:
             if spec is None:
                 return None
+            import numpy as np
+
             return Curve(np.array(spec.hourly, dtype=np.float64), spec.curve == "linear")
 
         out[name] = TimeOfDay(float(start), curve(tod.ttft_x), curve(tod.output_tps_x))
@@ -102,6 +112,8 @@ def scale_speeds(plan, tier_of: np.ndarray, t_start: np.ndarray, tps: np.ndarray
     """``tps`` times the time-of-day speed factor at each made call's start (by the tier it ran on)."""
     if not plan.time_of_day or not made.any():
         return tps
+    import numpy as np
+
     out = np.array(np.broadcast_to(tps, made.shape), dtype=np.float64, copy=True)
     for tid in np.unique(tier_of[made]):
         tod = plan.time_of_day.get(plan.tiers[int(tid)].model)
