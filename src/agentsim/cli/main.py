@@ -285,16 +285,15 @@ def run(
         reach_scheduler(scheduler)  # an address out of reach is reported before the scenario loads
 
     from agentsim.plan import plausibility
-    from agentsim.plan.validation import load
+    from agentsim.plan.validation import load_with_lines
     from agentsim.sim.simulation import simulate
     from agentsim.viz.outdir import check_folder
     from agentsim.viz.report import write_results
 
-    scenario = load(file)
+    scenario, lines = load_with_lines(file)
     warn_profile_ranges(scenario, file)
     if out is not None:
         check_folder(out)  # before the simulation: a bad --out costs a second, not the run
-    lines = _lines_of(file)
     _print_warnings(plausibility.check_scenario(scenario, str(file), lines))
     where = {"workers": workers, "executor": executor, "scheduler": scheduler}
     res = simulate(scenario, runs=runs, seed=seed, engine=engine, uncertainty=uncertainty, **where)
@@ -317,13 +316,13 @@ def validate(
     """Check scenario files without running them."""
     from agentsim.model.loading import ScenarioError
     from agentsim.plan import plausibility
-    from agentsim.plan.validation import load
+    from agentsim.plan.validation import load_with_lines
 
     failed, crashed = [], []
     for f in files:
         try:
-            sc = load(f)
-            _print_warnings(plausibility.check_scenario(sc, str(f), _lines_of(f)))
+            sc, lines = load_with_lines(f)
+            _print_warnings(plausibility.check_scenario(sc, str(f), lines))
             warn_profile_ranges(sc, f)
         except ScenarioError as exc:
             failed.append(exc)
@@ -341,13 +340,6 @@ def validate(
         raise typer.Exit(1)
     if failed:
         raise typer.Exit(2)
-
-
-def _lines_of(file: Path) -> dict:
-    """The line of every key of a scenario file that loaded (for warnings)."""
-    from agentsim.model.loading import load_data
-
-    return load_data(file)[1]
 
 
 def _print_warnings(warnings) -> None:

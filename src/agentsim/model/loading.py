@@ -19,7 +19,6 @@ scenario), so a user reads::
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -269,6 +268,8 @@ def load_data(path: str | Path, _chain: tuple[Path, ...] = ()) -> tuple[dict[str
     except (IsADirectoryError, PermissionError, UnicodeDecodeError) as exc:
         raise ScenarioError([ErrorItem(file, None, (), f"cannot read the file: {exc}")]) from None
     if path.suffix.lower() == ".toml":
+        import tomllib  # here: a YAML scenario (the usual case) need not import it
+
         try:
             data, lines = tomllib.loads(text), {}
         except tomllib.TOMLDecodeError as exc:

@@ -19,7 +19,7 @@ from agentsim.model.profiles import apply_profiles
 from agentsim.model.scenario import Problem, Scenario, check_references
 from agentsim.plan.compiler import compile_plan
 
-__all__ = ["load", "parse"]
+__all__ = ["load", "load_with_lines", "parse"]
 
 
 def parse(
@@ -92,9 +92,15 @@ def _with_price_problems(items: list[ErrorItem], data: Any, file: str, lines: Li
 
 def load(path: str | Path) -> Scenario:
     """Load and validate a scenario file (YAML, JSON or TOML)."""
+    return load_with_lines(path)[0]
+
+
+def load_with_lines(path: str | Path) -> tuple[Scenario, Lines]:
+    """:func:`load`, also returning the line of every key of the file (for warnings that point at it),
+    so that the command line reads each file once."""
     data, lines = load_data(path)
     scenario = parse(data, file=str(path), lines=lines, source=path)
     # Compile once so that problems only visible to the compiler (empirical files,
     # catalog prices, tiers) are reported at load time, with their place.
     compile_plan(scenario, file=str(path), lines=lines)
-    return scenario
+    return scenario, lines
