@@ -144,6 +144,7 @@ class ByModel(BaseModel):
     model_config = ConfigDict(
         extra="allow",
         frozen=True,
+        defer_build=True,  # built with the scenario's schema, not at import (`agentsim prices` needs neither)
         json_schema_extra={
             "additionalProperties": {
                 "type": "number",
@@ -425,6 +426,7 @@ class ByModelCount(BaseModel):
     model_config = ConfigDict(
         extra="allow",
         frozen=True,
+        defer_build=True,  # built with the scenario's schema, not at import (`agentsim prices` needs neither)
         json_schema_extra={
             "additionalProperties": {
                 "x-distribution": True,  # agentsim.docs_gen makes this a reference to its Distribution
