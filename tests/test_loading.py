@@ -126,3 +126,18 @@ def test_cross_field_errors(doc, words):
     with pytest.raises(ScenarioError) as e:
         compile_plan(parse(doc))
     assert words in str(e.value)
+
+
+def test_a_parallel_written_as_a_list_has_the_spec_of_its_mapping_form():
+    # ParallelStep.spec wraps the validated branches without validating them again: it must equal the
+    # spec pydantic builds from the mapping spelling {branches: [...]}, defaults and fields set included
+    from agentsim.model.scenario import ParallelSpec, ParallelStep
+
+    call = {"call": {"name": "a", "model": "m", "output": 10}}
+    branches = [call, [{"tool": {"latency": 1}}, {"wait": {"latency": 2}}]]
+    listed = ParallelStep.model_validate({"parallel": branches}).spec
+    mapped = ParallelSpec.model_validate({"branches": branches})
+    assert listed == mapped
+    assert listed.model_dump() == mapped.model_dump()
+    assert listed.model_fields_set == mapped.model_fields_set == {"branches"}
+    assert (listed.name, listed.join) == (None, "all")
