@@ -80,6 +80,9 @@ def test_three_workflows_end_to_end_at_a_tiny_size(tmp_path):
         lo, hi = r["param_ci95"]
         assert lo <= r["predicted_mean_s"] <= hi
         assert r["inside"] == (lo <= r["measured_mean_s"] <= hi)
+        wlo, whi = r["with_measured_ci95"]
+        assert wlo <= lo and hi <= whi  # widened by the measured mean's own standard error
+        assert abs(r["truth_mean_s"] / r["measured_mean_s"] - 1) < 0.25, r  # the server's truth, predicted
         assert abs(r["mean_error_pct"]) < 25, r
         assert r["mean_error_pct"] == pytest.approx(100 * (r["predicted_mean_s"] / r["measured_mean_s"] - 1))
     # a 30-call chain takes at least 30 hidden TTFTs: far longer than one fan-out
