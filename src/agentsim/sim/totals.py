@@ -21,6 +21,7 @@ draws): see :func:`agentsim.sim.simulation.simulate_plan`.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -142,7 +143,8 @@ def constant(x):
     broadcast view, as constants are drawn), as a NumPy scalar of its dtype; else None.
     Reads no element beyond the first."""
     if isinstance(x, np.ndarray):
-        if x.ndim == 0 or (x.size and not any(x.strides)):
+        strides = x.strides
+        if not strides or (x.size and not any(strides)):
             return x[(0,) * x.ndim]
         return None
     return x if isinstance(x, int | float | np.generic) else None
@@ -161,4 +163,12 @@ def add_ints(a, b):
     cb = None if ca is None else constant(b)
     if cb is None:
         return a + b
-    return np.broadcast_to(ca + cb, np.broadcast_shapes(np.shape(a), np.shape(b)))
+    sa, sb = np.shape(a), np.shape(b)
+    c = ca + cb
+    return _view(c.dtype.str, c.item(), sa if sa == sb else np.broadcast_shapes(sa, sb))
+
+
+@functools.lru_cache(maxsize=1024)
+def _view(dtype: str, value, shape: tuple[int, ...]) -> np.ndarray:
+    """A read-only broadcast view of one value (the same few sums recur call after call: made once)."""
+    return np.broadcast_to(np.array(value, dtype=dtype), shape)
