@@ -288,6 +288,10 @@ class _Evaluator:
             )
             self.spans = {}
         self._members: dict[int, list[Node]] = {}
+        # The last step of the agent (or of a subagent, whose context ends with it): nothing reads the context
+        # after it, so a parallel or fan-out there need not merge its branches' contexts.
+        bodies = (plan.root, *(n.body for n in plan.nodes if isinstance(n, SubagentNode)))
+        self.last_steps = {b.steps[-1].id for b in bodies if b is not None and b.steps}
         self.pipe_after = {n.call.id: n for n in plan.nodes if isinstance(n, PipelineNode) and n.call is not None}
         self.pipe_state: dict[int, tuple] = {}
         self.interrupted = {
@@ -339,7 +343,10 @@ class _Evaluator:
         ttl = tier.ttl_s if tier.ttl_s is not None else st.ctx.cfg.ttl_s
         inp, read, write, w1h = st.ctx.begin_call(tier.index, ttl, i_new, t0)
         # constants (broadcast views) are combined once, not per element: the same IEEE operations
-        ttft = rules.first_token(ttft0, lean(inp), lean(read), tier.prefill_tps)
+        if st.ctx.cfg.cache:  # write = inp - read (begin_call): the uncached input, already computed
+            ttft = rules.first_token(ttft0, lean(write), 0, tier.prefill_tps)
+        else:
+            ttft = rules.first_token(ttft0, lean(inp), lean(read), tier.prefill_tps)
         dec = rules.decode(lean(out), lean(reas), tps)
         sd = stall_draws(self.plan, self.block, node, tier.index)
         stall = None if sd is None else sd[0][sl]
@@ -606,7 +613,8 @@ class _Evaluator:
                 continue  # no branch changed it: every branch, the critical one too, holds the fork's value
             stacked = np.stack([s.acc[slot] for s in states], axis=-1)
             st.acc[slot] = np.take_along_axis(stacked, critical, axis=-1)[..., 0]
-        st.ctx.join([s.ctx for s in states], [winner[..., b] | ~active for b in range(nb)])
+        if node.id not in self.last_steps:
+            st.ctx.join([s.ctx for s in states], [winner[..., b] | ~active for b in range(nb)])
         if kk < nb:
             for b, branch in enumerate(node.branches):
                 self.cut(branch, ix, T, active & ~winner[..., b])
@@ -646,7 +654,8 @@ class _Evaluator:
                 continue  # whichever copy is critical, its value is the fork's: unchanged
             chosen = np.take_along_axis(sub.acc[slot], critical, axis=-1)[..., 0]
             st.acc[slot] = chosen if full else np.where(has, chosen, st.acc[slot])
-        st.ctx.join_copies(sub.ctx, winner | ~act_c)
+        if node.id not in self.last_steps:
+            st.ctx.join_copies(sub.ctx, winner | ~act_c)
         if node.join != "all":
             self.cut(node.body, (*ix, slice(None)), st.t[..., None], act_c & ~winner)
 
