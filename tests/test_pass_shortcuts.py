@@ -62,3 +62,23 @@ def test_first_token_plain_zero_read():
             assert np.array_equal(_bits(rules.first_token(ttft0, inp, zero, prefill)), _bits(direct))
     read = rng.integers(0, 1_000, 5_000)
     assert np.array_equal(_bits(rules.first_token(ttft0, inp, read, 15_000.0)), _bits(ttft0 + (inp - read) / 15_000.0))
+
+
+def test_summary_percentiles_from_sorted_copies():
+    """CallStats and describe() select percentiles from sorted copies (and the ITLs from the sorted TPS):
+    the same bits as np.percentile of the values as they come, ties and repeated values included."""
+    from agentsim.sim.results import CallStats, describe
+
+    rng = np.random.default_rng(11)
+    ttft = rng.lognormal(0.0, 0.6, 100_001)
+    tps = np.round(rng.gamma(16.0, 60.0 / 16.0, 100_001), 1)  # many ties
+    stats = CallStats()
+    stats.add(ttft, tps)
+    got = stats.summary()
+    for key, x in (("ttft_s", ttft), ("tps", tps), ("itl_s", 1.0 / tps)):
+        p50, p95 = np.percentile(x, (50, 95))
+        assert _bits(got[key]["p50"]) == _bits(p50) and _bits(got[key]["p95"]) == _bits(p95), key
+        assert _bits(got[key]["mean"]) == _bits(np.mean(x)), key
+    d = describe(ttft)
+    for p, v in zip((50, 90, 95, 99), np.percentile(ttft, (50, 90, 95, 99)), strict=True):
+        assert _bits(d[f"p{p}"]) == _bits(v)
