@@ -204,15 +204,24 @@ def tier_speeds(plan: Plan, block: Block, node, tier_index: int) -> tuple[np.nda
     cache = block.speed_cache
     if key not in cache:
         tier = plan.tiers[tier_index]
-        ttft0 = _times(_runs_last(tier.ttft.transform, block.get(node.id, U_TTFT)), tier.ttft_x)
-        tps = _times(_runs_last(tier.output_tps.transform, block.get(node.id, U_TPS)), tier.tps_x)
+        # The speed tiers of one model share its TTFT and TPS distributions (a tier only scales them):
+        # the transformed draws are made once per (node, model) and shared, never written in place.
+        drawn = cache.get(("drawn", node.id, tier.model))
+        if drawn is None:
+            drawn = (
+                _runs_last(tier.ttft.transform, block.get(node.id, U_TTFT)),
+                _runs_last(tier.output_tps.transform, block.get(node.id, U_TPS)),
+            )
+            cache[("drawn", node.id, tier.model)] = drawn
+        ttft0 = _times(drawn[0], tier.ttft_x)
+        tps = _times(drawn[1], tier.tps_x)
         cond = plan.conditions.get(tier.model)
         if cond is not None:  # provider conditions: one factor per run, shared by the run's calls to the model
             shape = (block.n,) + (1,) * (ttft0.ndim - 1)
             ttft0 = ttft0 * block.get(cond, COND_TTFT).reshape(shape)
             tps = tps * block.get(cond, COND_TPS).reshape(shape)
         # a positive distribution can still underflow to 0.0 (a gamma of tiny shape): keep decode time finite
-        np.maximum(tps, np.finfo(np.float64).tiny, out=tps)
+        tps = np.maximum(tps, np.finfo(np.float64).tiny)
         cache[key] = (ttft0, tps)
     return cache[key]
 

@@ -26,6 +26,8 @@ It reproduces :mod:`agentsim.sim.engine` bit for bit, by construction:
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from agentsim.plan.compiler import (
@@ -105,8 +107,10 @@ class VecCtx:
         return VecCtx(self.cfg, L, entries)
 
     def begin_call(self, key: int, ttl: float, new_input: np.ndarray, now: np.ndarray):
+        """``(input, cache read, cache write, 1-hour cache write)``; with a cache, every input token not
+        read from it is written to it (``write = input - read``: no input is uncached)."""
         inp = add_ints(self.L, new_input)
-        zero = np.broadcast_to(np.int64(0), inp.shape)
+        zero = _zeros(inp.shape)
         if not self.cfg.cache:
             return inp, zero, zero, zero
         if not self.cfg.per_model:
@@ -115,10 +119,11 @@ class VecCtx:
         if key in self.entries:
             S, T = self.entries[key]
             if S.shape[-1] == 1:  # one entry per run (a chain of calls): no reduction over entries
-                read = np.maximum(np.where((now - T[..., 0] <= ttl) & (S[..., 0] > 0), S[..., 0], 0), 0)
+                S0 = S[..., 0]  # taken only where > 0: no max(., 0) needed
+                read = np.where((now - T[..., 0] <= ttl) & (S0 > 0), S0, 0)
             else:
                 valid = (now[..., None] - T <= ttl) & (S > 0)
-                read = np.maximum(np.max(np.where(valid, S, 0), axis=-1), 0)
+                read = np.max(np.where(valid, S, 0), axis=-1)  # >= 0 already
         write = inp - read
         return inp, read, write, (write if ttl == ONE_HOUR else zero)
 
@@ -196,6 +201,12 @@ class VecCtx:
             merged[key] = _compact(S2.reshape(shape), T2.reshape(shape))
         self.L = L0 + add.sum(axis=-1)
         self.entries = merged
+
+
+@functools.lru_cache(maxsize=64)
+def _zeros(shape: tuple[int, ...]) -> np.ndarray:
+    """A read-only broadcast view of the integer 0 (a count that is zero in every run, made once per shape)."""
+    return np.broadcast_to(np.int64(0), shape)
 
 
 def _compact(S: np.ndarray, T: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -277,6 +288,10 @@ class _Evaluator:
             )
             self.spans = {}
         self._members: dict[int, list[Node]] = {}
+        # The last step of the agent (or of a subagent, whose context ends with it): nothing reads the context
+        # after it, so a parallel or fan-out there need not merge its branches' contexts.
+        bodies = (plan.root, *(n.body for n in plan.nodes if isinstance(n, SubagentNode)))
+        self.last_steps = {b.steps[-1].id for b in bodies if b is not None and b.steps}
         self.pipe_after = {n.call.id: n for n in plan.nodes if isinstance(n, PipelineNode) and n.call is not None}
         self.pipe_state: dict[int, tuple] = {}
         self.interrupted = {
@@ -328,7 +343,10 @@ class _Evaluator:
         ttl = tier.ttl_s if tier.ttl_s is not None else st.ctx.cfg.ttl_s
         inp, read, write, w1h = st.ctx.begin_call(tier.index, ttl, i_new, t0)
         # constants (broadcast views) are combined once, not per element: the same IEEE operations
-        ttft = rules.first_token(ttft0, lean(inp), lean(read), tier.prefill_tps)
+        if st.ctx.cfg.cache:  # write = inp - read (begin_call): the uncached input, already computed
+            ttft = rules.first_token(ttft0, lean(write), 0, tier.prefill_tps)
+        else:
+            ttft = rules.first_token(ttft0, lean(inp), lean(read), tier.prefill_tps)
         dec = rules.decode(lean(out), lean(reas), tps)
         sd = stall_draws(self.plan, self.block, node, tier.index)
         stall = None if sd is None else sd[0][sl]
@@ -359,7 +377,9 @@ class _Evaluator:
             st.acc[STALL] = st.acc[STALL] + np.where(active, stall, 0.0)
         st.ctx.mark(tier.index, inp, t_mark, active, on)
         if self.totals is not None:
-            self.totals.add(nid, sl, on, active, inp, read, write, w1h, out, reas)
+            # with a cache, write = inp - read (VecCtx.begin_call): the uncached count is 0 by construction
+            uncached = 0 if st.ctx.cfg.cache else None
+            self.totals.add(nid, sl, on, active, inp, read, write, w1h, out, reas, uncached)
             r = self.calls.get(nid)
             if r is not None:
                 r["status"][sl] = DONE if on else np.where(active, DONE, NOT_MADE)
@@ -593,7 +613,8 @@ class _Evaluator:
                 continue  # no branch changed it: every branch, the critical one too, holds the fork's value
             stacked = np.stack([s.acc[slot] for s in states], axis=-1)
             st.acc[slot] = np.take_along_axis(stacked, critical, axis=-1)[..., 0]
-        st.ctx.join([s.ctx for s in states], [winner[..., b] | ~active for b in range(nb)])
+        if node.id not in self.last_steps:
+            st.ctx.join([s.ctx for s in states], [winner[..., b] | ~active for b in range(nb)])
         if kk < nb:
             for b, branch in enumerate(node.branches):
                 self.cut(branch, ix, T, active & ~winner[..., b])
@@ -633,7 +654,8 @@ class _Evaluator:
                 continue  # whichever copy is critical, its value is the fork's: unchanged
             chosen = np.take_along_axis(sub.acc[slot], critical, axis=-1)[..., 0]
             st.acc[slot] = chosen if full else np.where(has, chosen, st.acc[slot])
-        st.ctx.join_copies(sub.ctx, winner | ~act_c)
+        if node.id not in self.last_steps:
+            st.ctx.join_copies(sub.ctx, winner | ~act_c)
         if node.join != "all":
             self.cut(node.body, (*ix, slice(None)), st.t[..., None], act_c & ~winner)
 

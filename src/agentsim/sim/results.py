@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import stats
+from scipy import special  # (not scipy.stats: its import alone costs ~0.5 s of CPU)
 
 from agentsim.plan.compiler import Plan
 from agentsim.pricing.rates import prices_summary
@@ -65,17 +65,26 @@ def describe(x: np.ndarray, percentiles=PERCENTILES) -> dict[str, Any]:
     mean = float(np.mean(x)) if n else math.nan
     if n >= 2:
         sd = float(np.std(x, ddof=1))
-        half = float(stats.t.ppf(0.975, n - 1)) * sd / math.sqrt(n)
+        half = float(special.stdtrit(n - 1, 0.975)) * sd / math.sqrt(n)  # Student t quantile (= stats.t.ppf)
         ci = [_f(mean - half), _f(mean + half)]
     else:
         ci = [_f(mean), _f(mean)] if n else [None, None]
     out: dict[str, Any] = {"mean": _f(mean), "ci95": ci}
     if n:
-        for p, v in zip(percentiles, np.percentile(x, percentiles), strict=True):
+        for p, v in zip(percentiles, _percentiles(np.sort(x), percentiles), strict=True):
             out[f"p{p}"] = _f(v)
     else:
         out.update({f"p{p}": None for p in percentiles})
     return out
+
+
+def _percentiles(ascending: np.ndarray, percentiles) -> np.ndarray:
+    """``np.percentile`` of an array already sorted ascending (consumed: it may be reordered).
+
+    The same NumPy function on the same values, so the same bits; selecting the order statistics
+    from a sorted copy is faster than from the unsorted array (a vectorised sort, then a cheap select).
+    """
+    return np.percentile(ascending, percentiles, overwrite_input=True)
 
 
 def _as_slice(mask: np.ndarray) -> np.ndarray | slice:
@@ -107,13 +116,21 @@ class CallStats:
         ttft = np.concatenate(self.ttft) if self.ttft else np.zeros(0)
         tps = np.concatenate(self.tps) if self.tps else np.zeros(0)
 
-        def d(x):  # describe()'s mean and percentiles, without its confidence interval (not reported)
+        def d(x, ascending):  # describe()'s mean and percentiles, without its confidence interval (not reported)
             if not x.size:
                 return {"mean": None, "p50": None, "p95": None}
-            p50, p95 = np.percentile(x, (50, 95))
+            p50, p95 = _percentiles(ascending, (50, 95))
             return {"mean": _f(np.mean(x)), "p50": _f(p50), "p95": _f(p95)}
 
-        return {"ttft_s": d(ttft), "tps": d(tps), "itl_s": d(1.0 / tps if tps.size else tps)}
+        tps_sorted = np.sort(tps)
+        # 1/x is monotone (correctly rounded division), so 1/(TPS sorted, read backwards) is the ITLs sorted:
+        # the same values as 1.0 / tps, without a second sort
+        itl_sorted = np.divide(1.0, tps_sorted[::-1])
+        return {
+            "ttft_s": d(ttft, np.sort(ttft)),
+            "tps": d(tps, tps_sorted),
+            "itl_s": d(1.0 / tps if tps.size else tps, itl_sorted),
+        }
 
 
 class Results:

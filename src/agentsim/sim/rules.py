@@ -94,8 +94,11 @@ N_SLOTS = 6
 
 # ---------------------------------------------------------------------------------------- timing
 def first_token(ttft0, inp, read, prefill_tps):
-    """Seconds to the first token: the drawn TTFT plus the prefill of the uncached input."""
-    return ttft0 + (inp - read) / prefill_tps
+    """Seconds to the first token: the drawn TTFT plus the prefill of the uncached input.
+
+    (A ``read`` that is a plain zero -- a number, not an array -- is not subtracted: integers, the same values.)
+    """
+    return ttft0 + (inp if getattr(read, "ndim", 0) == 0 and read == 0 else inp - read) / prefill_tps
 
 
 def decode(out, reas, tps):

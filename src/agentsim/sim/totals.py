@@ -21,6 +21,7 @@ draws): see :func:`agentsim.sim.simulation.simulate_plan`.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -51,15 +52,24 @@ class RunTotals:
         self.calls = np.zeros(n, dtype=np.int64)
         self.tokens = {k: np.zeros(n, dtype=np.int64) for k in CALL_INT}
         self.every_run = dict.fromkeys(("calls", *CALL_INT), 0)  # what every run adds alike (Python ints)
+        # ((token kind, constant count), ...) -> per run, how many instances were made with those constants
+        self.made: dict[tuple, np.ndarray] = {}
 
-    def add(self, nid: int, sl: tuple, on: bool, active: np.ndarray, inp, read, write, w1h, out, reas) -> None:
-        """One evaluation of call node ``nid`` at index ``sl`` (arrays broadcastable to ``active``'s shape)."""
+    def add(
+        self, nid: int, sl: tuple, on: bool, active: np.ndarray, inp, read, write, w1h, out, reas, uncached=None
+    ) -> None:
+        """One evaluation of call node ``nid`` at index ``sl`` (arrays broadcastable to ``active``'s shape).
+
+        ``uncached``: ``inp - read - write`` when the caller knows it (see :func:`call_cost`).
+        """
         n, shape = self.n, active.shape
         m = math.prod(shape[1:])  # instances per run in this evaluation (fan-out copies)
         values = (inp, read, write, w1h, out, reas)
         consts = [constant(x) for x in values]
         # constants enter the price as scalars: the same IEEE operations, done once instead of per element
-        cost = call_cost(self.rates[nid], *(x if c is None else c for x, c in zip(values, consts, strict=True)))
+        cost = call_cost(
+            self.rates[nid], *(x if c is None else c for x, c in zip(values, consts, strict=True)), uncached=uncached
+        )
         if not on:
             cost = np.where(active, cost, 0.0)
         if nid in self.cost_tensors:
@@ -76,12 +86,19 @@ class RunTotals:
             self.costs[nid] = running_row_sum(self.costs.get(nid), np.broadcast_to(cost, shape).reshape(n, -1))
         if on:
             self.every_run["calls"] += m
+            for k, c in zip(CALL_INT, consts, strict=True):
+                if c is not None:  # the same count in every run: no per-element work
+                    self.every_run[k] += int(c) * m
         else:
-            self.calls += active.reshape(n, -1).sum(axis=1) if m > 1 or active.ndim > 1 else active
+            # The calls made and the constant token counts are both (number of active instances) x value:
+            # one count of active instances per set of constants, multiplied out in result() (integers: exact).
+            key = tuple((k, int(c)) for k, c in zip(CALL_INT, consts, strict=True) if c is not None and c != 0)
+            made = active.reshape(n, -1).sum(axis=1) if m > 1 or active.ndim > 1 else active
+            count = self.made.get(key)
+            self.made[key] = made.astype(np.int64) if count is None else count + made
         for k, x, c in zip(CALL_INT, values, consts, strict=True):
-            if on and c is not None:  # the same count in every run: no per-element work
-                self.every_run[k] += int(c) * m
-                continue
+            if c is not None:
+                continue  # counted above
             if not on:
                 x = np.where(active, x, 0)
             if np.shape(x) != (n,):
@@ -97,10 +114,15 @@ class RunTotals:
             elif node.id in self.cost_tensors:
                 cost = cost + row_sum(self.cost_tensors[node.id])
         same = self.every_run
+        calls, tokens = self.calls, dict(self.tokens)
+        for key, made in self.made.items():
+            calls = calls + made
+            for k, c in key:
+                tokens[k] = tokens[k] + c * made
         return {
             "cost": cost,
-            "calls": self.calls + same["calls"],
-            **{f"{k}_tokens": v + same[k] for k, v in self.tokens.items()},
+            "calls": calls + same["calls"],
+            **{f"{k}_tokens": v + same[k] for k, v in tokens.items()},
         }
 
 
@@ -121,7 +143,8 @@ def constant(x):
     broadcast view, as constants are drawn), as a NumPy scalar of its dtype; else None.
     Reads no element beyond the first."""
     if isinstance(x, np.ndarray):
-        if x.ndim == 0 or (x.size and not any(x.strides)):
+        strides = x.strides
+        if not strides or (x.size and not any(strides)):
             return x[(0,) * x.ndim]
         return None
     return x if isinstance(x, int | float | np.generic) else None
@@ -140,4 +163,12 @@ def add_ints(a, b):
     cb = None if ca is None else constant(b)
     if cb is None:
         return a + b
-    return np.broadcast_to(ca + cb, np.broadcast_shapes(np.shape(a), np.shape(b)))
+    sa, sb = np.shape(a), np.shape(b)
+    c = ca + cb
+    return _view(c.dtype.str, c.item(), sa if sa == sb else np.broadcast_shapes(sa, sb))
+
+
+@functools.lru_cache(maxsize=1024)
+def _view(dtype: str, value, shape: tuple[int, ...]) -> np.ndarray:
+    """A read-only broadcast view of one value (the same few sums recur call after call: made once)."""
+    return np.broadcast_to(np.array(value, dtype=dtype), shape)
