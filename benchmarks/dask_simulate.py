@@ -12,7 +12,8 @@ the cluster and reassembles them in order (agentsim.sim.executors). Scenarios, o
 * ``reference``: the 96-call reference agent of issue 15 (benchmarks/reference.py: 40 steps, an
   8-way fan-out every 5th step, gamma output speed), ~9 µs per run.
 
-Both clusters are started first, warmed up
+The clusters are the ``LocalCluster`` s ``simulate(..., executor="dask", workers=N)`` starts
+(agentsim.sim.executors.dask_client). Both are started first, warmed up
 (the workers import agentsim once), then timed in interleaved pairs (1 worker, then 2) in this one
 process. Prints medians of ``--repeat`` pairs:
 
@@ -32,10 +33,10 @@ process. Prints medians of ``--repeat`` pairs:
 from __future__ import annotations
 
 import argparse
-import logging
 import statistics
 import sys
 import time
+from contextlib import ExitStack
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -83,16 +84,11 @@ def main() -> None:
     sc = SCENARIO if args.scenario == "small" else REFERENCE
     what = "a small scenario (2-5 calls per run)" if args.scenario == "small" else "the 96-call reference agent"
 
-    from dask.distributed import Client, LocalCluster
+    from agentsim.sim.executors import dask_client
 
-    def cluster(n: int):
-        c = LocalCluster(
-            n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=logging.ERROR
-        )
-        return c, Client(c, set_as_default=False)
-
+    stack = ExitStack()  # the LocalClusters simulate(..., executor="dask", workers=N) starts
     t = time.perf_counter()
-    (c1, one), (cn, many) = cluster(1), cluster(args.workers)
+    one, many = stack.enter_context(dask_client(1)), stack.enter_context(dask_client(args.workers))
     start = time.perf_counter() - t
     for client in (one, many):  # warm-up: every worker imports agentsim and compiles once
         simulate(sc, runs=20_000, executor=client)
@@ -112,7 +108,7 @@ def main() -> None:
             serial[key].append(time.process_time() - c0)
             docs.add(res.to_json())
             del res
-    many.close(), cn.close(), one.close(), c1.close()
+    stack.close()
 
     t1, tn = statistics.median(times["1"]), statistics.median(times["n"])
     ratio = statistics.median(a / b for a, b in zip(times["1"], times["n"], strict=True))

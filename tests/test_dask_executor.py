@@ -180,3 +180,18 @@ def test_without_dask_installed_the_error_says_what_to_install(monkeypatch, tmp_
     monkeypatch.setitem(sys.modules, "dask.distributed", None)  # import dask.distributed raises ImportError
     with pytest.raises(ExecutorError, match=r"pip install 'agentsim\[dask\]'"):
         simulate(_small(tmp_path, runs=10), executor="dask")
+
+
+def _profiler_on() -> bool:
+    import dask
+
+    return dask.config.get("distributed.worker.profile.enabled")
+
+
+def test_the_local_cluster_started_here_runs_its_workers_without_the_profiler():
+    # no dashboard reads it; the workers are other processes, so the setting has to travel to them
+    from agentsim.sim.executors import dask_client
+
+    with dask_client(1) as client:
+        assert list(client.run(_profiler_on).values()) == [False]
+    assert _profiler_on()  # this process's own configuration is left as it was

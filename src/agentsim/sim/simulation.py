@@ -152,10 +152,13 @@ def _chunk_task(shared: tuple, spans: list) -> tuple:
     """Consecutive blocks run by an executor (``shared``: plan, seed, engine, keep, and how many leading
     blocks send per-call samples), packed into one message: per variant, the run columns of all the
     blocks (:func:`agentsim.sim.packing.pack_columns`) and their per-call samples, concatenated in
-    block order; then each block's kept results and streaming metrics."""
+    block order, at most ``PER_CALL_CAP`` of them; then each block's kept results and streaming metrics."""
     plan, seed, engine, keep, sampled = shared
-    none = [0] * len(plan.variants)
-    parts = [_block_summary(plan, seed, s, engine, keep, None if s[0] < sampled else none) for s in spans]
+    room = [PER_CALL_CAP] * len(plan.variants)  # calls past the task's first PER_CALL_CAP are never used
+    parts = []
+    for s in spans:
+        parts.append(_block_summary(plan, seed, s, engine, keep, room if s[0] < sampled else [0] * len(room)))
+        room = [r - ttft.size for r, (ttft, _) in zip(room, parts[-1][1], strict=True)]
     cols, samples = [], []
     for v in range(len(plan.variants)):
         cols.append(pack_columns([p[0][v] for p in parts]))
