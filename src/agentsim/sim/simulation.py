@@ -281,8 +281,10 @@ def simulate_plan(
             for v, pair in enumerate(_block_summary(plan, seed, s, engine, False, room)[1]):
                 call_stats[plan.variants[v]].add(*pair)
 
-    variant = pd.Categorical.from_codes(np.repeat(np.arange(nv), runs), categories=list(plan.variants))
-    runs_df = pd.DataFrame({"variant": variant, "run": np.tile(np.arange(runs), nv), **columns}, copy=False)
+    codes = np.repeat(np.arange(nv, dtype=np.int8 if nv < 128 else np.int64), runs)  # the codes' own dtype
+    variant = pd.Categorical.from_codes(codes, categories=list(plan.variants))
+    run = np.arange(runs) if nv == 1 else np.tile(np.arange(runs), nv)  # (tile copies even once)
+    runs_df = pd.DataFrame({"variant": variant, "run": run, **columns}, copy=False)
 
     def blocks():
         if kept is not None:
