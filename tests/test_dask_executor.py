@@ -188,10 +188,13 @@ def _profiler_on() -> bool:
     return dask.config.get("distributed.worker.profile.enabled")
 
 
-def test_the_local_cluster_started_here_runs_its_workers_without_the_profiler():
-    # no dashboard reads it; the workers are other processes, so the setting has to travel to them
+def test_the_local_cluster_started_here_runs_its_workers_without_the_profiler(tmp_path):
+    # no dashboard reads it; the workers are other processes, so the setting has to travel to them.
+    # Its client fetches results straight from the worker: the same bytes as one process
     from agentsim.sim.executors import dask_client
 
+    path = _small(tmp_path)
     with dask_client(1) as client:
         assert list(client.run(_profiler_on).values()) == [False]
+        assert simulate(path, executor=client).to_json() == simulate(path).to_json()
     assert _profiler_on()  # this process's own configuration is left as it was

@@ -107,7 +107,9 @@ def dask_client(workers: int = 1, scheduler: str | None = None, client: Any = No
                 dashboard_address=None,
                 silence_logs=logging.ERROR,
             )
-            client = Client(cluster, set_as_default=False)
+            # results straight from the workers: through the scheduler, each byte would be received
+            # twice in this process (the scheduler of a LocalCluster runs here too)
+            client = Client(cluster, set_as_default=False, direct_to_workers=True)
     try:
         yield client
     finally:
