@@ -1,36 +1,52 @@
 """One large simulation on a Dask cluster: a LocalCluster of 1 worker against one of 2 workers.
 
-    python benchmarks/dask_simulate.py [--runs 10000000] [--repeat 3] [--workers 2] [--no-local]
+    python benchmarks/dask_simulate.py [--scenario small|reference] [--runs 10000000] [--repeat 3]
+                                       [--workers 2] [--no-local] [--src DIR]
 
 ``simulate(..., executor=client)`` sends the blocks of runs (4,096 runs each) of one simulation to
-the cluster and reassembles them in order (agentsim.sim.executors). The scenario is small: one model,
-a planning call and a loop of 1-4 calls (uniform), lognormal TTFT and output speed; one variant, so a
-10,000,000-run table fits in memory (~1.3 GB of columns). Both clusters are started first, warmed up
+the cluster and reassembles them in order (agentsim.sim.executors). Scenarios, one variant each (a
+10,000,000-run table fits in memory):
+
+* ``small`` (default): one model, a planning call and a loop of 1-4 calls (uniform), lognormal TTFT
+  and output speed; ~0.7 µs of fast-path work per run, so the client's share is the largest;
+* ``reference``: the 96-call reference agent of issue 15 (benchmarks/reference.py: 40 steps, an
+  8-way fan-out every 5th step, gamma output speed), ~9 µs per run.
+
+The clusters are the ``LocalCluster`` s ``simulate(..., executor="dask", workers=N)`` starts
+(agentsim.sim.executors.dask_client). Both are started first, warmed up
 (the workers import agentsim once), then timed in interleaved pairs (1 worker, then 2) in this one
 process. Prints medians of ``--repeat`` pairs:
 
 * seconds on 1 and on ``--workers`` workers, the speed-up (goal >= 1.8x on 2 cores) and runs/s;
 * the CPU seconds this process (the client: receiving blocks, copying them into the runs table)
   spends itself, the serial part, and the speed-up that leaves possible on idle cores (Amdahl);
+* the bytes of run columns a task sends back per run (agentsim.sim.packing);
 * whether every summary.json is byte-identical to the others and (unless ``--no-local``) to the
   same simulation in this one process;
 * a control: the speed-up of a pure-Python loop on the same number of processes, i.e. what the
   shared machine gives right now (compare the Dask speed-up with this, not only with the goal).
+
+``--src DIR`` measures another source tree with the same script (the workers inherit its path), e.g.
+``git archive main src | tar -x -C /tmp/old && python benchmarks/dask_simulate.py --src /tmp/old/src``.
 """
 
 from __future__ import annotations
 
 import argparse
-import logging
 import statistics
 import sys
 import time
+from contextlib import ExitStack
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "src"))
+SRC = sys.argv[sys.argv.index("--src") + 1] if "--src" in sys.argv[:-1] else str(ROOT / "src")
+sys.path.insert(0, SRC)  # the workers (spawned processes) inherit this path
 
 from agentsim.sim.simulation import simulate  # noqa: E402
+
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from reference import REFERENCE  # noqa: E402
 
 SCENARIO = {
     "name": "dask-bench",
@@ -58,27 +74,26 @@ SCENARIO = {
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--scenario", choices=("small", "reference"), default="small")
     ap.add_argument("--runs", type=int, default=10_000_000)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--no-local", action="store_true", help="skip the one-process run (its bytes and time)")
+    ap.add_argument("--src", default=SRC, help="measure another source tree (e.g. an export of an older commit)")
     args = ap.parse_args()
+    sc = SCENARIO if args.scenario == "small" else REFERENCE
+    what = "a small scenario (2-5 calls per run)" if args.scenario == "small" else "the 96-call reference agent"
 
-    from dask.distributed import Client, LocalCluster
+    from agentsim.sim.executors import dask_client
 
-    def cluster(n: int):
-        c = LocalCluster(
-            n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=logging.ERROR
-        )
-        return c, Client(c, set_as_default=False)
-
+    stack = ExitStack()  # the LocalClusters simulate(..., executor="dask", workers=N) starts
     t = time.perf_counter()
-    (c1, one), (cn, many) = cluster(1), cluster(args.workers)
+    one, many = stack.enter_context(dask_client(1)), stack.enter_context(dask_client(args.workers))
     start = time.perf_counter() - t
     for client in (one, many):  # warm-up: every worker imports agentsim and compiles once
-        simulate(SCENARIO, runs=20_000, executor=client)
+        simulate(sc, runs=20_000, executor=client)
     print(
-        f"simulate(): {args.runs:,} runs of a small scenario (2-5 calls per run), median of {args.repeat} "
+        f"simulate(): {args.runs:,} runs of {what}, median of {args.repeat} "
         f"interleaved pairs; clusters started in {start:.1f} s (not included)"
     )
 
@@ -88,12 +103,12 @@ def main() -> None:
     for _ in range(args.repeat):
         for key, client in (("1", one), ("n", many)):
             c0, t0 = time.process_time(), time.perf_counter()
-            res = simulate(SCENARIO, runs=args.runs, executor=client)
+            res = simulate(sc, runs=args.runs, executor=client)
             times[key].append(time.perf_counter() - t0)
             serial[key].append(time.process_time() - c0)
             docs.add(res.to_json())
             del res
-    many.close(), cn.close(), one.close(), c1.close()
+    stack.close()
 
     t1, tn = statistics.median(times["1"]), statistics.median(times["n"])
     ratio = statistics.median(a / b for a, b in zip(times["1"], times["n"], strict=True))
@@ -108,10 +123,15 @@ def main() -> None:
         f"  client (serial)     {sn:8.2f} s CPU in this process with {args.workers} workers ({s1:.2f} s with 1): "
         f"at most {bound:.2f}x on {args.workers} idle cores (Amdahl)"
     )
+    try:
+        packed, unpacked = _payload(sc), _payload(sc, packed=False)
+        print(f"  run columns sent    {packed:8.1f} bytes per run (packed; {unpacked:.0f} unpacked)")
+    except ImportError:  # a source tree from before agentsim.sim.packing: every column as it is
+        print("  run columns sent    (this source tree sends every column as it is)")
     same = len(docs) == 1
     if not args.no_local:
         t0 = time.perf_counter()
-        local = simulate(SCENARIO, runs=args.runs).to_json()
+        local = simulate(sc, runs=args.runs).to_json()
         print(f"  1 process, no Dask {time.perf_counter() - t0:8.2f} s")
         same = same and local in docs
     print(f"  summary.json identical {'yes' if same else 'NO'}")
@@ -121,6 +141,25 @@ def main() -> None:
         f"  control: a pure-Python loop on {args.workers} processes runs {b1 / bn:.2f}x faster than on 1 "
         f"(the machine's speed-up right now)"
     )
+
+
+def _payload(sc, packed: bool = True) -> float:
+    """Bytes of run columns one task sends per run (agentsim.sim.packing), from 8 blocks run here."""
+    from agentsim.plan.compiler import compile_plan
+    from agentsim.plan.sampling import block_spans
+    from agentsim.plan.validation import parse
+    from agentsim.sim.packing import pack_columns, packed_nbytes, raw
+    from agentsim.sim.records import run_columns
+    from agentsim.sim.simulation import choose_engine, simulate_block
+
+    plan = compile_plan(parse(sc, file="<benchmark>"))
+    engine = choose_engine(plan)
+    spans = block_spans(8 * 4096)
+    blocks = [simulate_block(plan, 7, s, engine, summary_only=True, samples=False)[1][0] for s in spans]
+    cols = [run_columns(plan, r) for r in blocks]
+    if packed:
+        return packed_nbytes(pack_columns(cols)) / (8 * 4096)
+    return sum(packed_nbytes({k: raw(a) for k, a in c.items()}) for c in cols) / (8 * 4096)
 
 
 def _timed(fn) -> float:

@@ -81,6 +81,45 @@ def test_ordered_map_keeps_the_order_of_the_items(client):
     assert sorted(unordered_map(abs, [-3, 1, -2], executor=client)) == [1, 2, 3]
 
 
+def _capped(monkeypatch, cap: int) -> None:
+    # a per-call cap small enough to fill within a few blocks (the statistics use the first calls only)
+    import agentsim.sim.results
+    import agentsim.sim.simulation
+
+    monkeypatch.setattr(agentsim.sim.results, "PER_CALL_CAP", cap)
+    monkeypatch.setattr(agentsim.sim.simulation, "PER_CALL_CAP", cap)
+
+
+def test_blocks_past_the_per_call_cap_send_no_samples_and_change_nothing(tmp_path, client, monkeypatch):
+    # ~3.5 calls a run: the cap of 20,000 calls fills in the 2nd block; blocks past the 4th (the
+    # estimate's margin) neither compute nor send samples; 12 blocks, two variants
+    _capped(monkeypatch, 20_000)
+    path = _small(tmp_path, runs=12 * 4096)
+    one = simulate(path)
+    on_dask = simulate(path, executor=client)
+    assert on_dask.to_json() == one.to_json()
+    assert on_dask.runs.equals(one.runs)
+
+
+def test_when_the_estimate_of_calls_falls_short_the_missing_samples_are_computed(tmp_path, client, monkeypatch):
+    # a choose of 6 one-call options: the estimate counts 6 calls a run, 1 is made. With a cap of 30,000
+    # calls the tasks send samples for the first 4 blocks (2 x 30,000 / (6 x 4,096) + 2) while the
+    # statistics need 8 (30,000 / 4,096 calls): the client computes blocks 5-8's samples itself
+    _capped(monkeypatch, 30_000)
+    options = [
+        {"p": p, "steps": [{"call": {"model": "m", "output": 50 * (i + 1)}}]} for i, p in enumerate([0.5] + [0.1] * 5)
+    ]
+    doc = scenario(
+        [{"choose": {"options": options}}],
+        models={"m": model(ttft={"exponential": {"mean": 1}}, tps={"lognormal": {"median": 80, "p90": 110}})},
+        runs=12 * 4096,
+    )
+    path = tmp_path / "choose.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    one = simulate(path)
+    assert simulate(path, executor=client).to_json() == one.to_json()
+
+
 def test_executor_mistakes_are_refused_before_any_work(tmp_path, client):
     path = _small(tmp_path, runs=10)
     with pytest.raises(ExecutorError, match="unknown executor 'spark'"):
@@ -141,3 +180,21 @@ def test_without_dask_installed_the_error_says_what_to_install(monkeypatch, tmp_
     monkeypatch.setitem(sys.modules, "dask.distributed", None)  # import dask.distributed raises ImportError
     with pytest.raises(ExecutorError, match=r"pip install 'agentsim\[dask\]'"):
         simulate(_small(tmp_path, runs=10), executor="dask")
+
+
+def _profiler_on() -> bool:
+    import dask
+
+    return dask.config.get("distributed.worker.profile.enabled")
+
+
+def test_the_local_cluster_started_here_runs_its_workers_without_the_profiler(tmp_path):
+    # no dashboard reads it; the workers are other processes, so the setting has to travel to them.
+    # Its client fetches results straight from the worker: the same bytes as one process
+    from agentsim.sim.executors import dask_client
+
+    path = _small(tmp_path)
+    with dask_client(1) as client:
+        assert list(client.run(_profiler_on).values()) == [False]
+        assert simulate(path, executor=client).to_json() == simulate(path).to_json()
+    assert _profiler_on()  # this process's own configuration is left as it was

@@ -27,6 +27,7 @@ from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from contextlib import contextmanager
+from functools import partial
 from itertools import repeat
 from typing import Any
 
@@ -35,6 +36,7 @@ __all__ = [
     "ExecutorError",
     "check_executor",
     "dask_client",
+    "ordered_chunks",
     "ordered_map",
     "reach_scheduler",
     "unordered_map",
@@ -44,6 +46,15 @@ EXECUTORS = ("process", "dask")
 MAX_CHUNK = 32  # items (blocks of 4,096 runs) per Dask task at most
 TASKS_PER_THREAD = 8  # Dask tasks per worker thread at least, when there are items enough
 _END = object()
+# A LocalCluster started here has no dashboard, so nothing reads what Dask measures for it: each worker's
+# statistical profiler (a stack sample every 10 ms), the 20 ms event-loop tick and the 0.5 s system monitor.
+# Left on, they take ~0.17 of a core while idle (client and scheduler 0.07, each worker 0.05), from the
+# cores the blocks run on; off, ~0.10 (benchmarks/dask_simulate.py).
+QUIET_CLUSTER = {
+    "distributed.worker.profile.enabled": False,
+    "distributed.admin.tick.interval": "1s",
+    "distributed.admin.system-monitor.interval": "5s",
+}
 
 
 class ExecutorError(ValueError):
@@ -86,14 +97,19 @@ def dask_client(workers: int = 1, scheduler: str | None = None, client: Any = No
     else:
         import logging
 
-        cluster = LocalCluster(
-            n_workers=workers,
-            threads_per_worker=1,
-            processes=True,
-            dashboard_address=None,
-            silence_logs=logging.ERROR,
-        )
-        client = Client(cluster, set_as_default=False)
+        import dask
+
+        with dask.config.set(QUIET_CLUSTER):  # the workers (processes started here) take this config
+            cluster = LocalCluster(
+                n_workers=workers,
+                threads_per_worker=1,
+                processes=True,
+                dashboard_address=None,
+                silence_logs=logging.ERROR,
+            )
+            # results straight from the workers: through the scheduler, each byte would be received
+            # twice in this process (the scheduler of a LocalCluster runs here too)
+            client = Client(cluster, set_as_default=False, direct_to_workers=True)
     try:
         yield client
     finally:
@@ -154,43 +170,69 @@ def ordered_map(
     ``shared`` (a compiled plan, say) is sent to each Dask worker once; at most a few pieces per worker
     thread are in flight, so results are consumed as they come and memory stays bounded.
     """
+    where = {"workers": workers, "executor": executor, "scheduler": scheduler}
+    for _, out in ordered_chunks(partial(_run_chunk, fn), shared, items, **where):
+        yield from out
+
+
+def ordered_chunks(
+    fn: Callable,
+    shared: Any,
+    items: Sequence,
+    *,
+    workers: int = 1,
+    executor: Any = "process",
+    scheduler: str | None = None,
+) -> Iterator[tuple[Sequence, Any]]:
+    """``(chunk, fn(shared, chunk))`` for consecutive chunks of ``items``, in order, wherever they ran.
+
+    One task per chunk: a task costs milliseconds of scheduling and a round trip, and its result is
+    one message, so ``fn`` can return the chunk's results packed together (agentsim.sim.packing).
+    Chunks hold up to ``MAX_CHUNK`` items, with at least ``TASKS_PER_THREAD`` chunks per worker
+    thread (for balance) when there are items enough; one process runs chunks of one item.
+    """
     check_executor(executor, scheduler)
     if _is_client(executor) or executor == "dask":
         with dask_client(workers, scheduler, executor if _is_client(executor) else None) as client:
             yield from _dask_ordered(client, fn, shared, items)
     elif workers > 1 and len(items) > 1:
-        with ProcessPoolExecutor(max_workers=min(workers, len(items))) as pool:
-            yield from pool.map(fn, repeat(shared), items)
+        chunks = _chunks(items, workers)
+        with ProcessPoolExecutor(max_workers=min(workers, len(chunks))) as pool:
+            yield from zip(chunks, pool.map(fn, repeat(shared), chunks), strict=True)
     else:
         for item in items:
-            yield fn(shared, item)
+            yield [item], fn(shared, [item])
 
 
 def _run_chunk(fn: Callable, shared: Any, chunk: Sequence) -> list:
     return [fn(shared, item) for item in chunk]
 
 
-def _dask_ordered(client, fn: Callable, shared: Any, items: Sequence) -> Iterator:
-    """Items in chunks of up to ``MAX_CHUNK`` (a Dask task costs milliseconds of scheduling and a
-    round trip; a fast-path block only ~15 ms of work), at least ``TASKS_PER_THREAD`` chunks per worker
-    thread for balance, and at most ``2 x threads`` chunks in flight (memory stays bounded)."""
-    threads = max(1, sum(client.nthreads().values()))
+def _chunks(items: Sequence, threads: int) -> list[Sequence]:
     size = max(1, min(MAX_CHUNK, len(items) // (threads * TASKS_PER_THREAD)))
-    chunks = [items[i : i + size] for i in range(0, len(items), size)]
+    return [items[i : i + size] for i in range(0, len(items), size)]
+
+
+def _dask_ordered(client, fn: Callable, shared: Any, items: Sequence) -> Iterator:
+    """Chunks of items (:func:`_chunks`) as Dask tasks, at most ``2 x threads + 1`` in flight (memory
+    stays bounded), results handed back in order with their chunk."""
+    threads = max(1, sum(client.nthreads().values()))
+    chunks = _chunks(items, threads)
     [shared_f] = client.scatter([shared], broadcast=True, hash=False)
 
     def submit(chunk):
-        return client.submit(_run_chunk, fn, shared_f, chunk, pure=False)
+        return client.submit(fn, shared_f, chunk, pure=False)
 
     window = 2 * threads + 1
-    pending: deque = deque(submit(c) for c in chunks[:window])
+    pending: deque = deque((c, submit(c)) for c in chunks[:window])
     left = iter(chunks[window:])
     while pending:
-        out = pending.popleft().result()
+        chunk, fut = pending.popleft()
+        out = fut.result()
         nxt = next(left, _END)  # one more in flight for each one done
         if nxt is not _END:
-            pending.append(submit(nxt))
-        yield from out
+            pending.append((nxt, submit(nxt)))
+        yield chunk, out
 
 
 def unordered_map(

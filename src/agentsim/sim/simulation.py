@@ -21,10 +21,11 @@ import pandas as pd
 
 from agentsim.model.scenario import Scenario
 from agentsim.plan.compiler import Plan, compile_plan
-from agentsim.plan.sampling import block_spans, call_speeds, sample_block
+from agentsim.plan.sampling import BLOCK_SIZE, block_spans, call_speeds, sample_block
 from agentsim.plan.sizeguard import check_plan
 from agentsim.plan.validation import load, parse
-from agentsim.sim.executors import check_executor, dask_client, ordered_map
+from agentsim.sim.executors import check_executor, dask_client, ordered_chunks
+from agentsim.sim.packing import new_column, pack_columns, raw, unpack_into
 from agentsim.sim.records import DONE, BlockResult, calls_frame, price_calls, run_columns, spans_frame
 from agentsim.sim.results import PER_CALL_CAP, CallStats, Results
 from agentsim.sim.stream_stats import StreamStats
@@ -147,10 +148,33 @@ def _block_summary(plan: Plan, seed: int, span, engine: str, keep: bool, room: l
     return columns, samples, (results if keep else None), streams
 
 
-def _block_task(shared: tuple, span: tuple[int, int, int]):
-    """:func:`_block_summary` of one block run by an executor (``shared``: plan, seed, engine, keep)."""
-    plan, seed, engine, keep = shared
-    return _block_summary(plan, seed, span, engine, keep)
+def _chunk_task(shared: tuple, spans: list) -> tuple:
+    """Consecutive blocks run by an executor (``shared``: plan, seed, engine, keep, and how many leading
+    blocks send per-call samples), packed into one message: per variant, the run columns of all the
+    blocks (:func:`agentsim.sim.packing.pack_columns`) and their per-call samples, concatenated in
+    block order, at most ``PER_CALL_CAP`` of them; then each block's kept results and streaming metrics."""
+    plan, seed, engine, keep, sampled = shared
+    room = [PER_CALL_CAP] * len(plan.variants)  # calls past the task's first PER_CALL_CAP are never used
+    parts = []
+    for s in spans:
+        parts.append(_block_summary(plan, seed, s, engine, keep, room if s[0] < sampled else [0] * len(room)))
+        room = [r - ttft.size for r, (ttft, _) in zip(room, parts[-1][1], strict=True)]
+    cols, samples = [], []
+    for v in range(len(plan.variants)):
+        cols.append(pack_columns([p[0][v] for p in parts]))
+        samples.append(tuple(np.concatenate([p[1][v][k] for p in parts]) for k in (0, 1)))
+    return cols, samples, [p[2] for p in parts], [p[3] for p in parts]
+
+
+def _sampled_blocks(plan: Plan, spans: list, keep: bool) -> int:
+    """How many leading blocks send their per-call samples from an executor: enough, by a rough
+    estimate with a margin of 2, to fill every variant's cap of ``PER_CALL_CAP`` calls (the statistics
+    use only the first calls, in block order); blocks past it do not compute or send them. Should the
+    estimate fall short, the client computes the missing samples itself afterwards, block by block."""
+    per_block = _est_call_instances(plan, BLOCK_SIZE)
+    if keep or per_block <= 0:
+        return len(spans)
+    return min(len(spans), 2 * PER_CALL_CAP // per_block + 2)
 
 
 def _call_samples(plan: Plan, res: BlockResult, room: int | None) -> tuple[np.ndarray, np.ndarray]:
@@ -225,34 +249,42 @@ def simulate_plan(
     columns: dict[str, np.ndarray] = {}
     kept = [] if keep else None
 
-    def consume(part) -> None:
-        # Stream each block into preallocated columns, so memory stays one copy of the runs table.
-        cols, samples, results, results_stream = part
+    def consume(first: int, cols, samples, results, streams) -> None:
+        # Copy blocks (one, or a task's consecutive ones) into the zeroed columns: one copy of the table.
         for v, block_cols in enumerate(cols):
-            first = v * runs + spans[len(seen)][1]
-            for name, arr in block_cols.items():
+            for name, packed in block_cols.items():
                 if name not in columns:
-                    columns[name] = np.empty(runs * nv, dtype=arr.dtype)
-                columns[name][first : first + len(arr)] = arr
+                    columns[name] = new_column(runs * nv, packed[0])
+                unpack_into(columns[name], v * runs + first, packed)
             call_stats[plan.variants[v]].add(*samples[v])
             if plan.has_streaming:
-                stream_stats[plan.variants[v]].add(results_stream[v])
+                for block_streams in streams:
+                    stream_stats[plan.variants[v]].add(block_streams[v])
         if kept is not None:
-            kept.append(results)
-        seen.append(1)
+            kept.extend(results)
 
-    seen: list[int] = []
     if executor == "process" and (workers == 1 or len(spans) == 1):
         for s in spans:
             room = [PER_CALL_CAP - call_stats[name].kept for name in plan.variants]
-            consume(_block_summary(plan, seed, s, engine, keep, room))
-    else:  # blocks elsewhere (processes, a Dask cluster), handed back in order
-        shared = (plan, seed, engine, keep)
-        for part in ordered_map(_block_task, shared, spans, workers=workers, executor=executor, scheduler=scheduler):
-            consume(part)
+            cols, samples, results, streams = _block_summary(plan, seed, s, engine, keep, room)
+            consume(s[1], [{k: raw(a) for k, a in c.items()} for c in cols], samples, [results], [streams])
+    else:  # blocks elsewhere (processes, a Dask cluster), handed back in order, several to a task
+        sampled = _sampled_blocks(plan, spans, keep)
+        shared = (plan, seed, engine, keep, sampled)
+        where = {"workers": workers, "executor": executor, "scheduler": scheduler}
+        for chunk, part in ordered_chunks(_chunk_task, shared, spans, **where):
+            consume(chunk[0][1], *part)
+        for s in spans[sampled:]:  # the estimate fell short: the missing samples, computed here
+            room = [PER_CALL_CAP - call_stats[name].kept for name in plan.variants]
+            if not any(r > 0 for r in room):
+                break
+            for v, pair in enumerate(_block_summary(plan, seed, s, engine, False, room)[1]):
+                call_stats[plan.variants[v]].add(*pair)
 
-    variant = pd.Categorical.from_codes(np.repeat(np.arange(nv), runs), categories=list(plan.variants))
-    runs_df = pd.DataFrame({"variant": variant, "run": np.tile(np.arange(runs), nv), **columns}, copy=False)
+    codes = np.repeat(np.arange(nv, dtype=np.int8 if nv < 128 else np.int64), runs)  # the codes' own dtype
+    variant = pd.Categorical.from_codes(codes, categories=list(plan.variants))
+    run = np.arange(runs) if nv == 1 else np.tile(np.arange(runs), nv)  # (tile copies even once)
+    runs_df = pd.DataFrame({"variant": variant, "run": run, **columns}, copy=False)
 
     def blocks():
         if kept is not None:
