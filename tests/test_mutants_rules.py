@@ -36,6 +36,10 @@ def test_first_token_prefills_only_the_uncached_input():
     assert rules.first_token(0.1, 7, 4, 10.0) == 0.4
     got = rules.first_token(np.array([0.1, 0.5]), np.array([7, 3000]), np.array([4, 1000]), np.array([10.0, 4000.0]))
     assert got.tolist() == [0.4, 1.0]
+    # a plain-number read is skipped only when it is 0: one cached token still comes off (0.5 + 2999 / 1000)
+    assert rules.first_token(0.5, 3000, 1, 1000.0) == 0.5 + 2999 / 1000
+    assert rules.first_token(0.5, 3000, np.int64(1), 1000.0) == 0.5 + 2999 / 1000
+    assert rules.first_token(0.5, 3000, 0, 1000.0) == 0.5 + 3000 / 1000
 
 
 def test_decode_adds_the_tokens_before_dividing():
