@@ -82,3 +82,20 @@ def test_summary_percentiles_from_sorted_copies():
     d = describe(ttft)
     for p, v in zip((50, 90, 95, 99), np.percentile(ttft, (50, 90, 95, 99)), strict=True):
         assert _bits(d[f"p{p}"]) == _bits(v)
+
+
+def test_constant_views_are_cached_by_dtype_and_bits():
+    """One cached view per value: -0.0 and 0.0, 1 and 1.0 are different values and get their own views."""
+    from agentsim.plan.sampling import constant_view
+    from agentsim.sim.totals import add_ints
+
+    neg, pos = constant_view(np.float64(-0.0), (3,)), constant_view(np.float64(0.0), (3,))
+    assert np.signbit(neg).all() and not np.signbit(pos).any()
+    assert constant_view(np.int64(1), (2,)).dtype == np.int64
+    assert constant_view(np.float64(1), (2,)).dtype == np.float64
+    view = constant_view(np.int64(7), (4, 2))
+    assert view is constant_view(np.int64(7), (4, 2)) and not view.flags.writeable and not any(view.strides)
+    # sums of constant counts stay views of one value: 3 + 4 in every run
+    s = add_ints(constant_view(np.int64(3), (5,)), constant_view(np.int64(4), (5,)))
+    assert s.tolist() == [7] * 5 and not any(s.strides)
+    assert add_ints(np.arange(3), constant_view(np.int64(1), (3,))).tolist() == [1, 2, 3]

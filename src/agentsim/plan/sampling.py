@@ -53,7 +53,7 @@ from agentsim.plan.compiler import (
 )
 from agentsim.plan.memory import tune_malloc
 
-__all__ = ["BLOCK_SIZE", "Block", "block_spans", "call_speeds", "sample_block"]
+__all__ = ["BLOCK_SIZE", "Block", "block_spans", "call_speeds", "constant_view", "sample_block"]
 
 BLOCK_SIZE = 4096
 
@@ -147,15 +147,20 @@ def sample_block(plan: Plan, seed: int, index: int, start: int, n: int) -> Block
 
 def _constant_array(c: float, integer: bool, shape: tuple[int, ...]) -> np.ndarray:
     """A read-only broadcast view of one value: a constant costs no memory per run (and, cached, no
-    time per block: blocks of the same size share it). Cached by the value's bits (-0.0 is not 0.0)."""
-    return _constant_view(float(c).hex(), integer, shape)
+    time per block: blocks of the same size share it)."""
+    return constant_view(np.array(np.rint(c) if integer else c, dtype=np.int64 if integer else np.float64), shape)
+
+
+def constant_view(value, shape: tuple[int, ...]) -> np.ndarray:
+    """A read-only broadcast view of one NumPy scalar ``value`` (its dtype kept), made once per value and
+    shape: cached by the value's dtype and bits, so -0.0 is not 0.0 and 1 is not 1.0."""
+    v = np.asarray(value)
+    return _view_of_bits(v.dtype.str, v.tobytes(), shape)
 
 
 @functools.lru_cache(maxsize=4096)
-def _constant_view(bits: str, integer: bool, shape: tuple[int, ...]) -> np.ndarray:
-    c = float.fromhex(bits)
-    value = np.array(np.rint(c) if integer else c, dtype=np.int64 if integer else np.float64)
-    return np.broadcast_to(value, shape)
+def _view_of_bits(dtype: str, bits: bytes, shape: tuple[int, ...]) -> np.ndarray:
+    return np.broadcast_to(np.frombuffer(bits, dtype=dtype).reshape(()), shape)
 
 
 def _per_variant(x: np.ndarray, params: tuple, transform, d, by_variant: dict) -> np.ndarray:

@@ -26,8 +26,6 @@ It reproduces :mod:`agentsim.sim.engine` bit for bit, by construction:
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 
 from agentsim.plan.compiler import (
@@ -55,7 +53,7 @@ from agentsim.plan.compiler import (
     WaitNode,
 )
 from agentsim.plan.memory import tune_malloc
-from agentsim.plan.sampling import Block
+from agentsim.plan.sampling import Block, constant_view
 from agentsim.sim import rules
 from agentsim.sim.context import ONE_HOUR
 from agentsim.sim.records import (
@@ -110,7 +108,7 @@ class VecCtx:
         """``(input, cache read, cache write, 1-hour cache write)``; with a cache, every input token not
         read from it is written to it (``write = input - read``: no input is uncached)."""
         inp = add_ints(self.L, new_input)
-        zero = _zeros(inp.shape)
+        zero = constant_view(np.int64(0), inp.shape)  # a count that is zero in every run
         if not self.cfg.cache:
             return inp, zero, zero, zero
         if not self.cfg.per_model:
@@ -201,12 +199,6 @@ class VecCtx:
             merged[key] = _compact(S2.reshape(shape), T2.reshape(shape))
         self.L = L0 + add.sum(axis=-1)
         self.entries = merged
-
-
-@functools.lru_cache(maxsize=64)
-def _zeros(shape: tuple[int, ...]) -> np.ndarray:
-    """A read-only broadcast view of the integer 0 (a count that is zero in every run, made once per shape)."""
-    return np.broadcast_to(np.int64(0), shape)
 
 
 def _compact(S: np.ndarray, T: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

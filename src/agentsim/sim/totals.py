@@ -21,12 +21,12 @@ draws): see :func:`agentsim.sim.simulation.simulate_plan`.
 
 from __future__ import annotations
 
-import functools
 import math
 
 import numpy as np
 
 from agentsim.plan.compiler import FanoutNode, Plan
+from agentsim.plan.sampling import constant_view
 from agentsim.pricing.rates import call_cost
 from agentsim.sim.records import CALL_INT, row_sum, running_row_sum
 
@@ -164,11 +164,5 @@ def add_ints(a, b):
     if cb is None:
         return a + b
     sa, sb = np.shape(a), np.shape(b)
-    c = ca + cb
-    return _view(c.dtype.str, c.item(), sa if sa == sb else np.broadcast_shapes(sa, sb))
-
-
-@functools.lru_cache(maxsize=1024)
-def _view(dtype: str, value, shape: tuple[int, ...]) -> np.ndarray:
-    """A read-only broadcast view of one value (the same few sums recur call after call: made once)."""
-    return np.broadcast_to(np.array(value, dtype=dtype), shape)
+    # the same few sums recur call after call: their views are made once
+    return constant_view(ca + cb, sa if sa == sb else np.broadcast_shapes(sa, sb))
