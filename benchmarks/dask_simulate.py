@@ -46,6 +46,7 @@ sys.path.insert(0, SRC)  # the workers (spawned processes) inherit this path
 from agentsim.sim.simulation import simulate  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
+from control import control_line  # noqa: E402
 from reference import REFERENCE  # noqa: E402
 
 SCENARIO = {
@@ -135,12 +136,7 @@ def main() -> None:
         print(f"  1 process, no Dask {time.perf_counter() - t0:8.2f} s")
         same = same and local in docs
     print(f"  summary.json identical {'yes' if same else 'NO'}")
-    b1 = _timed(lambda: [_burn(n) for n in [2_000_000] * 16])
-    bn = _timed(lambda: _burn_pool(args.workers))
-    print(
-        f"  control: a pure-Python loop on {args.workers} processes runs {b1 / bn:.2f}x faster than on 1 "
-        f"(the machine's speed-up right now)"
-    )
+    print(control_line(args.workers))
 
 
 def _payload(sc, packed: bool = True) -> float:
@@ -160,26 +156,6 @@ def _payload(sc, packed: bool = True) -> float:
     if packed:
         return packed_nbytes(pack_columns(cols)) / (8 * 4096)
     return sum(packed_nbytes({k: raw(a) for k, a in c.items()}) for c in cols) / (8 * 4096)
-
-
-def _timed(fn) -> float:
-    t = time.perf_counter()
-    fn()
-    return time.perf_counter() - t
-
-
-def _burn(n: int) -> int:
-    s = 0
-    for i in range(n):
-        s += i * i
-    return s
-
-
-def _burn_pool(workers: int) -> None:
-    from concurrent.futures import ProcessPoolExecutor
-
-    with ProcessPoolExecutor(workers) as pool:
-        list(pool.map(_burn, [2_000_000] * 16))
 
 
 if __name__ == "__main__":

@@ -35,6 +35,9 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from agentsim.analysis.sweeps import parse_set, run_sweep  # noqa: E402
 
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from control import control_line  # noqa: E402
+
 SCENARIO = ROOT / "scenarios" / "coding-agent.yaml"
 GRID = ["models.opus.speeds.fast.output_tps_x=1.5:3.4:0.1", "agent.steps[1].repeat.times=5:50:5"]
 
@@ -120,12 +123,7 @@ def main() -> None:
         )
         same = same and one.table.equals(dask.table)
     print(f"  tables identical    {'yes' if same else 'NO'}")
-    c1, _ = timed(lambda: [_burn(n) for n in [2_000_000] * 16], args.repeat)
-    cn, _ = timed(lambda: _burn_pool(args.workers), args.repeat)
-    print(
-        f"  control: a pure-Python loop on {args.workers} processes runs {c1 / cn:.2f}x faster than on 1 "
-        f"(the machine's speed-up right now)"
-    )
+    print(control_line(args.workers, args.repeat))
 
 
 def _children_cpu() -> float:
@@ -133,20 +131,6 @@ def _children_cpu() -> float:
 
     r = resource.getrusage(resource.RUSAGE_CHILDREN)
     return r.ru_utime + r.ru_stime
-
-
-def _burn(n: int) -> int:
-    s = 0
-    for i in range(n):
-        s += i * i
-    return s
-
-
-def _burn_pool(workers: int) -> None:
-    from concurrent.futures import ProcessPoolExecutor
-
-    with ProcessPoolExecutor(workers) as pool:
-        list(pool.map(_burn, [2_000_000] * 16))
 
 
 def _noop(x):
