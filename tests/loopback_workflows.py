@@ -283,7 +283,9 @@ def compare(
         se = float(m.std(ddof=1) / math.sqrt(m.size)) if m.size > 1 else float("nan")
         lo, hi = wall["param_ci95"]
         pm = wall["mean"]
-        wide = (pm - math.hypot(pm - lo, 1.96 * se), pm + math.hypot(hi - pm, 1.96 * se)) if se == se else (lo, hi)
+        wide = (lo, hi)  # one measured run: no standard error to add
+        if not math.isnan(se):
+            wide = (pm - math.hypot(pm - lo, 1.96 * se), pm + math.hypot(hi - pm, 1.96 * se))
         row = {
             "workflow": name,
             "runs_measured": int(m.size),
