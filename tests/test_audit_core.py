@@ -580,3 +580,192 @@ def test_output_tpm_bucket_takes_output_and_reasoning_at_admission(tmp_path):
     v = base(summary(tmp_path, sc, "des"))
     exact(v["wall_time_s"]["mean"], 25.0)
     assert v["breakdown_s"]["queue"] == pytest.approx(20.0)
+
+
+# --------------------------------------------------------------------------- more context and cache rules
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize(("join", "sent_after"), [("any", 1110), ({"k": 2}, 1340), ("all", 1660)])
+def test_only_the_branches_that_count_append_at_the_join(tmp_path, engine, join, sent_after):
+    # System 1000, grows. Branches a (input 10, output 100: ends at 2 s), b (20, 300: 4 s), c (30, 200: 3 s)
+    # send 1010, 1020, 1030. At the join the branches that completed it append their input + output, in branch
+    # order: any -> a (110); k=2 -> a and c (110 + 230); all -> a, b, c (110 + 320 + 230). z (input 0) sends it.
+    branches = [
+        {"call": {"name": "a", "input": 10, "output": 100}},
+        {"call": {"name": "b", "input": 20, "output": 300}},
+        {"call": {"name": "c", "input": 30, "output": 200}},
+    ]
+    steps = [{"parallel": {"join": join, "branches": branches}}, {"call": {"name": "z", "output": 1}}]
+    v = base(summary(tmp_path, doc(steps, context={"system": 1000, "grows": True}), engine))
+    assert v["tokens"]["input"] == 1010 + 1020 + 1030 + sent_after
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_read_refreshes_the_entry(tmp_path, engine):
+    # System 1000 (no growth), cache 5 minutes. c1 at 0-2 writes 1000; wait 200; c2 at 202-204 reads 1000 (idle
+    # 200 s) and so uses the entry; wait 200; c3 at 404 reads it again: idle 200 s since c2's end, not 402 s.
+    steps = [
+        {"call": {"output": 100}},
+        {"wait": {"latency": 200}},
+        {"call": {"output": 100}},
+        {"wait": {"latency": 200}},
+        {"call": {"output": 100}},
+    ]
+    v = base(summary(tmp_path, doc(steps, context={"system": 1000, "cache": True}), engine))
+    assert (v["tokens"]["cache_read"], v["tokens"]["cache_write"]) == (2000, 1000)
+    exact(v["wall_time_s"]["mean"], 406.0)
+    exact(v["cost_usd"]["mean"], (1000 * 3.75 + 2000 * 0.3 + 300 * 15) * M)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_without_growth_tool_output_does_not_join_the_context(tmp_path, engine):
+    # grows false: the tool's 500 tokens are not re-sent; the call sends system 1000 + its input 10.
+    steps = [{"tool": {"latency": 1, "output": 500}}, {"call": {"input": 10, "output": 100}}]
+    v = base(summary(tmp_path, doc(steps, context={"system": 1000}), engine))
+    assert v["tokens"]["input"] == 1010
+    exact(v["wall_time_s"]["mean"], 3.0)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="cache entries live per branch: a read in a sibling branch does not refresh the entry for the other "
+    "branch (concepts.md: idle = since the end of the last call that read or wrote it); see the audit report",
+)
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_read_in_a_sibling_branch_refreshes_the_entry(tmp_path, engine):
+    # System 1000 (no growth), cache 5 minutes. a at 0-2 writes the entry. Then in parallel:
+    #   branch 1: wait 350, then b at 352;   branch 2: wait 100, then c at 102-104 (reads the entry: idle 100 s).
+    # The entry was last used by c, ending at 104; at 352 it has been idle 248 s < 300 s, so b reads 1000 too.
+    # Expected: reads 2000, writes 1000. agentsim: b writes 1000 (it sees the entry as last used at 2, idle 350 s).
+    steps = [
+        {"call": {"name": "a", "output": 100}},
+        {
+            "parallel": [
+                [{"wait": {"latency": 350}}, {"call": {"name": "b", "output": 100}}],
+                [{"wait": {"latency": 100}}, {"call": {"name": "c", "output": 100}}],
+            ]
+        },
+    ]
+    v = base(summary(tmp_path, doc(steps, context={"system": 1000, "cache": True}), engine))
+    assert (v["tokens"]["cache_read"], v["tokens"]["cache_write"]) == (2000, 1000)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize(("extra", "tier"), [(1000, False), (1001, True)])
+def test_long_context_tier_starts_above_its_start_for_every_kind(tmp_path, engine, extra, tier):
+    # Explicit tiers at 200,000 input tokens: input 3 -> 6, cache reads 0.3 -> 0.6, output 15 -> 22.5 (writes 3.75
+    # flat). System 199,000, cached, no growth. c1 (input 1000) sends 200,000: base rates; writes it all.
+    # c2 (input 1000 or 1001) sends 200,000 (not above the start: base) or 200,001 (above: every read and
+    # output token at the tier price); it reads the 199,000-token system prompt and writes its new input.
+    price = {
+        "input_mtok": {"base": 3, "tiers": [{"start": 200_000, "price": 6}]},
+        "cache_read_mtok": {"base": 0.3, "tiers": [{"start": 200_000, "price": 0.6}]},
+        "cache_write_mtok": 3.75,
+        "output_mtok": {"base": 15, "tiers": [{"start": 200_000, "price": 22.5}]},
+    }
+    steps = [{"call": {"input": 1000, "output": 100}}, {"call": {"input": extra, "output": 100}}]
+    sc = doc(steps, {"m": unit_model(price=price)}, {"system": 199_000, "cache": True})
+    v = base(summary(tmp_path, sc, engine))
+    c1 = 200_000 * 3.75 + 100 * 15
+    c2 = 199_000 * (0.6 if tier else 0.3) + extra * 3.75 + 100 * (22.5 if tier else 15)
+    exact(v["cost_usd"]["mean"], (c1 + c2) * M)
+
+
+# --------------------------------------------------------------------------- variant keys: groups, models, calls
+
+
+def _override_doc() -> dict:
+    # m: TTFT 1 s, 100 tokens/s, $3/$15, tier fast (output_tps_x 2, price_x 2); h: TTFT 0.5 s, 200 tokens/s, $1/$5.
+    m = unit_model(speeds={"fast": {"output_tps_x": 2, "price_x": 2}})
+    h = unit_model(ttft=0.5, output_tps=200, price={"input_mtok": 1, "output_mtok": 5})
+    steps = [
+        {"repeat": {"name": "loop", "times": 2, "steps": [{"call": {"name": "act", "model": "m", "output": 200}}]}},
+        {"call": {"name": "fin", "model": "m", "output": 200}},
+    ]
+    variants = {
+        "base": {},
+        "loop-fast": {"speed": {"loop": "fast"}},
+        "loop-on-h": {"model": {"loop": "h"}},
+        "all-h": {"model": {"m": "h"}},
+        "all-h-but-fin": {"model": {"m": "h", "fin": "m"}},
+    }
+    return doc(steps, {"m": m, "h": h}, variants=variants)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_variant_keys_name_groups_models_and_steps(tmp_path, engine):
+    # A call on m: 1 + 200/100 = 3 s, 200 x $15/M = $0.003; on m fast: 1 + 1 = 2 s, $0.006; on h: 0.5 + 1 = 1.5 s,
+    # 200 x $5/M = $0.001. Three calls (act twice, fin once).
+    # base 9 s $0.009; loop-fast (a group name moves every call inside it): 2 + 2 + 3 = 7 s, $0.015;
+    # loop-on-h: 1.5 + 1.5 + 3 = 6 s, $0.005; all-h: 4.5 s, $0.003; all-h-but-fin (a step name beats a model
+    # name): 1.5 + 1.5 + 3 = 6 s, $0.005.
+    want = {
+        "base": (9.0, 0.009),
+        "loop-fast": (7.0, 0.015),
+        "loop-on-h": (6.0, 0.005),
+        "all-h": (4.5, 0.003),
+        "all-h-but-fin": (6.0, 0.005),
+    }
+    s = summary(tmp_path, _override_doc(), engine)
+    for name, (wall, cost) in want.items():
+        v = s["variants"][name]
+        exact(v["wall_time_s"]["mean"], wall)
+        exact(v["cost_usd"]["mean"], cost)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_call_speed_key_and_a_variant_overriding_it(tmp_path, engine):
+    # fin runs on the fast tier by its own `speed: fast` (2 s, $0.006); a variant {speed: {fin: standard}} or
+    # {speed: {m: standard}} puts it back (3 s, $0.003). act x 2 stay standard (6 s, $0.006).
+    d = _override_doc()
+    d["agent"]["steps"][1]["call"]["speed"] = "fast"
+    d["variants"] = {"base": {}, "fin-std": {"speed": {"fin": "standard"}}, "m-std": {"speed": {"m": "standard"}}}
+    s = summary(tmp_path, d, engine)
+    exact(s["variants"]["base"]["wall_time_s"]["mean"], 8.0)
+    exact(s["variants"]["base"]["cost_usd"]["mean"], 0.012)
+    for name in ("fin-std", "m-std"):
+        exact(s["variants"][name]["wall_time_s"]["mean"], 9.0)
+        exact(s["variants"][name]["cost_usd"]["mean"], 0.009)
+        assert s["variants"][name]["vs_baseline"]["usd_per_hour_saved"] is None  # slower
+
+
+# --------------------------------------------------------------------------- more limits
+
+
+def test_an_account_for_one_tier_only_limits_that_tier(tmp_path):
+    # Account {models: [m@fast], concurrency: 1}; fanout of two 100-token calls. Standard: no limit, 2 s.
+    # Fast (output_tps_x 2): each call 1 + 0.5 = 1.5 s; the second waits 1.5 s: wall 3 s, queue 1.5 on the path.
+    sc = doc(
+        [{"fanout": {"n": 2, "steps": [{"call": {"output": 100}}]}}],
+        {"m": unit_model(speeds={"fast": {"output_tps_x": 2}})},
+        variants={"std": {}, "fast": {"speed": {"m": "fast"}}},
+        limits={"f": {"models": ["m@fast"], "concurrency": 1}},
+    )
+    s = summary(tmp_path, sc, "des")
+    exact(s["variants"]["std"]["wall_time_s"]["mean"], 2.0)
+    assert s["variants"]["std"]["breakdown_s"]["queue"] == 0
+    exact(s["variants"]["fast"]["wall_time_s"]["mean"], 3.0)
+    assert s["variants"]["fast"]["breakdown_s"]["queue"] == pytest.approx(1.5)
+
+
+def test_reject_policy_rpm_waits_the_retry_after(tmp_path):
+    # rpm 1, policy reject: copy 1 is refused (429) at 0 with retry-after = 60 s (the bucket refills 1/60 per s),
+    # honoured by default: it retries at 60 and runs 60-62. One 429 and one retry per run.
+    sc = _limited([{"fanout": {"n": 2, "steps": [{"call": {"output": 100}}]}}], {"rpm": 1, "policy": "reject"})
+    v = base(summary(tmp_path, sc, "des"))
+    exact(v["wall_time_s"]["mean"], 62.0)
+    assert v["breakdown_s"]["queue"] == pytest.approx(60.0)
+    a = v["limits"]["attempts"]
+    assert (a["rejected_429"], a["retries"], a["failed_runs"]) == (2, 2, 0)  # two runs
+
+
+def test_reject_policy_concurrency_without_retry_after_fails_the_run(tmp_path):
+    # concurrency 1, policy reject: copy 1 is refused at 0 (no retry-after for a full slot) and retries after the
+    # default back-offs 0.5 U1 and 1.0 U2 (full jitter): its third and last attempt comes by 1.5 s, before copy 0
+    # frees the slot at 2 s. So every run fails: 3 refusals and 2 retries per run, no completed run to summarise.
+    sc = _limited([{"fanout": {"n": 2, "steps": [{"call": {"output": 100}}]}}], {"concurrency": 1, "policy": "reject"})
+    v = base(summary(tmp_path, sc, "des"))
+    assert v["wall_time_s"]["mean"] is None and v["cost_usd"]["mean"] is None
+    a = v["limits"]["attempts"]
+    assert (a["rejected_429"], a["retries"], a["failed_calls"], a["failed_runs"]) == (6, 4, 2, 2)
