@@ -769,3 +769,102 @@ def test_reject_policy_concurrency_without_retry_after_fails_the_run(tmp_path):
     assert v["wall_time_s"]["mean"] is None and v["cost_usd"]["mean"] is None
     a = v["limits"]["attempts"]
     assert (a["rejected_429"], a["retries"], a["failed_calls"], a["failed_runs"]) == (6, 4, 2, 2)
+
+
+# --------------------------------------------------------------------------- DESIGN.md's example agent, with constants
+
+
+def _coding_agent(scope: str) -> dict:
+    # DESIGN.md §3's coding agent with every distribution replaced by a constant and explicit prices.
+    opus = {
+        "price": {"input_mtok": 5, "output_mtok": 25, "cache_read_mtok": 0.5, "cache_write_mtok": 6.25},
+        "ttft": 2.0,
+        "prefill_tps": 15000,
+        "output_tps": 60,
+        "speeds": {"fast": {"output_tps_x": 2.5, "price_x": 2}},
+    }
+    haiku = {
+        "price": {"input_mtok": 1, "output_mtok": 5, "cache_read_mtok": 0.1, "cache_write_mtok": 1.25},
+        "ttft": 0.6,
+        "output_tps": 150,
+    }
+    steps = [
+        {"call": {"name": "plan", "model": "opus", "input": 2000, "output": 600}},
+        {
+            "repeat": {
+                "times": 3,
+                "steps": [
+                    {"call": {"name": "act", "model": "opus", "output": 250, "reasoning": 300}},
+                    {"tool": {"name": "run", "latency": 1.5, "output": 800}},
+                ],
+            }
+        },
+        {
+            "parallel": [
+                {"call": {"name": "review-a", "model": "haiku", "output": 500}},
+                {"call": {"name": "review-b", "model": "haiku", "output": 500}},
+            ]
+        },
+    ]
+    return doc(
+        steps,
+        {"opus": opus, "haiku": haiku},
+        {"system": 12000, "grows": True, "cache": {"scope": scope}},
+        variants={"standard": {}, "fast": {"speed": {"opus": "fast"}}, "fast-plan-only": {"speed": {"plan": "fast"}}},
+        value_of_time={"usd_per_hour": 100},
+    )
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("scope", ["model", "context"])
+def test_design_example_agent_by_hand(tmp_path, engine, scope):
+    # Standard variant (costs in 1e-6 USD):
+    # plan sends 12000 + 2000 = 14000, writes it all: TTFT 2 + 14000/15000 = 2.93333, decode 600/60 = 10;
+    #   14000 x 6.25 + 600 x 25 = 102500. Context 14600.
+    # act 1 sends 14600, reads 14000, writes 600: TTFT 2.04, decode (250 + 300)/60 = 9.16667;
+    #   14000 x 0.5 + 600 x 6.25 + 550 x 25 = 24500. Context 14850, tool (1.5 s) +800 -> 15650.
+    # act 2 sends 15650, reads 14600, writes 1050: TTFT 2.07; 7300 + 6562.5 + 13750 = 27612.5. Context 16700.
+    # act 3 sends 16700, reads 15650, writes 1050: TTFT 2.07; 7825 + 6562.5 + 13750 = 28137.5. Context 17750.
+    # reviews (haiku, no prefill term) send 17750 each, 0.6 + 500/150 = 3.93333 s, in parallel:
+    #   scope model: haiku has no entry: each writes 17750: 17750 x 1.25 + 500 x 5 = 24687.5;
+    #   scope context: each reads what act 3 sent (16700) and writes 1050: 1670 + 1312.5 + 2500 = 5482.5.
+    # Wall = 12.93333 + (2.04 + 9.16667 + 1.5) + 2 x (2.07 + 9.16667 + 1.5) + 3.93333 = 55.04667 s.
+    # fast (every opus call: decode / 2.5, price x 2, its own cache with every opus call on it): plan decode 4,
+    #   act decode 3.66667 -> 55.04667 - 6 - 3 x 5.5 = 32.54667 s; opus cost x 2.
+    # fast-plan-only: plan 2.93333 + 4 s at twice the price (205000). Scope model: act 1 on the standard tier has
+    #   no standard entry: writes all 14600 (TTFT 2 + 14600/15000 = 2.97333; 14600 x 6.25 + 13750 = 105000);
+    #   scope context: act 1 reads the 14000 plan sent, as in the standard variant (24500, TTFT 2.04).
+    opus_std = 102500 + 24500 + 27612.5 + 28137.5
+    reviews = 2 * (24687.5 if scope == "model" else 5482.5)
+    want = {
+        "standard": (12.933333333333334 + 12.706666666666667 + 2 * 12.736666666666666 + 3.933333333333333, opus_std),
+        "fast": (32.54666666666667, 2 * opus_std),
+    }
+    if scope == "model":
+        want["fast-plan-only"] = (
+            6.933333333333334 + 13.64 + 25.473333333333333 + 3.933333333333333,
+            205000 + 105000 + 27612.5 + 28137.5,
+        )
+    else:
+        want["fast-plan-only"] = (
+            6.933333333333334 + 12.706666666666667 + 25.473333333333333 + 3.933333333333333,
+            205000 + 24500 + 27612.5 + 28137.5,
+        )
+    s = summary(tmp_path, _coding_agent(scope), engine)
+    for name, (wall, opus_cost) in want.items():
+        v = s["variants"][name]
+        assert v["wall_time_s"]["mean"] == pytest.approx(wall, rel=1e-12), name
+        assert v["cost_usd"]["mean"] == pytest.approx((opus_cost + reviews) * M, rel=1e-12), name
+    t = s["variants"]["standard"]["tokens"]
+    assert t["input"] == 14000 + 14600 + 15650 + 16700 + 2 * 17750
+    assert t["output"] == 600 + 3 * 250 + 2 * 500 and t["reasoning"] == 900
+    reads = 14000 + 14600 + 15650 + (0 if scope == "model" else 2 * 16700)
+    assert t["cache_read"] == reads and t["cache_write"] == t["input"] - reads
+    b = s["variants"]["standard"]["breakdown_s"]
+    assert b["ttft"] == pytest.approx(2.0 + 14000 / 15000 + 2.04 + 2.07 + 2.07 + 0.6)
+    assert b["decode"] == pytest.approx(10 + 3 * 550 / 60 + 500 / 150)
+    assert b["tool"] == pytest.approx(4.5) and b["queue"] == 0 and b["wait"] == 0
+    fast = s["variants"]["fast"]["vs_baseline"]
+    dt_s = 32.54666666666667 - want["standard"][0]
+    assert fast["delta_time_s"] == pytest.approx(dt_s, rel=1e-9)
+    assert fast["usd_per_hour_saved"] == pytest.approx(opus_std * M / (-dt_s / 3600), rel=1e-9)
