@@ -458,12 +458,13 @@ def test_size_monthly_figures_from_the_same_variants(tmp_path):
 # --------------------------------------------------------------------------- catalog prices (genai-prices)
 
 
-def _gp(model_ref: str, date: dt.date, inp, read, write, out, reasoning=0, context=None) -> float:
+def _gp(model_ref: str, date: dt.date, inp, read, write, out, reasoning=0, context=None, write_1h=0) -> float:
     ts = dt.datetime.combine(date, dt.time(12), tzinfo=dt.UTC)
     usage = Usage(
         input_tokens=inp,
         cache_read_tokens=read,
         cache_write_tokens=write,
+        cache_write_1h_tokens=write_1h,
         output_tokens=out + reasoning,
         output_reasoning_tokens=reasoning,
     )
@@ -495,6 +496,29 @@ def test_catalog_price_with_cache_and_a_long_context_tier_matches_calc_price(tmp
     assert c1 == pytest.approx((160_000 * 6.25 + 1_000 * 25) * M, rel=1e-12)
     assert c2 == pytest.approx((160_000 * 1 + 51_000 * 12.5 + 700 * 37.5) * M, rel=1e-12)
     assert base(s)["cost_usd"]["mean"] == pytest.approx(c1 + c2, rel=1e-9)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_catalog_long_context_tier_with_one_hour_writes_matches_calc_price(tmp_path, engine):
+    # claude-sonnet-4-5 (tiers above 200,000 input tokens, also for 1-hour writes), cache {ttl: 1h}, system 190,000,
+    # grows. c1 (input 5,000, output 1,000) sends 195,000: base rates, writes it all (1-hour writes).
+    # A tool adds 20,000 -> context 216,000. c2 (output 100) sends 216,000: the tier; reads 195,000, writes 21,000.
+    date = dt.date(2026, 11, 1)
+    m = {"price": {"catalog": "anthropic/claude-sonnet-4-5"}, "ttft": 1, "output_tps": 100}
+    steps = [
+        {"call": {"name": "c1", "input": 5_000, "output": 1_000}},
+        {"tool": {"latency": 1, "output": 20_000}},
+        {"call": {"name": "c2", "output": 100}},
+    ]
+    sc = doc(steps, {"m": m}, {"system": 190_000, "grows": True, "cache": {"ttl": "1h"}}, prices_as_of=str(date))
+    v = base(summary(tmp_path, sc, engine))
+    c1 = _gp("claude-sonnet-4-5", date, 195_000, 0, 195_000, 1_000, write_1h=195_000)
+    c2 = _gp("claude-sonnet-4-5", date, 216_000, 195_000, 21_000, 100, write_1h=21_000)
+    # by hand from the catalog (base 1-hour writes $6, tier: reads $0.6, 1-hour writes $12, output $22.5):
+    assert c1 == pytest.approx((195_000 * 6 + 1_000 * 15) * M, rel=1e-12)
+    assert c2 == pytest.approx((195_000 * 0.6 + 21_000 * 12 + 100 * 22.5) * M, rel=1e-12)
+    assert v["cost_usd"]["mean"] == pytest.approx(c1 + c2, rel=1e-9)
+    assert v["tokens"]["cache_write_1h"] == 195_000 + 21_000
 
 
 @pytest.mark.parametrize("engine", ENGINES)
