@@ -311,6 +311,20 @@ def test_fanout_of_random_width(tmp_path, engine):
 
 
 @pytest.mark.parametrize("engine", ENGINES)
+def test_repeat_continue_p_with_max(tmp_path, engine):
+    # continue_p 0.5, max 4: the body runs at least once, another iteration follows with p 0.5, at most 4:
+    # P(N = 1, 2, 3, 4) = 1/2, 1/4, 1/8, 1/8 -> E[N] = 1.875, Var[N] = 4.625 - 1.875^2 = 1.109375.
+    # Each iteration is one 2 s call: wall = 2 N exactly, so wall.mean = 2 calls.mean.
+    # P(N <= 3) = 0.875 < 0.90, so p90 = p95 = p99 = 8 s (N = 4). (p50 sits on the edge P(N = 1) = 0.5: unchecked.)
+    n = 4000
+    steps = [{"repeat": {"continue_p": 0.5, "max": 4, "steps": [{"call": {"output": 100}}]}}]
+    v = base(summary(tmp_path, doc(steps, runs=n), engine))
+    assert abs(v["calls"]["mean"] - 1.875) < 4 * math.sqrt(1.109375 / n)
+    exact(v["wall_time_s"]["mean"], 2 * v["calls"]["mean"])
+    assert (v["wall_time_s"]["p90"], v["wall_time_s"]["p95"], v["wall_time_s"]["p99"]) == (8.0, 8.0, 8.0)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
 def test_choose_two_point_distribution_summary_statistics(tmp_path, engine):
     # choose: p 0.6 -> one call of 100 tokens (2 s, $0.0015); p 0.4 -> a 10 s wait, then two such calls
     # (14 s, $0.003). With k runs of the first kind among n: mean = (2k + 14(n-k))/n, sample sd =
