@@ -469,6 +469,20 @@ def test_size_monthly_figures_from_the_same_variants(tmp_path):
     assert fast["pays_off"] is True
 
 
+def test_pareto_frontier_of_the_variants(tmp_path):
+    # (mean wall, mean cost) of the variants above: standard (14, 0.015), fast (6, 0.15), fast-plan (10, 0.0825),
+    # act-on-h (9.5, 0.01), slow (24, 0.03). act-on-h is faster and cheaper than standard, fast-plan and slow; fast
+    # is the fastest. Frontier (mean and p95 alike, every run being the same): {fast, act-on-h}.
+    path = tmp_path / "v.yaml"
+    path.write_text(yaml.safe_dump(_variants_doc(), sort_keys=False))
+    r = RUNNER.invoke(app, ["sweep", str(path), "--set", "value_of_time.usd_per_hour=100", "--json", "--workers", "1"])
+    assert r.exit_code == 0, r.output
+    rows = {row["variant"]: row for row in json.loads(r.stdout)["rows"]}
+    assert {v for v, row in rows.items() if row["pareto_mean"]} == {"fast", "act-on-h"}
+    assert {v for v, row in rows.items() if row["pareto_p95"]} == {"fast", "act-on-h"}
+    assert rows["fast-plan"]["usd_per_hour_saved"] == pytest.approx(60.75)
+
+
 # --------------------------------------------------------------------------- catalog prices (genai-prices)
 
 
