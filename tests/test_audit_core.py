@@ -381,6 +381,28 @@ def test_per_call_tps_and_itl_are_means_over_calls(tmp_path, engine):
     exact(v["wall_time_s"]["mean"], 2.0 + 0.9)
 
 
+@pytest.mark.parametrize("engine", ENGINES)
+def test_tier_ttft_x_scales_the_drawn_ttft_not_the_prefill_and_a_request_fee(tmp_path, engine):
+    # TTFT 2 s, prefill 1000 tokens/s, 100 tokens/s; tier fast: ttft_x 0.5, output_tps_x 4 (its price: the model's).
+    # requests_kcount 2: $2 per 1000 calls. One call: input 3000, output 400.
+    # standard: 2 + 3000/1000 = 5 s TTFT + 4 s decode = 9 s; fast: 2 x 0.5 + 3 = 4 s TTFT + 1 s = 5 s
+    # (scenarios.md: ttft_x multiplies the drawn TTFT, not the prefill term).
+    # Bill, both: 3000 x 3 + 400 x 15 = 15000 (x 1e-6) + 0.002 = $0.017.
+    price = {"input_mtok": 3, "output_mtok": 15, "requests_kcount": 2}
+    m = unit_model(price=price, ttft=2, prefill_tps=1000, speeds={"fast": {"ttft_x": 0.5, "output_tps_x": 4}})
+    sc = doc(
+        [{"call": {"input": 3000, "output": 400}}], {"m": m}, variants={"std": {}, "fast": {"speed": {"m": "fast"}}}
+    )
+    s = summary(tmp_path, sc, engine)
+    for name, (wall, ttft) in {"std": (9.0, 5.0), "fast": (5.0, 4.0)}.items():
+        v = s["variants"][name]
+        exact(v["wall_time_s"]["mean"], wall)
+        assert v["per_call"]["ttft_s"]["mean"] == pytest.approx(ttft)
+        exact(v["cost_usd"]["mean"], 0.017)
+    assert s["variants"]["fast"]["vs_baseline"]["usd_per_hour_saved"] == 0.0  # faster for the same price
+    assert s["variants"]["fast"]["vs_baseline"]["pays_off"] is None  # no value_of_time
+
+
 # --------------------------------------------------------------------------- variants and their comparison
 
 
