@@ -79,17 +79,25 @@ models:
     ttft: 1
     output_tps: 100
     conditions: {ttft_x: {choice: {values: [1, 1.5], p: [0.5, 0.5]}}}
+workflows:
+  helper:
+    steps:
+      - call: {name: b, model: m, output: 100}
 agent:
   steps:
     - call: {name: a, model: m, output: 100}
-    - call: {name: b, model: m, output: 100}
+    - subagent: {name: sub, workflow: helper}
     - call: {name: c, model: n, output: 100}
+variants:
+  baseline: {}
+  all-m: {model: {c: m}}
 """
 
 
 @pytest.mark.parametrize("engine", ENGINES)
 def test_condition_factors_are_drawn_once_per_run_and_model(tmp_path, engine):
-    # Calls a and b on m share the run's A (ttft_x) and B (output_tps_x); c on n has its own A'.
+    # Calls a and b (b inside a subagent) on m share the run's A (ttft_x) and B (output_tps_x); c on n
+    # has its own A'.
     # Each call: TTFT = 1 x factor, decode = 100 / (100 x B) = 1/B (n has no speed factor: 1 s).
     #   W = (A + 1/B) + (A + 1/B) + (A' + 1) = 2A + 2/B + A' + 1
     # 2A in {2, 6} (p 0.25, 0.75), 2/B in {2, 4} (1/2 each), A' + 1 in {2, 2.5} (1/2 each): eight sums,
@@ -97,7 +105,8 @@ def test_condition_factors_are_drawn_once_per_run_and_model(tmp_path, engine):
     # Per-call draws would also give e.g. 8.0 from A1 = 1, A2 = 3 ... and 7, 9, 11 (1/B1 + 1/B2 = 3): the
     # support being exactly these eight values shows one draw per run and model (and A, B, A' independent).
     # E[W] = 2 x 2.5 + 2 x 1.5 + 1.25 + 1 = 10.25.
-    summary, runs = run_cli(tmp_path, CONDITIONS, engine)
+    summary, all_runs = run_cli(tmp_path, CONDITIONS, engine)
+    runs = all_runs[all_runs["variant"] == "baseline"]
     n = len(runs)
     wall = runs["wall_time_s"].to_numpy()
     expected = {6.0: 0.0625, 6.5: 0.0625, 8.0: 0.0625, 8.5: 0.0625, 10.0: 0.1875, 10.5: 0.1875, 12.0: 0.1875}
@@ -112,6 +121,17 @@ def test_condition_factors_are_drawn_once_per_run_and_model(tmp_path, engine):
     # p99 is the top value; the cost does not depend on the factors: 3 x 100 x 10 / 1e6
     assert w["p99"] == 12.5
     assert summary["variants"]["baseline"]["cost_usd"]["mean"] == pytest.approx(0.003, rel=1e-12)
+    # Variant all-m moves c onto m: all three calls share A and B, W = 3A + 3/B in {6, 9, 12, 15} with
+    # p {1/8, 1/8, 3/8, 3/8}, mean 3 x 2.5 + 3 x 1.5 = 12. Common random numbers: it is the same run's A and
+    # B, so W_all-m tells (A, 1/B) and W_baseline - 2A - 2/B - 1 = A' must be 1 or 1.5.
+    other = all_runs[all_runs["variant"] == "all-m"].set_index("run")["wall_time_s"]
+    w3 = other.to_numpy()
+    assert set(np.unique(w3).tolist()) == {6.0, 9.0, 12.0, 15.0}
+    assert abs(w3.mean() - 12) < 4 * w3.std(ddof=1) / math.sqrt(n)
+    a = np.where(other >= 12, 3.0, 1.0)
+    inv_b = (other.to_numpy() - 3 * a) / 3
+    a_prime = runs.set_index("run").loc[other.index, "wall_time_s"].to_numpy() - 2 * a - 2 * inv_b - 1
+    assert set(np.round(a_prime, 12).tolist()) == {1.0, 1.5}
 
 
 TIERS = """
@@ -249,6 +269,8 @@ agent:
 variants:
   opus: {}
   haiku: {model: {act: haiku}}
+  haiku-loop: {model: {loop: haiku}}
+  haiku-all: {model: {opus: haiku}}
 value_of_time: {usd_per_hour: 50}
 """
 
@@ -269,8 +291,8 @@ def loop_closed_form(p: float, q: float, cap: int = 4) -> dict:
 
 @pytest.mark.parametrize("engine", ENGINES)
 def test_fail_inside_a_model_dependent_loop_closed_form(tmp_path, engine):
-    # opus: p = 0.6, q = 0.1 -> share = 0.4 x 0.9 + 0.24 x 0.81 + 0.144 x 0.729 + 0.216 x 0.6561 = 0.7316...
-    # haiku: p = 0.8, q = 0.3 -> share = 0.2 x 0.7 + 0.16 x 0.49 + 0.128 x 0.343 + 0.512 x 0.2401 = 0.3913...
+    # opus: p = 0.6, q = 0.1 -> share = 0.4 x 0.9 + 0.24 x 0.81 + 0.144 x 0.729 + 0.216 x 0.6561 = 0.8011
+    # haiku: p = 0.8, q = 0.3 -> share = 0.2 x 0.7 + 0.16 x 0.49 + 0.128 x 0.343 + 0.512 x 0.2401 = 0.3853
     # E[calls] = Σ_{i<4} (p (1-q))^i; every call of a variant costs c and lasts T, the fail step takes no time:
     #   cost_per_success = c E[calls] / share, time_to_success = T E[calls] / share (ratios of sums);
     #   wall_time_s.mean (completed runs) = T E[K | success], calls.mean = E[K | success].
@@ -314,6 +336,117 @@ def test_fail_inside_a_model_dependent_loop_closed_form(tmp_path, engine):
     assert np.all(rh.loc[both_ok, "calls"] >= ro.loc[both_ok, "calls"])
     hok = rh["status"] == 0
     assert np.all(rh.loc[hok, "calls"] >= ro.loc[hok, "calls"])
+    # `by: act` looks at the model act runs on after the variant's overrides, however they name it: the
+    # enclosing repeat's step name or the model's name give the very same variant as naming the call
+    assert variants["haiku-loop"] == variants["haiku"] and variants["haiku-all"] == variants["haiku"]
+
+
+CHOOSE = """
+name: audit-choose-fail
+seed: 29
+runs: 8000
+models:
+  opus: {price: {input_mtok: 5, output_mtok: 25}, ttft: 1, output_tps: 50}
+  haiku: {price: {input_mtok: 1, output_mtok: 5}, ttft: 0.5, output_tps: 200}
+agent:
+  steps:
+    - call: {name: act, model: opus, output: 100}
+    - choose:
+        name: check
+        options:
+          - p: {by: act, opus: 0.2, haiku: 0.5}
+            name: broken
+            steps:
+              - call: {name: fix, model: opus, output: 100}
+              - fail: {name: still-broken, p: 0.5}
+          - p: {by: act, opus: 0.8, haiku: 0.5}
+            name: fine
+variants:
+  opus: {}
+  haiku: {model: {act: haiku}}
+"""
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_choose_option_by_model_leading_to_a_fail(tmp_path, engine):
+    # act: opus 3 s / 0.0025 USD, haiku 1 s / 0.0005 (variant haiku moves only act); option "broken" with
+    # probability r (opus 0.2, haiku 0.5) runs fix (opus: 3 s, 0.0025) then fails with p = 0.5.
+    #   share = 1 - r/2: opus 0.9, haiku 0.75
+    #   E[cost] = c_act + r x 0.0025, E[wall] = T_act + 3 r (the fail step takes no time)
+    #   cost_per_success = E[cost] / share: opus 0.003 / 0.9 = 0.0033333, haiku 0.00175 / 0.75 = 0.0023333
+    #   time_to_success = E[wall] / share: opus 3.6 / 0.9 = 4, haiku 2.5 / 0.75 = 3.3333
+    #   completed runs: P(broken | success) = (r/2) / (1 - r/2): opus 1/9, haiku 1/3, so
+    #   wall_time_s.mean = T_act + 3 x that: opus 3 + 1/3 = 3.3333, haiku 1 + 1 = 2.
+    summary, runs = run_cli(tmp_path, CHOOSE, engine)
+    for name, (r, t_act, c_act) in {"opus": (0.2, 3.0, 0.0025), "haiku": (0.5, 1.0, 0.0005)}.items():
+        v = summary["variants"][name]
+        rv = runs[runs["variant"] == name]
+        n = len(rv)
+        share = 1 - r / 2
+        assert abs(v["success"]["share"] - share) < 4 * math.sqrt(share * (1 - share) / n), name
+        ok = (rv["status"] == 0).to_numpy().astype(float)
+        cost, wall = rv["cost_usd"].to_numpy(), rv["wall_time_s"].to_numpy()
+        assert set(np.round(wall, 12).tolist()) == {t_act, t_act + 3}
+        cps = (c_act + r * 0.0025) / share
+        assert abs(v["success"]["cost_per_success_usd"] - cps) < 4 * ratio_se(cost, ok), name
+        tts = (t_act + 3 * r) / share
+        assert abs(v["success"]["time_to_success_s"] - tts) < 4 * ratio_se(wall, ok), name
+        q = (r / 2) / (1 - r / 2)
+        ok_wall = wall[ok == 1]
+        assert abs(v["wall_time_s"]["mean"] - (t_act + 3 * q)) < 4 * ok_wall.std(ddof=1) / math.sqrt(len(ok_wall))
+
+
+TIER_FAIL = """
+name: audit-tier-fail
+seed: 31
+runs: 8000
+models:
+  opus:
+    price: {input_mtok: 5, output_mtok: 25}
+    ttft: 1
+    output_tps: 50
+    speeds:
+      fast: {output_tps_x: 2, price_x: 2}
+agent:
+  steps:
+    - call: {name: act, output: 100}
+    - fail: {p: {by: act, opus: 0.1, opus@fast: 0.4}}
+variants:
+  standard: {}
+  fast: {speed: {act: fast}}
+value_of_time: {usd_per_hour: 9}
+"""
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_fail_p_by_model_at_tier_and_the_comparison_of_completed_runs(tmp_path, engine):
+    # standard: 1 + 100/50 = 3 s, 100 x 25 / 1e6 = 0.0025 USD, fails with p 0.1 (share 0.9);
+    # fast: 1 + 100/100 = 2 s, 0.005 USD (price x 2), `opus@fast` before `opus`: p 0.4 (share 0.6).
+    # Every run (failed or not) is one call: cost_per_success = c / share, time_to_success = T / share:
+    #   standard 0.0025 / 0.9 = 0.0027778 and 3.3333 s; fast 0.005 / 0.6 = 0.0083333 and 3.3333 s.
+    # The variant comparison is over completed runs' means, exactly: Δtime = 2 - 3 = -1 s,
+    # Δcost = 0.0025, USD per hour saved = 0.0025 x 3600 = 9.0; value of time 9 >= 9: pays off (a tie).
+    summary, runs = run_cli(tmp_path, TIER_FAIL, engine)
+    n = 8000
+    for name, (p, T, c) in {"standard": (0.1, 3.0, 0.0025), "fast": (0.4, 2.0, 0.005)}.items():
+        v = summary["variants"][name]
+        s = v["success"]
+        assert abs(s["share"] - (1 - p)) < 4 * math.sqrt(p * (1 - p) / n), name
+        assert s["cost_per_success_usd"] == pytest.approx(c / s["share"], rel=1e-9)
+        assert s["time_to_success_s"] == pytest.approx(T / s["share"], rel=1e-12)
+        se = math.sqrt(p * (1 - p) / n) / (1 - p) ** 2
+        assert abs(s["time_to_success_s"] - T / (1 - p)) < 4 * T * se, name
+        assert v["wall_time_s"]["mean"] == T and v["cost_usd"]["mean"] == pytest.approx(c, rel=1e-12)
+    # common random numbers: the same uniform u fails a run when u < p, so the standard failures are a
+    # subset of the fast ones
+    fs = set(runs.loc[(runs["variant"] == "standard") & (runs["status"] == 1), "run"])
+    ff = set(runs.loc[(runs["variant"] == "fast") & (runs["status"] == 1), "run"])
+    assert fs < ff
+    vs = summary["variants"]["fast"]["vs_baseline"]
+    assert vs["delta_time_s"] == -1.0
+    assert vs["delta_cost_usd"] == pytest.approx(0.0025, rel=1e-9)
+    assert vs["usd_per_hour_saved"] == pytest.approx(9.0, rel=1e-9)
+    assert vs["pays_off"] is True
 
 
 # --------------------------------------------------------------------------- pipelines
