@@ -592,3 +592,113 @@ def test_fail_inside_a_pipeline_success_block(tmp_path):
     assert v["wall_time_s"]["mean"] == pytest.approx(13.0, rel=1e-12)
     assert v["cost_usd"]["mean"] == pytest.approx(0.0021, rel=1e-12)
     assert set(runs.loc[runs["status"] == 1, "cost_usd"].round(12)) == {0.00119}
+
+
+NESTED = """
+name: audit-nested-pipelines
+seed: 1
+runs: 2
+models:
+  m: {price: {input_mtok: 1, output_mtok: 10}, ttft: 1, output_tps: 10}
+agent:
+  steps:
+    - repeat:
+        times: 2
+        steps:
+          - call: {name: a, output: 100}
+          - pipeline:
+              after: {tokens: 34}
+              steps:
+                - call: {name: p, output: 50}
+                - pipeline:
+                    after: {tokens: 10}
+                    steps:
+                      - tool: {name: t, latency: 6}
+    - parallel:
+        - [{call: {name: q, output: 100}}, {pipeline: {after: {tokens: 1}, steps: [{wait: {name: w, latency: 12}}]}}]
+        - {call: {name: r, output: 10}}
+"""
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_nested_pipelines_in_a_repeat_and_a_parallel_branch(tmp_path, engine):
+    # One iteration: a streams 100 tokens from 1 s to 11 s (a_34 = 1 + 330/99 = 13/3); p starts then: first
+    # token 1 s later, 50 tokens over 5 s (p_10 = 13/3 + 1 + 9 x 5/49); the 6 s tool starts at p_10 and ends
+    # at 13/3 + 1 + 45/49 + 6 = 12.252 > p's end (13/3 + 6 = 10.33) > a's end (11): iteration = 12.252 s.
+    # parallel: q's first token at 1 s starts a 12 s wait (ends 13 > q's 11 > r's 2): 13 s.
+    # wall = 2 x (13/3 + 7 + 45/49) + 13 = 37.503; breakdown: TTFT 2 x (1 + 1) + 1 = 5, decode
+    # 2 x (10/3 + 45/49) = 8.503, tool 12, wait 12. Cost: output only, 2 x (100 + 50) + 100 + 10 = 410 tokens
+    # x 10 / 1e6 = 0.0041 USD.
+    v = run_json(tmp_path, NESTED, engine)["variants"]["baseline"]
+    it = 13 / 3 + 7 + 45 / 49
+    assert v["wall_time_s"]["mean"] == pytest.approx(2 * it + 13, rel=1e-12)
+    b = v["breakdown_s"]
+    assert (b["ttft"], b["decode"], b["tool"], b["wait"]) == pytest.approx(
+        (5.0, 2 * (10 / 3 + 45 / 49), 12.0, 12.0), rel=1e-12
+    )
+    assert v["cost_usd"]["mean"] == pytest.approx(0.0041, rel=1e-12)
+
+
+WORKLOAD = """
+name: audit-conditions-workload
+seed: 2
+models:
+  m:
+    price: {input_mtok: 1, output_mtok: 10}
+    ttft: 1
+    output_tps: 100
+    conditions: {ttft_x: {choice: {values: [1, 3], p: [0.25, 0.75]}}}
+agent:
+  steps:
+    - call: {name: a, output: 100}
+    - call: {name: b, output: 100}
+workload:
+  concurrent: 3
+  duration: {hours: 2}
+"""
+
+
+def test_conditions_in_a_workload_one_draw_per_run(tmp_path):
+    # Three agents back to back for 2 h (DES). Each run draws its own A: W = 2A + 2 in {4 (1/4), 8 (3/4)},
+    # mean 2 + 2 x 2.5 = 7; never 6 (which calls of one run drawing A apart would give).
+    summary, runs = run_cli(tmp_path, WORKLOAD, "des")
+    wall = runs["wall_time_s"].to_numpy()
+    n = len(wall)
+    assert n > 3000
+    assert set(np.round(wall, 9).tolist()) == {4.0, 8.0}
+    share4 = float(np.mean(np.isclose(wall, 4.0)))
+    assert abs(share4 - 0.25) < 4 * math.sqrt(0.25 * 0.75 / n)
+    assert abs(summary["variants"]["baseline"]["wall_time_s"]["mean"] - 7) < 4 * wall.std(ddof=1) / math.sqrt(n)
+
+
+EDGE = """
+name: audit-edge-probabilities
+seed: 2
+runs: 200
+models:
+  m: {price: {input_mtok: 1, output_mtok: 10}, ttft: 1, output_tps: 100}
+  n: {price: {input_mtok: 1, output_mtok: 10}, ttft: 1, output_tps: 100}
+agent:
+  steps:
+    - repeat:
+        continue_p: {by: a, m: CONT, n: 0.5}
+        max: 5
+        steps:
+          - call: {name: a, model: m, output: 100}
+    - fail: {p: {by: a, m: FAILP, n: 0.5}}
+"""
+
+
+@pytest.mark.parametrize(("p", "f", "calls", "share"), [(0, 0, 1, 1.0), (1, 0, 5, 1.0), (1, 1, 5, 0.0)])
+@pytest.mark.parametrize("engine", ENGINES)
+def test_certain_probabilities(tmp_path, engine, p, f, calls, share):
+    # continue_p 0: one iteration; 1: always max = 5 (Σ_{k<5} 1^k = 5). fail p 0: every run succeeds; 1: none.
+    # A call: 1 + 100/100 = 2 s, 100 x 10 / 1e6 = 0.001 USD.
+    v = run_json(tmp_path, EDGE.replace("CONT", str(p)).replace("FAILP", str(f)), engine)["variants"]["baseline"]
+    assert v["success"]["share"] == share
+    if share:
+        assert v["calls"]["mean"] == calls and v["wall_time_s"]["mean"] == 2.0 * calls
+        assert v["success"]["time_to_success_s"] == 2.0 * calls
+        assert v["success"]["cost_per_success_usd"] == pytest.approx(0.001 * calls, rel=1e-12)
+    else:
+        assert v["wall_time_s"]["mean"] is None and v["success"]["cost_per_success_usd"] is None
