@@ -702,3 +702,103 @@ def test_certain_probabilities(tmp_path, engine, p, f, calls, share):
         assert v["success"]["cost_per_success_usd"] == pytest.approx(0.001 * calls, rel=1e-12)
     else:
         assert v["wall_time_s"]["mean"] is None and v["success"]["cost_per_success_usd"] is None
+
+
+AFTER_PIPELINE = """
+name: audit-fail-after-pipeline
+seed: 6
+runs: 4000
+models:
+  m: {price: {input_mtok: 1, output_mtok: 10}, ttft: 1, output_tps: 10}
+agent:
+  steps:
+    - call: {name: a, input: 1000, output: 100}
+    - pipeline: {after: {tokens: 10}, steps: [{tool: {name: t, latency: 1}}]}
+    - fail: {p: 0.5}
+    - call: {name: z, output: 10}
+"""
+
+
+def test_fail_after_a_pipeline_on_both_engines(tmp_path):
+    # a ends at 11 s (its tool, 1.909 -> 2.909 s, is long done): a run failing at the fail step lasts 11 s
+    # and cost (1000 + 100 x 10) / 1e6 = 0.002; a successful one adds z (2 s, 0.0001): 13 s, 0.0021.
+    # With share s: cps = 0.0021 + (1 - s)/s x 0.002, tts = 13 + (1 - s)/s x 11 (s ~ 1/2).
+    des = run_json(tmp_path, AFTER_PIPELINE, "des")
+    fast = run_json(tmp_path, AFTER_PIPELINE, "fastpath")
+    same_but_engine(des, fast)
+    v = des["variants"]["baseline"]
+    s = v["success"]["share"]
+    assert abs(s - 0.5) < 4 * math.sqrt(0.25 / 4000)
+    assert v["success"]["cost_per_success_usd"] == pytest.approx(0.0021 + (1 - s) / s * 0.002, rel=1e-9)
+    assert v["success"]["time_to_success_s"] == pytest.approx(13 + (1 - s) / s * 11, rel=1e-12)
+    assert v["wall_time_s"]["mean"] == 13.0
+
+
+REPEAT = """
+name: audit-continue-p
+seed: 19
+runs: 10000
+models:
+  m: {price: {input_mtok: 1, output_mtok: 10}, ttft: 1, output_tps: 100}
+  n: {price: {input_mtok: 1, output_mtok: 10}, ttft: 1, output_tps: 100}
+agent:
+  steps:
+    - repeat:
+        continue_p: {by: act, m: 0.5, n: 0.9}
+        max: 6
+        steps:
+          - call: {name: act, model: m, output: 100}
+variants:
+  m: {}
+  n: {model: {act: n}}
+"""
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_continue_p_by_model_iterations_closed_form(tmp_path, engine):
+    # K iterations: P(K >= k) = p^(k-1), capped at 6: E[K] = Σ_{k=0}^{5} p^k (1.96875 for 0.5, 4.68559 for
+    # 0.9), E[K^2] = Σ_k k^2 P(K = k); a call is 2 s and 0.001 USD, so wall = 2K, cost = 0.001 K, and the
+    # variant comparison is Δtime = 2 ΔE[K], Δcost = 0.001 ΔE[K] (slower: no USD per hour saved).
+    v = run_json(tmp_path, REPEAT, engine)["variants"]
+    n = 10000
+    for name, p in (("m", 0.5), ("n", 0.9)):
+        pk = [p ** (k - 1) * (1 - p) for k in range(1, 6)] + [p**5]
+        ek = sum(p**k for k in range(6))
+        assert ek == pytest.approx(sum(k * q for k, q in zip(range(1, 7), pk, strict=True)), rel=1e-12)
+        sd = math.sqrt(sum(k * k * q for k, q in zip(range(1, 7), pk, strict=True)) - ek**2)
+        assert abs(v[name]["calls"]["mean"] - ek) < 4 * sd / math.sqrt(n), name
+        assert v[name]["wall_time_s"]["mean"] == pytest.approx(2 * v[name]["calls"]["mean"], rel=1e-12)
+        assert v[name]["cost_usd"]["mean"] == pytest.approx(0.001 * v[name]["calls"]["mean"], rel=1e-9)
+    vs = v["n"]["vs_baseline"]
+    assert vs["delta_time_s"] == pytest.approx(2 * (v["n"]["calls"]["mean"] - v["m"]["calls"]["mean"]), rel=1e-9)
+    assert vs["delta_time_s"] > 0 and vs["usd_per_hour_saved"] is None
+
+
+ERRORS = """
+name: audit-errors-and-fail
+seed: 23
+runs: 8000
+models:
+  m: {price: {input_mtok: 1, output_mtok: 10}, ttft: 1, output_tps: 100, error_rate: 0.5, retry: {max_attempts: 2}}
+agent:
+  steps:
+    - call: {name: a, output: 100}
+    - fail: {p: 0.2}
+"""
+
+
+def test_a_run_failed_by_error_rate_is_not_a_success(tmp_path):
+    # The call fails both attempts with p 0.5^2 = 0.25 (an errored attempt is billed nothing); then the fail
+    # step with p 0.2: share = 0.75 x 0.8 = 0.6. Cost: 0.001 for every run whose call went through (0.75):
+    # cost_per_success = 0.75 x 0.001 / 0.6 = 0.00125. time_to_success = Σ wall of all runs / k (the
+    # back-off is random, so checked against the runs table).
+    summary, runs = run_cli(tmp_path, ERRORS, "des")
+    n = len(runs)
+    s = summary["variants"]["baseline"]["success"]
+    assert abs(s["share"] - 0.6) < 4 * math.sqrt(0.24 / n)
+    ok = (runs["status"] == 0).to_numpy().astype(float)
+    cost, wall = runs["cost_usd"].to_numpy(), runs["wall_time_s"].to_numpy()
+    assert set(np.round(cost, 12).tolist()) == {0.0, 0.001}
+    assert abs(s["cost_per_success_usd"] - 0.00125) < 4 * ratio_se(cost, ok)
+    assert s["time_to_success_s"] == pytest.approx(wall.sum() / ok.sum(), rel=1e-12)
+    assert s["cost_per_success_usd"] == pytest.approx(cost.sum() / ok.sum(), rel=1e-12)
