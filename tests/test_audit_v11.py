@@ -802,3 +802,44 @@ def test_a_run_failed_by_error_rate_is_not_a_success(tmp_path):
     assert abs(s["cost_per_success_usd"] - 0.00125) < 4 * ratio_se(cost, ok)
     assert s["time_to_success_s"] == pytest.approx(wall.sum() / ok.sum(), rel=1e-12)
     assert s["cost_per_success_usd"] == pytest.approx(cost.sum() / ok.sum(), rel=1e-12)
+
+
+SUBAGENT = """
+name: audit-fail-in-a-subagent
+seed: 1
+runs: 4000
+models:
+  m: {price: {input_mtok: 1, output_mtok: 10}, ttft: 1, output_tps: 100}
+  n: {price: {input_mtok: 1, output_mtok: 10}, ttft: 1, output_tps: 50}
+workflows:
+  w:
+    steps:
+      - call: {name: inner, model: m, output: 100}
+      - fail: {p: {by: inner, m: 0.5, n: 0.25}}
+agent:
+  steps:
+    - call: {name: a, model: m, output: 100}
+    - subagent: {workflow: w}
+    - call: {name: z, model: m, output: 100}
+variants:
+  m: {}
+  n: {model: {inner: n}}
+"""
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_fail_inside_a_subagent_fails_the_run(tmp_path, engine):
+    # Calls on m: 1 + 100/100 = 2 s, 0.001 USD; inner on n: 1 + 100/50 = 3 s, same price.
+    # Variant m: a failed run stops after a and inner: 4 s, 0.002; a successful one adds z: 6 s, 0.003;
+    #   share 0.5. Variant n (fail p looked up for the subagent's call on n: 0.25): 5 s / 0.002 failed,
+    #   7 s / 0.003 successful, share 0.75. With share s: cps = 0.003 + (1 - s)/s x 0.002,
+    #   tts = W_ok + (1 - s)/s x W_failed.
+    v = run_json(tmp_path, SUBAGENT, engine)["variants"]
+    n = 4000
+    for name, (p, w_fail, w_ok) in {"m": (0.5, 4.0, 6.0), "n": (0.25, 5.0, 7.0)}.items():
+        s = v[name]["success"]
+        share = s["share"]
+        assert abs(share - (1 - p)) < 4 * math.sqrt(p * (1 - p) / n), name
+        assert s["cost_per_success_usd"] == pytest.approx(0.003 + (1 - share) / share * 0.002, rel=1e-9)
+        assert s["time_to_success_s"] == pytest.approx(w_ok + (1 - share) / share * w_fail, rel=1e-12)
+        assert v[name]["wall_time_s"]["mean"] == w_ok and v[name]["calls"]["mean"] == 3.0
