@@ -843,3 +843,30 @@ def test_fail_inside_a_subagent_fails_the_run(tmp_path, engine):
         assert s["cost_per_success_usd"] == pytest.approx(0.003 + (1 - share) / share * 0.002, rel=1e-9)
         assert s["time_to_success_s"] == pytest.approx(w_ok + (1 - share) / share * w_fail, rel=1e-12)
         assert v[name]["wall_time_s"]["mean"] == w_ok and v[name]["calls"]["mean"] == 3.0
+
+
+TINY = """
+name: audit-pipeline-tiny-answers
+seed: 1
+runs: 1
+models:
+  m: {price: {input_mtok: 1, output_mtok: 10}, ttft: 1, output_tps: 10}
+agent:
+  steps:
+    - call: {name: a, output: 0, reasoning: 10}
+    - pipeline: {after: {tokens: 5}, steps: [{tool: {name: t, latency: 3}}]}
+    - call: {name: b, output: 1}
+    - pipeline: {after: first_sentence, steps: [{tool: {name: u, latency: 3}}]}
+"""
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_pipelines_after_answers_shorter_than_their_trigger(tmp_path, engine):
+    # a: no visible token, TTFT 1 + 10 reasoning tokens at 10/s: ends at 2 s; with fewer tokens than asked
+    # the pipeline starts at the call's end: t runs 2 -> 5 s. b (sent at 5 s): its one token arrives at
+    # a_1 = 5 + 1 = 6 s, its end 6.1 s; its first sentence (20 tokens by default) is that token: u runs
+    # 6 -> 9 s > 6.1 s. Wall 9 s; cost (10 + 1) x 10 / 1e6 = 0.00011 USD.
+    v = run_json(tmp_path, TINY, engine)["variants"]["baseline"]
+    assert v["wall_time_s"]["mean"] == pytest.approx(9.0, rel=1e-12)
+    assert v["cost_usd"]["mean"] == pytest.approx(0.00011, rel=1e-12)
+    assert v["breakdown_s"]["tool"] == pytest.approx(6.0, rel=1e-12)
