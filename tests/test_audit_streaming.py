@@ -562,3 +562,164 @@ agent:
     wall = doc["des"]["variants"]["baseline"]["wall_time_s"]["mean"]
     sample = np.where(cut, 1 + rng.uniform(1, 5, k), 11.0)
     assert abs(wall - sample.mean()) < 4 * sample.std() * math.sqrt(1 / 4000 + 1 / k)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_interruption_during_a_stall_and_on_a_token_boundary(tmp_path, engine):
+    text = (
+        HEAD
+        + """
+models:
+  m: {price: {input_mtok: 1, output_mtok: 10}, ttft: 1, output_tps: 10}
+  st: {price: {input_mtok: 1, output_mtok: 10}, ttft: 1, output_tps: 10, stream: {stall: {p: 1, seconds: 3}}}
+agent:
+  steps:
+    - call: {name: s, model: st, output: 2, consumer: {reader: {tokens_per_s: 1}},
+             interrupt: {p: 1, after_first_token: 2}}
+    - call: {name: x, model: m, output: 11, consumer: {reader: {tokens_per_s: 1}},
+             interrupt: {p: 1, after_first_token: 0.33}}
+    - call: {name: y, model: m, output: 11, consumer: {reader: {tokens_per_s: 1}},
+             interrupt: {p: 1, after_first_token: 0.77}}
+"""
+    )
+    doc = summary(tmp_path, text, engine)
+    # s: a_1 = 1, the stall (after token 1, the only place for N = 2) holds token 2 until 1.2 + 3 = 4.2 s.
+    # Cut at a_1 + 2 = 3 s, inside the stall: 1 token billed, the call ends at 3 s; the breakdown counts the
+    # 1 s TTFT and the 2 s of stall before the cut (the stream "pauses after token k": from a_1 on, so no
+    # decode of token 2 happened by 3 s). Reader: f_1 = 1 + 1 = 2.
+    s = means(doc, "s")
+    assert s["reader_done_s"] == pytest.approx(2.0)
+    assert s["wasted_usd"] == pytest.approx(1e-5)
+    assert s["longest_gap_s"] == 0  # one delivered token: no gap
+    # x and y: 11 tokens from 1 s to 1 + 11/10 = 2.1 s, gap 0.11 s. Cut at a_1 + 0.33 = token 4 exactly
+    # (3 gaps; "within 1e-9 s" counts it): 4 tokens; at a_1 + 0.77 = token 8 exactly: 8 tokens.
+    v = doc["variants"]["baseline"]
+    assert v["tokens"]["output"] == pytest.approx(1 + 4 + 8)
+    assert means(doc, "x")["reader_done_s"] == pytest.approx(1 + 4)
+    assert means(doc, "y")["reader_done_s"] == pytest.approx(1 + 8)
+    assert means(doc, "y")["wasted_usd"] == pytest.approx(8e-5)
+    # wall = 3 + 1.33 + 1.77; stall slot 2 s, TTFT slots 3 x 1 s, the rest decode (0.33 + 0.77).
+    assert v["wall_time_s"]["mean"] == pytest.approx(6.1)
+    assert v["breakdown_s"]["stall"] == pytest.approx(2.0)
+    assert v["breakdown_s"]["ttft"] == pytest.approx(3.0)
+    assert v["breakdown_s"]["decode"] == pytest.approx(1.1)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_chunked_speech_cut_after_first_audio_then_a_pipeline_on_chunks(tmp_path, engine):
+    text = (
+        HEAD
+        + """
+models:
+  m: {price: {input_mtok: 1, output_mtok: 10}, ttft: 1, output_tps: 10, stream: {chunk_tokens: 10}}
+agent:
+  steps:
+    - call: {name: a, model: m, output: 60,
+             consumer: {speech: {first_audio: 0.3, tokens_per_s: 3, sentence_tokens: 15}},
+             interrupt: {p: 1, after_first_audio: 1}}
+    - call: {name: b, model: m, output: 100}
+    - pipeline: {after: {tokens: 15}, steps: [{tool: {name: t, latency: 20}}]}
+"""
+    )
+    doc = summary(tmp_path, text, engine)
+    # a: 60 tokens from 1 s to 7 s, gap 6/59; groups of 10 at a_1, a_20, a_30, ... The first sentence (15
+    # tokens) is delivered with token 20: d_15 = a_20 = 1 + 19 x 6/59 = 2.932 s; first audio 0.3 s later.
+    a20 = 1 + 19 * 6 / 59
+    a30 = 1 + 29 * 6 / 59
+    t_cut = a20 + 0.3 + 1  # 4.232 s: arrived (i - 1) 6/59 <= 3.232 -> 32 tokens billed
+    s = means(doc, "a")
+    assert s["first_sentence_s"] == pytest.approx(a20)
+    assert s["first_audio_s"] == pytest.approx(a20 + 0.3)
+    assert s["wasted_usd"] == pytest.approx(32e-5)
+    # Delivered by the cut: groups at a_1, a_20, a_30 (3.949 s; a_40 = 4.966 s is too late): 30 tokens, two
+    # 15-token sentences: s_2 = max(a_30 + 0.3, s_1 + 5) = s_1 + 5; speech (as the metrics describe the
+    # delivered tokens) ends s_1 + 10; two delivery gaps a_20 - a_1 and a_30 - a_20.
+    assert s["speech_done_s"] == pytest.approx(a20 + 0.3 + 10)
+    assert s["silence_s"] == 0
+    assert s["longest_gap_s"] == pytest.approx(a20 - 1)
+    assert s["itl_p50_s"] == pytest.approx((a30 - 1) / 2)
+    # b is sent at the cut; the pipeline starts once b has delivered 15 tokens, i.e. with token 20:
+    # t_cut + 1 + 19 x 10/99, and its 20 s tool outlasts b (11 s): wall = t_cut + 1 + 190/99 + 20.
+    v = doc["variants"]["baseline"]
+    assert v["wall_time_s"]["mean"] == pytest.approx(t_cut + 1 + 190 / 99 + 20)
+    assert v["tokens"]["output"] == pytest.approx(32 + 100)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_fanout_and_subagent_calls_on_a_cached_context(tmp_path, engine):
+    text = (
+        HEAD
+        + """
+models:
+  m: {price: {input_mtok: 1, output_mtok: 10, cache_read_mtok: 0.1, cache_write_mtok: 1.25},
+      ttft: 1, prefill_tps: 1000, output_tps: 10}
+workflows:
+  helper:
+    context: {system: 500, grows: true}
+    steps:
+      - call: {name: h, model: m, input: 500, output: 10, consumer: {render: {tokens: all}}}
+agent:
+  context: {system: 1000, grows: true, cache: true}
+  steps:
+    - call: {name: first, model: m, output: 10}
+    - fanout:
+        n: 3
+        steps:
+          - call: {name: f, model: m, input: 1000, output: 10, consumer: {reader: {tokens_per_s: 2}},
+                   interrupt: {p: 1, after_first_token: 0.5}}
+    - subagent: {workflow: helper}
+"""
+    )
+    doc = summary(tmp_path, text, engine)
+    # first: 1000 tokens written, ttft 1 + 1000/1000 = 2, decode 1: ends at 3 s; context 1010.
+    # Each of the 3 copies of f is sent at 3 s with 1010 + 1000 = 2010 tokens, the 1000 `first` sent are a
+    # cache read: ttft = 1 + 1010/1000 = 2.01 s; 10 tokens from 2.01 to 3.01 s (gap 1/9). Cut at 2.51 s:
+    # (i - 1)/9 <= 0.5 -> 5 tokens. Billed (wasted): 1000 x 0.1 + 1010 x 1.25 + 5 x 10 = $1412.5/M.
+    f = means(doc, "f")
+    assert f["ttft_s"] == pytest.approx(2.01)
+    assert f["wasted_usd"] == pytest.approx(1412.5e-6)
+    assert f["reader_done_s"] == pytest.approx(2.01 + 5 / 2)
+    assert f["reader_wait_s"] == pytest.approx(2.01)
+    d = [2.01 + i / 9 for i in range(5)]
+    assert f["qoe"] == pytest.approx(qoe_by_hand(d, 1.0, 2.0))
+    # The subagent (own context, no cache) is sent at 5.51 s with 500 + 500 tokens: ttft 2 s, done 3 s later.
+    h = means(doc, "h")
+    assert h["ttft_s"] == pytest.approx(2.0)
+    assert h["first_render_s"] == pytest.approx(3.0)
+    assert h["qoe"] == pytest.approx(qoe_by_hand([2 + i / 9 for i in range(10)], 1.0, 5.0))  # = 5/11
+    v = doc["variants"]["baseline"]
+    assert v["wall_time_s"]["mean"] == pytest.approx(8.51)
+    # $: first 1000 x 1.25 + 100; three f 3 x 1412.5; h 1000 x 1 + 100
+    assert v["cost_usd"]["mean"] == pytest.approx((1350 + 3 * 1412.5 + 1100) / 1e6)
+
+
+def test_random_sentences_and_first_audio_against_a_monte_carlo(tmp_path):
+    text = """
+name: audit
+seed: 13
+runs: 4000
+models:
+  m: {price: {input_mtok: 1, output_mtok: 10}, ttft: 1, output_tps: 10}
+agent:
+  steps:
+    - call: {name: a, model: m, output: 100,
+             consumer: {speech: {first_audio: {uniform: {low: 0.1, high: 0.5}}, tokens_per_s: 3,
+                                 sentence_tokens: {uniform: {low: 5, high: 15}}}}}
+"""
+    doc = {e: summary(tmp_path, text, e) for e in ENGINES}
+    assert doc["des"] == {**doc["fastpath"], "engine": "des"}
+    s = metrics(doc["des"], "a")
+    # 100 tokens from 1 s to 11 s (gap 10/99). The first sentence ends at e_1 = round(U(5, 15)), its audio
+    # starts first_audio ~ U(0.1, 0.5) later. The voice (3 tok/s) is slower than the stream (9.9 tok/s) and
+    # sentences are at most 15 tokens, so it never starves after the first sentence: speech_done =
+    # first_audio_s + 100/3 and silence = 0 exactly.
+    rng = np.random.default_rng(5)
+    k = 1_000_000
+    e1 = np.maximum(1, np.rint(rng.uniform(5, 15, k)))
+    first_sentence = 1 + (e1 - 1) * 10 / 99
+    first_audio = first_sentence + rng.uniform(0.1, 0.5, k)
+    for name, sample in (("first_sentence_s", first_sentence), ("first_audio_s", first_audio)):
+        se = sample.std() * math.sqrt(1 / 4000 + 1 / k)
+        assert abs(s[name]["mean"] - sample.mean()) < 4 * se, (name, s[name]["mean"], sample.mean(), se)
+    assert s["speech_done_s"]["mean"] == pytest.approx(s["first_audio_s"]["mean"] + 100 / 3)
+    assert s["silence_s"]["p95"] == 0 and s["longest_silence_s"]["mean"] == 0
