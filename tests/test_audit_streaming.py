@@ -723,3 +723,65 @@ agent:
         assert abs(s[name]["mean"] - sample.mean()) < 4 * se, (name, s[name]["mean"], sample.mean(), se)
     assert s["speech_done_s"]["mean"] == pytest.approx(s["first_audio_s"]["mean"] + 100 / 3)
     assert s["silence_s"]["p95"] == 0 and s["longest_silence_s"]["mean"] == 0
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_metrics_that_do_not_exist_are_left_out_and_an_explicit_qoe(tmp_path, engine):
+    text = """
+name: audit
+seed: 1
+runs: 400
+models:
+  m: {price: {input_mtok: 1, output_mtok: 10}, ttft: 1, output_tps: 10}
+agent:
+  steps:
+    - call: {name: a, model: m, output: 100, consumer: {render: {tokens: 50}},
+             interrupt: {p: 0.5, after_first_token: 1}}
+    - call: {name: b, model: m, output: 100, consumer: {render: {tokens: 50}},
+             interrupt: {p: 1, after_first_token: 1}}
+    - call: {name: c, model: m, output: 100,
+             consumer: {reader: {words_per_min: 90}, qoe: {expected_ttft: 0.5, tokens_per_s: 4}}}
+"""
+    doc = summary(tmp_path, text, engine)
+    # a: 100 tokens from 1 s to 11 s. A cut at a_1 + 1 = 2 s leaves 1 + floor(9.9) = 10 tokens, fewer than
+    # the 50 the render needs: that call has no first render and is left out. The others render at
+    # a_50 = 1 + 49 x 10/99, so mean = p50 = p95 = that; the interrupted share is ~1/2 (400 runs: SE 0.025).
+    a = metrics(doc, "a")
+    for stat in ("mean", "p50", "p95"):
+        assert a["first_render_s"][stat] == pytest.approx(1 + 490 / 99)
+    assert abs(a["interrupted_share"]["mean"] - 0.5) < 4 * 0.025
+    assert a["interrupted_share"]["p50"] in (0.0, 0.5, 1.0) and a["interrupted_share"]["p95"] == 1.0
+    assert metrics(doc, "a")["wasted_usd"]["p95"] == pytest.approx(10e-5)
+    # b is always cut: no call has the metric -> null
+    assert metrics(doc, "b")["first_render_s"] == {"mean": None, "p50": None, "p95": None}
+    # c: 90 words/min = 2 tok/s: done 1 + 100/2 = 51 s; QoE with T = 0.5 s and v = 4 tok/s as given.
+    c = means(doc, "c")
+    assert c["reader_done_s"] == pytest.approx(51.0)
+    assert c["qoe"] == pytest.approx(qoe_by_hand([1 + i * 10 / 99 for i in range(100)], 0.5, 4.0))
+    assert c["qoe"] < 1
+
+
+def test_a_fast_reader_on_a_jittered_stream_against_a_monte_carlo(tmp_path):
+    text = """
+name: audit
+seed: 21
+runs: 4000
+models:
+  m: {price: {input_mtok: 1, output_mtok: 10}, ttft: 1, output_tps: 10, stream: {jitter_cv: 1.5}}
+agent:
+  steps:
+    - call: {name: a, model: m, output: 3, consumer: {reader: {tokens_per_s: 20}}}
+"""
+    doc = summary(tmp_path, text)
+    # a_1 = 1, a_2 = 1 + 0.3 w_1/(w_1 + w_2), a_3 = 1.3. Reader at 20 tok/s (0.05 s a token):
+    # f_1 = 1.05, f_2 = max(a_2, 1.05) + 0.05, f_3 = max(1.3, f_2) + 0.05; waited f_3 - 3/20.
+    rng = np.random.default_rng(8)
+    sigma = math.sqrt(math.log(1 + 1.5**2))
+    w = rng.lognormal(-(sigma**2) / 2, sigma, size=(1_000_000, 2))
+    a2 = 1 + 0.3 * w[:, 0] / w.sum(axis=1)
+    f3 = np.maximum(1.3, np.maximum(a2, 1.05) + 0.05) + 0.05
+    s = metrics(doc, "a")
+    for name, sample in (("reader_done_s", f3), ("reader_wait_s", f3 - 0.15)):
+        se = sample.std() * math.sqrt(1 / 4000 + 1 / len(sample))
+        assert se > 0
+        assert abs(s[name]["mean"] - sample.mean()) < 4 * se, (name, s[name]["mean"], sample.mean(), se)
