@@ -785,3 +785,38 @@ agent:
         se = sample.std() * math.sqrt(1 / 4000 + 1 / len(sample))
         assert se > 0
         assert abs(s[name]["mean"] - sample.mean()) < 4 * se, (name, s[name]["mean"], sample.mean(), se)
+
+
+def test_random_stalls_against_a_monte_carlo(tmp_path):
+    text = """
+name: audit
+seed: 4
+runs: 4000
+models:
+  m: {price: {input_mtok: 1, output_mtok: 10}, ttft: 1, output_tps: 10,
+      stream: {stall: {p: 0.3, seconds: {exponential: {mean: 2}}}}}
+agent:
+  steps:
+    - call: {name: a, model: m, output: 100, consumer: {reader: {tokens_per_s: 50}}}
+"""
+    doc = {e: summary(tmp_path, text, e) for e in ENGINES}
+    assert doc["des"] == {**doc["fastpath"], "engine": "des"}
+    v = doc["des"]["variants"]["baseline"]
+    # With probability 0.3 the stream pauses once for S ~ Exp(mean 2 s): the call (and the run) takes
+    # 11 + S s instead of 11 s, the stall slot of the breakdown is S, the longest gap 10/99 + S (else 10/99),
+    # and a reader at 50 tok/s (faster than the stream) finishes 0.02 s after the last token: 11.02 + S.
+    rng = np.random.default_rng(12)
+    k = 1_000_000
+    stall = np.where(rng.random(k) < 0.3, rng.exponential(2.0, k), 0.0)
+    s = metrics(doc["des"], "a")
+    checks = (
+        (v["wall_time_s"]["mean"], 11 + stall),
+        (v["breakdown_s"]["stall"], stall),
+        (s["longest_gap_s"]["mean"], 10 / 99 + stall),
+        (s["reader_done_s"]["mean"], 11.02 + stall),
+    )
+    for got, sample in checks:
+        se = sample.std() * math.sqrt(1 / 4000 + 1 / k)
+        assert abs(got - sample.mean()) < 4 * se, (got, sample.mean(), se)
+    # the decode slot does not include the stall: exactly 10 s in every run
+    assert v["breakdown_s"]["decode"] == pytest.approx(10.0)
