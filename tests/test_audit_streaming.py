@@ -820,3 +820,77 @@ agent:
         assert abs(got - sample.mean()) < 4 * se, (got, sample.mean(), se)
     # the decode slot does not include the stall: exactly 10 s in every run
     assert v["breakdown_s"]["decode"] == pytest.approx(10.0)
+
+
+def test_streaming_is_measured_from_the_attempt_that_succeeds(tmp_path):
+    text = (
+        HEAD
+        + """
+models:
+  big: {price: {input_mtok: 1, output_mtok: 10}, ttft: 1, output_tps: 10, timeout: 3,
+        retry: {max_attempts: 2, backoff_base: 0.5, jitter: none}, fallback: {model: small, after: 1}}
+  small: {price: {input_mtok: 1, output_mtok: 10}, ttft: 0.5, output_tps: 100}
+agent:
+  steps:
+    - call: {name: a, model: big, output: 100, consumer: {reader: {tokens_per_s: 5}},
+             interrupt: {p: 1, after_first_token: 0.5}}
+"""
+    )
+    doc = summary(tmp_path, text, "des")
+    # Attempt 1 on big (11 s long) is cancelled by the 3 s timeout, having generated the tokens with
+    # 1 + (i - 1) 10/99 <= 3: 20 (billed to the run, $0.0002). Back-off 0.5 x 2^0 = 0.5 s (no jitter), then
+    # attempt 2 on the fallback `small`, sent at 3.5 s: a_1 = 0.5 s after it, 100 tokens over 1 s (gap 1/99).
+    # The interruption applies to this attempt: cut at a_1 + 0.5 = 1 s after its send, tokens with
+    # (i - 1)/99 <= 0.5: 50. Wall 3.5 + 1 = 4.5 s. The reader (5 tok/s) reads 50 tokens: 0.5 + 10 s.
+    v = doc["variants"]["baseline"]
+    assert v["wall_time_s"]["mean"] == pytest.approx(4.5)
+    assert v["tokens"]["output"] == pytest.approx(50)
+    assert v["cost_usd"]["mean"] == pytest.approx(70e-5)
+    s = means(doc, "a")
+    assert s["ttft_s"] == pytest.approx(0.5)
+    assert s["reader_done_s"] == pytest.approx(10.5)
+    assert s["reader_wait_s"] == pytest.approx(0.5)
+    assert s["longest_gap_s"] == pytest.approx(1 / 99)
+    # wasted_usd: the interrupted call's own bill (its 50 tokens); the timed-out attempt is the run's cost
+    assert s["wasted_usd"] == pytest.approx(50e-5)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_speed_tier_and_provider_conditions_move_the_stream(tmp_path, engine):
+    text = (
+        HEAD
+        + """
+models:
+  m: {price: {input_mtok: 1, output_mtok: 10}, ttft: 2, output_tps: 10,
+      speeds: {fast: {output_tps_x: 2, ttft_x: 0.5}},
+      conditions: {ttft_x: 1.5, output_tps_x: 0.5}}
+  other: {price: {input_mtok: 1, output_mtok: 10}, ttft: 0.25, output_tps: 100}
+agent:
+  steps:
+    - call: {name: a, model: m, output: 100, consumer: {reader: {tokens_per_s: 50}}}
+variants:
+  baseline: {}
+  fast: {speed: {m: fast}}
+  other: {model: {a: other}}
+"""
+    )
+    doc = summary(tmp_path, text, engine)
+    # baseline: ttft 2 x 1.5 = 3 s, tps 10 x 0.5 = 5: 100 tokens from 3 s to 3 + 20 = 23 s (gap 20/99);
+    # the reader (50 tok/s) is faster: it finishes 0.02 s after the last token, 23.02 s, waiting 23.02 - 2.
+    b = means(doc, "a")
+    assert b["ttft_s"] == pytest.approx(3.0)
+    assert b["reader_done_s"] == pytest.approx(23.02)
+    assert b["reader_wait_s"] == pytest.approx(21.02)
+    assert b["longest_gap_s"] == pytest.approx(20 / 99)
+    # fast tier: ttft 2 x 0.5 x 1.5 = 1.5 s, tps 10 x 2 x 0.5 = 10: tokens 1.5 -> 11.5 s.
+    f = means(doc, "a", "fast")
+    assert f["ttft_s"] == pytest.approx(1.5)
+    assert f["reader_done_s"] == pytest.approx(11.52)
+    assert f["longest_gap_s"] == pytest.approx(10 / 99)
+    # another model (no conditions): 0.25 s, then 100 tokens in 1 s; the reader is now the bottleneck:
+    # done 0.25 + 100/50 = 2.25 s and its only wait is the first token's.
+    o = means(doc, "a", "other")
+    assert o["reader_done_s"] == pytest.approx(2.25)
+    assert o["reader_wait_s"] == pytest.approx(0.25)
+    assert doc["variants"]["other"]["streaming"]["apparate"]["a"]["faster_share"] == 1.0
+    assert doc["variants"]["baseline"]["streaming"]["apparate"]["a"]["faster_share"] == 0.0
