@@ -894,3 +894,51 @@ variants:
     assert o["reader_wait_s"] == pytest.approx(0.25)
     assert doc["variants"]["other"]["streaming"]["apparate"]["a"]["faster_share"] == 1.0
     assert doc["variants"]["baseline"]["streaming"]["apparate"]["a"]["faster_share"] == 0.0
+
+
+# --------------------------------------------------------------------------- fixed: a cut inside the first group
+
+CUT_IN_FIRST_GROUP = (
+    HEAD
+    + """
+models:
+  m: {price: {input_mtok: 1, output_mtok: 10}, ttft: 1, output_tps: 10, stream: {chunk_tokens: 10}}
+agent:
+  context: {system: 0, grows: true}
+  steps:
+    - call: {name: a, model: m, output: 100, consumer: {reader: {tokens_per_s: 5}},
+             interrupt: {p: 1, after_first_token: 0.5}}
+    - call: {name: b, model: m, output: 1}
+"""
+)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_cut_inside_the_first_group_shows_only_the_tokens_that_exist(tmp_path, engine):
+    # 100 tokens from 1 s (gap 10/99), groups of 10, the first delivered at a_1. Cut at a_1 + 0.5 = 1.5 s:
+    # (i - 1) 10/99 <= 0.5 -> 5 tokens have arrived; they are billed ($5e-5) and join the context (b's input
+    # is 5); "the rest never happens". The consumer can then have 5 tokens, not the 10 of the first group
+    # (before the fix it read 10: reader_done 1 + 10/5 = 3 s, tokens that were never generated or billed).
+    # Reader at 5 tok/s: f_5 = 1 + 5/5 = 2 s, one delivery, no gap.
+    doc = summary(tmp_path, CUT_IN_FIRST_GROUP, engine)
+    v = doc["variants"]["baseline"]
+    assert v["tokens"]["input"] == pytest.approx(5)
+    assert v["tokens"]["output"] == pytest.approx(5 + 1)
+    s = means(doc, "a")
+    assert s["wasted_usd"] == pytest.approx(5e-5)
+    assert s["reader_done_s"] == pytest.approx(2.0)
+    assert s["reader_wait_s"] == pytest.approx(1.0)
+    assert s["longest_gap_s"] == 0
+
+
+def test_a_cut_inside_the_first_group_in_the_token_timeline(tmp_path):
+    from agentsim.analysis.stream_timeline import token_timelines
+
+    path = tmp_path / "cut.yaml"
+    path.write_text(CUT_IN_FIRST_GROUP)
+    frame = token_timelines(path, "a")
+    # the 5 tokens that arrived, all delivered with the first group at a_1 = 1 s; read at 1 + 0.2 i
+    assert len(frame) == 5
+    np.testing.assert_allclose(frame["arrival_s"], 1 + np.arange(5) * 10 / 99, rtol=1e-12)
+    np.testing.assert_allclose(frame["delivered_s"], 1.0)
+    np.testing.assert_allclose(frame["read_s"], 1 + 0.2 * np.arange(1, 6), rtol=1e-12)

@@ -80,6 +80,7 @@ __all__ = [
     "consumer_metrics",
     "interruption",
     "pipeline_offset",
+    "seen",
     "stall_draws",
     "stall_position",
     "stalled_by",
@@ -273,6 +274,13 @@ def arrived(A: np.ndarray, t: np.ndarray) -> np.ndarray:
     """How many tokens of each call have arrived by ``t`` (``a_i <= t``, within ARRIVED_TOL)."""
     with np.errstate(invalid="ignore"):
         return np.sum((t + ARRIVED_TOL)[:, None] >= A, axis=1)
+
+
+def seen(sb: StreamBatch, t: np.ndarray) -> np.ndarray:
+    """How many tokens of each call cut at ``t`` its consumer has: those delivered by ``t``, but never more
+    than have arrived (the first group is delivered at ``a_1``; of a call cut before the group's last
+    token, only the arrived, billed tokens exist)."""
+    return np.minimum(arrived(sb.D, t), arrived(sb.A, t))
 
 
 def sentence_ends(sampler, block: Block, key_node: int, flat: int, runs: np.ndarray, n: np.ndarray, cache=False):
@@ -504,7 +512,7 @@ def _batch(plan, block, node, tid, flat, runs, t, width, out_drawn, interrupted)
     sb = streams(tier, block, node, flat, runs, send, a1, end, N, stall, stall_u, cache=True)
     hit = np.zeros(len(runs), dtype=bool) if interrupted is None else interrupted[runs, flat]
     cut = col("t_end")
-    n = np.where(hit, arrived(sb.D, cut), N)
+    n = np.where(hit, seen(sb, cut), N)
     cons = node.consumer
     sent = fa = None
     if cons.kind == "speech":
