@@ -942,3 +942,31 @@ def test_a_cut_inside_the_first_group_in_the_token_timeline(tmp_path):
     np.testing.assert_allclose(frame["arrival_s"], 1 + np.arange(5) * 10 / 99, rtol=1e-12)
     np.testing.assert_allclose(frame["delivered_s"], 1.0)
     np.testing.assert_allclose(frame["read_s"], 1 + 0.2 * np.arange(1, 6), rtol=1e-12)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_pipeline_on_a_call_cut_inside_its_first_group_starts_at_the_cut(tmp_path, engine):
+    text = (
+        HEAD
+        + """
+models:
+  m: {price: {input_mtok: 1, output_mtok: 10}, ttft: 1, output_tps: 10, stream: {chunk_tokens: 10}}
+agent:
+  steps:
+    - call: {name: a, model: m, output: 100, interrupt: {p: 1, after_first_token: 0.2}}
+    - pipeline: {after: {tokens: 5}, steps: [{tool: {name: t, latency: 20}}]}
+    - call: {name: b, model: m, output: 100}
+    - pipeline: {after: {tokens: 5}, steps: [{tool: {name: u, latency: 20}}]}
+"""
+    )
+    doc = summary(tmp_path, text, engine)
+    # a: cut at a_1 + 0.2 = 1.2 s with (i - 1) 10/99 <= 0.2 -> 2 tokens. The pipeline needs 5: the call has
+    # fewer, so it starts at the call's end (docs: "d_tokens, or the call's end if it has fewer"), 1.2 s, not at
+    # a_1 = 1 s where the first group (tokens 1-10, 8 of which never come) would have been delivered.
+    # Its tool ends at 21.2 s. b (not cut) is sent then; its pipeline starts with the first group, at
+    # b's a_1 (token 5 is in it): 21.2 + 1, and ends 20 s later, after b (11 s): wall 21.2 + 21 = 42.2 s.
+    v = doc["variants"]["baseline"]
+    assert v["tokens"]["output"] == pytest.approx(2 + 100)
+    assert v["wall_time_s"]["mean"] == pytest.approx(42.2)
+    assert v["breakdown_s"]["tool"] == pytest.approx(40.0)
+    assert v["breakdown_s"]["ttft"] + v["breakdown_s"]["decode"] == pytest.approx(2.2)

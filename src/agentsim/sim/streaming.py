@@ -334,8 +334,13 @@ def stalled_by(sb: StreamBatch, stall: np.ndarray, stall_u: np.ndarray, t: np.nd
     return np.where(live, np.minimum(np.maximum(t - np.where(live, at, t), 0.0), stall), 0.0)
 
 
-def pipeline_offset(pnode, block: Block, flat: int, runs, sb: StreamBatch) -> np.ndarray:
-    """When a pipeline after this call starts: delivery of token ``tokens`` (or of the first sentence's last)."""
+def pipeline_offset(pnode, block: Block, flat: int, runs, sb: StreamBatch, cut=None) -> np.ndarray:
+    """When a pipeline after this call starts: delivery of token ``tokens`` (or of the first sentence's last).
+
+    ``cut`` (optional): when each call is interrupted (``inf``: not). A cut call ends at the cut with the
+    tokens that arrived by then: the pipeline starts at the cut at the latest, and at the cut too when its
+    token never arrived (even if its chunk, the first, was delivered at ``a_1``): the call has fewer tokens.
+    """
     N = sb.N
     if pnode.after_tokens is not None:
         m = np.minimum(pnode.after_tokens, N)
@@ -346,6 +351,9 @@ def pipeline_offset(pnode, block: Block, flat: int, runs, sb: StreamBatch) -> np
         m = sentence_ends(sampler, block, key, flat, np.asarray(runs), N, cache=True)[:, 0]
     m = np.maximum(m, 1) - 1
     t = np.take_along_axis(sb.D, m[:, None], axis=1)[:, 0]
+    if cut is not None:
+        came = (cut + ARRIVED_TOL) >= np.take_along_axis(sb.A, m[:, None], axis=1)[:, 0]
+        t = np.where(came, np.minimum(t, cut), cut)
     return np.where(N > 0, t, sb.end)
 
 
