@@ -970,3 +970,45 @@ agent:
     assert v["wall_time_s"]["mean"] == pytest.approx(42.2)
     assert v["breakdown_s"]["tool"] == pytest.approx(40.0)
     assert v["breakdown_s"]["ttft"] + v["breakdown_s"]["decode"] == pytest.approx(2.2)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_one_token_answer_default_consumer_in_a_subagent_and_a_cut_call_winning_a_race(tmp_path, engine):
+    text = (
+        HEAD
+        + """
+models:
+  m: {price: {input_mtok: 1, output_mtok: 10}, ttft: 3, output_tps: 10}
+consumer: {render: {tokens: all}}
+workflows:
+  w:
+    steps:
+      - call: {name: sub, model: m, output: 1}
+agent:
+  steps:
+    - subagent: {workflow: w}
+    - parallel:
+        branches:
+          - call: {name: racer, model: m, output: 100, consumer: {reader: {tokens_per_s: 5}},
+                   interrupt: {p: 1, after_first_token: 2}}
+          - tool: {name: slow, latency: 6}
+        join: any
+"""
+    )
+    doc = summary(tmp_path, text, engine)
+    # sub (inside a subagent) takes the scenario's consumer, a render of all tokens. Its one token arrives at
+    # a_1 = ttft = 3 s (docs: "a one-token answer arrives at a_1"); the call ends at 3 + 1/10 = 3.1 s.
+    # QoE (T = 1, v = 5): x_1 = 1 < d_1 = 3, T_end = 3: (3 - 3) / (3 - 1) = 0. No gap.
+    sub = means(doc, "sub")
+    assert sub["first_render_s"] == pytest.approx(3.0)
+    assert sub["qoe"] == 0
+    assert sub["longest_gap_s"] == 0
+    # racer is sent at 3.1 s; cut at a_1 + 2 = 5 s after that (8.1 s) with (i - 1) 10/99 <= 2 -> 20 tokens,
+    # before the 6 s tool ends (9.1 s): the cut call wins the race, the run ends at 8.1 s.
+    racer = means(doc, "racer")
+    assert racer["interrupted_share"] == 1
+    assert racer["wasted_usd"] == pytest.approx(20e-5)
+    assert racer["reader_done_s"] == pytest.approx(3 + 20 / 5)
+    v = doc["variants"]["baseline"]
+    assert v["wall_time_s"]["mean"] == pytest.approx(8.1)
+    assert v["tokens"]["output"] == pytest.approx(1 + 20)
