@@ -105,7 +105,6 @@ class Bucket:
         self.level = self.capacity
         self.t = 0.0
         self.waiters: deque[tuple[float, simpy.Event]] = deque()
-        self._wake: simpy.Event | None = None
         self.log = log  # (time, level after the change)
         self.admitted: list[tuple[float, float]] = []  # (time, tokens)
 
@@ -175,9 +174,7 @@ class Bucket:
     def _schedule(self) -> None:
         need, _ = self.waiters[0]
         delay = max(0.0, (need - self.level) / self.rate)
-        wake = self.env.timeout(delay)
-        wake.callbacks.append(self._serve)
-        self._wake = wake
+        self.env.timeout(delay).callbacks.append(self._serve)
 
     def _serve(self, _ev) -> None:
         self._refill()

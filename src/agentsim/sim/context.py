@@ -15,13 +15,16 @@ starts a new cache); with ``cache: {scope: context}`` whatever the previous call
 of the same context sent, whichever model made it (DESIGN.md §4 read literally) —
 and writes the rest. The first call writes all of its input. An
 entry idle for longer than its TTL (5 minutes by default, or 1 hour) is gone;
-reading or writing it refreshes it, at the moment the call starts.
+a call that reads or writes it refreshes it: idle time counts from the call's end
+(:meth:`Ctx.mark`), and a call starting ``now`` sees the entries idle at most the TTL.
 
 Parallel branches fork the context: each sees it as it was at the fork. At the
 join, the branches that count (all of them, or the first ``k`` finishers) append
 their additions in branch order. A branch's cache entries survive the join in
 full when everything before them is unchanged (no earlier branch added tokens);
-otherwise only the part shared with the fork point still matches.
+otherwise only the part shared with the fork point still matches. The cache entries fork
+with the context: until the join a branch does not see what its siblings write or
+refresh (a provider would; tests/test_audit_core.py marks the two cases xfail).
 
 :class:`Ctx` is the per-run (scalar) form used by the DES. The fast path applies
 the same rules to whole arrays of runs (:mod:`agentsim.sim.fastpath`).

@@ -575,7 +575,7 @@ class _Runner:
         procs = [env.process(call_branch()), env.process(pipe_branch())]
         try:
             yield procs[0] & procs[1]
-        except simpy.Interrupt:
+        except (simpy.Interrupt, RunFailed):  # cancelled, or one side failed the run: stop the other now
             for p in procs:
                 if p.is_alive:
                     p.interrupt()

@@ -69,7 +69,7 @@ def des_reasons(plan: Plan) -> list[str]:
     from agentsim.plan.compiler import FailNode
 
     if any(isinstance(n, FailNode) and n.in_branch for n in plan.nodes):
-        reasons.append("a fail step sits inside a parallel or fanout branch (it cancels the other branches)")
+        reasons.append("a fail step sits inside a parallel, fanout or pipeline branch (it cancels the other branches)")
     return reasons
 
 
