@@ -34,7 +34,7 @@ from agentsim.plan.validation import load
 from agentsim.sim.records import DONE
 from agentsim.sim.rules import decode, duration, first_visible
 from agentsim.sim.simulation import choose_engine, simulate_block
-from agentsim.sim.streaming import arrived, first_audio_times, sentence_ends, stall_draws, streams
+from agentsim.sim.streaming import first_audio_times, seen, sentence_ends, stall_draws, streams
 
 __all__ = ["COLUMNS", "StreamTimelineError", "token_timelines"]
 
@@ -77,7 +77,7 @@ def _timeline(plan: Plan, block, res, node, run: int) -> dict[str, np.ndarray]:
     sb = streams(tier, block, node, 0, runs, send, a1, end, N, stall, stall_u)
     interrupted = res.extra.get("interrupted", {}).get(node.id)
     hit = bool(interrupted is not None and _flat0(interrupted.reshape(block.n, width))[run])
-    n = int(arrived(sb.D, col("t_end"))[0]) if hit else int(N[0])
+    n = int(seen(sb, col("t_end"))[0]) if hit else int(N[0])
     A, D = sb.A[0, :n] - send[0], sb.D[0, :n] - send[0]
     i = np.arange(1, n + 1)
     read = spoken = np.full(n, np.nan)

@@ -527,9 +527,8 @@ class _Runner:
         env = self.env
         event, pipe, pflow = st.trigger
         st.trigger = None
-        t_go = float(pipeline_offset(pipe, self.block, flat, runs, sb)[0])
-        if t_cut is not None:
-            t_go = min(t_go, t_cut)
+        cut = None if t_cut is None else np.array([t_cut])
+        t_go = float(pipeline_offset(pipe, self.block, flat, runs, sb, cut)[0])
         t_go = max(t_go, t0)
         # the pipeline's critical path so far: this call's TTFT, decode and stall up to t_go
         acc = list(st.acc)

@@ -473,8 +473,7 @@ class _Evaluator:
         for idx, flat, runs, sb, st_s, st_u, _fa in self._stream_slots(
             node, tier, ix, t0, ttft, tps, out, reas, stall, active
         ):
-            go = pipeline_offset(pipe, self.block, flat, runs, sb)
-            go = np.where(hit[idx], np.minimum(go, t_cut[idx]), go)
+            go = pipeline_offset(pipe, self.block, flat, runs, sb, np.where(hit[idx], t_cut[idx], np.inf))
             go = np.maximum(go, sb.send)
             t_go[idx] = go
             stalled[idx] = stalled_by(sb, st_s, st_u, go)

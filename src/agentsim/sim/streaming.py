@@ -80,6 +80,7 @@ __all__ = [
     "consumer_metrics",
     "interruption",
     "pipeline_offset",
+    "seen",
     "stall_draws",
     "stall_position",
     "stalled_by",
@@ -275,6 +276,13 @@ def arrived(A: np.ndarray, t: np.ndarray) -> np.ndarray:
         return np.sum((t + ARRIVED_TOL)[:, None] >= A, axis=1)
 
 
+def seen(sb: StreamBatch, t: np.ndarray) -> np.ndarray:
+    """How many tokens of each call cut at ``t`` its consumer has: those delivered by ``t``, but never more
+    than have arrived (the first group is delivered at ``a_1``; of a call cut before the group's last
+    token, only the arrived, billed tokens exist)."""
+    return np.minimum(arrived(sb.D, t), arrived(sb.A, t))
+
+
 def sentence_ends(sampler, block: Block, key_node: int, flat: int, runs: np.ndarray, n: np.ndarray, cache=False):
     """Sentence lengths ``(calls, K)`` over ``n`` tokens: the last sentence shortened to fit, then zeros."""
     if sampler.is_constant:
@@ -326,8 +334,13 @@ def stalled_by(sb: StreamBatch, stall: np.ndarray, stall_u: np.ndarray, t: np.nd
     return np.where(live, np.minimum(np.maximum(t - np.where(live, at, t), 0.0), stall), 0.0)
 
 
-def pipeline_offset(pnode, block: Block, flat: int, runs, sb: StreamBatch) -> np.ndarray:
-    """When a pipeline after this call starts: delivery of token ``tokens`` (or of the first sentence's last)."""
+def pipeline_offset(pnode, block: Block, flat: int, runs, sb: StreamBatch, cut=None) -> np.ndarray:
+    """When a pipeline after this call starts: delivery of token ``tokens`` (or of the first sentence's last).
+
+    ``cut`` (optional): when each call is interrupted (``inf``: not). A cut call ends at the cut with the
+    tokens that arrived by then: the pipeline starts at the cut at the latest, and at the cut too when its
+    token never arrived (even if its chunk, the first, was delivered at ``a_1``): the call has fewer tokens.
+    """
     N = sb.N
     if pnode.after_tokens is not None:
         m = np.minimum(pnode.after_tokens, N)
@@ -338,6 +351,9 @@ def pipeline_offset(pnode, block: Block, flat: int, runs, sb: StreamBatch) -> np
         m = sentence_ends(sampler, block, key, flat, np.asarray(runs), N, cache=True)[:, 0]
     m = np.maximum(m, 1) - 1
     t = np.take_along_axis(sb.D, m[:, None], axis=1)[:, 0]
+    if cut is not None:
+        came = (cut + ARRIVED_TOL) >= np.take_along_axis(sb.A, m[:, None], axis=1)[:, 0]
+        t = np.where(came, np.minimum(t, cut), cut)
     return np.where(N > 0, t, sb.end)
 
 
@@ -504,7 +520,7 @@ def _batch(plan, block, node, tid, flat, runs, t, width, out_drawn, interrupted)
     sb = streams(tier, block, node, flat, runs, send, a1, end, N, stall, stall_u, cache=True)
     hit = np.zeros(len(runs), dtype=bool) if interrupted is None else interrupted[runs, flat]
     cut = col("t_end")
-    n = np.where(hit, arrived(sb.D, cut), N)
+    n = np.where(hit, seen(sb, cut), N)
     cons = node.consumer
     sent = fa = None
     if cons.kind == "speech":
