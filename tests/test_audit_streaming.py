@@ -973,6 +973,29 @@ agent:
 
 
 @pytest.mark.parametrize("engine", ENGINES)
+def test_a_pipeline_whose_token_arrived_but_whose_group_is_cut_starts_at_the_cut(tmp_path, engine):
+    text = (
+        HEAD
+        + """
+models:
+  m: {price: {input_mtok: 1, output_mtok: 10}, ttft: 1, output_tps: 10, stream: {chunk_tokens: 10}}
+agent:
+  steps:
+    - call: {name: a, model: m, output: 100, interrupt: {p: 1, after_first_token: 1.5}}
+    - pipeline: {after: {tokens: 15}, steps: [{tool: {name: t, latency: 20}}]}
+"""
+    )
+    doc = summary(tmp_path, text, engine)
+    # a: a_i = 1 + (i - 1) 10/99; cut at 1 + 1.5 = 2.5 s, with (i - 1) 10/99 <= 1.5 -> 15 tokens arrived.
+    # Token 15 arrived (a_15 = 2.414 s), but its group (tokens 11-20) would be delivered at a_20 = 2.919 s,
+    # after the call ended at the cut: the pipeline starts at the cut, 2.5 s, and its tool ends at 22.5 s.
+    v = doc["variants"]["baseline"]
+    assert v["tokens"]["output"] == pytest.approx(15)
+    assert v["wall_time_s"]["mean"] == pytest.approx(22.5)
+    assert v["breakdown_s"]["tool"] == pytest.approx(20.0)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
 def test_one_token_answer_default_consumer_in_a_subagent_and_a_cut_call_winning_a_race(tmp_path, engine):
     text = (
         HEAD
