@@ -210,3 +210,19 @@ def test_missing_file_and_unknown_format(tmp_path):
     assert res.exit_code == 2 and "--format 'excel' is not a known format" in res.output
     res = runner.invoke(app, ["calibrate", str(f), "-o", str(tmp_path)])
     assert res.exit_code == 2 and "is a folder" in res.output
+
+
+def test_a_record_whose_output_count_is_nan_is_left_out_as_incomplete(tmp_path):
+    """NaN is how benchmark tools write "not measured": a record without its output count cannot give a
+    speed, so it is left out (it once stayed "usable" and crashed the speed fit: exit 1)."""
+    fixture = Path(__file__).parent / "fixtures" / "measurements" / "llmperf_individual_responses.json"
+    records = json.loads(fixture.read_text())
+    ok = [i for i, r in enumerate(records) if not r.get("error_code")]
+    records[ok[3]]["number_output_tokens"] = float("nan")
+    f = tmp_path / "llmperf_individual_responses.json"
+    f.write_text(json.dumps(records))  # json writes NaN, as Python tools do
+    res = runner.invoke(app, ["calibrate", str(f), "-o", str(tmp_path / "p.yaml")])
+    assert res.exit_code == 0, res.output
+    out = " ".join(res.output.split())
+    assert f"{len(records)} read, {len(ok) - 1} used" in out and "1 incomplete" in out, out
+    assert (tmp_path / "p.yaml").exists()

@@ -306,7 +306,7 @@ def _unusable_reason(r: dict) -> str | None:
         return "error: " + str(r["error"] or "failed")
     if r["ttft_s"] is None or not math.isfinite(r["ttft_s"]) or r["ttft_s"] <= 0:
         return "incomplete: no time to first token"
-    if r["output_tokens"] is None:
+    if r["output_tokens"] is None or math.isnan(r["output_tokens"]):  # NaN: a tool's "not measured"
         return "incomplete: no output token count"
     if r["output_tokens"] < 2:
         return "incomplete: fewer than 2 output tokens (no decode time)"
