@@ -495,3 +495,23 @@ def test_where_the_runs_per_month_come_from(tmp_path, volume, args, per_month):
     assert fast["api_usd_per_month"] == pytest.approx(per_month * 0.042, rel=1e-12)
     assert fast["hours_saved_per_month"] == pytest.approx(per_month * 6 / 3600, rel=1e-12)
     assert fast["net_usd_per_month"] == pytest.approx(per_month * (6 / 3600 * 100 - 0.035), rel=1e-9)
+
+
+# --------------------------------------------------------------------------- keys that would be ignored
+
+
+@pytest.mark.parametrize(
+    ("workload", "words"),
+    [
+        # think_time is a closed loop's pause: with open arrivals it would be silently ignored
+        ("{arrivals: {per_hour: 100}, think_time: 3, duration: {seconds: 1000}}", "needs concurrent"),
+        # a window without arrivals or agents: nothing is simulated over time, duration/warmup would be ignored
+        ("{duration: {seconds: 100}}", "add arrivals or concurrent"),
+        ("{warmup: {seconds: 10}, volume: {runs_per_month: 10}}", "add arrivals or concurrent"),
+    ],
+)
+def test_workload_keys_that_would_do_nothing_are_refused(tmp_path, workload, words):
+    f = _write(tmp_path, CLOSED.split("workload:")[0] + f"workload: {workload}\n", "bad")
+    r = CliRunner().invoke(app, ["run", str(f), "--json"])
+    assert r.exit_code == 2 and r.stdout == ""
+    assert f"{f.name}:9: workload:" in r.stderr and words in r.stderr and "Traceback" not in r.output
