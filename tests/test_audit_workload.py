@@ -515,3 +515,111 @@ def test_workload_keys_that_would_do_nothing_are_refused(tmp_path, workload, wor
     r = CliRunner().invoke(app, ["run", str(f), "--json"])
     assert r.exit_code == 2 and r.stdout == ""
     assert f"{f.name}:9: workload:" in r.stderr and words in r.stderr and "Traceback" not in r.output
+
+
+# --------------------------------------------------------------------------- a closed loop with random times
+
+REPAIRMAN = """
+name: audit-finite-source
+seed: SEED
+models:
+  m: {price: {input_mtok: 1, output_mtok: 10}, ttft: {exponential: {mean: 10}}, output_tps: 100}
+agent:
+  steps:
+    - call: {name: a, output: 0}
+limits:
+  acct: {models: [m], concurrency: 1}
+workload:
+  concurrent: 3
+  think_time: {exponential: {mean: 20}}
+  duration: {hours: 5}
+  warmup: {minutes: 30}
+"""
+
+
+def test_closed_loop_behind_one_slot_matches_the_finite_source_queue(tmp_path):
+    # N = 3 agents thinking Exp(Z = 20 s) between runs of one Exp(S = 10 s) call behind one slot: the
+    # M/M/1//N ("machine repairman") queue. With r = S/Z = 0.5, P(idle) = 1 / sum_{n=0..N} N!/(N-n)! r^n
+    # = 1 / (1 + 1.5 + 1.5 + 0.75) = 1/4.75; throughput X = (1 - P(idle)) / S = 0.0789/s = 284.2 runs/h;
+    # mean wall (queue + service) R = N/X - Z = 38 - 20 = 18 s, of which 8 s queueing; the slot is busy
+    # 1 - 1/4.75 = 0.789 of the time. Each seed is an independent 5-hour replication (waits within one are
+    # autocorrelated, seeds are not): 4 standard errors of the mean over 8 seeds.
+    p_idle = 1 / sum(math.factorial(3) / math.factorial(3 - n) * 0.5**n for n in range(4))
+    x = (1 - p_idle) / 10
+    expect = {"wall": 3 / x - 20, "queue": 3 / x - 30, "per_hour": 3600 * x, "busy": 1 - p_idle}
+    got: dict[str, list[float]] = {k: [] for k in expect}
+    for seed in range(8):
+        v = run_json(tmp_path, REPAIRMAN.replace("SEED", str(seed)), name=f"mr{seed}")["variants"]["baseline"]
+        got["wall"].append(v["wall_time_s"]["mean"])
+        got["queue"].append(v["limits"]["queue_wait_s"]["mean"])
+        got["per_hour"].append(v["workload"]["throughput_runs_per_hour"])
+        got["busy"].append(v["limits"]["accounts"]["acct"]["concurrency"]["mean_in_flight"])
+    for k, exact in expect.items():
+        sample = np.array(got[k])
+        se = sample.std(ddof=1) / math.sqrt(len(sample))
+        assert abs(sample.mean() - exact) <= 4 * se, (k, sample.mean(), exact, se)
+
+
+# --------------------------------------------------------------------------- a rejecting bucket, retry-after
+
+REJECT = """
+name: audit-reject
+seed: 1
+models:
+  m:
+    price: {input_mtok: 1, output_mtok: 10}
+    ttft: 1
+    output_tps: 100
+    retry: {max_attempts: 50, honour_retry_after: true}
+agent:
+  steps:
+    - call: {name: a, output: 0}
+limits:
+  acct: {models: [m], rpm: 6, policy: reject}
+workload:
+  concurrent: 2
+  duration: {seconds: 3605}
+  warmup: {seconds: 5}
+"""
+
+
+def test_a_rejecting_bucket_with_retry_after_serves_its_refill_rate(tmp_path):
+    # rpm 6: a bucket of 6 refilled at 0.1/s; 1 s calls; a 429 carries retry-after = (1 - level) / 0.1.
+    # t=0: both agents admitted (6 -> 4); t=1: 4.1 -> 2.1; t=2: 2.2 -> 0.2; t=3: 0.3, both refused, retry at 10.
+    # From then on one request is admitted every 10 s, at level 1 exactly: at t = 10k the agent whose retry
+    # timer was set first (at 10(k-1)) is admitted, the other (refused at 10(k-1) + 1 with level 0.1, retry
+    # after 9 s) is refused again with retry-after 10. So every run from the one submitted at 11 on is
+    # submitted at 10k + 1, refused twice, admitted at 10k + 20 and done at 10k + 21: wall 20 s, queue 19 s.
+    # Counted ([5, 3605]): submitted 11, 21, ..., 3601 = 360 runs, 720 refusals, each followed by a retry.
+    # Throughput = refill rate: ends 11..3601 in the window = 360 in one hour; 360 admissions (10..3600) in
+    # 60 min = 6/min, utilisation 1; a request is in flight 1 s out of every 10 s: 0.1.
+    s = run_json(tmp_path, REJECT)
+    v = s["variants"]["baseline"]
+    w = v["workload"]
+    assert (w["runs_counted"], w["runs_completed"], w["runs_failed"]) == (360, 360, 0)
+    assert w["throughput_runs_per_hour"] == pytest.approx(360.0, rel=1e-12)
+    assert v["wall_time_s"]["mean"] == pytest.approx(20.0, rel=1e-9)
+    assert v["wall_time_s"]["p99"] == pytest.approx(20.0, rel=1e-9)
+    assert v["breakdown_s"]["queue"] == pytest.approx(19.0, rel=1e-9)
+    a = v["limits"]["attempts"]
+    assert (a["rejected_429"], a["retries"], a["failed_calls"], a["errors"]) == (720, 720, 0, 0)
+    acct = v["limits"]["accounts"]["acct"]
+    assert acct["policy"] == "reject"
+    assert acct["rpm"]["admitted_per_min"] == pytest.approx(6.0, rel=1e-12)
+    assert acct["rpm"]["utilisation"] == pytest.approx(1.0, rel=1e-12)
+    assert acct["concurrency"]["mean_in_flight"] == pytest.approx(0.1, rel=1e-9)
+
+
+def test_summary_runs_is_the_first_variants_counted_runs(tmp_path):
+    # The CLOSED loop with a second variant at 2.5x the output speed: 2 + 500/250 = 4 s runs, cycle 5 s, starts
+    # 0, 5, ..., counted 20..100 (both ends included) = 17 per agent = 51, stop at 100 + 4 = 104, started
+    # 0..100 = 63. summary.json's `runs` is the first variant's count (30, as above).
+    text = CLOSED.replace("output_tps: 100}", "output_tps: 100, speeds: {fast: {output_tps_x: 2.5}}}")
+    text += "variants:\n  standard: {}\n  fast: {speed: {m: fast}}\n"
+    s = run_json(tmp_path, text)
+    assert s["runs"] == 30
+    std, fast = s["variants"]["standard"]["workload"], s["variants"]["fast"]["workload"]
+    assert (std["runs_counted"], std["runs_started"]) == (30, 39)
+    assert (fast["runs_counted"], fast["runs_started"], fast["simulated_until_s"]) == (51, 63, 104.0)
+    assert s["variants"]["fast"]["wall_time_s"]["mean"] == 4.0
+    assert s["variants"]["fast"]["vs_baseline"]["delta_time_s"] == -3.0
