@@ -355,8 +355,13 @@ def test_arrival_gaps_are_exponential_and_runs_are_replications(tmp_path):
     # the variance of the gap: sd of the sample sd of exponential(10) is about 10 x sqrt(2/k) (kurtosis 9)
     assert abs(gaps.std(ddof=1) - 10.0) <= 4 * 10.0 * math.sqrt(2 / k)
 
+    # counted = started inside [600, 36000]; the simulation stops when the last of them ends
+    in_window = (runs["start_s"] >= 600) & (runs["start_s"] <= 36000)
+    assert (runs["counted"] == in_window).all()
     counted = runs[runs["counted"]]
     v = s["variants"]["baseline"]
+    last_end = (counted["start_s"] + counted["wall_time_s"]).max()
+    assert v["workload"]["simulated_until_s"] == pytest.approx(last_end, rel=1e-12)
     wall = counted["wall_time_s"].to_numpy()
     assert abs(v["wall_time_s"]["mean"] - 21.0) <= 4 * wall.std(ddof=1) / math.sqrt(len(wall))
 
