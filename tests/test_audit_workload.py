@@ -628,3 +628,37 @@ def test_summary_runs_is_the_first_variants_counted_runs(tmp_path):
     assert (fast["runs_counted"], fast["runs_started"], fast["simulated_until_s"]) == (51, 63, 104.0)
     assert s["variants"]["fast"]["wall_time_s"]["mean"] == 4.0
     assert s["variants"]["fast"]["vs_baseline"]["delta_time_s"] == -3.0
+
+
+# --------------------------------------------------------------------------- failed runs in a workload
+
+
+def test_failed_runs_of_a_workload_are_counted_and_their_cost_reported(tmp_path):
+    # The CLOSED loop with `fail: {p: P}` after the 7 s call and a second call behind it. p = 1: every run
+    # stops at the fail step at 7 s having spent 0.005 USD, so the timeline is the one above: 30 counted,
+    # all failed (failed_share 1), 30 x 0.005 = 0.15 USD spent on failed runs, no completed run to average,
+    # success share 0 and no cost per success; throughput (completed runs) 0.
+    calls = "    - call: {name: a, output: 500}\n    - fail: {p: P}\n    - call: {name: b, output: 500}\n"
+    text = CLOSED.replace("    - call: {name: a, output: 500}\n", calls)
+    v = run_json(tmp_path, text.replace("P}", "1}"))["variants"]["baseline"]
+    w = v["workload"]
+    assert (w["runs_counted"], w["runs_completed"], w["runs_failed"], w["runs_unfinished"]) == (30, 0, 30, 0)
+    assert w["failed_share"] == 1.0 and w["throughput_runs_per_hour"] == 0.0
+    assert w["cost_of_failed_runs_usd"] == pytest.approx(30 * 0.005, rel=1e-12)
+    assert v["wall_time_s"]["mean"] is None
+    assert v["success"] == {"share": 0.0, "cost_per_success_usd": None, "time_to_success_s": None}
+    # p = 0.5 over 2 hours: a run's outcome is its own draw, whatever the agents did before, so the success
+    # share of the n counted runs is within 4 sqrt(0.25 / n) of 1/2; successful runs take 14 s and cost 0.01.
+    text = text.replace("seconds: 100", "hours: 2").replace("P}", "0.5}")
+    v = run_json(tmp_path, text, name="half")["variants"]["baseline"]
+    w = v["workload"]
+    n = w["runs_completed"] + w["runs_failed"]
+    assert n > 1000 and w["runs_unfinished"] == 0
+    assert abs(v["success"]["share"] - 0.5) <= 4 * math.sqrt(0.25 / n)
+    assert v["success"]["share"] == pytest.approx(w["runs_completed"] / n, rel=1e-12)
+    assert v["wall_time_s"]["mean"] == 14.0 and v["cost_usd"]["mean"] == pytest.approx(0.01, rel=1e-12)
+    assert w["cost_of_failed_runs_usd"] == pytest.approx(w["runs_failed"] * 0.005, rel=1e-9)
+    # per success: (k x 14 + f x 7) / k seconds and (k x 0.01 + f x 0.005) / k USD for k successes, f failures
+    k, f = w["runs_completed"], w["runs_failed"]
+    assert v["success"]["time_to_success_s"] == pytest.approx((14 * k + 7 * f) / k, rel=1e-12)
+    assert v["success"]["cost_per_success_usd"] == pytest.approx((0.01 * k + 0.005 * f) / k, rel=1e-9)
