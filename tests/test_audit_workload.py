@@ -662,3 +662,39 @@ def test_failed_runs_of_a_workload_are_counted_and_their_cost_reported(tmp_path)
     k, f = w["runs_completed"], w["runs_failed"]
     assert v["success"]["time_to_success_s"] == pytest.approx((14 * k + 7 * f) / k, rel=1e-12)
     assert v["success"]["cost_per_success_usd"] == pytest.approx((0.01 * k + 0.005 * f) / k, rel=1e-9)
+
+
+LINEAR = """
+name: audit-linear-clock
+seed: 1
+runs: 3
+models:
+  m:
+    price: {input_mtok: 1, output_mtok: 10}
+    ttft: 2
+    output_tps: 100
+    conditions:
+      time_of_day:
+        ttft_x: {hourly: [1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 3], curve: linear}
+agent:
+  steps:
+    - call: {name: a, output: 100}
+    - call: {name: b, output: 100}
+workload:
+  start: "23:45"
+"""
+
+
+def test_linear_slow_hour_read_at_each_calls_clock_time(tmp_path):
+    # Replications all start at 23:45 (no arrivals). linear: F(c) = F[i] + (F[i+1] - F[i]) (p - i) with
+    # p = c/3600 - 1/2, wrapping 23 -> 0. Call a at c = 85500 s: p = 23.25, F = 3 + (1 - 3) x 0.25 = 2.5, so
+    # TTFT 2 x 2.5 = 5 s, decode 100/100 = 1 s. Call b at 23:45:06: p = 23.25 + 6/3600, F = 3 - 2 (0.25 + 1/600),
+    # TTFT 2F = 4.99333 s; wall 6 + 2F + 1.
+    f_b = 3 - 2 * (0.25 + 6 / 3600)
+    s, runs, calls = run_out(tmp_path, LINEAR)
+    assert s["engine"] == "des"
+    c = calls[calls["run"] == 0].set_index("step")
+    assert c.loc["a", "ttft_s"] == pytest.approx(5.0, rel=1e-12)
+    assert c.loc["b", "t_start"] == pytest.approx(6.0, rel=1e-12)
+    assert c.loc["b", "ttft_s"] == pytest.approx(2 * f_b, rel=1e-12)
+    assert runs["wall_time_s"].to_numpy() == pytest.approx([7 + 2 * f_b] * 3, rel=1e-12)
