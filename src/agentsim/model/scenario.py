@@ -1261,6 +1261,20 @@ class Workload(_Model):
             raise PydanticCustomError(
                 "workload_duration", "a workload with arrivals or concurrent needs a duration", {}
             )
+        if self.think_time is not None and self.concurrent is None:
+            raise PydanticCustomError(
+                "workload_think",
+                "think_time is the pause of a closed loop's agents between runs and needs concurrent "
+                "(open arrivals come at their own rate: remove think_time, or use concurrent)",
+                {},
+            )
+        if not self.simulates_many and (self.duration is not None or self.warmup is not None):
+            raise PydanticCustomError(
+                "workload_window",
+                "duration and warmup apply to runs simulated over time: add arrivals or concurrent, "
+                "or remove them (without either, runs are independent replications)",
+                {},
+            )
         return self
 
     @property

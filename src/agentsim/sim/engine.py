@@ -740,12 +740,12 @@ class _Runner:
                 for a in rejecting:
                     for bucket, need in a.needs(uncached, read, out_tokens):
                         bucket.check(need)
-                    if a.slots is not None:
+                    if a.slots is not None and a.slots.capacity != math.inf:
                         a.slots.take_now()
                         held.append(a.slots)
             for a in queueing:  # wait in line, in declaration order
                 slots = a.slots
-                if slots is not None:
+                if slots is not None and slots.capacity != math.inf:
                     ev = slots.request()
                     if ev is not None:
                         try:
@@ -765,6 +765,12 @@ class _Runner:
                                 bucket.cancel(ev)
                                 self._release(held)
                                 raise
+            # an account without a concurrency cap only counts its requests in flight: a call still waiting
+            # for a rate budget or another account's slot is not in flight yet, so it is counted once admitted
+            for a in (*rejecting, *queueing):
+                if a.slots is not None and a.slots.capacity == math.inf:
+                    a.slots.take_now()
+                    held.append(a.slots)
             return held, None, False
         except TooLarge:
             self._release(held)

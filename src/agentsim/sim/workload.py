@@ -113,6 +113,10 @@ def run_workload(plan: Plan, seed: int, variant: int) -> WorkloadOutcome:
 
     def clock():
         yield env.timeout(wl.duration_s)
+        # runs that start at exactly `duration` are counted (the window is closed): let every event of
+        # this instant happen before asking whether the counted runs are all done
+        while env.peek() == env.now:
+            yield env.timeout(0)
         state["past_duration"] = True
         maybe_stop()
         yield env.timeout(wl.duration_s)  # drain limit
@@ -134,6 +138,9 @@ def run_workload(plan: Plan, seed: int, variant: int) -> WorkloadOutcome:
         rn.status[unfinished] = RUN_UNFINISHED
         rn.wall[unfinished] = env.now - rn.start[unfinished]
         res = finish_block(plan, rn, rn.block, variant, start=rn.start.copy())
+        # always: without limits or failures finish_block leaves the status out, and an unfinished run
+        # would read as completed (status 0) with its wall time cut at the stop
+        res.extra["run_status"] = rn.status.copy()
         res.extra["counted"] = f["counted"].copy()
         res.extra["started"] = f["started"].copy()
         blocks.append(res)
