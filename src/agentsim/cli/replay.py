@@ -208,10 +208,9 @@ def replay_command(
         raise BadInput(str(exc)) from None
     for rep in reports:
         if rep.corrupt:
-            why = f"; {rep.first_problem}" if rep.first_problem else ""
+            where = rep.corrupt_text()
             err_console.print(
-                f"warning: {rep.path}: skipped {rep.corrupt} corrupt lines (first at line "
-                f"{', '.join(map(str, rep.corrupt_lines))}{why})",
+                f"warning: {rep.path}: skipped {rep.corrupt} corrupt lines" + (f" ({where})" if where else ""),
                 markup=False,
             )
         if rep.duplicates:

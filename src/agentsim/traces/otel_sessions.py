@@ -175,7 +175,7 @@ def _build(key: str, traces: list[list[Span]], rep: FileReport) -> Session | Non
             nid = ids[(s.trace_id, s.span_id)]
             below = has_genai(s)
             if s.end_s < s.start_s:
-                rep.bad_line(s.source_line)  # a span that ends before it starts
+                rep.bad_line(s.source_line, f"span {s.span_id} ends before it starts")
                 continue
             if _is_call(s) and not below:
                 try:
