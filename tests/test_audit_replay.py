@@ -673,6 +673,38 @@ def test_wrongly_typed_otlp_fields_exit_2_naming_file_and_span(tmp_path, change,
     assert "\n" not in r.stderr.strip()  # one paragraph
 
 
+@pytest.mark.parametrize("ns", [str(10**30), str(-(10**20)), "-1"])
+def test_otlp_times_outside_1970_to_9999_exit_2_naming_the_span(tmp_path, ns):
+    # before the fix: "the run failed: OverflowError: timestamp out of range" (or "year -1143 is out of range"), exit 1
+    f = otel_variant(tmp_path, lambda d: _span(d, 1).update(startTimeUnixNano=ns))
+    r = run(f, "--json")
+    assert r.exit_code == 2, r.output
+    assert str(f) in r.stderr and f"spans[1]: ValueError: startTimeUnixNano {ns} is not a time" in r.stderr
+
+
+@pytest.mark.parametrize("ttft", [float("nan"), float("inf"), -1.0, "1.5"])
+def test_a_recorded_ttft_that_is_not_a_finite_number_skips_the_span(tmp_path, prof, ttft):
+    """A's recorded TTFT replaced. Before the fix a NaN was taken as the TTFT and the fast variant's wall time
+    came out as null (NaN) without a word. Now span a is skipped with its reason; the rest replays: B, C, C2,
+    E and the tool as before, and the agent's lead (1 s before A) now runs to B at 7 s."""
+
+    def change(d):
+        attrs = _span(d, 1)["attributes"]
+        attrs[-1] = {
+            "key": OTEL_KEYS["ttft"],
+            "value": {"stringValue": ttft} if isinstance(ttft, str) else {"doubleValue": ttft},
+        }
+
+    f = otel_variant(tmp_path, change)
+    r = run(f, "--json", "--speed-profile", str(prof))
+    assert r.exit_code == 0, r.output
+    assert f"{f}: skipped 1 corrupt lines (span a: time to first token" in r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["recorded"]["calls"] == 4
+    # fast: lead 7 (B and C start at 7), then as before from B/C on: 19.765 - 3.925 + 7 = 22.84
+    assert doc["variants"]["fast"]["wall_time_s"] == pytest.approx(19.765 - 3.925 + 7, abs=1e-6)
+
+
 def test_a_span_ending_before_it_starts_is_skipped_and_named(tmp_path, prof):
     # B (7-17) recorded as 17-7: skipped with its span id; before the fix the warning read "(first at line )"
     f = otel_variant(

@@ -115,6 +115,16 @@ def _id(sp: dict, key: str) -> str:
     return v
 
 
+MAX_UNIX_NS = 253_402_300_799 * 10**9  # 9999-12-31T23:59:59Z: the last instant a date can name
+
+
+def _time(sp: dict, key: str) -> float:
+    ns = int(sp[key])
+    if not 0 <= ns <= MAX_UNIX_NS:
+        raise ValueError(f"{key} {sp[key]} is not a time between 1970 and 9999 in nanoseconds since 1970")
+    return ns / 1e9
+
+
 def _span(sp: dict, resource: dict, line: int | None) -> Span:
     parent = sp.get("parentSpanId") or None
     return Span(
@@ -122,8 +132,8 @@ def _span(sp: dict, resource: dict, line: int | None) -> Span:
         span_id=_id(sp, "spanId"),
         parent_id=_id(sp, "parentSpanId") if parent is not None else None,
         name=str(sp.get("name", "")),
-        start_s=int(sp["startTimeUnixNano"]) / 1e9,
-        end_s=int(sp["endTimeUnixNano"]) / 1e9,
+        start_s=_time(sp, "startTimeUnixNano"),
+        end_s=_time(sp, "endTimeUnixNano"),
         attributes=_attrs(sp.get("attributes")),
         resource=resource,
         status=_STATUS.get(sp.get("status", {}).get("code", 0), "unset"),
