@@ -427,6 +427,53 @@ def test_model_swap_and_negotiated_table_by_hand(cc_file, prof, tmp_path):
     assert doc["assumptions"]["models"]["anthropic/claude-sonnet-4-5"]["profile"] == "audit"
 
 
+def test_proportional_split_and_prices_as_of_by_hand(cc_file, prof):
+    """--split proportional splits every call D·e/(e+d) : D·d/(e+d):
+    C1 10 s, e 2, d 4: TTFT 10/3, decode 20/3; fast 10/3·1.5/2 = 2.5, 20/3/2.5 = 8/3 -> 31/6 s.
+    C2 7 s, e 1.5, d 2: TTFT 3, decode 4; fast 3·1/1.5 = 2, 1.6 -> 3.6 s.
+    C3 4 s, e 3, d 3: TTFT 2, decode 2; fast 5/3 + 0.8.  Wall 31/6 + 3 + 3.6 + 5 + 5/3 + 0.8 = 19.2333 s.
+    Before the fix both options ended in "the run failed: ValidationError ... Instance is frozen", exit 1.
+    The profile comes from a config, relative to it: the options must not lose where the config lives."""
+    cfg = prof.parent / "replay.yaml"
+    cfg.write_text(f"models:\n  claude-opus-4-8: {{profile: {prof.name}}}\n")
+    doc = run_json(cc_file, "--config", cfg, "--split", "proportional", "--prices-as-of", "2026-11-01")
+    assert doc["assumptions"]["split"] == "proportional"
+    assert doc["assumptions"]["prices"] == "as of 2026-11-01"
+    assert doc["assumptions"]["models"]["claude-opus-4-8"]["profile"] == "audit"
+    assert doc["recorded"]["cost_usd"] == pytest.approx(0.03435, rel=1e-12)  # the same rates on Nov 1
+    rec, fast = doc["recorded"], doc["variants"]["fast"]
+    assert rec["time_s"]["ttft"] == pytest.approx(10 / 3 + 3 + 2, abs=1e-9)
+    assert fast["wall_time_s"] == pytest.approx(31 / 6 + 3 + 3.6 + 5 + 5 / 3 + 0.8, abs=1e-6)
+    assert fast["time_s"]["ttft"] == pytest.approx(2.5 + 2 + 5 / 3, abs=1e-9)
+
+
+@pytest.mark.parametrize(("vot", "pays"), [(4.8, True), (4.9, False)])
+def test_fast_recorded_session_replayed_at_standard_by_hand(tmp_path, prof, vot, pays):
+    """The same session recorded in fast mode (usage.speed: fast), replayed with --variant standard.
+    Recorded split at the fast tier (e = 0.5 + uncached/1000, d = out/125):
+    C1 10 s: e 1.5, d 1.6 -> TTFT 1.5, decode 8.5; standard: TTFT 1.5·2/1.5 = 2, decode 8.5·2.5 = 21.25.
+    C2  7 s: e 1.0, d 0.8 -> 1 + 6; standard: 1·1.5/1 = 1.5, 15.
+    C3  4 s: e 2.5, d 1.2 -> 2.5 + 1.5; standard: 2.5·3/2.5 = 3, 3.75.
+    Wall 23.25 + 3 + 16.5 + 5 + 6.75 = 54.5 s (+25.5 s). Cost: recorded at the fast price $0.0687, standard
+    $0.03435 (-$0.03435). Slower and cheaper: no premium per hour saved; pays off below
+    V* = 3600 · 0.03435 / 25.5 = 4.8494 $/h."""
+    lines = [json.loads(json.dumps(x)) for x in CC_SESSION]
+    for x in lines:
+        if x["type"] == "assistant":
+            x["message"]["usage"]["speed"] = "fast"
+    f = write_jsonl(tmp_path / "p" / "s1.jsonl", lines)
+    doc = run_json(f, "--speed-profile", f"claude-opus-4-8={prof}", "-v", "standard", "--value-of-time", vot)
+    rec, std = doc["recorded"], doc["variants"]["standard"]
+    assert rec["cost_usd"] == pytest.approx(0.0687, rel=1e-12)
+    assert rec["time_s"]["ttft"] == pytest.approx(1.5 + 1 + 2.5, abs=1e-9)
+    assert std["wall_time_s"] == pytest.approx(54.5, abs=1e-6)
+    assert std["time_s"]["decode"] == pytest.approx(21.25 + 15 + 3.75, abs=1e-6)
+    assert std["cost_usd"] == pytest.approx(0.03435, rel=1e-12)
+    vs = std["vs_recorded"]
+    assert vs["delta_time_s"] == pytest.approx(25.5, abs=1e-6) and vs["usd_per_hour_saved"] is None
+    assert vs["pays_off"] is pays
+
+
 def test_a_failed_claude_code_request_is_not_a_call(tmp_path, prof):
     """Claude Code writes a failed request as a ``<synthetic>`` assistant line (isApiErrorMessage); the docs:
     "<synthetic> messages are not calls". Prompt 0, error line 4, new prompt 10, opus call 10-16 (1,000 in,

@@ -178,10 +178,10 @@ def replay_command(
         raise BadInput(f"--since {since_d} is after --until {until_d}")
     cfg = load_replay_config(config) if config is not None else ReplayConfig()
     _speed_profiles(speed_profile or [], cfg)
-    if split is not None:
-        cfg.split = split
+    if split is not None:  # the config is frozen: a copy with the option (private attributes kept)
+        cfg = cfg.model_copy(update={"split": split})
     if prices_as_of is not None:
-        cfg.prices_as_of = _date(prices_as_of, "--prices-as-of")
+        cfg = cfg.model_copy(update={"prices_as_of": _date(prices_as_of, "--prices-as-of")})
     texts = variant or (list(cfg.variants) if cfg.variants else ["fast"])
     variants = {}
     for text in texts:
