@@ -17,7 +17,8 @@ tokens/s, prefill 1,000 uncached input tokens/s, and a ``fast`` tier with ``outp
 Prices: the genai-prices catalog rates used (USD per million tokens, as bundled in November 2026):
 claude-opus-4-8 input 5, cache read 0.5, 5-minute write 6.25, 1-hour write 10, output 25, and twice each
 for ``{speed: fast}``; claude-sonnet-4-5 (under 200k input) 3 / 0.3 / 3.75 / 6 / 15; gpt-5.3-codex input
-1.75, cached 0.175, output (reasoning included) 14, and twice each for ``{service_tier: fast}``.
+1.75, cached 0.175, cache writes at the input rate, output (reasoning included) 14, and twice each
+for ``{service_tier: fast}``.
 ``test_catalog_rates_used_by_hand`` checks these rates against genai_prices, so a catalog update fails
 there, loudly, instead of in the hand computations.
 """
@@ -279,8 +280,8 @@ def otel_file(tmp_path) -> Path:
         ("claude-opus-4-8", "anthropic", None, (5, 0.5, 6.25, 10, 25)),
         ("claude-opus-4-8", "anthropic", {"speed": "fast"}, (10, 1, 12.5, 20, 50)),
         ("claude-sonnet-4-5", "anthropic", None, (3, 0.3, 3.75, 6, 15)),
-        ("gpt-5.3-codex", "openai", None, (1.75, 0.175, None, None, 14)),
-        ("gpt-5.3-codex", "openai", {"service_tier": "fast"}, (3.5, 0.35, None, None, 28)),
+        ("gpt-5.3-codex", "openai", None, (1.75, 0.175, 1.75, 1.75, 14)),  # writes: no rate of their own
+        ("gpt-5.3-codex", "openai", {"service_tier": "fast"}, (3.5, 0.35, 3.5, 3.5, 28)),
     ],
 )
 def test_catalog_rates_used_by_hand(model, provider, ctx, rates):
@@ -472,6 +473,49 @@ def test_fast_recorded_session_replayed_at_standard_by_hand(tmp_path, prof, vot,
     vs = std["vs_recorded"]
     assert vs["delta_time_s"] == pytest.approx(25.5, abs=1e-6) and vs["usd_per_hour_saved"] is None
     assert vs["pays_off"] is pays
+
+
+def test_cross_provider_swap_keeps_the_usage_cache_writes_included(cc_file, prof):
+    """model=openai/gpt-5.3-codex,speed=fast on the opus session, one profile for every model (so the timing is
+    the opus fast timing, 18.3667 s). The recorded usage is kept, cache writes included ("Same tokens"), and
+    priced at gpt-5.3-codex's fast rates (3.5 in and writes, 0.35 reads, 28 out), micro-dollars:
+    C1 1000·3.5 + 200·28 = 9,100;  C2 500·3.5 + 1000·0.35 + 200·3.5 + 100·28 = 5,600;
+    C3 2000·3.5 + 1700·0.35 + 300·3.5 + 150·28 = 12,845: $0.027545."""
+    doc = run_json(cc_file, "--speed-profile", str(prof), "-v", "model=openai/gpt-5.3-codex,speed=fast")
+    v = doc["variants"]["model=openai/gpt-5.3-codex,speed=fast"]
+    assert v["tokens"] == doc["recorded"]["tokens"]
+    assert v["wall_time_s"] == pytest.approx(4.7 + 3 + 3.2 + 5 + 5 / 3 + 0.8, abs=1e-6)
+    assert v["cost_usd"] == pytest.approx(0.027545, rel=1e-12)
+
+
+def test_identity_is_exact_in_every_format_and_a_path_given_twice_changes_nothing(cc_file, codex_file, otel_file, prof):
+    a = run_json(cc_file, codex_file, otel_file, "--speed-profile", str(prof), "-v", "identity", "-v", "fast")
+    rec, same = a["recorded"], a["variants"]["identity"]
+    assert a["sources"] == {"claude-code": 1, "codex": 1, "otel": 1}
+    assert rec["wall_time_s"] == pytest.approx(29 + 45 + 30, abs=1e-6)
+    assert (same["wall_time_s"], same["cost_usd"], same["time_s"]) == (
+        rec["wall_time_s"],
+        rec["cost_usd"],
+        rec["time_s"],
+    )
+    # the three hand-computed sessions add up
+    fast = 4.7 + 3 + 3.2 + 5 + 5 / 3 + 0.8 + (15.9 / 7 + 4 + 2.7 + 28 + 1.25 + 4 / 3) + 19.765
+    assert a["variants"]["fast"]["wall_time_s"] == pytest.approx(fast, abs=1e-5)
+    assert a["variants"]["fast"]["cost_usd"] == pytest.approx(0.0687 + 0.03479 + 0.0855, rel=1e-12)
+    b = run_json(
+        cc_file,
+        codex_file,
+        otel_file,
+        cc_file,
+        otel_file.parent,
+        "--speed-profile",
+        str(prof),
+        "-v",
+        "identity",
+        "-v",
+        "fast",
+    )
+    assert (b["recorded"], b["variants"]) == (a["recorded"], a["variants"])
 
 
 def test_a_failed_claude_code_request_is_not_a_call(tmp_path, prof):
