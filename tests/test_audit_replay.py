@@ -518,6 +518,33 @@ def test_identity_is_exact_in_every_format_and_a_path_given_twice_changes_nothin
     assert (b["recorded"], b["variants"]) == (a["recorded"], a["variants"])
 
 
+def test_claude_code_parallel_tools_of_one_call_and_the_last_lines_usage(tmp_path, prof):
+    """C1 (message m1) is written as two content lines: tool_use A at 9 s with a partial usage (1 output token),
+    tool_use B at 10 s with the final usage (1,000 in, 200 out): one call, 0-10, the last line's usage.
+    Tools A 10-12 and B 10-15 ran side by side; C2 answers B's result (15) and ends at 20 (500 uncached, 1,000
+    read, 200 written, 100 out). Fast: C1 4.7 s as before; both tools kept; C2 waits for the later tool, B:
+    C2 5 s, e 1.5, d 2 -> 1.5 + 3.5; fast 1.0 + 1.4 = 2.4. Wall 4.7 + 5 + 2.4 = 12.1 s (20 recorded).
+    Cost: C1 10,000 + C2 6,750 micro-dollars = $0.01675 (the partial usage is not added)."""
+    lines = [
+        CC_SESSION[0],
+        cc_assistant("a1", "u1", 9, "m1", tool_use("tA", "Read"), cc_usage(1000, out=1)),
+        cc_assistant("a1b", "a1", 10, "m1", tool_use("tB", "Bash"), cc_usage(1000, out=200)),
+        cc_result("u2", "a1b", 12, "tA"),
+        cc_result("u3", "u2", 15, "tB"),
+        cc_assistant(
+            "a2", "u3", 20, "m2", [{"type": "text", "text": "ok"}], cc_usage(500, w5m=200, read=1000, out=100)
+        ),
+    ]
+    f = write_jsonl(tmp_path / "p" / "s1.jsonl", lines)
+    doc = run_json(f, "--speed-profile", f"claude-opus-4-8={prof}")
+    rec, fast = doc["recorded"], doc["variants"]["fast"]
+    assert rec["calls"] == 2 and rec["tokens"]["output"] == 300
+    assert rec["wall_time_s"] == pytest.approx(20.0, abs=1e-6)
+    assert rec["time_s"]["tool"] == pytest.approx(5.0, abs=1e-6)  # B is on the critical path, A is not
+    assert fast["wall_time_s"] == pytest.approx(12.1, abs=1e-6)
+    assert rec["cost_usd"] == pytest.approx(0.01675, rel=1e-12)
+
+
 def test_a_failed_claude_code_request_is_not_a_call(tmp_path, prof):
     """Claude Code writes a failed request as a ``<synthetic>`` assistant line (isApiErrorMessage); the docs:
     "<synthetic> messages are not calls". Prompt 0, error line 4, new prompt 10, opus call 10-16 (1,000 in,
@@ -727,6 +754,19 @@ def test_wrong_types_in_a_codex_rollout_skip_the_line(tmp_path):
     r = run_proc(f, "--json")
     assert r.returncode == 0
     assert f"{f}: skipped 2 corrupt lines (first at line 6, 8" in r.stderr
+    assert json.loads(r.stdout)["recorded"]["calls"] == 1
+
+
+@pytest.mark.parametrize("value", [{"a": 1}, [1, 2]])
+def test_a_claude_code_uuid_that_is_not_a_string_skips_the_line(tmp_path, value):
+    # before the fix: "the run failed: TypeError: unhashable type: 'dict'", exit 1
+    lines = [json.loads(json.dumps(x)) for x in CC_SESSION]
+    lines[3]["uuid"] = value
+    lines[5]["parentUuid"] = value
+    f = write_jsonl(tmp_path / "p" / "s1.jsonl", lines)
+    r = run(f, "--json")
+    assert r.exit_code == 0, r.output
+    assert f"{f}: skipped 2 corrupt lines (first at line 4, 6)" in r.stderr
     assert json.loads(r.stdout)["recorded"]["calls"] == 1
 
 
