@@ -770,6 +770,13 @@ def test_a_claude_code_uuid_that_is_not_a_string_skips_the_line(tmp_path, value)
     assert json.loads(r.stdout)["recorded"]["calls"] == 1
 
 
+@pytest.mark.parametrize("vot", ["inf", "-1", "nan", "ten"])
+def test_a_value_of_time_that_is_not_a_finite_non_negative_number_exits_2(cc_file, vot):
+    # "inf" was accepted: replay.json said value_of_time null while every variant "paid off at $inf/h"
+    r = run(cc_file, "--value-of-time", vot)
+    assert r.exit_code == 2 and "--value-of-time" in r.stderr
+
+
 def otel_variant(tmp_path, change) -> Path:
     d = otel_doc(json.loads(json.dumps(OTEL_SPANS)))
     change(d)

@@ -171,6 +171,8 @@ def replay_command(
         from agentsim.viz.outdir import check_folder
 
         check_folder(out)
+    if value_of_time is not None and value_of_time == float("inf"):
+        raise BadInput("--value-of-time inf: give a finite number of USD per hour, e.g. 120")
     if split is not None and split not in ("ttft-first", "proportional"):
         raise BadInput(f"--split '{split}' is not ttft-first or proportional")
     since_d, until_d = _date(since, "--since"), _date(until, "--until")
