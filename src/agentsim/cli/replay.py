@@ -171,6 +171,8 @@ def replay_command(
         from agentsim.viz.outdir import check_folder
 
         check_folder(out)
+    if value_of_time is not None and value_of_time == float("inf"):
+        raise BadInput("--value-of-time inf: give a finite number of USD per hour, e.g. 120")
     if split is not None and split not in ("ttft-first", "proportional"):
         raise BadInput(f"--split '{split}' is not ttft-first or proportional")
     since_d, until_d = _date(since, "--since"), _date(until, "--until")
@@ -178,10 +180,10 @@ def replay_command(
         raise BadInput(f"--since {since_d} is after --until {until_d}")
     cfg = load_replay_config(config) if config is not None else ReplayConfig()
     _speed_profiles(speed_profile or [], cfg)
-    if split is not None:
-        cfg.split = split
+    if split is not None:  # the config is frozen: a copy with the option (private attributes kept)
+        cfg = cfg.model_copy(update={"split": split})
     if prices_as_of is not None:
-        cfg.prices_as_of = _date(prices_as_of, "--prices-as-of")
+        cfg = cfg.model_copy(update={"prices_as_of": _date(prices_as_of, "--prices-as-of")})
     texts = variant or (list(cfg.variants) if cfg.variants else ["fast"])
     variants = {}
     for text in texts:
@@ -208,10 +210,9 @@ def replay_command(
         raise BadInput(str(exc)) from None
     for rep in reports:
         if rep.corrupt:
-            why = f"; {rep.first_problem}" if rep.first_problem else ""
+            where = rep.corrupt_text()
             err_console.print(
-                f"warning: {rep.path}: skipped {rep.corrupt} corrupt lines (first at line "
-                f"{', '.join(map(str, rep.corrupt_lines))}{why})",
+                f"warning: {rep.path}: skipped {rep.corrupt} corrupt lines" + (f" ({where})" if where else ""),
                 markup=False,
             )
         if rep.duplicates:

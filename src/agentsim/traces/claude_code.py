@@ -156,6 +156,9 @@ def _parse_line(no: int, obj: dict) -> _Line | None:
             raise ValueError("no timestamp")
         return None
     ts = parse_timestamp(obj["timestamp"])
+    for key in ("uuid", "parentUuid"):
+        if obj.get(key) is not None and not isinstance(obj[key], str):
+            raise ValueError(f"{key} is not a string")
     line = _Line(
         no,
         ts,

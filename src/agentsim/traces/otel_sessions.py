@@ -27,6 +27,7 @@ attributes (prompts, completions, tool arguments) are never touched.
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from pathlib import Path
 
@@ -175,7 +176,7 @@ def _build(key: str, traces: list[list[Span]], rep: FileReport) -> Session | Non
             nid = ids[(s.trace_id, s.span_id)]
             below = has_genai(s)
             if s.end_s < s.start_s:
-                rep.bad_line(s.source_line)  # a span that ends before it starts
+                rep.bad_line(s.source_line, f"span {s.span_id} ends before it starts")
                 continue
             if _is_call(s) and not below:
                 try:
@@ -266,8 +267,10 @@ def _call(s: Span, nid: str) -> tuple[Call, bool]:
         inp += read + write
     tier_raw = attr(s, "service_tier")
     ttft = attr(s, "ttft")
-    if ttft is not None and (isinstance(ttft, bool) or not isinstance(ttft, int | float) or ttft < 0):
-        raise ValueError("time to first token is not a non-negative number")
+    if ttft is not None and (
+        isinstance(ttft, bool) or not isinstance(ttft, int | float) or not math.isfinite(ttft) or ttft < 0
+    ):
+        raise ValueError(f"time to first token {ttft!r} is not a non-negative number")
     call = Call(
         call_id=nid,
         model=str(model),

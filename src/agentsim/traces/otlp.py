@@ -108,28 +108,55 @@ _STATUS = {
 }
 
 
+def _id(sp: dict, key: str) -> str:
+    v = sp[key]
+    if not isinstance(v, str):
+        raise TypeError(f"{key} is {type(v).__name__}, not a string")
+    return v
+
+
+MAX_UNIX_NS = 253_402_300_799 * 10**9  # 9999-12-31T23:59:59Z: the last instant a date can name
+
+
+def _time(sp: dict, key: str) -> float:
+    ns = int(sp[key])
+    if not 0 <= ns <= MAX_UNIX_NS:
+        raise ValueError(f"{key} {sp[key]} is not a time between 1970 and 9999 in nanoseconds since 1970")
+    return ns / 1e9
+
+
+def _span(sp: dict, resource: dict, line: int | None) -> Span:
+    parent = sp.get("parentSpanId") or None
+    return Span(
+        trace_id=_id(sp, "traceId"),
+        span_id=_id(sp, "spanId"),
+        parent_id=_id(sp, "parentSpanId") if parent is not None else None,
+        name=str(sp.get("name", "")),
+        start_s=_time(sp, "startTimeUnixNano"),
+        end_s=_time(sp, "endTimeUnixNano"),
+        attributes=_attrs(sp.get("attributes")),
+        resource=resource,
+        status=_STATUS.get(sp.get("status", {}).get("code", 0), "unset"),
+        source_line=line,
+    )
+
+
 def spans_from_document(doc: dict, line: int | None = None) -> list[Span]:
-    """Spans of one OTLP JSON document (raises KeyError/TypeError/ValueError on a malformed one)."""
+    """Spans of one OTLP JSON document; raises ValueError naming the place (``resourceSpans[0]...``) on a
+    malformed one."""
     out = []
-    for rs in doc["resourceSpans"]:
-        resource = _attrs(rs.get("resource", {}).get("attributes"))
-        for ss in rs.get("scopeSpans", rs.get("instrumentationLibrarySpans", [])):
-            for sp in ss.get("spans", []):
-                parent = sp.get("parentSpanId") or None
-                out.append(
-                    Span(
-                        trace_id=sp["traceId"],
-                        span_id=sp["spanId"],
-                        parent_id=parent,
-                        name=sp.get("name", ""),
-                        start_s=int(sp["startTimeUnixNano"]) / 1e9,
-                        end_s=int(sp["endTimeUnixNano"]) / 1e9,
-                        attributes=_attrs(sp.get("attributes")),
-                        resource=resource,
-                        status=_STATUS.get(sp.get("status", {}).get("code", 0), "unset"),
-                        source_line=line,
-                    )
-                )
+    where = "resourceSpans"
+    try:
+        for i, rs in enumerate(doc["resourceSpans"]):
+            where = f"resourceSpans[{i}]"
+            resource = _attrs(rs.get("resource", {}).get("attributes"))
+            for j, ss in enumerate(rs.get("scopeSpans", rs.get("instrumentationLibrarySpans", []))):
+                where = f"resourceSpans[{i}].scopeSpans[{j}]"
+                for k, sp in enumerate(ss.get("spans", [])):
+                    where = f"resourceSpans[{i}].scopeSpans[{j}].spans[{k}]"
+                    out.append(_span(sp, resource, line))
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise ValueError(f"{where}: {type(exc).__name__}: {exc}") from None
     return out
 
 
@@ -148,13 +175,13 @@ def read_otlp(path: str | Path) -> tuple[list[Span], list[tuple[int | None, str]
     if isinstance(doc, dict):
         try:
             return spans_from_document(doc), problems
-        except (KeyError, TypeError, ValueError, RecursionError) as exc:
-            return [], [(None, f"not an OTLP JSON document ({type(exc).__name__}: {exc})")]
+        except (KeyError, TypeError, ValueError, AttributeError, RecursionError) as exc:
+            return [], [(None, f"not an OTLP JSON document ({exc})")]
     for i, raw in enumerate(text.splitlines(), start=1):
         if not raw.strip():
             continue
         try:
             spans.extend(spans_from_document(json.loads(raw), line=i))
-        except (json.JSONDecodeError, KeyError, TypeError, ValueError, RecursionError) as exc:
+        except (json.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError, RecursionError) as exc:
             problems.append((i, f"{type(exc).__name__}: {exc}"))
     return spans, problems

@@ -182,7 +182,11 @@ def _nesting(session: Session) -> int:
 def _nothing_usable(rep: FileReport) -> str:
     msg = f"{rep.path}: nothing usable as a {rep.format} session ({rep.lines} lines read, no API call with usage found"
     if rep.corrupt:
-        msg += f"; {rep.corrupt} corrupt lines skipped, first at line(s) {', '.join(map(str, rep.corrupt_lines))}"
+        msg += f"; {rep.corrupt} corrupt lines skipped"
+        if rep.corrupt_lines:
+            msg += f", first at line(s) {', '.join(map(str, rep.corrupt_lines))}"
+        if rep.first_problem:
+            msg += f" ({rep.first_problem})"
     if rep.notes:
         msg += "; " + "; ".join(rep.notes)
     return msg + ")"

@@ -170,6 +170,14 @@ class FileReport:
         if reason and self.first_problem is None:
             self.first_problem = f"line {line}: {reason}" if line is not None else reason
 
+    def corrupt_text(self) -> str:
+        """Where the corrupt lines were and why the first was skipped, e.g. ``first at line 3, 9; line 3: ...``
+        (a single-document file has no line numbers: only the reason, which names the span)."""
+        parts = [f"first at line {', '.join(map(str, self.corrupt_lines))}"] if self.corrupt_lines else []
+        if self.first_problem:
+            parts.append(self.first_problem)
+        return "; ".join(parts)
+
     def to_json(self) -> dict:
         return {
             "path": self.path,
