@@ -940,20 +940,14 @@ def test_unknown_formats_exit_2_with_the_fix(tmp_path, cc_file):
 # --------------------------------------------------------------------------- disagreements (see the report)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a retried Claude Code request: the failed attempt and the back-off before the retry (a system "
-    "api_error line with retryInMs) are counted as the call's decode and sped up by the fast tier, although "
-    "docs/replay.md keeps client overheads as recorded",
-)
 def test_retry_back_off_before_a_claude_code_call_is_kept(tmp_path, prof):
     """C1 0-10 asks Bash (10-13); C2's first attempt fails: Claude Code writes a system api_error line at 16
     (retryInMs 4000), the retry is sent at 20 and C2's content arrives at 25 (1,000 in, 200 out).
     Expected, keeping the overhead (13-20: a failed attempt that would fail as fast in fast mode, and a
     client back-off) as recorded lag: C2 lasts 5 s, e = 2, d = 4, 5 < 6 -> TTFT 5/3, decode 10/3; fast:
     TTFT 1.25, decode 4/3. Fast wall: C1 4.7 + Bash 3 + lag 7 + 2.5833 = 17.2833 s (25 recorded).
-    What agentsim does (the docs' "a call lasts from its parent line"): C2 13-25 = 12 s, TTFT 2, decode 10,
-    fast 1.5 + 4 = 5.5, wall 4.7 + 3 + 5.5 = 13.2 s: the 7 s of failure and back-off shrink to 2.8 s."""
+    Before the retry rule (docs/replay.md), C2 ran 13-25 = 12 s, TTFT 2, decode 10, fast 1.5 + 4 = 5.5, wall
+    4.7 + 3 + 5.5 = 13.2 s: the 7 s of failure and back-off shrank to 2.8 s."""
     retry = {
         "parentUuid": "u2",
         "isSidechain": False,
@@ -977,3 +971,39 @@ def test_retry_back_off_before_a_claude_code_call_is_kept(tmp_path, prof):
     doc = run_json(f, "--speed-profile", f"claude-opus-4-8={prof}")
     assert doc["recorded"]["wall_time_s"] == pytest.approx(25.0, abs=1e-6)
     assert doc["variants"]["fast"]["wall_time_s"] == pytest.approx(4.7 + 3 + 7 + 1.25 + 4 / 3, abs=1e-6)
+
+
+@pytest.mark.parametrize("chained", [False, True], ids=["same-parent", "retry-line-is-parent"])
+@pytest.mark.parametrize("wait_ms", [4000, "4000", -1, 1e30, None])
+def test_a_retry_line_moves_the_call_start_only_when_it_can_be_placed(tmp_path, prof, chained, wait_ms):
+    """The same session as above; the retry line's retryInMs malformed or absent: not read as a retry, so
+    the call runs from its parent line as before (fast wall 13.2 s); the content line may also answer the
+    retry line itself (Claude Code versions differ): the same 17.2833 s."""
+    retry = {
+        "parentUuid": "u2",
+        "isSidechain": False,
+        "type": "system",
+        "subtype": "api_error",
+        "uuid": "e1",
+        "sessionId": "s1",
+        "timestamp": "2026-11-10T10:00:16.000Z",
+        "retryInMs": wait_ms,
+    }
+    parent = "e1" if chained else "u2"
+    lines = [
+        *CC_SESSION[:3],
+        retry,
+        cc_assistant("a2", parent, 25, "m2", [{"type": "text", "text": "done"}], cc_usage(1000, out=200)),
+    ]
+    f = write_jsonl(tmp_path / "p" / "s1.jsonl", lines)
+    doc = run_json(f, "--speed-profile", f"claude-opus-4-8={prof}")
+    assert doc["recorded"]["wall_time_s"] == pytest.approx(25.0, abs=1e-6)
+    placed = wait_ms == 4000
+    if placed:
+        expected = 4.7 + 3 + 7 + 1.25 + 4 / 3
+    elif chained:  # no retry time: C2 answers the system line at 16 s (13-16 kept as lag) and lasts 9 s:
+        # TTFT e = 2 (9 > 6: the rest is decode, 7 s); fast: TTFT 0.5 + 1 = 1.5, decode 7 / 2.5 = 2.8
+        expected = 4.7 + 3 + 3 + 1.5 + 2.8
+    else:
+        expected = 4.7 + 3 + 5.5
+    assert doc["variants"]["fast"]["wall_time_s"] == pytest.approx(expected, abs=1e-6)

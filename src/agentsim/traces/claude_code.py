@@ -19,7 +19,11 @@ usage, plus timing):
   ``service_tier``. Model ``<synthetic>`` (messages Claude Code writes itself) is
   not a call.
 * A call runs from its **parent line** (the prompt or tool result it answers, via
-  ``parentUuid`` of its first line) to its **last content line**.
+  ``parentUuid`` of its first line) to its **last content line**. When Claude Code
+  retried the request (a ``system`` line with ``retryInMs``, such as its
+  ``api_error`` lines, answering the same parent or being the parent), the call
+  starts when the last retry was sent (that line's time + ``retryInMs``): the
+  failed attempts and the back-off before it are client overhead, kept as recorded.
 * A **tool** runs from the end of the call that asked for it (its ``tool_use``) to
   the ``tool_result`` line with the same id. A ``Task`` tool contains the subagent
   it ran (matched by ``toolUseResult.agentId``, else by time).
@@ -36,6 +40,7 @@ Nothing of the content (prompts, thinking, tool inputs and results) is kept.
 from __future__ import annotations
 
 import bisect
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -55,6 +60,7 @@ __all__ = ["FORMAT", "looks_like", "read_claude_code", "session_groups"]
 FORMAT = "claude-code"
 TASK_TOOLS = ("Task", "Agent")
 LINK_SLACK_S = 1.0  # a subagent matched by time may start/end this close outside its Task tool
+MAX_RETRY_MS = 86_400_000  # a retryInMs beyond a day is corrupt: the line is not read as a retry
 
 
 def looks_like(obj: dict) -> bool:
@@ -118,6 +124,8 @@ class _Line:
     tool_results: list[str] = field(default_factory=list)  # tool_use ids answered
     prompt: bool = False
     result_agent_id: str | None = None  # toolUseResult.agentId of a Task tool result
+    # system lines of a retried request: when the retry is sent (the line's time + retryInMs)
+    retry_at: float | None = None
 
 
 def _int(v) -> int:
@@ -169,6 +177,10 @@ def _parse_line(no: int, obj: dict) -> _Line | None:
         obj.get("agentId") if isinstance(obj.get("agentId"), str) else None,
     )
     msg = obj.get("message")
+    wait_ms = obj.get("retryInMs")
+    is_number = isinstance(wait_ms, int | float) and not isinstance(wait_ms, bool)
+    if kind == "system" and is_number and math.isfinite(wait_ms) and 0 <= wait_ms <= MAX_RETRY_MS:
+        line.retry_at = ts + wait_ms / 1000  # (a retryInMs that cannot be placed in time is not read as a retry)
     if kind == "assistant":
         if not isinstance(msg, dict):
             raise ValueError("assistant line without a message")
@@ -256,10 +268,15 @@ class _Builder:
                 calls.setdefault(ln.key, []).append(ln)
         nodes: list[Node] = []
         prev_ts = {}  # line number -> timestamp of the previous timed line (fallback anchor)
+        resent: dict[str, float] = {}  # a call's parent uuid -> when its request was last re-sent
         last = None
         for ln in lines:
             prev_ts[ln.no] = last
             last = ln.ts
+            if ln.retry_at is not None:  # a retry answering that parent, or being the parent itself
+                for key in (ln.parent, ln.uuid):
+                    if key is not None:
+                        resent[key] = max(resent.get(key, -math.inf), ln.retry_at)
         for key, group in calls.items():
             first, final = group[0], group[-1]
             start = self.anchors.get(first.parent) if first.parent else None
@@ -267,6 +284,9 @@ class _Builder:
                 start = prev_ts.get(first.no)
             if start is None or start > first.ts:
                 start = first.ts
+            again = resent.get(first.parent) if first.parent else None
+            if again is not None and start < again <= first.ts:  # failed attempts and back-off: overhead
+                start = again
             end = max(ln.ts for ln in group)
             u = final.usage
             w1h = u.get("write_1h", 0)
