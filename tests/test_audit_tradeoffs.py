@@ -195,6 +195,21 @@ def test_cheapest_variant_per_value_of_time_interval(tmp_path):
     assert env[2]["to_usd_per_hour"] is None  # ∞ (JSON has no infinity)
 
 
+@pytest.mark.parametrize("first", ["fast-act", "twin"])
+def test_cheapest_intervals_have_no_rounding_slivers_at_a_three_way_tie(tmp_path, first):
+    # The same lines in another order: std, fast-act and fast (or twin) meet at V = 45, where the pairwise
+    # crossings computed in floats land a hair apart (44.99999999999999, 45.0, 45.000000000000014). The envelope
+    # is still batch [0, 2.7], std [2.7, 45], then the fastest line [45, ∞) — fast, or twin when twin comes
+    # before fast (ties go to the earlier variant); fast-act only touches it at V = 45 and has no interval.
+    # (Before the fix: ... std [2.7, 44.99999999999999], fast-act [44.99999999999999, 45.0],
+    # std [45.0, 45.000000000000014], fast [45.000000000000014, ∞) — std twice, and slivers 1e-14 wide.)
+    env = cli(tmp_path, scenario_a(first), "size", "--json")["cheapest_by_value_of_time"]
+    fastest = "twin" if first == "twin" else "fast"
+    assert [r["variant"] for r in env] == ["batch", "std", fastest]
+    close(env[1]["to_usd_per_hour"], 45.0)
+    close(env[2]["from_usd_per_hour"], 45.0)
+
+
 def test_monthly_spend_from_workload_volume(tmp_path):
     # workload.volume.runs_per_month = 20000 (no option given). Per variant (docs/tradeoffs.md, spend sizing):
     # spend N × cost; hours waiting N × wall / 3600; saved = std's 77.78 h − variant's; extra = spend − $300;

@@ -227,7 +227,9 @@ def cheapest_intervals(table: pd.DataFrame) -> pd.DataFrame:
 
     Total cost of variant *i* at value ``V``: ``cost_i + V × wall_i / 3600``, a line in
     ``V``. Returns the lower envelope on ``[0, ∞)`` as rows ``variant, from_usd_per_hour,
-    to_usd_per_hour`` (the last ``to`` is ``inf``). Ties go to the earlier variant.
+    to_usd_per_hour`` (the last ``to`` is ``inf``). Ties go to the earlier variant; totals and crossings
+    within a relative 1e-9 (:data:`agentsim.sim.payoff.TIE_TOLERANCE`) count as ties, so rounding makes no
+    sliver of an interval where three lines meet.
     """
     table = table[np.isfinite(table["cost_mean_usd"].to_numpy(np.float64) + table["wall_mean_s"].to_numpy(np.float64))]
     if table.empty:  # no variant completed a run: nothing is cheapest
@@ -242,11 +244,16 @@ def cheapest_intervals(table: pd.DataFrame) -> pd.DataFrame:
                 v = (c[j] - c[i]) / (t[i] - t[j])
                 if v > 0 and math.isfinite(v):
                     cuts.add(float(v))
-    edges = sorted(cuts)
+    edges: list[float] = []
+    for v in sorted(cuts):  # crossings a rounding error apart (three lines meeting at one V) are one cut
+        if not edges or v - edges[-1] > payoff.TIE_TOLERANCE * v:
+            edges.append(v)
     probes = [(a + b) / 2 for a, b in itertools.pairwise(edges)] + [edges[-1] + max(1.0, edges[-1])]
     rows: list[dict[str, Any]] = []
     for lo, probe in zip(edges, probes, strict=True):
-        best = int(np.argmin(c + probe * t))
+        total = c + probe * t
+        low = float(total.min())
+        best = int(np.flatnonzero(total <= low + payoff.TIE_TOLERANCE * abs(low))[0])  # ties: the earlier variant
         if rows and rows[-1]["variant"] == names[best]:
             continue
         if rows:
