@@ -237,6 +237,29 @@ def test_monthly_spend_from_workload_volume(tmp_path):
         close(r["net_usd_per_month"], net, abs_=1e-9)
 
 
+def test_report_verdict_names_the_cheapest_at_the_value_of_time_and_says_at_least(tmp_path):
+    # V = 50 $/h: totals std 0.015 + 50·14/3600 = 0.2094, fast-act 0.0525 + 50·11/3600 = 0.2053,
+    # fast = twin 0.09 + 50·8/3600 = 0.2011 (the earlier, fast, takes the tie), batch 0.3408, dear 0.2169.
+    # The faster, dearer variants pay off "at or above" V* = 45 (docs/tradeoffs.md), so the page must not say
+    # "more than" (it did: at V = 45 exactly, summary.json said pays_off true and the page "worth more than $45").
+    import html
+    import re
+
+    doc = scenario_a()
+    doc["value_of_time"] = {"usd_per_hour": 50}
+    path = tmp_path / "a.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    page = tmp_path / "a.html"
+    r = RUNNER.invoke(app, ["report", str(path), "-o", str(page), "--no-sweep"])
+    assert r.exit_code == 0, r.output
+    text = html.unescape(re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", page.read_text())))
+    assert "the cheapest overall is fast ." in text
+    assert "Cheapest: batch" in text
+    for name in ("fast", "fast-act", "twin"):
+        assert f"{name} pays off when an hour of waiting is worth at least $45.00." in text
+    assert "worth more than" not in text
+
+
 # --------------------------------------------------------------------------- a sweep: frontier across the grid
 
 

@@ -618,7 +618,7 @@ def _verdict(vt, be, env, vot) -> Markup:
     for name, r in be.iterrows():
         if r["pays_off_when"] == "above":
             parts.append(
-                Markup("{} pays off when an hour of waiting is worth more than {}.").format(
+                Markup("{} pays off when an hour of waiting is worth at least {}.").format(
                     name, _usd(r["break_even_usd_per_hour"])
                 )
             )
