@@ -497,6 +497,9 @@ def test_per_success_frontier_in_a_sweep_and_in_the_variant_table(tmp_path):
     assert all(r["pareto_mean"] and r["pareto_p95"] for r in rows.values())
     assert {v for v, r in rows.items() if r["pareto_per_success"]} == {"std", "fast"}
     close(rows["small"]["cost_per_success_usd"], 0.0125 / rows["small"]["success_share"])
+    close(rows["small"]["time_to_success_s"], 22 / rows["small"]["success_share"])
+    close(rows["small"]["delta_time_s"], 1.0)  # Δ stays per run (per success it would be ≈ 88 − 21)
+    close(rows["small"]["delta_cost_usd"], -0.01)
 
     # Python (documented in docs/tradeoffs.md): variant_table(res) is per success; p95 stays the per-run p95 of
     # completed runs: small (p95 22 s, ≈ $0.05) is beaten by std (21 s, $0.0225) on both bases.
