@@ -598,3 +598,42 @@ def test_optimize_ranks_per_success(tmp_path):
     assert out["choices"] == {"plan": "small", "loop": "small"}
     close(out["chosen"]["cost_mean_usd"], 0.006)
     close(out["chosen"]["wall_mean_s"], 18.0)
+
+
+def test_optimize_p95_and_mean_objectives_choose_differently_on_random_paths(tmp_path):
+    # Scenario B without its variants; units quick and deep (--steps), six tiers each (standard, clone, fast,
+    # batch, priority, promo): 36 assignments. Per tier, quick: standard = clone 10 s $0.012, promo 6 s $0.012,
+    # fast 5.2 s $0.072, batch 2 + 16 = 18 s $0.006, priority 10 s $0.024; deep: standard = clone 32 s $0.045,
+    # promo 2 + 15 = 17 s $0.045, fast 14 s $0.27, batch 62 s $0.0225, priority 32 s $0.09. With q ≈ 0.1 deep runs,
+    # mean = quick (1 − q) + deep q (cost alike) and p95 = the deep time unless quick is slower (batch: 18 s).
+    # Budget $0.05 per run:
+    #   p95: the least p95 is 14 s (deep fast, quick ≤ 14 s); among those std/clone/promo quick cost the same
+    #     $0.012(1−q) + $0.27q ≈ $0.037 (quick fast: ≈ $0.091, over) -> ties: lower cost, then fewer changes:
+    #     {quick: standard, deep: fast}.
+    #   mean: promo/fast 6(1−q) + 14q ≈ 6.8 s at ≈ $0.037; the faster fast/promo (≈ 6.3 s) costs ≈ $0.069, over.
+    doc = scenario_b()
+    del doc["variants"]
+    base = ("--budget-usd-per-run", "0.05", "--steps", "quick,deep", "--runs", "1000", "--json")
+    out = cli(tmp_path, doc, "optimize", "--metric", "p95", *base)
+    assert out["evaluated"] == 36 and out["metric"] == "p95"
+    assert out["choices"] == {"quick": "standard", "deep": "fast"}
+    close(out["chosen"]["wall_p95_s"], 14.0)
+    q = (out["baseline"]["wall_mean_s"] - 10) / 22  # share of deep runs, the same in every candidate
+    assert abs(q - 0.1) < 4 * math.sqrt(0.09 / 1000)
+    close(out["chosen"]["cost_mean_usd"], 0.012 * (1 - q) + 0.27 * q)
+    # p95 frontier: batch/batch (62 s, cheapest), batch/promo (18 s), {standard, clone, promo}/promo (17 s),
+    # {standard, clone, promo}/fast (14 s); everything else is beaten by one of them.
+    got = sorted(r["assignment"] for r in out["frontier"])
+    want = ["quick=batch, deep=batch", "quick=batch, deep=promo"]
+    want += [f"quick={t}, deep={d}" for t in ("standard", "clone", "promo") for d in ("promo", "fast")]
+    assert got == sorted(want)
+
+    out = cli(tmp_path, doc, "optimize", "--metric", "mean", *base)
+    assert out["choices"] == {"quick": "promo", "deep": "fast"}
+    close(out["chosen"]["wall_mean_s"], 6 * (1 - q) + 14 * q)
+    # mean frontier: promo dominates standard/clone/priority on both calls; of the 9 promo/fast/batch pairs
+    # fast/batch (≈ 10.7 s, $0.067) and batch/fast (≈ 17.6 s, $0.032) are beaten by promo/promo (≈ 7.1 s, $0.015).
+    got = sorted(r["assignment"] for r in out["frontier"])
+    pairs = [(a, b) for a in ("promo", "fast", "batch") for b in ("promo", "fast", "batch")]
+    want = [f"quick={a}, deep={b}" for a, b in pairs if (a, b) not in {("fast", "batch"), ("batch", "fast")}]
+    assert got == sorted(want)
