@@ -637,3 +637,33 @@ def test_optimize_p95_and_mean_objectives_choose_differently_on_random_paths(tmp
     pairs = [(a, b) for a in ("promo", "fast", "batch") for b in ("promo", "fast", "batch")]
     want = [f"quick={a}, deep={b}" for a, b in pairs if (a, b) not in {("fast", "batch"), ("batch", "fast")}]
     assert got == sorted(want)
+
+
+def test_greedy_misses_the_optimum_the_documented_way(tmp_path):
+    # docs/tradeoffs.md: greedy by ratio "can miss the optimum when one big upgrade beats two cheaper ones that
+    # do not both fit". plan (500 tokens) and act (10,000 input tokens at $1/Mtok, 1000 output), tiers standard
+    # and fast (input too at 6×, and no prefill term: the input buys no time).
+    #   base 7 + 12 = 19 s, 0.0075 + 0.015 + 0.01 = $0.0325
+    #   plan fast: saves 3 s for +$0.0375 (80 s/$)  -> 16 s, $0.07
+    #   act fast:  saves 6 s for +$0.075 + $0.05 = $0.125 (48 s/$) -> 13 s, $0.1575
+    #   both: 10 s, $0.195
+    # Budget $0.16: greedy takes plan (best ratio), then act no longer fits: 16 s. Exhaustive: act alone, 13 s.
+    doc = scenario_d()
+    doc["models"]["big"] = {
+        "price": {"input_mtok": 1, "output_mtok": 15},
+        "ttft": 2,
+        "output_tps": 100,
+        "speeds": {"fast": {"output_tps_x": 2.5, "price_x": 6}},
+    }
+    doc["agent"]["steps"][1]["call"]["input"] = 10000
+    args = ("--budget-usd-per-run", "0.16", "--metric", "mean", "--json")
+    greedy = cli(tmp_path, doc, "optimize", *args, "--method", "greedy")
+    assert greedy["choices"] == {"plan": "fast", "act": "standard"}
+    assert [r["move"] for r in greedy["frontier"]] == ["start", "plan: standard → fast"]
+    close(greedy["chosen"]["wall_mean_s"], 16.0)
+    close(greedy["chosen"]["cost_mean_usd"], 0.07)
+    exhaustive = cli(tmp_path, doc, "optimize", *args, "--method", "exhaustive")
+    assert exhaustive["choices"] == {"plan": "standard", "act": "fast"}
+    close(exhaustive["chosen"]["wall_mean_s"], 13.0)
+    close(exhaustive["chosen"]["cost_mean_usd"], 0.1575)
+    close(exhaustive["baseline"]["cost_mean_usd"], 0.0325)
