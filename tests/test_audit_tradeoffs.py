@@ -27,9 +27,13 @@ import math
 
 import pytest
 import yaml
+from scipy import stats
 from typer.testing import CliRunner
 
+import agentsim
+from agentsim.analysis.tradeoffs import paired_deltas, variant_table
 from agentsim.cli.main import app
+from agentsim.plan.validation import parse
 
 RUNNER = CliRunner()
 
@@ -410,6 +414,32 @@ def test_break_even_and_cheapest_intervals_with_random_paths(tmp_path):
         close(r["total_usd_per_run"], r["api_usd_per_month"] / 1000 + 30 * r["mean_wait_s"] / 3600)
 
 
+def test_paired_deltas_have_the_closed_form_interval_of_a_two_point_difference():
+    # Common random numbers: run r of every variant took the same path. Per run, fast-deep − std is −18 s
+    # (+$0.225) on a deep run and 0 on a quick one; promo-quick − std is −4 s on a quick run and 0 on a deep one;
+    # fast-quick − std is −4.8 s (+$0.06) on a quick run. A difference that is a on a share p of n runs and 0
+    # otherwise has mean a·p and sample sd |a|·sqrt(p(1−p)·n/(n−1)), so the 95% half-width is
+    # t(0.975, n−1)·|a|·sqrt(p(1−p)/(n−1)) (docs/tradeoffs.md: paired_deltas, Student-t from the paired runs).
+    res = agentsim.simulate(parse(scenario_b()))
+    d = paired_deltas(res.runs)
+    q = (res.summary_dict()["variants"]["std"]["wall_time_s"]["mean"] - 10) / 22
+    n = B_RUNS
+    t = stats.t.ppf(0.975, n - 1)
+    half = t * math.sqrt(q * (1 - q) / (n - 1))  # for |a| = 1
+    for name, col, a, p in (
+        ("fast-deep", "delta_time_s", -18.0, q),
+        ("fast-deep", "delta_cost_usd", 0.225, q),
+        ("promo-quick", "delta_time_s", -4.0, 1 - q),
+        ("fast-quick", "delta_time_s", -4.8, 1 - q),
+        ("fast-quick", "delta_cost_usd", 0.06, 1 - q),
+    ):
+        close(d.loc[name, col], a * p, rel=1e-9)
+        close(d.loc[name, f"{col}_lo"], a * p - abs(a) * half, rel=1e-9)
+        close(d.loc[name, f"{col}_hi"], a * p + abs(a) * half, rel=1e-9)
+    # promo-quick costs the same on every run: a zero-width interval
+    assert (d.loc["promo-quick", "delta_cost_usd_lo"], d.loc["promo-quick", "delta_cost_usd_hi"]) == (0.0, 0.0)
+
+
 # --------------------------------------------------------------------------- scenario C: per successful task
 #
 # plan (500 tokens on big), then a loop of "act" calls (500 tokens) repeated 2 times on big, 5 times on small,
@@ -503,10 +533,6 @@ def test_per_success_frontier_in_a_sweep_and_in_the_variant_table(tmp_path):
 
     # Python (documented in docs/tradeoffs.md): variant_table(res) is per success; p95 stays the per-run p95 of
     # completed runs: small (p95 22 s, ≈ $0.05) is beaten by std (21 s, $0.0225) on both bases.
-    import agentsim
-    from agentsim.analysis.tradeoffs import variant_table
-    from agentsim.plan.validation import parse
-
     vt = variant_table(agentsim.simulate(parse(scenario_c(runs=1000))))
     assert vt.attrs["basis"] == "per success"
     close(vt.loc["small", "cost_mean_usd"], 0.0125 / vt.loc["small", "success_share"])
