@@ -59,6 +59,11 @@ def cli(tmp_path, doc: dict, *args: str, name: str = "s.yaml") -> dict:
     return json.loads(r.stdout)
 
 
+def sweep_json(tmp_path, doc: dict, set_: str) -> dict:
+    """``agentsim sweep FILE --set SET --json`` on one process."""
+    return cli(tmp_path, doc, "sweep", "--set", set_, "--json", "--workers", "1")
+
+
 def close(got, want, rel=1e-9, abs_=1e-12):
     if want is None:
         assert got is None
@@ -369,7 +374,7 @@ def scenario_b() -> dict:
 
 
 def test_p95_frontier_differs_from_the_mean_frontier(tmp_path):
-    out = cli(tmp_path, scenario_b(), "sweep", "--set", "value_of_time.usd_per_hour=30", "--json", "--workers", "1")
+    out = sweep_json(tmp_path, scenario_b(), "value_of_time.usd_per_hour=30")
     rows = {r["variant"]: r for r in out["rows"]}
     q = (rows["std"]["wall_mean_s"] - 10) / 22  # the share of deep runs, the same in every variant
     assert abs(q - 0.1) < 4 * math.sqrt(0.09 / B_RUNS)
@@ -522,7 +527,7 @@ def test_per_success_frontier_in_a_sweep_and_in_the_variant_table(tmp_path):
     # sweep rows stay per run with pareto_mean/pareto_p95 per run, plus pareto_per_success:
     #   per run (wall, cost): std (21, 0.0225), small (22, 0.0125), fast (12, 0.135): all on the frontier;
     #   per success: std (21, 0.0225), small (≈88, ≈0.05), fast (12, 0.135): small dominated by std.
-    out = cli(tmp_path, scenario_c(runs=1000), "sweep", "--set", "value_of_time.usd_per_hour=40", "--json")
+    out = sweep_json(tmp_path, scenario_c(runs=1000), "value_of_time.usd_per_hour=40")
     rows = {r["variant"]: r for r in out["rows"]}
     assert all(r["pareto_mean"] and r["pareto_p95"] for r in rows.values())
     assert {v for v, r in rows.items() if r["pareto_per_success"]} == {"std", "fast"}
@@ -693,3 +698,34 @@ def test_greedy_misses_the_optimum_the_documented_way(tmp_path):
     close(exhaustive["chosen"]["wall_mean_s"], 13.0)
     close(exhaustive["chosen"]["cost_mean_usd"], 0.1575)
     close(exhaustive["baseline"]["cost_mean_usd"], 0.0325)
+
+
+def test_a_variant_that_never_succeeds_is_never_on_a_frontier_nor_cheapest(tmp_path):
+    # Scenario C with fail p 1 on small: every small run fails at the end, so it completes none (k = 0): no
+    # mean wall time or cost, no cost per success ("null when k = 0"). It is on no frontier ("points with a
+    # missing value never are"), its break-even is "unknown", and the envelope is that of std and fast: std up to
+    # 45 $/h, fast above.
+    doc = scenario_c(p_small=1.0, runs=200)
+    s = cli(tmp_path, doc, "run", "--json")["variants"]["small"]
+    assert s["wall_time_s"]["mean"] is None and s["success"]["share"] == 0.0
+    assert s["success"]["cost_per_success_usd"] is None and s["vs_baseline"]["pays_off"] is None
+    rows = {r["variant"]: r for r in sweep_json(tmp_path, doc, "seed=5")["rows"]}
+    assert [rows["small"][k] for k in ("pareto_mean", "pareto_p95", "pareto_per_success")] == [False] * 3
+    assert all(rows[v][k] for v in ("std", "fast") for k in ("pareto_mean", "pareto_p95", "pareto_per_success"))
+    out = cli(tmp_path, doc, "size", "--json")
+    assert out["variants"]["small"]["pays_off_when"] == "unknown"
+    assert out["variants"]["small"]["api_usd_per_month"] is None
+    assert [r["variant"] for r in out["cheapest_by_value_of_time"]] == ["std", "fast"]
+    close(out["cheapest_by_value_of_time"][0]["to_usd_per_hour"], 45.0)
+
+
+def test_a_swept_value_of_time_decides_pays_off_at_each_grid_point(tmp_path):
+    # Scenario A swept over V = 40, 45, 50 $/h: the fast-tier variants (V* = 45) pay off at 45 (a tie) and 50,
+    # not at 40; batch (pays off at or below 2.7) and dear (never) at none; the baseline's is null.
+    out = sweep_json(tmp_path, scenario_a(), "value_of_time.usd_per_hour=40:50:5")
+    got = {(r["value_of_time.usd_per_hour"], r["variant"]): r["pays_off"] for r in out["rows"]}
+    for v in (40, 45, 50):
+        assert got[(v, "std")] is None
+        for name in ("fast", "fast-act", "twin"):
+            assert got[(v, name)] is (v >= 45), (v, name)
+        assert got[(v, "batch")] is False and got[(v, "dear")] is False
