@@ -729,3 +729,37 @@ def test_a_swept_value_of_time_decides_pays_off_at_each_grid_point(tmp_path):
         for name in ("fast", "fast-act", "twin"):
             assert got[(v, name)] is (v >= 45), (v, name)
         assert got[(v, "batch")] is False and got[(v, "dear")] is False
+
+
+def test_two_axis_grid_deltas_against_each_points_own_baseline(tmp_path):
+    # Scenario A over output_tps 50, 100 (first axis, varies slowest) × V 20, 30 $/h. At 50 tokens/s a standard
+    # call of 500 tokens takes 2 + 10 = 12 s, fast 2 + 500/125 = 6 s, batch 2 + 20 = 22 s, prices unchanged:
+    #   tps 50:  std (24, 0.015), fast (12, 0.09): Δt −12, Δc 0.075 -> 22.5 $/h (pays at 30, not at 20);
+    #            batch (44, 0.0075): below 3600 × 0.0075 / 20 = 1.35 $/h -> pays at neither.
+    #   tps 100: std (14, 0.015), fast (8, 0.09): 45 $/h -> pays at neither.
+    # Every tps-50 point costs the same as its tps-100 twin and is slower: none is on the frontier.
+    out = cli(
+        tmp_path,
+        scenario_a(),
+        "sweep", "--set", "models.big.output_tps=50,100", "--set", "value_of_time.usd_per_hour=20,30",
+        "--json", "--workers", "1",
+    )  # fmt: skip
+    rows = {(r["models.big.output_tps"], r["value_of_time.usd_per_hour"], r["variant"]): r for r in out["rows"]}
+    assert [(r["models.big.output_tps"], r["value_of_time.usd_per_hour"]) for r in out["rows"][::6]] == [
+        (50, 20),
+        (50, 30),
+        (100, 20),
+        (100, 30),
+    ]
+    for v in (20, 30):
+        fast50, fast100 = rows[(50, v, "fast")], rows[(100, v, "fast")]
+        close(fast50["delta_time_s"], -12.0)
+        close(fast50["usd_per_hour_saved"], 22.5)
+        assert fast50["pays_off"] is (v >= 22.5)
+        close(fast100["usd_per_hour_saved"], 45.0)
+        assert fast100["pays_off"] is False
+        close(rows[(50, v, "batch")]["delta_time_s"], 20.0)
+        assert rows[(50, v, "batch")]["pays_off"] is False
+    assert not any(r["pareto_mean"] for k, r in rows.items() if k[0] == 50)
+    want = {"std", "fast", "fast-act", "batch", "twin"}
+    assert {k[2] for k, r in rows.items() if k[0] == 100 and r["pareto_mean"]} == want
