@@ -289,6 +289,12 @@ def test_sweep_frontier_spans_the_grid_and_csv_has_the_documented_columns(tmp_pa
     set_ = "models.big.speeds.fast.output_tps_x=2,2.5,5"
     r = RUNNER.invoke(app, ["sweep", str(path), "--set", set_, "--workers", "1", "-q", "-o", str(out)])
     assert r.exit_code == 0, r.output
+    # docs/tradeoffs.md: sweep.parquet, sweep.csv, sweep.json, frontier-mean.png, frontier-p95.png and per swept
+    # parameter sweep-<i>-<path>.png
+    names = {p.name for p in out.iterdir()}
+    assert {"sweep.parquet", "sweep.csv", "sweep.json", "frontier-mean.png", "frontier-p95.png"} <= names
+    per_parameter = [n for n in names if n.startswith("sweep-") and n.endswith(".png")]
+    assert len(per_parameter) == 1 and per_parameter[0].endswith("-models.big.speeds.fast.output_tps_x.png")
     with (out / "sweep.csv").open() as f:
         reader = csv.DictReader(f)
         header = reader.fieldnames
