@@ -769,3 +769,18 @@ def test_two_axis_grid_deltas_against_each_points_own_baseline(tmp_path):
     assert not any(r["pareto_mean"] for k, r in rows.items() if k[0] == 50)
     want = {"std", "fast", "fast-act", "batch", "twin"}
     assert {k[2] for k, r in rows.items() if k[0] == 100 and r["pareto_mean"]} == want
+
+
+def test_optimize_max_p95_bounds_completed_runs_and_ranks_cost_per_success(tmp_path):
+    # docs/tradeoffs.md: per success, "--max-p95 still bounds the p95 wall time of completed runs" while the
+    # cost minimised is the cost per success. Scenario C (runs are constant, so p95 = the run's wall time):
+    #   p95 ≤ 21 s: std/std 21 s $0.0225; small/standard 17 s $0.016; small/small 3 + 15 = 18 s, $0.006 per run
+    #   but ≈ $0.006 / 0.25 = $0.024 per success; std/small 22 s and anything with batch (≥ 24 s) are out.
+    # Per success the cheapest is small/standard; without failures (p 0) it is small/small.
+    out = cli(tmp_path, scenario_c(runs=500), "optimize", "--max-p95", "21", "--models", "small", "--json")
+    assert out["metric"] == "p95" and out["choices"] == {"plan": "small", "loop": "standard"}
+    close(out["chosen"]["wall_p95_s"], 17.0)
+    close(out["chosen"]["cost_mean_usd"], 0.016)
+    out = cli(tmp_path, scenario_c(p_small=0, runs=50), "optimize", "--max-p95", "21", "--models", "small", "--json")
+    assert out["choices"] == {"plan": "small", "loop": "small"}
+    close(out["chosen"]["cost_mean_usd"], 0.006)
