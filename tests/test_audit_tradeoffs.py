@@ -25,13 +25,14 @@ import csv
 import json
 import math
 
+import pandas as pd
 import pytest
 import yaml
 from scipy import stats
 from typer.testing import CliRunner
 
 import agentsim
-from agentsim.analysis.tradeoffs import paired_deltas, variant_table
+from agentsim.analysis.tradeoffs import cheapest_intervals, paired_deltas, variant_table
 from agentsim.cli.main import app
 from agentsim.plan.validation import parse
 
@@ -217,6 +218,20 @@ def test_cheapest_intervals_have_no_rounding_slivers_at_a_three_way_tie(tmp_path
     assert [r["variant"] for r in env] == ["batch", "std", fastest]
     close(env[1]["to_usd_per_hour"], 45.0)
     close(env[2]["from_usd_per_hour"], 45.0)
+
+
+def test_cheapest_intervals_treat_lines_a_rounding_error_apart_as_tied():
+    # Two options that are the same line up to the last bit of their cost (0.09 and the float just below it)
+    # tie everywhere: the earlier variant is cheapest for every V (the function's documented tie rule), not the
+    # one that happens to be an ulp cheaper.
+    table = pd.DataFrame(
+        {"wall_mean_s": [8.0, 8.0, 24.0], "cost_mean_usd": [0.09, math.nextafter(0.09, 0.0), 0.0075]},
+        index=pd.Index(["first", "second", "slow"], name="variant"),
+    )
+    env = cheapest_intervals(table)
+    # slow vs first: 0.0825 = 16 V / 3600 -> V = 18.5625
+    assert env["variant"].tolist() == ["slow", "first"]
+    close(env["to_usd_per_hour"].iloc[0], 18.5625)
 
 
 def test_monthly_spend_from_workload_volume(tmp_path):
