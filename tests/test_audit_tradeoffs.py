@@ -799,3 +799,41 @@ def test_optimize_max_p95_bounds_completed_runs_and_ranks_cost_per_success(tmp_p
     out = cli(tmp_path, scenario_c(p_small=0, runs=50), "optimize", "--max-p95", "21", "--models", "small", "--json")
     assert out["choices"] == {"plan": "small", "loop": "small"}
     close(out["chosen"]["cost_mean_usd"], 0.006)
+
+
+def test_optimize_units_left_as_is_and_an_upgrade_off_the_critical_path(tmp_path):
+    # plan (big, 500: 7 s $0.0075), an unnamed big call (500: 7 s $0.0075), tidy (small, 500: 3 s $0.001, one
+    # tier only), then parallel long (big, 2000: 22 s $0.03) and short (big, 100: 3 s $0.0015).
+    # Base 7 + 7 + 3 + 22 = 39 s, $0.0475. Units: plan, long, short (named, with two tiers); the unnamed call
+    # and tidy (a single option) are left as is. Moves: plan fast −3 s +$0.0375; long fast (2 + 8 = 10 s)
+    # −12 s +$0.15; short fast +$0.0075 and 0 s (short never decides the end).
+    # Budget $0.20, minimise mean: long fast -> 27 s, $0.1975 (adding plan: $0.235, over).
+    doc = {
+        "name": "audit-h",
+        "seed": 3,
+        "runs": 3,
+        "models": {
+            "big": {**copy.deepcopy(BIG), "speeds": {"fast": {"output_tps_x": 2.5, "price_x": 6}}},
+            "small": {"price": {"input_mtok": 0, "output_mtok": 2}, "ttft": 1, "output_tps": 250},
+        },
+        "agent": {
+            "steps": [
+                {"call": {"name": "plan", "model": "big", "output": 500}},
+                {"call": {"model": "big", "output": 500}},
+                {"call": {"name": "tidy", "model": "small", "output": 500}},
+                {
+                    "parallel": [
+                        {"call": {"name": "long", "model": "big", "output": 2000}},
+                        {"call": {"name": "short", "model": "big", "output": 100}},
+                    ]
+                },
+            ]
+        },
+    }
+    out = cli(tmp_path, doc, "optimize", "--budget-usd-per-run", "0.2", "--metric", "mean", "--json")
+    assert out["choices"] == {"plan": "standard", "long": "fast", "short": "standard"}
+    assert out["evaluated"] == 8 and len(out["left_as_is"]) == 2 and "tidy" in out["left_as_is"]
+    close(out["baseline"]["wall_mean_s"], 39.0)
+    close(out["baseline"]["cost_mean_usd"], 0.0475)
+    close(out["chosen"]["wall_mean_s"], 27.0)
+    close(out["chosen"]["cost_mean_usd"], 0.1975)
