@@ -538,6 +538,11 @@ class PriceSpec(_Model):
     cache_write_1h_mtok: Rate | None = Field(None, description="1-hour cache writes (default: cache_write_mtok).")
     output_reasoning_mtok: Rate | None = Field(None, description="Defaults to output_mtok.")
     requests_kcount: Rate | None = Field(None, description="USD per 1000 requests (a fee per call).")
+    source: str | None = Field(
+        None,
+        description="Where these prices come from and when, for readers (e.g. 'Anthropic pricing page, Feb 2026'); "
+        "shown next to every verdict that uses them.",
+    )
 
     @model_validator(mode="after")
     def _something_given(self) -> PriceSpec:
