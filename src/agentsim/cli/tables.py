@@ -13,7 +13,8 @@ The width is the terminal's, or ``COLUMNS`` when set; output to a file or a pipe
 without ``COLUMNS`` is 240 columns wide.
 
 :func:`time_unit` chooses one unit (s, min or h) for a group of durations from their
-largest value, so that a row (or a block of rows) never mixes ``112.6 s`` and ``2.1 min``.
+largest value, so that a row (or a block of rows) never mixes ``112.6 s`` and ``2.1 min``
+(:mod:`agentsim.viz.format`, shared with the HTML report).
 """
 
 from __future__ import annotations
@@ -21,13 +22,14 @@ from __future__ import annotations
 import os
 import sys
 import textwrap
-from collections.abc import Iterable
 
 from rich.console import Console
 from rich.measure import Measurement
 from rich.table import Table
 
-__all__ = ["fmt_time", "print_table", "table_console", "time_unit"]
+from agentsim.viz.format import fmt_time, time_unit  # the rule is shared with the HTML report
+
+__all__ = ["Rows", "fmt_time", "print_table", "runs_title", "table_console", "time_unit"]
 
 
 def table_console(wide: bool = False) -> Console:
@@ -125,26 +127,59 @@ def print_table(
         _stacked(console, table, compact, heading)
 
 
-# --------------------------------------------------------------------------- one unit per row
-
-_UNITS = (("h", 3600.0), ("min", 60.0), ("s", 1.0))
+# --------------------------------------------------------------------------- one column per variant
 
 
-def time_unit(values: Iterable[float | None]) -> tuple[str, float]:
-    """The unit for a group of durations (seconds): h from 2 h, min from 2 min, else s."""
-    xs = [abs(v) for v in values if v is not None and v == v]
-    top = max(xs, default=0.0)
-    if top >= 7200:
-        return _UNITS[0]
-    if top >= 120:
-        return _UNITS[1]
-    return _UNITS[2]
+class Rows:
+    """Rows of a table with one column per variant (``run``, ``size``): one unit and one number of decimals
+    per row (or per group of rows); ``variants`` maps a variant's name to the value handed to the getters."""
+
+    def __init__(self, table: Table, variants: dict):
+        self.t, self.variants = table, variants
+
+    def values(self, get) -> list:
+        return [get(v) for v in self.variants.values()]
+
+    def text(self, label: str, fn) -> None:
+        self.t.add_row(label, *[fn(v) for v in self.variants.values()])
+
+    def heading(self, label: str) -> None:
+        self.t.add_row(label, *[""] * len(self.variants))
+
+    def times(self, rows: list[tuple[str, object]]) -> None:
+        """Rows of durations that share one unit (the largest value's) and one number of decimals."""
+        from agentsim.viz import format as fmt
+
+        values = [self.values(get) for _, get in rows]
+        flat = [x for vs in values for x in vs]
+        unit = fmt.time_unit(flat)
+        decimals = fmt.decimals_for(flat, unit[1])
+        for (label, _), vs in zip(rows, values, strict=True):
+            self.t.add_row(label, *fmt.durations(vs, unit=unit, decimals=decimals))
+
+    def metric(self, m, label: str | None = None) -> None:
+        from agentsim.viz.sections import format_metric
+
+        self.t.add_row(label or f"  {m.label}", *format_metric(m, self.values(m.get)))
+
+    def section(self, section) -> None:
+        """A section of :mod:`agentsim.viz.sections`: a heading, then one row per metric (time groups share a unit)."""
+        self.heading(section.title.lower())
+        done = set()
+        for m in section.metrics:
+            if m.group is not None and m.kind == "time":
+                if m.group not in done:
+                    done.add(m.group)
+                    self.times([(f"  {x.label}", x.get) for x in section.metrics if x.group == m.group])
+                continue
+            self.metric(m)
 
 
-def fmt_time(x: float | None, unit: tuple[str, float]) -> str:
-    """``x`` seconds in ``unit`` (from :func:`time_unit`): 2 decimals below 10, 1 below 1000, else none."""
-    if x is None or x != x:
-        return "–"
-    v = x / unit[1]
-    digits = 2 if abs(v) < 10 else 1 if abs(v) < 1000 else 0
-    return f"{v:,.{digits}f} {unit[0]}"
+def runs_title(doc: dict) -> str:
+    """``2,000 runs``, or per variant as counted in a workload (``runs counted: standard 1,346, fast 1,804``)."""
+    from agentsim.analysis.completion import runs_per_variant
+
+    counts = set(runs_per_variant(doc, doc["runs"]).values())
+    if "workload" not in next(iter(doc["variants"].values())):
+        return f"{doc['runs']:,} runs"
+    return f"a workload, {counts.pop():,} runs counted" if len(counts) == 1 else "a workload (runs counted below)"
