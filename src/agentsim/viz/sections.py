@@ -1,0 +1,221 @@
+"""The sections of a summary that apply to some scenarios only: limits, workload, success, streaming.
+
+``run`` prints them as rows of its table, the HTML report as tables of their own; both read them from
+here, from the ``summary.json`` document (:meth:`Results.summary_dict`), so a page shows exactly the
+numbers ``run --json`` gives. A section is returned only when the document has it (a scenario without
+limits has no limits section, one without ``fail`` steps no success section).
+
+A :class:`Metric` is one figure per variant: a label, a kind that decides its format
+(:mod:`agentsim.viz.format`: ``time`` in seconds, ``usd``, ``count``, ``share``, ``number``, ``rate``
+and ``text``) and a getter of its value from one variant's part of the document. Metrics of one
+``group`` share a time unit where a table shows them together.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentsim.viz import format as fmt
+
+__all__ = [
+    "ACCOUNT_KINDS",
+    "Metric",
+    "Section",
+    "account_metrics",
+    "accounts_section",
+    "format_metric",
+    "limits_section",
+    "streaming_sections",
+    "success_section",
+    "workload_section",
+]
+
+
+@dataclass(frozen=True)
+class Metric:
+    label: str
+    kind: str
+    get: Callable[[dict], Any]
+    group: str | None = None
+
+
+@dataclass(frozen=True)
+class Section:
+    key: str
+    title: str
+    metrics: list[Metric] = field(default_factory=list)
+
+
+def _dig(*keys):
+    def get(v: dict):
+        for k in keys:
+            if not isinstance(v, dict) or k not in v:
+                return None
+            v = v[k]
+        return v
+
+    return get
+
+
+def format_metric(metric: Metric, values: list, unit: fmt.Unit | None = None, decimals: int | None = None) -> list[str]:
+    """One metric's values (one per variant) as text, in one unit and one number of decimals."""
+    kind = metric.kind
+    if kind == "time":
+        return fmt.durations(values, unit=unit, decimals=decimals)
+    if kind == "usd":
+        return [fmt.usd(x) for x in values]
+    if kind == "count":
+        return [fmt.count(x) for x in values]
+    if kind == "share":
+        return [fmt.pct(x) for x in values]
+    if kind == "rate":  # utilisation of a limit: whole percent
+        return [fmt.pct(x, 0) for x in values]
+    if kind == "number":
+        return fmt.numbers(values, decimals=decimals)
+    return [fmt.DASH if x is None else str(x) for x in values]
+
+
+def _first(doc: dict) -> dict:
+    return next(iter(doc["variants"].values()))
+
+
+# --------------------------------------------------------------------------- sections
+
+
+def workload_section(doc: dict) -> Section | None:
+    """Runs counted, completed, failed and unfinished, throughput (workloads only)."""
+    if "workload" not in _first(doc):
+        return None
+    w = "workload"
+    return Section("workload", "Workload", [
+        Metric("runs counted", "count", _dig(w, "runs_counted")),
+        Metric("completed", "count", _dig(w, "runs_completed")),
+        Metric("failed", "count", _dig(w, "runs_failed")),
+        Metric("failed share", "share", _dig(w, "failed_share")),
+        Metric("unfinished at end", "count", _dig(w, "runs_unfinished")),
+        Metric("throughput (runs/h)", "number", _dig(w, "throughput_runs_per_hour")),
+        Metric("output tokens/min", "count", _dig(w, "output_tokens_per_min")),
+        Metric("cost of failed runs", "usd", _dig(w, "cost_of_failed_runs_usd")),
+    ])  # fmt: skip
+
+
+_ATTEMPTS = (
+    ("rejected_429", "429s"),
+    ("retries", "retries"),
+    ("errors", "errors"),
+    ("timeouts", "timeouts"),
+    ("fallbacks", "fallbacks"),
+    ("failed_runs", "failed runs"),
+)
+
+
+def limits_section(doc: dict) -> Section | None:
+    """Queueing, 429s, retries, errors, fallbacks and failed runs (shared limits or failing calls only)."""
+    if "limits" not in _first(doc):
+        return None
+    lim = "limits"
+    return Section("limits", "Shared limits", [
+        Metric("queue wait mean", "time", _dig(lim, "queue_wait_s", "mean"), "queue"),
+        Metric("queue wait p95", "time", _dig(lim, "queue_wait_s", "p95"), "queue"),
+        Metric("calls that queued", "share", _dig(lim, "queue_wait_s", "share_waiting")),
+        *[Metric(label, "count", _dig(lim, "attempts", key)) for key, label in _ATTEMPTS],
+    ])  # fmt: skip
+
+
+ACCOUNT_KINDS = ("concurrency", "rpm", "input_tpm", "output_tpm")
+
+
+def account_metrics(doc: dict, account: str) -> list[Metric]:
+    """One account's requests in flight (when any variant uses it) and the use of each of its limits."""
+    first = _first(doc)["limits"]["accounts"][account]
+    every = [v["limits"].get("accounts", {}).get(account) or {} for v in doc["variants"].values()]
+    base = ("limits", "accounts", account)
+    out = []
+    if any((a.get("concurrency") or {}).get("max_in_flight") for a in every):
+        out.append(Metric("in flight mean", "number", _dig(*base, "concurrency", "mean_in_flight")))
+        out.append(Metric("in flight max", "count", _dig(*base, "concurrency", "max_in_flight")))
+    for kind in ACCOUNT_KINDS:
+        if (first.get(kind) or {}).get("utilisation") is not None:
+            out.append(Metric(f"{kind} use", "rate", _dig(*base, kind, "utilisation")))
+    return out
+
+
+def accounts_section(doc: dict) -> Section | None:
+    """Per account of the shared limits: requests in flight and the use of each limit (``run``'s rows)."""
+    first = _first(doc)
+    if "limits" not in first or not first["limits"].get("accounts"):
+        return None
+    metrics = []
+    for account in first["limits"]["accounts"]:
+        metrics += [Metric(f"{account} {m.label}", m.kind, m.get) for m in account_metrics(doc, account)]
+    return Section("accounts", "Accounts", metrics)
+
+
+def success_section(doc: dict) -> Section | None:
+    """Success share, cost per success and time to success (scenarios with ``fail`` steps)."""
+    if "success" not in _first(doc):
+        return None
+    s = "success"
+    return Section("success", "Success", [
+        Metric("success share", "share", _dig(s, "share")),
+        Metric("cost per success", "usd", _dig(s, "cost_per_success_usd")),
+        Metric("time to success", "time", _dig(s, "time_to_success_s")),
+    ])  # fmt: skip
+
+
+# Streaming metrics (summary.json's ``streaming.calls.CALL``), in reading order, with their labels.
+STREAM_LABELS = {
+    "ttft_s": "TTFT seen",
+    "first_sentence_s": "first sentence",
+    "first_audio_s": "first audio",
+    "first_render_s": "first render",
+    "reader_done_s": "reader done",
+    "reader_wait_s": "reader waits",
+    "speech_done_s": "speech done",
+    "silence_s": "silence",
+    "longest_silence_s": "longest silence",
+    "longest_gap_s": "longest gap",
+    "gaps_over_250ms": "gaps over 250 ms",
+    "gaps_over_1s": "gaps over 1 s",
+    "itl_p50_s": "ITL p50",
+    "itl_p99_s": "ITL p99",
+    "qoe": "QoE",
+    "interrupted_share": "interrupted",
+    "cut_share": "cut while generating",
+    "wasted_usd": "wasted",
+}
+
+
+def stream_metric(name: str, stat: str, call: str) -> Metric:
+    """One streaming metric of one call (``stat``: mean, p50, p95 or p99) with the kind its name gives."""
+    if name.endswith("_usd"):
+        kind = "usd"
+    elif name.endswith("_share"):
+        kind = "share"
+    elif name.endswith("_s"):
+        kind = "time"
+    else:
+        kind = "number"
+    return Metric(
+        STREAM_LABELS.get(name, name.removesuffix("_s").replace("_", " ")),
+        kind,
+        _dig("streaming", "calls", call, name, stat),
+    )
+
+
+def _order(name: str) -> tuple[int, str]:
+    keys = list(STREAM_LABELS)
+    return (keys.index(name) if name in keys else len(keys), name)
+
+
+def streaming_sections(doc: dict) -> list[tuple[str, list[str], dict | None]]:
+    """Per call with a consumer: ``(call, metric names in reading order, apparate point of the first variant)``."""
+    first = _first(doc)
+    if "streaming" not in first:
+        return []
+    out = []
+    for call, metrics in first["streaming"]["calls"].items():
+        out.append((call, sorted(metrics, key=_order), first["streaming"].get("apparate", {}).get(call)))
+    return out
