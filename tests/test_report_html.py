@@ -40,9 +40,9 @@ def test_report_content(chat_page):
     assert "OpenRouter provider statistics" in page and "ASSUMPTIONS" in page
     for section in ("Variants compared", "Break-even", "Monthly spend", "Critical path", "The scenario"):
         assert f"<h2>{section}</h2>" in page
-    assert "30,000 runs per month" in page
+    assert "30,000 runs a month (--runs-per-month)" in page
     imgs = re.findall(r'<img src="([^"]+)"', page)
-    assert len(imgs) == 5
+    assert len(imgs) == 6  # the five of every page, and the stream figure (the reader)
     assert all(src.startswith("data:image/svg+xml;base64,") for src in imgs)
     # self-contained: nothing fetched from elsewhere
     assert not re.search(r'(src|href)="(https?:|//)', page)

@@ -1,5 +1,6 @@
-"""`size`: working days per month and per-seat usage (CLI and workload.volume), closed forms; the default
-stays 30 calendar days. `sweep --label PATH=TEXT` titles an axis."""
+"""`size`: working days per month and per-seat usage (CLI and workload.volume), closed forms; seats given as
+options default to 21 working days (a month of weekdays), a scenario's volume keeps the scenario reference's
+30 calendar days. `sweep --label PATH=TEXT` titles an axis."""
 
 from __future__ import annotations
 
@@ -32,15 +33,17 @@ def test_seats_times_runs_times_working_days():
         assert v["api_usd_per_month"] == pytest.approx(doc2["variants"][name]["api_usd_per_month"], rel=1e-12)
 
 
-def test_seats_default_to_thirty_days():
+def test_seats_default_to_twenty_one_working_days():
     doc = json.loads(_size("--seats", 3, "--runs-per-seat-per-day", 4).stdout)
-    assert doc["runs_per_month"] == 3 * 4 * 30
+    assert doc["runs_per_month"] == 3 * 4 * 21
+    assert doc["volume"]["derivation"].startswith("3 seats × 4 runs × 21 working days")
 
 
 @pytest.mark.parametrize(
     ("args", "words"),
     [
-        (("--seats", 3), "go together"),
+        (("--seats", 3), "--seats needs --runs-per-seat-per-day"),
+        (("--runs-per-seat-per-day", 3), "--runs-per-seat-per-day needs --seats"),
         (("--runs-per-month", 100, "--seats", 2, "--runs-per-seat-per-day", 1), "not both"),
         (("--seats", 2, "--runs-per-seat-per-day", 1, "--working-days", 40), "at most 31"),
     ],

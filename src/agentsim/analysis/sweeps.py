@@ -74,6 +74,7 @@ __all__ = [
     "range_values",
     "run_sweep",
     "summary_rows",
+    "with_monthly_spend",
 ]
 
 MAX_POINTS = 100_000  # a grid larger than this is almost certainly a typo in a range
@@ -525,3 +526,13 @@ def run_sweep(
 
     table = mark_pareto(table)
     return Sweep(first.scenario, axes, points, table, seed, runs, used_engine, len(tasks))
+
+
+def with_monthly_spend(sw: Sweep, runs_per_month: float) -> Sweep:
+    """The sweep with an ``api_usd_per_month`` column: each row's mean cost (per success, when the scenario
+    has ``fail`` steps) times ``runs_per_month`` (:func:`agentsim.analysis.volume.monthly_volume`)."""
+    import dataclasses
+
+    cost = "cost_per_success_usd" if "cost_per_success_usd" in sw.table.columns else "cost_mean_usd"
+    table = sw.table.assign(api_usd_per_month=sw.table[cost].astype("float64") * float(runs_per_month))
+    return dataclasses.replace(sw, table=table)

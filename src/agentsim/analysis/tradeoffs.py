@@ -137,13 +137,13 @@ def mark_pareto(table: pd.DataFrame) -> pd.DataFrame:
 # --------------------------------------------------------------------------- per-variant tables
 
 
-def variant_table(res: Results) -> pd.DataFrame:
+def variant_table(res: Results, doc: dict | None = None) -> pd.DataFrame:
     """One row per variant (index) with every summary figure (:func:`summary_rows`) and Pareto marks.
 
     When the scenario defines success the rows are per successful task (:func:`per_success`) and the
-    table's ``attrs["basis"]`` is ``"per success"``.
+    table's ``attrs["basis"]`` is ``"per success"``. ``doc``: ``res.summary_dict()`` when already made.
     """
-    rows = [per_success(r) for r in summary_rows(res.summary_dict())]
+    rows = [per_success(r) for r in summary_rows(doc if doc is not None else res.summary_dict())]
     table = mark_pareto(summary_frame(rows)).set_index("variant")
     if rows and rows[0].get("basis") == PER_SUCCESS:
         table.attrs["basis"] = PER_SUCCESS

@@ -26,14 +26,11 @@ from agentsim.cli.common import (
     err_console,
     handle_errors,
 )
-from agentsim.cli.common import fmt_n as _fmt_n
-from agentsim.cli.common import fmt_s as _fmt_s
-from agentsim.cli.common import fmt_usd as _fmt_usd
-from agentsim.cli.common import signed as _signed
 
 if TYPE_CHECKING:
     from rich.table import Table
 
+    from agentsim.cli.tables import Rows
     from agentsim.sim.results import Results
 
 # Start-up: this module and the command modules it imports load only typer and the standard library;
@@ -47,152 +44,146 @@ def summary_table(doc: dict) -> Table:
     """A table with one column per variant and one row per figure."""
     from rich.table import Table
 
-    from agentsim.cli.tables import fmt_time, time_unit
-    from agentsim.sim import payoff
+    from agentsim.cli.tables import Rows, runs_title
+    from agentsim.viz import sections
 
     variants = doc["variants"]
     t = Table(
-        title=f"{doc['scenario']}: {doc['runs']:,} runs, seed {doc['seed']}, engine {doc['engine']}",
+        title=f"{doc['scenario']}: {runs_title(doc)}, seed {doc['seed']}, engine {doc['engine']}",
         title_justify="left",
     )
     t.add_column("", style="bold", no_wrap=True)
     for name in variants:
         t.add_column(name, justify="right", no_wrap=True, min_width=len(name))
-    vot = doc.get("value_of_time_usd_per_hour")
-
-    def row(label, fn):
-        t.add_row(label, *[fn(v) for v in variants.values()])
-
-    def trow(label, get, unit=None):
-        # durations: one unit per row (or per block of rows, when ``unit`` is given)
-        values = [get(v) for v in variants.values()]
-        unit = unit or time_unit(values)
-        t.add_row(label, *[fmt_time(x, unit) for x in values])
-
-    wall = time_unit(
-        [v["wall_time_s"][k] for v in variants.values() for k in ("mean", "p50", "p95", "p99")]
-    )  # the wall-time block shares one unit
-    trow("wall time mean", lambda v: v["wall_time_s"]["mean"], wall)
-    row(
-        "  95% CI",
-        lambda v: (
-            "±" + fmt_time((v["wall_time_s"]["ci95"][1] - v["wall_time_s"]["ci95"][0]) / 2, wall)
-            if v["wall_time_s"]["ci95"][0] is not None
-            else "–"
-        ),
-    )
-    if any("param_ci95" in v["wall_time_s"] for v in variants.values()):  # uncertainty: parameters
-        row(
-            "  95% CI with params",
-            lambda v: (
-                f"{_fmt_s(v['wall_time_s']['param_ci95'][0])}–{_fmt_s(v['wall_time_s']['param_ci95'][1])}"
-                if v["wall_time_s"].get("param_ci95", [None])[0] is not None
-                else "–"
-            ),
-        )
-    for p in ("p50", "p95", "p99"):
-        trow(f"  {p}", lambda v, p=p: v["wall_time_s"][p], wall)
-    row("cost mean", lambda v: _fmt_usd(v["cost_usd"]["mean"]))
-    row("  p95", lambda v: _fmt_usd(v["cost_usd"]["p95"]))
-    row("calls per run", lambda v: _fmt_n(v["calls"]["mean"]))
-    row("input tokens", lambda v: _fmt_n(v["tokens"]["input"]))
-    row("  cache read", lambda v: _fmt_n(v["tokens"]["cache_read"]))
-    row("output tokens", lambda v: _fmt_n(v["tokens"]["output"]))
-    row("reasoning tokens", lambda v: _fmt_n(v["tokens"]["reasoning"]))
-    t.add_row("critical path (mean)", *[""] * len(variants))
-    parts = time_unit([x for v in variants.values() for x in v["breakdown_s"].values()])
-    for k, label in (("queue", "queue"), ("ttft", "TTFT"), ("decode", "decode"), ("tool", "tools"), ("wait", "waits")):
-        trow(f"  {label}", lambda v, k=k: v["breakdown_s"][k], parts)
-    if "stall" in next(iter(variants.values()))["breakdown_s"]:
-        trow("  stalls", lambda v: v["breakdown_s"].get("stall"), parts)
-    base = next(iter(variants))
-    dt_unit = time_unit([v["vs_baseline"]["delta_time_s"] for v in variants.values()])
-    t.add_row(
-        "Δ time vs first",
-        *[
-            "baseline" if n == base else _signed(lambda x: fmt_time(x, dt_unit), v["vs_baseline"]["delta_time_s"])
-            for n, v in variants.items()
-        ],
-    )
-    t.add_row(
-        "Δ cost vs first",
-        *[
-            "baseline" if n == base else _signed(_fmt_usd, v["vs_baseline"]["delta_cost_usd"])
-            for n, v in variants.items()
-        ],
-    )
-    row("USD per hour saved", lambda v: payoff.premium_text(v["vs_baseline"]["usd_per_hour_saved"], _fmt_usd))
-    label = f"pays off at ${vot:,.0f}/h" if vot is not None else "pays off (no value_of_time)"
-    row(label, lambda v: {True: "yes", False: "no", None: "–"}[v["vs_baseline"]["pays_off"]])
-    first = next(iter(variants.values()))
-    if "success" in first:
-        t.add_row("success", *[""] * len(variants))
-        row("  success share", lambda v: f"{v['success']['share']:.1%}" if v["success"]["share"] is not None else "–")
-        row("  cost per success", lambda v: _fmt_usd(v["success"]["cost_per_success_usd"]))
-        trow("  time to success", lambda v: v["success"]["time_to_success_s"])
-    if "workload" in first:
-        t.add_row("workload", *[""] * len(variants))
-        row("  runs counted", lambda v: f"{v['workload']['runs_counted']:,}")
-        row("  completed / failed", lambda v: f"{v['workload']['runs_completed']:,} / {v['workload']['runs_failed']:,}")
-        row("  unfinished at end", lambda v: f"{v['workload']['runs_unfinished']:,}")
-        row("  throughput (runs/h)", lambda v: f"{v['workload']['throughput_runs_per_hour']:,.1f}")
-        row("  output tokens/min", lambda v: _fmt_n(v["workload"]["output_tokens_per_min"]))
-    if "streaming" in first:
-        _streaming_rows(t, row, first, len(variants))
-    if "limits" in first:
-        t.add_row("limits", *[""] * len(variants))
-        qw = time_unit([v["limits"]["queue_wait_s"][k] for v in variants.values() for k in ("mean", "p95")])
-        trow("  queue wait mean", lambda v: v["limits"]["queue_wait_s"]["mean"], qw)
-        trow("  queue wait p95", lambda v: v["limits"]["queue_wait_s"]["p95"], qw)
-        for key, label in (
-            ("rejected_429", "429s"),
-            ("retries", "retries"),
-            ("errors", "errors"),
-            ("timeouts", "timeouts"),
-            ("fallbacks", "fallbacks"),
-            ("failed_runs", "failed runs"),
-        ):
-            row(f"  {label}", lambda v, key=key: f"{v['limits']['attempts'][key]:,}")
-        for acct in first["limits"].get("accounts", {}):
-            for kind in ("concurrency", "rpm", "input_tpm", "output_tpm"):
-                entry = first["limits"]["accounts"][acct].get(kind)
-                if entry is not None and entry.get("utilisation") is not None:
-                    row(
-                        f"  {acct} {kind} use",
-                        lambda v, a=acct, k=kind: f"{v['limits']['accounts'][a][k]['utilisation']:.0%}",
-                    )
+    rows = Rows(t, variants)
+    _wall_rows(rows)
+    _cost_rows(rows)
+    _breakdown_rows(rows)
+    _comparison_rows(rows, next(iter(variants)), doc.get("value_of_time_usd_per_hour"))
+    for make in (sections.success_section, sections.workload_section):
+        section = make(doc)
+        if section is not None:
+            rows.section(section)
+    if "streaming" in next(iter(variants.values())):
+        _streaming_rows(rows, doc)
+    limits = sections.limits_section(doc)
+    if limits is not None:
+        rows.section(limits)
+        accounts = sections.accounts_section(doc)
+        if accounts is not None:
+            for m in accounts.metrics:
+                rows.metric(m)
     return t
 
 
-# The streaming block of the table: a few headline metrics per call with a consumer (means).
+def _wall_rows(rows: Rows) -> None:
+    from agentsim.viz import format as fmt
+
+    wall = [("wall time mean", lambda v: v["wall_time_s"]["mean"])]
+    wall += [(f"  {p}", lambda v, p=p: v["wall_time_s"][p]) for p in ("p50", "p95", "p99")]
+    half = [(v["wall_time_s"]["ci95"][1] - v["wall_time_s"]["ci95"][0]) / 2
+            if v["wall_time_s"]["ci95"][0] is not None else None for v in rows.variants.values()]  # fmt: skip
+    flat = [x for _, get in wall for x in rows.values(get)]
+    unit = fmt.time_unit(flat)
+    decimals = fmt.decimals_for(flat, unit[1])
+    cells = [fmt.durations(rows.values(get), unit=unit, decimals=decimals) for _, get in wall]
+    rows.t.add_row(wall[0][0], *cells[0])
+    ci = fmt.durations(half, unit=unit, decimals=max(decimals, fmt.decimals_for(half, unit[1])))
+    rows.t.add_row("  95% CI", *[c if c == fmt.DASH else "±" + c for c in ci])
+    if any("param_ci95" in v["wall_time_s"] for v in rows.variants.values()):  # uncertainty: parameters
+        rows.text("  95% CI with params", lambda v: _param_ci(v, unit, decimals))
+    for (label, _), c in zip(wall[1:], cells[1:], strict=True):
+        rows.t.add_row(label, *c)
+
+
+def _param_ci(v: dict, unit, decimals: int) -> str:
+    from agentsim.viz import format as fmt
+
+    lo, hi = v["wall_time_s"].get("param_ci95", [None, None])
+    if lo is None:
+        return fmt.DASH
+    return f"{fmt.fmt_time(lo, unit, decimals)}–{fmt.fmt_time(hi, unit, decimals)}"
+
+
+def _cost_rows(rows: Rows) -> None:
+    from agentsim.viz import format as fmt
+
+    rows.text("cost mean", lambda v: fmt.usd(v["cost_usd"]["mean"]))
+    rows.text("  p95", lambda v: fmt.usd(v["cost_usd"]["p95"]))
+    for label, get in (
+        ("calls per run", lambda v: v["calls"]["mean"]),
+        ("input tokens", lambda v: v["tokens"]["input"]),
+        ("  cache read", lambda v: v["tokens"]["cache_read"]),
+        ("output tokens", lambda v: v["tokens"]["output"]),
+        ("reasoning tokens", lambda v: v["tokens"]["reasoning"]),
+    ):
+        vals = rows.values(get)
+        rows.t.add_row(label, *fmt.numbers(vals, decimals=1 if max(map(abs, filter(None, vals)), default=0) < 100
+                                           else 0))  # fmt: skip
+
+
+def _breakdown_rows(rows: Rows) -> None:
+    rows.heading("critical path (mean)")
+    parts = [(f"  {label}", lambda v, k=k: v["breakdown_s"][k])
+             for k, label in (("queue", "queue"), ("ttft", "TTFT"), ("decode", "decode"), ("tool", "tools"),
+                              ("wait", "waits"))]  # fmt: skip
+    if "stall" in next(iter(rows.variants.values()))["breakdown_s"]:
+        parts.append(("  stalls", lambda v: v["breakdown_s"].get("stall")))
+    rows.times(parts)
+
+
+def _comparison_rows(rows: Rows, base: str, vot: float | None) -> None:
+    from agentsim.sim import payoff
+    from agentsim.viz import format as fmt
+
+    names = list(rows.variants)
+    dts = rows.values(lambda v: v["vs_baseline"]["delta_time_s"])
+    unit = fmt.time_unit(dts)
+    decimals = fmt.decimals_for(dts, unit[1])
+    rows.t.add_row("Δ time vs first", *["baseline" if n == base else fmt.signed_time(x, unit, decimals)
+                                        for n, x in zip(names, dts, strict=True)])  # fmt: skip
+    dcs = rows.values(lambda v: v["vs_baseline"]["delta_cost_usd"])
+    rows.t.add_row("Δ cost vs first", *["baseline" if n == base else fmt.signed_usd(x)
+                                        for n, x in zip(names, dcs, strict=True)])  # fmt: skip
+    rows.text("USD per hour saved", lambda v: payoff.premium_text(v["vs_baseline"]["usd_per_hour_saved"], fmt.usd))
+    label = f"pays off at {fmt.usd(vot)}/h" if vot is not None else "pays off (no value_of_time)"
+    rows.text(label, lambda v: {True: "yes", False: "no", None: "–"}[v["vs_baseline"]["pays_off"]])
+
+
+def _streaming_rows(rows: Rows, doc: dict) -> None:
+    """A few headline metrics (means) per call with a consumer, and the speed beyond which it gains nothing."""
+    from agentsim.viz.sections import stream_metric
+
+    rows.heading("streaming (mean per call)")
+    for call, names, apparate in sections_streaming(doc):
+        for name in names:
+            if name in _STREAM_ROWS:
+                m = stream_metric(name, "mean", call)
+                rows.metric(m, f"  {call}: {m.label}")
+        if apparate is not None:
+            rows.text(f"  {call}: gains nothing above", lambda v, c=call: _apparate(v, c))
+
+
+def sections_streaming(doc: dict):
+    from agentsim.viz.sections import streaming_sections
+
+    return streaming_sections(doc)
+
+
+def _apparate(v: dict, call: str) -> str:
+    a = v.get("streaming", {}).get("apparate", {}).get(call)
+    return "–" if a is None else f"{a['tokens_per_s']:.1f} tok/s"
+
+
+# The streaming rows of the table: the headline metrics (the HTML report shows them all).
 _STREAM_ROWS = (
-    ("ttft_s", "TTFT seen", _fmt_s),
-    ("reader_done_s", "reader done", _fmt_s),
-    ("reader_wait_s", "reader waits", _fmt_s),
-    ("first_audio_s", "first audio", _fmt_s),
-    ("silence_s", "silence", _fmt_s),
-    ("first_render_s", "first render", _fmt_s),
-    ("longest_gap_s", "longest gap", _fmt_s),
-    ("qoe", "QoE", lambda x: "–" if x is None else f"{x:.2f}"),
-    ("interrupted_share", "interrupted", lambda x: "–" if x is None else f"{x:.0%}"),
-)
-
-
-def _streaming_rows(t: Table, row, first: dict, n_variants: int) -> None:
-    t.add_row("streaming (mean per call)", *[""] * n_variants)
-    for call, metrics in first["streaming"]["calls"].items():
-        for key, label, fmt in _STREAM_ROWS:
-            if key in metrics:
-                row(
-                    f"  {call}: {label}",
-                    lambda v, c=call, k=key, f=fmt: f(v["streaming"]["calls"].get(c, {}).get(k, {}).get("mean")),
-                )
-        app = first["streaming"]["apparate"].get(call)
-        if app is not None:
-            row(f"  {call}: gains nothing above", lambda v, a=app: f"{a['tokens_per_s']:.1f} tok/s")
+    "ttft_s", "reader_done_s", "reader_wait_s", "first_audio_s", "silence_s", "first_render_s", "longest_gap_s",
+    "qoe", "interrupted_share",
+)  # fmt: skip
 
 
 def print_summary(res: Results, wide: bool = False) -> None:
+    from agentsim.analysis.completion import completion
     from agentsim.cli.tables import print_table, table_console
 
     doc = res.summary_dict()
@@ -200,33 +191,13 @@ def print_summary(res: Results, wide: bool = False) -> None:
     console = table_console()
     print_table(summary_table(doc), wide=wide, pages=True, console=console)
     print_sources(res, console)
+    for c in completion(res, doc):
+        if c.flagged:
+            err_console.print("warning: " + _lower_first(c.warning()), markup=False)
 
-    for name, v in doc["variants"].items():
-        w = v.get("workload")
-        if not w and "status" in res.runs:
-            status = res.runs["status"].to_numpy()[(res.runs["variant"] == name).to_numpy()]
-            failed = int((status != 0).sum())
-            if failed and (failed == status.size or failed / status.size > 0.01):
-                err_console.print(
-                    f"warning: in variant '{name}', {failed / status.size:.0%} of the runs ({failed:,} of "
-                    f"{status.size:,}) did not complete (they failed, e.g. after using up their retries); "
-                    + (
-                        "no run completed, so this variant has no wall-time or cost figures: check its models' "
-                        "error_rate, timeout and limits"
-                        if failed == status.size
-                        else "wall-time and cost figures describe the completed runs only"
-                    ),
-                    markup=False,
-                )
-        if w and w["failed_share"] > 0.01:
-            err_console.print(
-                f"warning: in variant '{name}', {w['failed_share']:.0%} of the runs counted did not complete "
-                f"({w['runs_failed']:,} failed "
-                + ("(a fail step, or retries used up)" if "success" in v else "after using up their retries")
-                + f", {w['runs_unfinished']:,} unfinished); "
-                "wall-time and cost figures describe the completed runs only",
-                markup=False,
-            )
+
+def _lower_first(text: str) -> str:
+    return text[:1].lower() + text[1:]
 
 
 def print_sources(res: Results, console) -> None:

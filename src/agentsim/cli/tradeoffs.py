@@ -31,8 +31,7 @@ from agentsim.cli.common import (
     err_console,
     handle_errors,
 )
-from agentsim.cli.common import fmt_s as _fmt_s
-from agentsim.cli.common import fmt_usd as _fmt_usd
+from agentsim.cli.volume import RunsPerMonthOpt, RunsPerSeatOpt, SeatsOpt, WorkingDaysOpt, volume_of
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -67,19 +66,6 @@ def progress_bar(quiet: bool, description: str) -> Iterator:
             prog.update(task, completed=done, total=total, description=stage or description)
 
         yield update
-
-
-def _money(x: float | None) -> str:
-    """USD with a sign for negatives and a plain $0."""
-    if x is None or not math.isfinite(x):
-        return "–"
-    if x == 0:
-        return "$0"
-    return ("−" if x < 0 else "") + _fmt_usd(abs(x))
-
-
-def _usd_h(x: float | None) -> str:
-    return "–" if x is None or not math.isfinite(x) else _money(x) + "/h"
 
 
 def _console() -> Console:
@@ -136,8 +122,14 @@ def sweep(
         list[str] | None,
         typer.Option("--label", help="PATH=TEXT: the title of a swept path's axis in figures and the table."),
     ] = None,
+    runs_per_month: RunsPerMonthOpt = None,
+    seats: SeatsOpt = None,
+    runs_per_seat_per_day: RunsPerSeatOpt = None,
+    working_days: WorkingDaysOpt = None,
 ) -> None:
-    """Evaluate a scenario over a grid of values: one row per grid point and variant, Pareto frontier marked."""
+    """Evaluate a scenario over a grid of values: one row per grid point and variant, Pareto frontier marked.
+
+    With a volume (the options, or the scenario's workload.volume) every row also has its API spend per month."""
     from agentsim.analysis.sweeps import parse_set, run_sweep
     from agentsim.plan.validation import load
     from agentsim.viz.report import sweep_document, write_sweep
@@ -154,10 +146,11 @@ def sweep(
     except ValueError as exc:
         raise _bad(exc) from None
     labels = _labels(label)
+    sc0 = load(file)
+    volume = volume_of(file, sc0, runs_per_month, seats, runs_per_seat_per_day, working_days, required=False)
     if labels and axes is None:
         from agentsim.analysis.sweeps import axes_from_scenario
 
-        sc0 = load(file)
         axes = axes_from_scenario(sc0, str(file))
     if labels:
         axes = _apply_labels(axes, labels)
@@ -168,14 +161,21 @@ def sweep(
             )
         except ValueError as exc:
             raise _bad(exc) from None
+    if volume is not None:
+        from agentsim.analysis.sweeps import with_monthly_spend
+
+        sw = with_monthly_spend(sw, volume.runs_per_month)
     if json_out:
-        sys.stdout.write(json.dumps(sweep_document(sw), indent=2, allow_nan=False) + "\n")
+        sys.stdout.write(json.dumps(sweep_document(sw, volume), indent=2, allow_nan=False) + "\n")
         return
     from agentsim.cli.tables import print_table
 
-    print_table(sweep_table(sw, time), wide=wide, heading=len(sw.axes) + 1, console=_console())
+    console = _console()
+    print_table(sweep_table(sw, time), wide=wide, heading=len(sw.axes) + 1, console=console)
+    if volume is not None:
+        console.print(f"volume: {volume.derivation}", markup=False, highlight=False)
     target = out if out is not None else Path("results") / f"{sw.scenario.name}-sweep"
-    written = write_sweep(sw, target)
+    written = write_sweep(sw, target, volume)
     err_console.print(f"wrote {len(written)} files to {target}/", markup=False)
 
 
@@ -213,11 +213,9 @@ def _apply_labels(axes, labels: dict[str, str]):
 
 
 def sweep_table(sw, time: str = "mean", max_rows: int = 60) -> Table:
-    """One row per grid point and variant: wall time, cost, Δ against the point's first variant, pays-off."""
+    """One row per grid point and variant: wall time, cost, Δ against the point's first variant, pays-off
+    (and the API spend per month when the sweep was given a volume)."""
     from rich.table import Table
-
-    from agentsim.cli.tables import fmt_time, time_unit
-    from agentsim.sim import payoff
 
     t = sw.table
     col = f"pareto_{time}"
@@ -234,38 +232,48 @@ def sweep_table(sw, time: str = "mean", max_rows: int = 60) -> Table:
     table = Table(title=title, title_justify="left", caption=caption, caption_justify="left")
     for h in heads:
         table.add_column(h, justify="right", overflow="fold")
-    for name in ("variant", "mean wall", "p95 wall", "mean cost", "Δ time", "Δ cost", "$/h saved", "pays off", "◆"):
+    monthly = "api_usd_per_month" in t.columns
+    names = ["variant", "mean wall", "p95 wall", "mean cost", *(["$/month"] if monthly else []), "Δ time", "Δ cost",
+             "$/h saved", "pays off", "◆"]  # fmt: skip
+    for name in names:
         table.add_column(name, justify="left" if name == "variant" else "right", no_wrap=True)
+    for cells in _sweep_cells(sw, shown, col, monthly):
+        table.add_row(*cells)
+    return table
+
+
+def _sweep_cells(sw, shown, col: str, monthly: bool) -> list[list[str]]:
+    """The rows of :func:`sweep_table`; each duration column in one unit and one number of decimals."""
+    from agentsim.sim import payoff
+    from agentsim.viz import format as fmt
+
     first = shown.groupby("point", sort=False)["variant"].transform("first") if "point" in shown else None
+    walls = [*shown["wall_mean_s"], *shown["wall_p95_s"]]
+    unit = fmt.time_unit(walls)
+    decimals = fmt.decimals_for(walls, unit[1])
+    dt_unit = fmt.time_unit(shown["delta_time_s"])
+    dt_dec = fmt.decimals_for(shown["delta_time_s"], dt_unit[1])
+    out = []
     for i, (_, r) in enumerate(shown.iterrows()):
-        unit = time_unit([r["wall_mean_s"], r["wall_p95_s"]])  # one unit per row
         base = first is not None and first.iloc[i] == r["variant"] and r["delta_time_s"] == 0
-        dt_unit = time_unit([r["delta_time_s"]])
-        table.add_row(
+        out.append([
             *[str(r[a.text]) for a in sw.axes],
             str(r["variant"]),
-            fmt_time(r["wall_mean_s"], unit),
-            fmt_time(r["wall_p95_s"], unit),
-            _money(r["cost_mean_usd"]),
-            "baseline" if base else _signed_time(r["delta_time_s"], dt_unit),
-            "baseline" if base else _money(r["delta_cost_usd"]),
-            "–" if base else payoff.premium_text(_nan_none(r["usd_per_hour_saved"]), _money, "/h"),
+            fmt.fmt_time(r["wall_mean_s"], unit, decimals),
+            fmt.fmt_time(r["wall_p95_s"], unit, decimals),
+            fmt.usd(r["cost_mean_usd"]),
+            *([fmt.usd(r["api_usd_per_month"])] if monthly else []),
+            "baseline" if base else fmt.signed_time(r["delta_time_s"], dt_unit, dt_dec),
+            "baseline" if base else fmt.signed_usd(r["delta_cost_usd"]),
+            "–" if base else payoff.premium_text(_nan_none(r["usd_per_hour_saved"]), fmt.usd, "/h"),
             "–" if base else {True: "yes", False: "no"}.get(_nan_none(r["pays_off"]), "–"),
             "◆" if r[col] else "",
-        )
-    return table
+        ])  # fmt: skip
+    return out
 
 
 def _nan_none(x):
     return None if x is None or (isinstance(x, float) and math.isnan(x)) else x
-
-
-def _signed_time(x, unit) -> str:
-    from agentsim.cli.tables import fmt_time
-
-    if _nan_none(x) is None:
-        return "–"
-    return ("+" if x > 0 else "−" if x < 0 else "±") + fmt_time(abs(x), unit)
 
 
 # --------------------------------------------------------------------------- size
@@ -275,14 +283,10 @@ def _signed_time(x, unit) -> str:
 @handle_errors
 def size(
     file: FileArg,
-    runs_per_month: Annotated[float | None, typer.Option(help="Runs per month (default: workload.volume).")] = None,
-    seats: Annotated[float | None, typer.Option(help="Seats (users); with --runs-per-seat-per-day.")] = None,
-    runs_per_seat_per_day: Annotated[
-        float | None, typer.Option(help="Runs per seat per working day; with --seats.")
-    ] = None,
-    working_days: Annotated[
-        float | None, typer.Option(help="Working days per month (default: the scenario's, else 30 calendar days).")
-    ] = None,
+    runs_per_month: RunsPerMonthOpt = None,
+    seats: SeatsOpt = None,
+    runs_per_seat_per_day: RunsPerSeatOpt = None,
+    working_days: WorkingDaysOpt = None,
     runs: RunsOpt = None,
     seed: SeedOpt = None,
     workers: Annotated[int, typer.Option(min=1, help="Worker processes (results do not depend on it).")] = 1,
@@ -293,36 +297,72 @@ def size(
 ) -> None:
     """Monthly API spend, hours of waiting saved and the premium per saved hour, per variant."""
     from agentsim.analysis.tradeoffs import break_even, cheapest_intervals, spend_sizing, variant_table
-    from agentsim.analysis.tradeoffs import runs_per_month as rpm
     from agentsim.plan.validation import load
     from agentsim.sim.simulation import simulate
 
     sc = load(file)
-    try:
-        per_month = rpm(
-            sc, runs_per_month, seats=seats, runs_per_seat_per_day=runs_per_seat_per_day, working_days=working_days
-        )
-    except ValueError as exc:
-        raise BadInput(f"{file}: {exc}") from None
+    volume = volume_of(file, sc, runs_per_month, seats, runs_per_seat_per_day, working_days)
     res = simulate(sc, runs=runs, seed=seed, workers=workers)
-    vt = variant_table(res)
+    doc = res.summary_dict()
+    vt = variant_table(res, doc)
     vot = res.value_of_time
-    sizing = spend_sizing(vt, per_month, value_of_time=vot)
+    sizing = spend_sizing(vt, volume.runs_per_month, value_of_time=vot)
     be = break_even(vt, value_of_time=vot)
     env = cheapest_intervals(vt)
     if json_out:
-        doc = {
-            "scenario": sc.name, "seed": res.seed, "runs": res.n_runs, "runs_per_month": per_month,
-            "value_of_time_usd_per_hour": vot,
-            "variants": {name: {**_clean(sizing.loc[name].to_dict()), **_clean(be.loc[name].to_dict())}
-                         for name in vt.index},
-            "cheapest_by_value_of_time": _clean_records(env),
-        }  # fmt: skip
-        sys.stdout.write(json.dumps(doc, indent=2, allow_nan=False) + "\n")
+        sys.stdout.write(json.dumps(size_document(res, doc, volume, sizing, be, env), indent=2, allow_nan=False) + "\n")
         return
+    from agentsim.cli.main import print_sources
     from agentsim.cli.tables import print_table
 
-    print_table(buyers_table(sc.name, res, sizing, be, env, vot), wide=wide, pages=True, console=_console())
+    console = _console()
+    print_table(buyers_table(sc.name, res, sizing, be, env, vot, doc, volume), wide=wide, pages=True, console=console)
+    print_sources(res, console)
+    _warn_incomplete(res, doc)
+
+
+def size_document(res, doc: dict, volume, sizing, be, env) -> dict:
+    """``size --json``: the volume and its derivation, and per variant the spend, the break-even and how its
+    runs ended (runs counted, failures, 429s: the numbers of ``run --json``)."""
+    from agentsim.analysis.completion import completion
+
+    ended = {c.variant: c for c in completion(res, doc)}
+    variants = {}
+    for name in sizing.index:
+        v, c = doc["variants"][name], ended[name]
+        variants[name] = {
+            **_clean(sizing.loc[name].to_dict()),
+            **_clean(be.loc[name].to_dict()),
+            "runs": c.runs,
+            "runs_failed": c.failed,
+            "runs_unfinished": c.unfinished,
+            "not_completed_share": c.share,
+            **{k: v[k] for k in ("success", "workload", "limits") if k in v},
+        }
+    return {
+        "scenario": res.scenario.name, "seed": res.seed, "runs": res.n_runs,
+        "runs_per_month": volume.runs_per_month, "volume": volume.to_json(),
+        "value_of_time_usd_per_hour": res.value_of_time,
+        "prices_as_of": doc["prices_as_of"], "price_sources": _price_sources(res),
+        "variants": variants,
+        "cheapest_by_value_of_time": _clean_records(env),
+        "warnings": [c.warning() for c in ended.values() if c.flagged],
+    }  # fmt: skip
+
+
+def _price_sources(res) -> dict[str, str]:
+    from agentsim.pricing.provenance import price_sources
+
+    return price_sources(res.scenario, res.plan.prices_as_of)
+
+
+def _warn_incomplete(res, doc: dict) -> None:
+    """The completed-runs warning of ``run``, on stderr, for every variant that needs it."""
+    from agentsim.analysis.completion import completion
+
+    for c in completion(res, doc):
+        if c.flagged:
+            err_console.print("warning: " + c.warning()[:1].lower() + c.warning()[1:], markup=False)
 
 
 def _clean(d: dict) -> dict:
@@ -340,66 +380,79 @@ def _clean_records(df) -> list[dict]:
     return [_clean(r) for r in df.to_dict(orient="records")]
 
 
-def buyers_table(name, res, sizing, be, env, vot) -> Table:
+def buyers_table(name, res, sizing, be, env, vot, doc: dict | None = None, volume=None) -> Table:
+    """The ``size`` table: one column per variant; spend, waiting, break-even, then what ``run`` adds when
+    it applies (success, workload counts, shared limits), with the volume and its derivation in the title."""
     from rich.table import Table
 
-    from agentsim.sim import payoff
+    from agentsim.cli.tables import Rows, runs_title
+    from agentsim.viz import format as fmt
+    from agentsim.viz import sections
 
-    n = float(sizing["runs_per_month"].iloc[0])
+    doc = doc if doc is not None else res.summary_dict()
     success = res.plan.defines_success  # sized per successful task: failed runs are retried
-    what = "successful tasks" if success else "runs"
+    n = float(sizing["runs_per_month"].iloc[0])
+    how = volume.derivation if volume is not None else f"{n:,.0f} runs a month"
     t = Table(
-        title=f"{name}: spend at {n:,.0f} {what} per month ({res.n_runs:,} runs simulated, seed {res.seed})",
+        title=f"{name}: monthly spend ({runs_title(doc)} simulated, seed {res.seed})\nvolume: {how}",
         title_justify="left",
         caption="every run's wall time counts as waiting; Δ against the first variant"
         + ("; per successful task (cost per success, time to success: failed runs retried)" if success else ""),
         caption_justify="left",
     )
     t.add_column("", style="bold", no_wrap=True)
-    variants = list(sizing.index)
-    for v in variants:
+    for v in sizing.index:
         t.add_column(v, justify="right", no_wrap=True, min_width=len(v))
-
-    def row(label, fn):
-        t.add_row(label, *[fn(v) for v in variants])
-
-    row("API spend per month", lambda v: _money(sizing.loc[v, "api_usd_per_month"]))
-    if "api_usd_per_month_lo" in sizing.columns:
-        row(
-            "  95% CI",
-            lambda v: (
-                f"{_money(sizing.loc[v, 'api_usd_per_month_lo'])}–{_money(sizing.loc[v, 'api_usd_per_month_hi'])}"
-            ),
-        )
-    row("hours waiting per month", lambda v: f"{sizing.loc[v, 'wait_hours_per_month']:,.0f} h")
-    row(
-        "mean / p95 wait per run",
-        lambda v: f"{_fmt_s(sizing.loc[v, 'mean_wait_s'])} / {_fmt_s(sizing.loc[v, 'p95_wait_s'])}",
-    )
-    row("hours saved per month", lambda v: f"{sizing.loc[v, 'hours_saved_per_month']:,.0f} h")
-    row("extra spend per month", lambda v: _money(sizing.loc[v, "extra_usd_per_month"]))
-    row(
-        "premium per saved hour",
-        lambda v: payoff.premium_text(sizing.loc[v, "premium_usd_per_saved_hour"], _money, "/h"),
-    )
-    when = {"above": "V ≥ {v}", "below": "V ≤ {v}", "always": "always", "never": "never", "baseline": "–"}
-    when["unknown"] = "– (no completed run)"
-    row(
-        "pays off when",
-        lambda v: when[be.loc[v, "pays_off_when"]].format(v=_usd_h(be.loc[v, "break_even_usd_per_hour"])),
-    )
-    if vot is not None:
-        row(f"net per month at ${vot:,.0f}/h", lambda v: _money(sizing.loc[v, "net_usd_per_month"]))
+    rows = Rows(t, {v: sizing.loc[v] for v in sizing.index})
+    _spend_rows(rows, sizing, be, vot)
+    for make in (sections.success_section, sections.workload_section, sections.limits_section):
+        section = make(doc)
+        if section is not None:
+            rows.variants = doc["variants"]
+            rows.section(section)
     cheapest = ", ".join(
-        f"{r.variant} {_usd_h(r.from_usd_per_hour)}–"
-        + (_usd_h(r.to_usd_per_hour) if math.isfinite(r.to_usd_per_hour) else "∞")
+        f"{r.variant} {fmt.usd_per_hour(r.from_usd_per_hour)}–"
+        + (fmt.usd_per_hour(r.to_usd_per_hour) if math.isfinite(r.to_usd_per_hour) else "∞")
         for r in env.itertuples()
     )
     t.caption += f"\ncheapest overall by value of time V: {cheapest}"
     return t
 
 
+def _spend_rows(rows, sizing, be, vot) -> None:
+    from agentsim.sim import payoff
+    from agentsim.viz import format as fmt
+
+    rows.text("API spend per month", lambda r: fmt.usd(r["api_usd_per_month"]))
+    if "api_usd_per_month_lo" in sizing.columns:
+        rows.text("  95% CI", lambda r: f"{fmt.usd(r['api_usd_per_month_lo'])}–{fmt.usd(r['api_usd_per_month_hi'])}")
+    hours = list(sizing["wait_hours_per_month"]) + list(sizing["hours_saved_per_month"])
+    decimals = fmt.decimals_for(hours)
+    rows.t.add_row(
+        "hours waiting per month", *fmt.numbers(list(sizing["wait_hours_per_month"]), " h", decimals=decimals)
+    )
+    rows.times([("mean wait per run", lambda r: r["mean_wait_s"]), ("p95 wait per run", lambda r: r["p95_wait_s"])])
+    rows.t.add_row(
+        "hours saved per month", *fmt.numbers(list(sizing["hours_saved_per_month"]), " h", decimals=decimals)
+    )
+    base = sizing.index[0]
+    rows.t.add_row("extra spend per month", *["–" if v == base else fmt.signed_usd(sizing.loc[v, "extra_usd_per_month"])
+                                              for v in sizing.index])  # fmt: skip
+    rows.text("premium per saved hour", lambda r: payoff.premium_text(r["premium_usd_per_saved_hour"], fmt.usd, "/h"))
+    when = {"above": "V ≥ {v}", "below": "V ≤ {v}", "always": "always", "never": "never", "baseline": "–"}
+    when["unknown"] = "– (no completed run)"
+    rows.t.add_row("pays off when", *[when[be.loc[v, "pays_off_when"]].format(
+        v=fmt.usd_per_hour(be.loc[v, "break_even_usd_per_hour"])) for v in sizing.index])  # fmt: skip
+    if vot is not None:
+        rows.t.add_row(f"net per month at {fmt.usd(vot)}/h",
+                       *["–" if v == base else fmt.signed_usd(sizing.loc[v, "net_usd_per_month"])
+                         for v in sizing.index])  # fmt: skip
+
+
 # --------------------------------------------------------------------------- optimize
+
+
+EXIT_INFEASIBLE = 3  # optimize: no assignment meets the constraint (the closest one is shown)
 
 
 @app.command()
@@ -426,68 +479,105 @@ def optimize(
     quiet: QuietOpt = False,
     max_calls: MaxCallsOpt = None,
     no_size_limit: NoSizeLimitOpt = False,
+    runs_per_month: RunsPerMonthOpt = None,
+    seats: SeatsOpt = None,
+    runs_per_seat_per_day: RunsPerSeatOpt = None,
+    working_days: WorkingDaysOpt = None,
 ) -> None:
-    """Which steps to run on which speed tier (or model) to minimise p95 under a budget, or cost under a p95."""
-    import yaml
+    """Which steps to run on which speed tier (or model) to minimise p95 under a budget, or cost under a p95.
 
+    With a volume (the options, or the scenario's workload.volume) the monthly spend of the base and the
+    chosen assignment is shown too. Exit code 3 when no assignment meets the constraint (the closest one
+    is shown, and --json says "feasible": false); 0 when one does; 2 for bad input.
+    """
     from agentsim.analysis.optimize import critical_table
-    from agentsim.analysis.optimize import optimize as run_optimize
     from agentsim.plan.validation import load
 
-    given = [
-        o
-        for o, v in (("--budget-usd-per-run", budget_usd_per_run), ("--max-p95", max_p95), ("--max-mean", max_mean))
-        if v is not None
-    ]
+    metric, limit = _optimize_goal(budget_usd_per_run, max_p95, max_mean, metric)
+    sc = load(file)
+    volume = volume_of(file, sc, runs_per_month, seats, runs_per_seat_per_day, working_days, required=False)
+    with progress_bar(quiet or json_out, "candidates") as bar:
+        opt = _run_optimize(file, sc, budget_usd_per_run, limit, metric, base, steps, models, runs, seed, method,
+                            workers, bar)  # fmt: skip
+    crit = critical_table(sc, opt, runs=min(500, runs or sc.runs), seed=seed)
+    if json_out:
+        sys.stdout.write(json.dumps(optimize_document(sc.name, opt, crit, volume), indent=2, allow_nan=False) + "\n")
+    else:
+        _print_optimize(sc.name, opt, crit, volume)
+    if not opt.feasible:
+        raise typer.Exit(EXIT_INFEASIBLE)
+
+
+def _optimize_goal(budget, max_p95, max_mean, metric: str) -> tuple[str, float | None]:
+    """The metric to minimise (or to bound) and the time limit, from the one constraint given."""
+    given = [o for o, v in (("--budget-usd-per-run", budget), ("--max-p95", max_p95), ("--max-mean", max_mean))
+             if v is not None]  # fmt: skip
     if len(given) != 1:
         raise BadInput(
             "give exactly one of --budget-usd-per-run, --max-p95 or --max-mean"
             + (f" (got {', '.join(given)})" if given else "")
         )
     if max_mean is not None:
-        metric = "mean"
-    elif max_p95 is not None:
-        metric = "p95"
-    sc = load(file)
-    with progress_bar(quiet or json_out, "candidates") as bar:
-        try:
-            opt = run_optimize(
-                sc,
-                budget_usd_per_run=budget_usd_per_run,
-                max_time_s=max_p95 if max_p95 is not None else max_mean,
-                metric=metric,
-                base=base,
-                steps=_names(steps),
-                models=_names(models),
-                runs=runs,
-                seed=seed,
-                method=method,
-                workers=workers,
-                progress=bar,
-            )
-        except ValueError as exc:
-            raise BadInput(f"{file}: {exc}") from None
-    crit = critical_table(sc, opt, runs=min(500, runs or sc.runs), seed=seed)
-    if json_out:
-        doc = {
-            "scenario": sc.name, "method": opt.method, "mode": opt.mode, "metric": opt.metric, "limit": opt.limit,
-            "feasible": opt.feasible, "base_variant": opt.base_variant, "choices": opt.choices,
-            "variant": opt.variant, "baseline": _clean(opt.baseline), "chosen": _clean(opt.chosen),
-            "left_as_is": opt.uncovered, "evaluated": opt.evaluated,
-            "frontier": _clean_records(opt.frontier), "critical_path": _clean_records(crit),
-        }  # fmt: skip
-        sys.stdout.write(json.dumps(doc, indent=2, allow_nan=False) + "\n")
-        return
+        return "mean", max_mean
+    if max_p95 is not None:
+        return "p95", max_p95
+    return metric, None
+
+
+def _run_optimize(file, sc, budget, limit, metric, base, steps, models, runs, seed, method, workers, bar):
+    from agentsim.analysis.optimize import optimize as run_optimize
+
+    try:
+        return run_optimize(sc, budget_usd_per_run=budget, max_time_s=limit, metric=metric, base=base,
+                            steps=_names(steps), models=_names(models), runs=runs, seed=seed, method=method,
+                            workers=workers, progress=bar)  # fmt: skip
+    except ValueError as exc:
+        raise BadInput(f"{file}: {exc}") from None
+
+
+def optimize_document(name: str, opt, crit, volume=None) -> dict:
+    """``optimize --json``: the goal, the choice, the frontier, the critical path (and the monthly spend)."""
+    doc = {
+        "scenario": name, "method": opt.method, "mode": opt.mode, "metric": opt.metric, "limit": opt.limit,
+        "feasible": opt.feasible, "exit_code": 0 if opt.feasible else EXIT_INFEASIBLE,
+        "base_variant": opt.base_variant, "choices": opt.choices,
+        "variant": opt.variant, "baseline": _clean(opt.baseline), "chosen": _clean(opt.chosen),
+        "left_as_is": opt.uncovered, "evaluated": opt.evaluated,
+        "frontier": _clean_records(opt.frontier), "critical_path": _clean_records(crit),
+    }  # fmt: skip
+    if volume is not None:
+        doc["volume"] = volume.to_json()
+        doc["api_usd_per_month"] = {
+            "base": _monthly(opt.baseline, volume),
+            "chosen": _monthly(opt.chosen, volume),
+        }
+    return doc
+
+
+def _monthly(row: dict, volume) -> float | None:
+    x = row.get("cost_mean_usd")
+    return None if x is None or not math.isfinite(x) else x * volume.runs_per_month
+
+
+def _print_optimize(name: str, opt, crit, volume) -> None:
+    import yaml
+
     from agentsim.cli.tables import print_table
 
     console = _console()
-    for t in optimize_tables(sc.name, opt, crit):
+    for t in optimize_tables(name, opt, crit, volume):
         print_table(t, console=console)
+    if volume is not None:
+        console.print(f"volume: {volume.derivation}", markup=False, highlight=False)
     console.print(
         "as a variant (paste under variants:):  chosen: "
         + yaml.safe_dump(opt.variant or {}, default_flow_style=True, sort_keys=False).strip(),
         markup=False,
     )
+    if not opt.feasible:
+        err_console.print(
+            f"no assignment meets the constraint; the closest is shown (exit code {EXIT_INFEASIBLE})", markup=False
+        )
 
 
 def _names(text: str | None) -> list[str] | None:
@@ -497,27 +587,32 @@ def _names(text: str | None) -> list[str] | None:
     return names or None
 
 
-def optimize_tables(name: str, opt, crit) -> list[Table]:
+def optimize_tables(name: str, opt, crit, volume=None) -> list[Table]:
+    """The goal and the choice per unit, the result (base, chosen, Δ), the frontier, the critical path."""
+    return [_choice_table(name, opt), _result_table(opt, volume), _frontier_table(opt), _critical_table(opt, crit)]
+
+
+def _choice_table(name: str, opt) -> Table:
     from rich.table import Table
+
+    from agentsim.viz import format as fmt
 
     success = "basis" in opt.chosen  # ranked per successful task (the scenario has fail steps)
     unit = "per success" if success else "per run"
     cost_word = "cost per success" if success else "mean cost"
     time_word = "time to success" if success and opt.metric == "mean" else f"{opt.metric} wall time"
     goal = (
-        f"minimise {time_word} with {cost_word} ≤ {_money(opt.limit)} {unit}"
+        f"minimise {time_word} with {cost_word} ≤ {fmt.usd(opt.limit)} {unit}"
         if opt.mode == "budget"
-        else f"minimise {cost_word} with {time_word} ≤ {_fmt_s(opt.limit)}"
+        else f"minimise {cost_word} with {time_word} ≤ {fmt.fmt_time(opt.limit, fmt.time_unit([opt.limit]))}"
     )
     head = Table(
         title=f"{name}: {goal} ({opt.method}, {opt.evaluated} assignments simulated)"
         + ("" if opt.feasible else " — NO assignment meets the constraint; the closest is shown"),
         title_justify="left",
     )
-    head.add_column("step / group")
-    head.add_column("kind")
-    head.add_column("options")
-    head.add_column(f"base ({opt.base_variant})")
+    for c in ("step / group", "kind", "options", f"base ({opt.base_variant})"):
+        head.add_column(c)
     head.add_column("chosen", style="bold")
     for u, k in zip(opt.units, opt.assignment, strict=True):
         head.add_row(
@@ -527,25 +622,46 @@ def optimize_tables(name: str, opt, crit) -> list[Table]:
             u.options[u.base].label,
             u.options[k].label + ("" if k != u.base else " (unchanged)"),
         )
+    return head
+
+
+def _result_table(opt, volume) -> Table:
+    from rich.table import Table
+
+    from agentsim.viz import format as fmt
+
+    success = "basis" in opt.chosen
     res = Table(title="result", title_justify="left")
     for c in ("", "base", "chosen", "Δ"):
         res.add_column(c, justify="right" if c else "left")
-    figures = (
-        ("mean wall time", "wall_mean_s", _fmt_s),
-        ("p95 wall time", "wall_p95_s", _fmt_s),
-        ("mean cost per run", "cost_mean_usd", _fmt_usd),
-    )
-    if success:
-        figures = (
-            ("time to success", "wall_mean_s", _fmt_s),
-            ("p95 wall time", "wall_p95_s", _fmt_s),
-            ("cost per success", "cost_mean_usd", _fmt_usd),
-            ("mean cost per run", "cost_per_run_usd", _fmt_usd),
-            ("success share", "success_share", lambda x: f"{x:.1%}"),
-        )
-    for label, key, fmt in figures:
+    times = [("time to success" if success else "mean wall time", "wall_mean_s"), ("p95 wall time", "wall_p95_s")]
+    values = [opt.baseline[k] for _, k in times] + [opt.chosen[k] for _, k in times]
+    unit = fmt.time_unit(values)
+    dec = fmt.decimals_for(values, unit[1])
+    for label, key in times:
         b, c = opt.baseline[key], opt.chosen[key]
-        res.add_row(label, fmt(b), fmt(c), ("+" if c - b > 0 else "−" if c - b < 0 else "±") + fmt(abs(c - b)))
+        res.add_row(label, fmt.fmt_time(b, unit, dec), fmt.fmt_time(c, unit, dec), fmt.signed_time(c - b, unit, dec))
+    money = [("cost per success", "cost_mean_usd"), ("mean cost per run", "cost_per_run_usd")] if success else [
+        ("mean cost per run", "cost_mean_usd")]  # fmt: skip
+    for label, key in money:
+        b, c = opt.baseline[key], opt.chosen[key]
+        res.add_row(label, fmt.usd(b), fmt.usd(c), fmt.signed_usd(c - b))
+    if volume is not None:
+        b, c = _monthly(opt.baseline, volume), _monthly(opt.chosen, volume)
+        res.add_row("API spend per month", fmt.usd(b), fmt.usd(c),
+                    fmt.signed_usd(c - b) if b is not None and c is not None else fmt.DASH)  # fmt: skip
+    if success:
+        b, c = opt.baseline["success_share"], opt.chosen["success_share"]
+        res.add_row("success share", fmt.pct(b), fmt.pct(c), ("+" if c >= b else "") + f"{100 * (c - b):.1f} pts")
+    return res
+
+
+def _frontier_table(opt) -> Table:
+    from rich.table import Table
+
+    from agentsim.viz import format as fmt
+
+    success = "basis" in opt.chosen
     front = Table(
         title="frontier walked" if opt.method == "greedy" else "Pareto frontier of all assignments",
         title_justify="left",
@@ -555,13 +671,17 @@ def optimize_tables(name: str, opt, crit) -> list[Table]:
     front.add_column("cost per success" if success else "mean cost", justify="right")
     extra = "move" if opt.method == "greedy" else "chosen"
     front.add_column(extra)
-    for r in opt.frontier.itertuples():
+    times = fmt.durations(list(opt.frontier["time_s"]))
+    for r, t in zip(opt.frontier.itertuples(), times, strict=True):
         front.add_row(
-            r.assignment,
-            _fmt_s(r.time_s),
-            _money(r.cost_mean_usd),
-            r.move if extra == "move" else ("◀" if r.chosen else ""),
+            r.assignment, t, fmt.usd(r.cost_mean_usd), r.move if extra == "move" else ("◀" if r.chosen else "")
         )
+    return front
+
+
+def _critical_table(opt, crit) -> Table:
+    from rich.table import Table
+
     crit_t = Table(
         title="critical path: share of the wall time per step (and runs where it is on the path)", title_justify="left"
     )
@@ -577,7 +697,7 @@ def optimize_tables(name: str, opt, crit) -> list[Table]:
     if opt.uncovered:
         crit_t.caption = "left as in the base variant: " + ", ".join(opt.uncovered)
         crit_t.caption_justify = "left"
-    return [head, res, front, crit_t]
+    return crit_t
 
 
 def _pct(x) -> str:
@@ -595,24 +715,26 @@ def report(
     runs: RunsOpt = None,
     seed: SeedOpt = None,
     workers: Annotated[int, typer.Option(min=1, help="Worker processes (results do not depend on it).")] = 1,
-    runs_per_month: Annotated[
-        float | None, typer.Option(help="Runs per month for spend sizing (default: workload.volume).")
-    ] = None,
+    runs_per_month: RunsPerMonthOpt = None,
+    seats: SeatsOpt = None,
+    runs_per_seat_per_day: RunsPerSeatOpt = None,
+    working_days: WorkingDaysOpt = None,
     sweep: Annotated[bool, typer.Option("--sweep/--no-sweep", help="Include the scenario's sweeps:.")] = True,
     quiet: QuietOpt = False,
     max_calls: MaxCallsOpt = None,
     no_size_limit: NoSizeLimitOpt = False,
 ) -> None:
-    """One self-contained HTML page (figures, tables, the scenario) to open in a browser or mail."""
+    """One self-contained HTML page (figures, tables, the scenario) to open in a browser or mail.
+
+    Its last line is the command that makes the same page, byte for byte (every option that changed it)."""
+    from agentsim.plan.validation import load
+    from agentsim.viz.outdir import check_file
     from agentsim.viz.report import build_report, write_report
 
     if out.is_dir():
         raise BadInput(f"--out {out} is a folder; give a file name such as {out / 'report.html'}")
-    from agentsim.viz.outdir import check_file
-
     check_file(out)  # before the simulation
-    if runs_per_month is not None and not runs_per_month > 0:
-        raise BadInput(f"--runs-per-month {runs_per_month:g}: give a number of runs above 0")
+    volume_of(file, load(file), runs_per_month, seats, runs_per_seat_per_day, working_days, required=False)
     with progress_bar(quiet, "report") as bar:
         page = build_report(
             file,
@@ -620,6 +742,9 @@ def report(
             seed=seed,
             workers=workers,
             runs_per_month=runs_per_month,
+            seats=seats,
+            runs_per_seat_per_day=runs_per_seat_per_day,
+            working_days=working_days,
             sweep=sweep,
             progress=(lambda stage, d, t: bar(d, t, stage)) if bar else None,
         )

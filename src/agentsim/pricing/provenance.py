@@ -1,10 +1,13 @@
 """Where a scenario's prices and speeds come from, in words a reader of a result can check.
 
 A forwarded report (or the ``run`` table) must say which price list it used: for each model
-(and each speed tier with a price of its own) either ``explicit prices in the scenario`` or
-``catalog PROVIDER/MODEL as of DATE`` (the price's own ``date:``, else the scenario's
-``prices_as_of``, else the day the scenario was compiled, which :class:`~agentsim.plan.Plan`
-records). Speeds come from a profile (its name, kind, date and source) or from the scenario.
+(and each speed tier with a price of its own) either ``explicit prices in the scenario: SOURCE``
+(the price's ``source:``, where the figures come from and when; without one the text says that no
+source or date was given) or ``catalog PROVIDER/MODEL as of DATE`` (the price's own ``date:``, else
+the scenario's ``prices_as_of``, else the day the scenario was compiled, which
+:class:`~agentsim.plan.Plan` records). Every verdict (a variant pays off, or not) quotes the
+sources of the prices it rests on (``agentsim.viz.report_page.variant_prices``). Speeds come from a
+profile (its name, kind, date and source) or from the scenario.
 """
 
 from __future__ import annotations
@@ -17,11 +20,12 @@ from agentsim.model.scenario import PriceSpec, Scenario
 __all__ = ["price_sources", "speed_sources"]
 
 EXPLICIT = "explicit prices in the scenario"
+UNDATED = "no source or date given: add price.source"
 
 
 def _price_text(spec: PriceSpec, default_date: dt.date | None) -> str:
     if spec.catalog is None:
-        return EXPLICIT
+        return f"{EXPLICIT}: {spec.source}" if spec.source else f"{EXPLICIT} ({UNDATED})"
     day = spec.date or default_date
     text = f"catalog {spec.catalog} as of {day.isoformat() if day else 'today'}"
     if spec.context:
@@ -29,6 +33,8 @@ def _price_text(spec: PriceSpec, default_date: dt.date | None) -> str:
     overrides = [k for k, v in spec.model_dump(exclude_none=True).items() if k.endswith(("_mtok", "_kcount"))]
     if overrides:
         text += f"; explicit {', '.join(overrides)}"
+    if spec.source:
+        text += f": {spec.source}"
     return text
 
 

@@ -10,7 +10,29 @@ import pandas as pd
 
 from agentsim.viz.plots import Figure, variant_colors
 
-__all__ = ["limits_figure", "wait_cdf_figure"]
+__all__ = ["envelope", "limits_figure", "wait_cdf_figure"]
+
+
+MAX_STEPS = 2000  # points per line of the limits figure: a day of a busy account has ~10^5 changes
+
+
+def envelope(t: np.ndarray, y: np.ndarray, keep, bins: int = MAX_STEPS) -> tuple[np.ndarray, np.ndarray]:
+    """A step series (value ``y[i]`` from ``t[i]`` on) cut to at most ``bins`` steps of equal width, each
+    holding the extreme the series reached inside it (``keep``: ``np.maximum`` for requests in flight,
+    whose peaks matter; ``np.minimum`` for bucket levels, whose troughs do). The series as it is when short."""
+    if t.size <= bins:
+        return t, y
+    edges = np.linspace(t[0], t[-1], bins + 1)
+    idx = np.clip(np.searchsorted(edges, t, side="right") - 1, 0, bins - 1)
+    out = np.full(bins, np.nan)
+    start = np.searchsorted(idx, np.arange(bins), side="left")  # t is sorted, so idx is too
+    has = np.diff(np.append(start, idx.size)) > 0
+    out[has] = keep.reduceat(y, start[has])
+    # a bin with no change keeps the value the series had on entering it
+    last = np.maximum(np.searchsorted(t, edges[:-1], side="right") - 1, 0)
+    entering = y[last]
+    out = np.where(has, keep(out, entering), entering)
+    return edges[:-1], out
 
 
 def limits_figure(series: pd.DataFrame, window: tuple[float, float] | None = None) -> Figure:
@@ -31,17 +53,12 @@ def limits_figure(series: pd.DataFrame, window: tuple[float, float] | None = Non
             g = g.sort_values("t_s", kind="stable")
             t = g["t_s"].to_numpy() / 60
             if kind == "in_flight":
-                left.step(t, g["value"], where="post", color=colors[variant], lw=0.8, label=str(variant))
+                x, y = envelope(t, g["value"].to_numpy(), np.maximum)
+                left.step(x, y, where="post", color=colors[variant], lw=0.8, label=str(variant))
             else:
-                right.step(
-                    t,
-                    g["value"] / g["limit"],
-                    where="post",
-                    color=colors[variant],
-                    lw=0.8,
-                    ls=styles.get(kind, "-"),
-                    label=f"{variant} {kind}",
-                )
+                x, y = envelope(t, (g["value"] / g["limit"]).to_numpy(), np.minimum)
+                right.step(x, y, where="post", color=colors[variant], lw=0.8, ls=styles.get(kind, "-"),
+                           label=f"{variant} {kind}")  # fmt: skip
         lim = a.loc[a["series"] == "in_flight", "limit"]
         if len(lim) and np.isfinite(lim.iloc[0]):
             left.axhline(lim.iloc[0], color="grey", ls="--", lw=0.8, label="limit")

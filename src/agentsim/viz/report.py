@@ -16,17 +16,20 @@ import os
 import shutil
 import tempfile
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import yaml
 from markupsafe import Markup
 
-from agentsim.sim import payoff
 from agentsim.sim.results import Results, version
 from agentsim.viz.outdir import sigterm_interrupts, write_folder
 
 __all__ = [
+    "Analysis",
+    "analyse",
     "build_report",
     "figure_data_uri",
     "resolved_scenario",
@@ -183,6 +186,23 @@ def write_report(html_text: str, path: str | os.PathLike) -> Path:
     return written
 
 
+@dataclass
+class Analysis:
+    """What the page is made of: the results, the summary document and the trade-off tables built from it."""
+
+    res: Results
+    doc: dict
+    vt: Any
+    be: Any
+    env: Any
+    volume: Any  # agentsim.analysis.volume.MonthlyVolume, or None
+    sizing: Any  # spend_sizing() with a volume, else None
+    sources: dict[str, str]  # price source per model and tier
+    completion: list  # agentsim.analysis.completion.Completion per variant
+    share: Any = None  # critical_share()
+    sample: int = 0  # the run shown as a Gantt chart
+
+
 def build_report(
     scenario_file: str | os.PathLike,
     *,
@@ -190,25 +210,30 @@ def build_report(
     seed: int | None = None,
     workers: int = 1,
     runs_per_month: float | None = None,
+    seats: float | None = None,
+    runs_per_seat_per_day: float | None = None,
+    working_days: float | None = None,
     sweep: bool = True,
     progress: Callable[[str, int, int | None], None] | None = None,
 ) -> str:
     """Simulate a scenario file and return one self-contained HTML page about it.
 
-    The page has the headline comparison, the figures (trade-off with Pareto
-    frontier, wall-time CDFs, critical-path breakdown, a sampled run as a Gantt
-    chart, break-even lines), break-even, cheapest-variant and monthly spend tables
-    (with ``workload.volume`` or ``runs_per_month``), the critical-path share of each
-    step, the scenario's ``sweeps:`` when it has any (and ``sweep`` is true), and the
-    scenario file itself with its comments (assumptions, sources). ``progress(stage,
-    done, total)`` is called as the work advances.
+    The page has a summary box (verdicts with the prices and dates they rest on, the completed-runs
+    warning, the monthly total), the headline comparison, the figures (trade-off with Pareto frontier,
+    wall-time CDFs, critical-path breakdown, a sampled run as a Gantt chart, break-even lines), the
+    sections that apply to the scenario (success with ``fail`` steps; streaming with consumers; shared
+    limits and workloads: 429s, retries, failures, queueing, throughput, requests in flight), break-even,
+    cheapest-variant and monthly spend tables (volume: ``runs_per_month``, or ``seats`` ×
+    ``runs_per_seat_per_day`` × ``working_days``, else ``workload.volume``:
+    :func:`agentsim.analysis.volume.monthly_volume`), the critical-path share of each step, the
+    scenario's ``sweeps:`` when it has any (and ``sweep`` is true), the scenario file itself with its
+    comments (assumptions, sources), and the command that makes the same page. ``progress(stage, done,
+    total)`` is called as the work advances. ValueError when the volume options contradict each other.
     """
-    from agentsim.analysis.timeline import critical_share, run_timeline, summarised
-    from agentsim.analysis.tradeoffs import break_even, cheapest_intervals, spend_sizing, variant_table
-    from agentsim.analysis.tradeoffs import runs_per_month as _rpm
+    from agentsim.analysis.volume import monthly_volume
     from agentsim.plan.validation import load
     from agentsim.sim.simulation import simulate
-    from agentsim.viz import plots
+    from agentsim.viz.report_page import reproduce_command
 
     def step(stage: str, done: int = 0, total: int | None = None) -> None:
         if progress is not None:
@@ -217,112 +242,106 @@ def build_report(
     path = Path(scenario_file)
     step("simulating")
     sc = load(path)
-    res = simulate(sc, runs=runs, seed=seed, workers=workers)
-    name = sc.name
-    vt = variant_table(res)
-    vot = res.value_of_time
-    be = break_even(vt, value_of_time=vot)
-    env = cheapest_intervals(vt)
+    given = any(x is not None for x in (runs_per_month, seats, runs_per_seat_per_day, working_days))
     try:
-        per_month = _rpm(sc, runs_per_month)
+        volume = monthly_volume(sc, runs_per_month, seats=seats, runs_per_seat_per_day=runs_per_seat_per_day,
+                                working_days=working_days)  # fmt: skip
     except ValueError:
-        per_month = None
-    sizing = spend_sizing(vt, per_month, value_of_time=vot) if per_month else None
+        if given:
+            raise
+        volume = None
+    res = simulate(sc, runs=runs, seed=seed, workers=workers)
+    a = analyse(res, volume)
     step("critical paths")
-    share = critical_share(res.calls, res.spans, res.runs)
-    done = summarised(res.runs)
-    common = set.intersection(*[set(done.loc[done["variant"] == v, "run"]) for v in res.variants])
-    sample = int(min(common)) if common else 0
-    figures: list[tuple[str, str, Callable]] = [
-        (
-            "Cost against wall time",
-            "Each variant's mean cost per run against its mean (left) and p95 (right) wall "
-            "time. The dashed line is the Pareto frontier; grey points are dominated (another variant is at least as "
-            "fast and as cheap).",
-            lambda: plots.tradeoff_figure(res.summary(), name),
-        ),
-        (
-            "Distribution of wall time",
-            "The fraction of runs finished by each time. The dotted line marks the p95.",
-            lambda: plots.cdf_figure(res.runs, name),
-        ),
-        (
-            "Where the time goes",
-            "Mean time on the critical path per run, split into queueing, time to first token, "
-            "decoding, tools and waits.",
-            lambda: plots.breakdown_figure(res.runs, name),
-        ),
-        (
-            "One sampled run",
-            f"Run {sample} of every variant (the first that completed in all of them). Each parallel branch has a "
-            "lane; the activities outlined are on the critical path, the faint ones are not (speeding them up "
-            "gains nothing).",
-            lambda: plots.timeline_figure(run_timeline(res.calls, res.spans, sample, res.plan), name),
-        ),
-        (
-            "Total cost against the value of time",
-            "API cost plus the value of the waiting time, per run. The lowest "
-            "line is the cheapest variant overall at that value of time; circles mark where it changes.",
-            lambda: plots.breakeven_figure(vt, vot, name),
-        ),
-    ]
+    _critical_paths(a)
+    figures = _figures(a, step)
     sweep_part = None
     if sweep and sc.sweeps:
         from agentsim.analysis.sweeps import run_sweep
 
         sw = run_sweep(path, runs=res.n_runs, seed=res.seed, workers=workers, progress=lambda d, t: step("sweep", d, t))
-        sweep_part = _sweep_context(sw, name)
-    html_figs = []
-    for i, (title, caption, make) in enumerate(figures):
-        step("figures", i, len(figures))
-        html_figs.append(_figure(title, caption, make()))
-    step("figures", len(figures), len(figures))
-    return _page(path, sc, res, vt, be, env, sizing, share, html_figs, sweep_part)
+        sweep_part = _sweep_context(sw, sc.name)
+    return _page(path, a, figures, sweep_part, reproduce_command(path, res, volume, sweep))
 
 
-def _s(x) -> str:
-    """Seconds, in the unit that reads best, with a real minus sign."""
-    if x is None or (isinstance(x, float) and not np.isfinite(x)):
-        return "–"
-    sign, ax = ("−" if x < 0 else ""), abs(x)
-    if ax >= 3600:
-        return f"{sign}{ax / 3600:,.2f} h"
-    if ax >= 120:
-        return f"{sign}{ax / 60:,.1f} min"
-    return f"{sign}{ax:,.1f} s" if ax >= 10 else f"{sign}{ax:,.2f} s"
+def analyse(res: Results, volume=None) -> Analysis:
+    """The summary document and the trade-off tables of a result (and the monthly spend, with a volume)."""
+    from agentsim.analysis.completion import completion
+    from agentsim.analysis.tradeoffs import break_even, cheapest_intervals, spend_sizing, variant_table
+    from agentsim.pricing.provenance import price_sources
+
+    doc = res.summary_dict()
+    vt = variant_table(res, doc)
+    vot = res.value_of_time
+    sizing = spend_sizing(vt, volume.runs_per_month, value_of_time=vot) if volume is not None else None
+    return Analysis(
+        res=res,
+        doc=doc,
+        vt=vt,
+        be=break_even(vt, value_of_time=vot),
+        env=cheapest_intervals(vt),
+        volume=volume,
+        sizing=sizing,
+        sources=price_sources(res.scenario, res.plan.prices_as_of),
+        completion=completion(res, doc),
+    )
 
 
-def _usd(x) -> str:
-    if x is None or (isinstance(x, float) and not np.isfinite(x)):
-        return "–"
-    if x == 0:
-        return "$0"
-    ax = abs(x)
-    sign = "−" if x < 0 else ""
-    if ax >= 100:
-        return f"{sign}${ax:,.0f}"
-    if ax >= 1:
-        return f"{sign}${ax:,.2f}"
-    return f"{sign}${ax:.4f}"
+def _critical_paths(a: Analysis) -> None:
+    from agentsim.analysis.timeline import critical_share, summarised
+
+    res = a.res
+    a.share = critical_share(res.calls, res.spans, res.runs)
+    done = summarised(res.runs)
+    common = set.intersection(*[set(done.loc[done["variant"] == v, "run"]) for v in res.variants])
+    a.sample = int(min(common)) if common else 0
 
 
-def _num(x) -> str:
-    if x is None or (isinstance(x, float) and not np.isfinite(x)):
-        return "–"
-    return f"{x:,.0f}" if abs(x) >= 100 else f"{x:,.2f}"
+def _figure_specs(a: Analysis) -> dict[str, tuple[str, str, Callable]]:
+    """Every figure the page may show: key -> (title, caption, maker). Only those that apply are listed."""
+    from agentsim.analysis.timeline import run_timeline
+    from agentsim.viz import plots
+
+    res, name = a.res, a.res.scenario.name
+    specs = {
+        "tradeoff": ("Cost against wall time", "Each variant's mean cost per run against its mean (left) and p95 "
+                     "(right) wall time. The dashed line is the Pareto frontier; grey points are dominated (another "
+                     "variant is at least as fast and as cheap).", lambda: plots.tradeoff_figure(res.summary(), name)),
+        "cdf": ("Distribution of wall time", "The fraction of runs finished by each time. The dotted line marks the "
+                "p95.", lambda: plots.cdf_figure(res.runs, name)),
+        "breakdown": ("Where the time goes", "Mean time on the critical path per run, split into queueing, time to "
+                      "first token, decoding, tools and waits.", lambda: plots.breakdown_figure(res.runs, name)),
+        "timeline": ("One sampled run", f"Run {a.sample} of every variant (the first that completed in all of "
+                     "them). Each parallel branch has a lane; the activities outlined are on the critical path, the "
+                     "faint ones are not (speeding them up gains nothing).",
+                     lambda: plots.timeline_figure(run_timeline(res.calls, res.spans, a.sample, res.plan), name)),
+        "breakeven": ("Total cost against the value of time", "API cost plus the value of the waiting time, per "
+                      "run. The lowest line is the cheapest variant overall at that value of time; circles mark "
+                      "where it changes.", lambda: plots.breakeven_figure(a.vt, res.value_of_time, name)),
+    }  # fmt: skip
+    if res.plan.has_streaming:
+        specs["stream"] = ("How the answer arrives", "Tokens delivered against time in one representative run (the "
+                           "median of the first variant) of the first call with a consumer, per variant: solid "
+                           "delivered, dashed read, dotted spoken.", res.plot_stream)  # fmt: skip
+    if res.plan.accounts or res.plan.workload is not None:
+        specs["wait_cdf"] = ("Queue wait per call", "The share of successful calls that waited at most a given time "
+                             "for a slot or rate budget (submit to start).", res.plot_wait_cdf)  # fmt: skip
+        if res.extra.get("outcomes"):
+            specs["limits"] = ("Requests in flight and token buckets", "Per account, over the simulated time: "
+                               "requests in flight (left) and each token bucket's level as a share of its capacity "
+                               "(right); the shaded window is the part the summaries count.",
+                               res.plot_limits)  # fmt: skip
+    return specs
 
 
-def _pct(x) -> str:
-    return "–" if x is None or not np.isfinite(x) else f"{100 * x:.1f}%"
-
-
-def _yes(x) -> str:
-    return "✓" if x is True or x is np.True_ else ""
-
-
-def _b(x) -> Markup:
-    """A table cell in bold (the text is escaped)."""
-    return Markup("<b>{}</b>").format(x)
+def _figures(a: Analysis, step) -> dict[str, dict]:
+    specs = _figure_specs(a)
+    out = {}
+    for i, (key, (title, caption, make)) in enumerate(specs.items()):
+        step("figures", i, len(specs))
+        out[key] = _figure(title, caption, make())
+    step("figures", len(specs), len(specs))
+    return out
 
 
 def _figure(title: str, caption: str, fig) -> dict:
@@ -331,6 +350,7 @@ def _figure(title: str, caption: str, fig) -> dict:
 
 def _sweep_context(sw, name: str) -> dict:
     from agentsim.viz import plots
+    from agentsim.viz.report_tables import format_columns
 
     figures = [
         _figure(
@@ -349,29 +369,12 @@ def _sweep_context(sw, name: str) -> dict:
         )
     t = sw.table
     shown = t if len(t) <= 300 else t[t["pareto_mean"] | t["pareto_p95"]]
-    rows = [
-        [
-            r["point"],
-            *[r[a.text] for a in sw.axes],
-            r["variant"],
-            _s(r["wall_mean_s"]),
-            _s(r["wall_p95_s"]),
-            _usd(r["cost_mean_usd"]),
-            _yes(r["pareto_mean"]),
-            _yes(r["pareto_p95"]),
-        ]
-        for _, r in shown.iterrows()
-    ]
-    header = [
-        "point",
-        *[a.text for a in sw.axes],
-        "variant",
-        "mean wall",
-        "p95 wall",
-        "mean cost",
-        "frontier (mean)",
-        "frontier (p95)",
-    ]
+    rows = [[r["point"], *[str(r[a.text]) for a in sw.axes], r["variant"], r["wall_mean_s"], r["wall_p95_s"],
+             r["cost_mean_usd"], r["pareto_mean"], r["pareto_p95"]] for _, r in shown.iterrows()]  # fmt: skip
+    n = len(sw.axes)
+    kinds = ["count", *["text"] * n, "text", "time", "time", "usd", "check", "check"]
+    header = ["point", *[a.text for a in sw.axes], "variant", "mean wall", "p95 wall", "mean cost", "frontier (mean)",
+              "frontier (p95)"]  # fmt: skip
     return {
         "points": len(sw.points),
         "variants": len(sw.variants),
@@ -380,7 +383,7 @@ def _sweep_context(sw, name: str) -> dict:
         "axes": [{"text": a.text, "values": ", ".join(map(str, a.values))} for a in sw.axes],
         "figures": figures,
         "note": "" if shown is t else f"Only the {len(shown)} configurations on a frontier are listed (of {len(t)}).",
-        "rows": rows,
+        "rows": format_columns(rows, kinds, {n + 3: n + 2}),
         "header": header,
     }
 
@@ -389,6 +392,7 @@ _CSS = """
 body{font:15px/1.45 system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;color:#1d1d1f;max-width:1100px;
 margin:2em auto;padding:0 1.2em}
 h1{font-size:1.6em;margin-bottom:.1em}h2{font-size:1.25em;margin-top:2em;border-bottom:1px solid #ddd}
+h3{font-size:1.05em;margin:1.2em 0 .3em}
 table{border-collapse:collapse;margin:.6em 0 1.2em;font-size:.9em}
 th,td{padding:.3em .7em;border-bottom:1px solid #e5e5e5}th{background:#f5f5f7;text-align:left}
 table.num td:not(:first-child){text-align:right;font-variant-numeric:tabular-nums}
@@ -396,115 +400,26 @@ figure{margin:1.2em 0}figure img{max-width:100%;height:auto;border:1px solid #ee
 figcaption{font-size:.88em;color:#444;margin-top:.3em}
 pre{background:#f7f7f7;padding:1em;overflow-x:auto;font-size:.82em}.meta td:first-child{color:#555}
 .lead{font-size:1.05em;background:#f3f8fc;border-left:4px solid #3d7ea6;padding:.6em 1em}
+.lead p,.lead ul{margin:.35em 0}.lead .warn{color:#8a3b00}
 code{background:#f2f2f2;padding:0 .25em}details{margin:1em 0}
 """
 
 
-def _page(path, sc, res, vt, be, env, sizing, share, figs, sweep) -> str:
+def _page(path: Path, a: Analysis, figs: dict[str, dict], sweep: dict | None, reproduce: str) -> str:
     """The page: the template ``templates/report.html`` filled in (values escaped unless marked as markup)."""
     import jinja2
 
-    from agentsim.model.loading import source_of
-    from agentsim.pricing.provenance import price_sources, speed_sources
+    from agentsim.viz import report_tables as tables
+    from agentsim.viz import sections
+    from agentsim.viz.notes import comment_blocks, paragraphs
+    from agentsim.viz.report_page import header_rows, summary_box
 
-    vot = res.value_of_time
-    src = source_of(sc)
-    prices = price_sources(sc, res.plan.prices_as_of)
-    speeds = speed_sources(sc, Path(src).parent if src else None)
-    meta = [
-        ["scenario file", Markup("<code>{}</code>").format(path)],
-        ["runs per variant", f"{res.n_runs:,}"],
-        ["seed", str(res.seed)],
-        ["engine", res.engine],
-        ["agentsim version", version()],
-        *[[f"prices: {name}", text] for name, text in prices.items()],
-        *[[f"speeds: {name}", text] for name, text in speeds.items()],
-        ["value of time", _usd(vot) + "/h" if vot is not None else "not given"],
-    ]
-    per_success = vt.attrs.get("basis") == "per success"
-    variants = [
-        [
-            _b(name),
-            _s(r["wall_mean_s"]),
-            "–" if per_success else f"± {_s((r['wall_ci95_hi_s'] - r['wall_ci95_lo_s']) / 2)}",
-            _s(r["wall_p50_s"]),
-            _s(r["wall_p95_s"]),
-            _s(r["wall_p99_s"]),
-            _usd(r["cost_mean_usd"]),
-            _usd(r["cost_p95_usd"]),
-            f"{r['calls_mean']:,.1f}",
-            _yes(r["pareto_mean"]),
-            _yes(r["pareto_p95"]),
-        ]
-        for name, r in vt.iterrows()
-    ]
-    when = {"above": "above {v}", "below": "below {v}", "always": "always", "never": "never", "baseline": "baseline"}
-    when["unknown"] = "– (no completed run)"
-    break_even = [
-        [
-            _b(name),
-            "baseline" if r["pays_off_when"] == "baseline" else _s(r["delta_time_s"]),
-            "baseline" if r["pays_off_when"] == "baseline" else _usd(r["delta_cost_usd"]),
-            payoff.premium_text(r["usd_per_hour_saved"], _usd, "/h"),
-            when[r["pays_off_when"]].format(v=_usd(r["break_even_usd_per_hour"]) + "/h"),
-            ("yes" if r.get("pays_off") else "no") if vot is not None and r["pays_off_when"] != "baseline" else "–",
-        ]
-        for name, r in be.iterrows()
-    ]
-    cheapest = [
-        [
-            _b(r["variant"]),
-            _usd(r["from_usd_per_hour"]) + "/h",
-            (_usd(r["to_usd_per_hour"]) + "/h") if np.isfinite(r["to_usd_per_hour"]) else "and above",
-        ]
-        for _, r in env.iterrows()
-    ]
-    spend = None
-    if sizing is not None:
-        net = "net_usd_per_month" in sizing.columns
-        spend = {
-            "runs_per_month": _num(float(sizing["runs_per_month"].iloc[0])),
-            "rows": [
-                [
-                    _b(name),
-                    _usd(r["api_usd_per_month"]),
-                    f"{_usd(r['api_usd_per_month_lo'])} – {_usd(r['api_usd_per_month_hi'])}",
-                    _num(r["wait_hours_per_month"]),
-                    _num(r["hours_saved_per_month"]),
-                    _usd(r["extra_usd_per_month"]),
-                    _usd(r["premium_usd_per_saved_hour"]),
-                    *([_usd(r["net_usd_per_month"])] if net else []),
-                ]
-                for name, r in sizing.iterrows()
-            ],
-            "header": [
-                "variant",
-                "API spend / month",
-                "95% CI",
-                "hours waiting",
-                "hours saved",
-                "extra spend",
-                "premium per saved hour",
-                *(["net at value of time"] if net else []),
-            ],
-        }
-    critical = [
-        [
-            r["variant"],
-            _b(r["step"]),
-            r["kind"],
-            _s(r["busy_s"]),
-            _s(r["critical_s"]),
-            _pct(r["share"]),
-            _pct(r["on_path"]),
-        ]
-        for _, r in share.iterrows()
-    ]
+    res, vot = a.res, a.res.value_of_time
+    per_success = a.vt.attrs.get("basis") == "per success"
     files = _source_files(path)
-    notes = [
-        ln.strip().lstrip("#").strip() for _, text in files for ln in text.splitlines() if ln.strip().startswith("#")
-    ]
-    env_ = jinja2.Environment(
+    optional = [(make(a.doc), key) for make, key in ((sections.success_section, "success"),
+                (sections.workload_section, "workload"), (sections.limits_section, "limits"))]  # fmt: skip
+    env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(Path(__file__).parent / "templates"),
         autoescape=True,
         undefined=jinja2.StrictUndefined,
@@ -512,57 +427,32 @@ def _page(path, sc, res, vt, be, env, sizing, share, figs, sweep) -> str:
         lstrip_blocks=True,
         keep_trailing_newline=True,
     )
-    return env_.get_template("report.html").render(
-        title=f"agentsim report: {sc.name}",
+    return env.get_template("report.html").render(
+        title=f"agentsim report: {res.scenario.name}",
         css=Markup(_CSS),
-        description=sc.description,
-        verdict=_verdict(vt, be, env, vot),
+        description=paragraphs(res.scenario.description),
+        box=summary_box(a),
         per_success=per_success,
-        meta=meta,
-        variants={"rows": variants, "header": VARIANT_HEADER},
+        meta=header_rows(a, path, version()),
+        variants=tables.variants_table(a.vt, per_success),
         figures=figs,
-        break_even={
-            "rows": break_even,
-            "header": [
-                "variant",
-                "Δ mean wall",
-                "Δ mean cost",
-                "USD per hour saved",
-                "pays off when value of time is",
-                f"pays off at {_usd(vot)}/h" if vot is not None else "pays off",
-            ],
-        },
-        cheapest={"rows": cheapest, "header": ["variant", "from", "to"]},
-        sizing=spend,
-        critical={
-            "rows": critical,
-            "header": ["variant", "step", "kind", "busy", "on critical path", "share of wall", "runs on path"],
-        },
+        sections={key: tables.section_table(a.doc, sec) for sec, key in optional if sec is not None},
+        streaming=tables.streaming_tables(a.doc),
+        accounts=tables.accounts_table(a.doc),
+        break_even=tables.break_even_table(a.be, vot),
+        cheapest=tables.cheapest_table(a.env),
+        volume=a.volume.derivation if a.volume is not None else None,
+        sizing=tables.spend_table(a.sizing) if a.sizing is not None else None,
+        critical=tables.critical_table(a.share),
         sweep=sweep,
-        notes=[n for n in notes if n],
+        notes=[{"name": str(f), "blocks": comment_blocks(text)} for f, text in files],
         files=[{"name": str(f), "text": text} for f, text in files],
         resolved=yaml.safe_dump(resolved_scenario(res), sort_keys=False, allow_unicode=True),
         version=version(),
         seed=res.seed,
         runs=f"{res.n_runs:,}",
-        n_runs=res.n_runs,
-        path=str(path),
+        reproduce=reproduce,
     )
-
-
-VARIANT_HEADER = [
-    "variant",
-    "mean wall",
-    "95% CI",
-    "p50",
-    "p95",
-    "p99",
-    "mean cost",
-    "p95 cost",
-    "calls",
-    "frontier (mean)",
-    "frontier (p95)",
-]
 
 
 def _source_files(path: Path) -> list[tuple[Path, str]]:
@@ -585,48 +475,9 @@ def _source_files(path: Path) -> list[tuple[Path, str]]:
     return out
 
 
-def _verdict(vt, be, env, vot) -> Markup:
-    """One or two sentences a team lead can forward (names escaped, in bold)."""
-    if vt["wall_mean_s"].isna().all():
-        return Markup("No variant completed a run: every run failed (see the limits and failures below).")
-    fastest = vt["wall_mean_s"].idxmin()
-    cheapest = vt["cost_mean_usd"].idxmin()
-    if vt.attrs.get("basis") == "per success":  # figures per successful task (tradeoffs.per_success)
-        mean, unit = "to success", "per success"
-    else:
-        mean, unit = "mean", "per run"
-    parts = [
-        Markup("Fastest: <b>{}</b> ({} {}, {} {}). Cheapest: <b>{}</b> ({}, {} {}).").format(
-            fastest,
-            _s(vt.loc[fastest, "wall_mean_s"]),
-            mean,
-            _usd(vt.loc[fastest, "cost_mean_usd"]),
-            unit,
-            cheapest,
-            _s(vt.loc[cheapest, "wall_mean_s"]),
-            _usd(vt.loc[cheapest, "cost_mean_usd"]),
-            unit,
-        )
-    ]
-    if vot is not None:
-        row = env[(env["from_usd_per_hour"] <= vot) & (vot < env["to_usd_per_hour"])]
-        if len(row):
-            best = row["variant"].iloc[0]
-            parts.append(
-                Markup("At your value of time ({}/h) the cheapest overall is <b>{}</b>.").format(_usd(vot), best)
-            )
-    for name, r in be.iterrows():
-        if r["pays_off_when"] == "above":
-            parts.append(
-                Markup("{} pays off when an hour of waiting is worth at least {}.").format(
-                    name, _usd(r["break_even_usd_per_hour"])
-                )
-            )
-    return Markup(" ").join(parts)
-
-
-def sweep_document(sw) -> dict:
-    """A sweep as JSON-ready data: what was swept, with which seed and runs, and the table's rows."""
+def sweep_document(sw, volume=None) -> dict:
+    """A sweep as JSON-ready data: what was swept, with which seed and runs, the table's rows (and the
+    volume their ``api_usd_per_month`` was sized at, with its derivation)."""
     import pandas as pd
 
     def plain(v):
@@ -646,11 +497,12 @@ def sweep_document(sw) -> dict:
         "engine": sw.engine,
         "agentsim_version": version(),
         "axes": [{"set": a.text, "values": list(a.values), "label": a.label} for a in sw.axes],
+        **({"volume": volume.to_json()} if volume is not None else {}),
         "rows": rows,
     }
 
 
-def write_sweep(sw, out_dir: str | os.PathLike) -> list[Path]:
+def write_sweep(sw, out_dir: str | os.PathLike, volume=None) -> list[Path]:
     """Write ``sweep.parquet``, ``sweep.csv``, ``sweep.json``, the frontier figures and one figure per axis."""
     import json
     import re
@@ -669,7 +521,7 @@ def write_sweep(sw, out_dir: str | os.PathLike) -> list[Path]:
         "sweep.parquet": lambda p: sw.table.to_parquet(p, index=False),
         "sweep.csv": lambda p: sw.table.to_csv(p, index=False),
         "sweep.json": lambda p: p.write_text(
-            json.dumps(sweep_document(sw), indent=2, allow_nan=False) + "\n", encoding="utf-8"
+            json.dumps(sweep_document(sw, volume), indent=2, allow_nan=False) + "\n", encoding="utf-8"
         ),
         "frontier-mean.png": fig_writer(lambda: plots.frontier_figure(sw.table, "mean", name)),
         "frontier-p95.png": fig_writer(lambda: plots.frontier_figure(sw.table, "p95", name)),
