@@ -132,10 +132,10 @@ def test_units_of_the_coding_agent():
     plan = compile_plan(sc)
     units, left = decision_units(plan)
     assert [(u.name, u.kind) for u in units] == [("plan", "call"), ("act-observe", "repeat")]
-    assert [o.label for o in units[1].options] == ["standard", "fast"]
+    assert [o.label for o in units[1].options] == ["standard", "fast", "fast-now"]
     assert left == ["review-a", "review-b"]  # haiku offers one tier only
     units, _ = decision_units(plan, models=["haiku"])
-    assert [o.label for o in units[0].options] == ["standard", "fast", "haiku"]
+    assert [o.label for o in units[0].options] == ["standard", "fast", "fast-now", "haiku"]
     units, _ = decision_units(plan, steps=["act"])
     assert [u.name for u in units] == ["act"]
     # a base variant already on fast: its option is the base
