@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 
 import numpy as np
@@ -245,3 +246,68 @@ def test_fast_mode_history_prices_are_what_the_comments_say():
     )
     walls = res.runs.groupby("variant")["wall_time_s"].mean()
     assert walls["opus-4.6-fast-launch"] == walls["opus-4.8-fast-now"] < walls["opus-4.8-standard"]
+
+
+# --------------------------------------------------------------------------- suggestions and end dates (issue 26)
+
+
+def test_suggestions_put_prefix_and_substring_matches_first():
+    from agentsim.pricing.rates import closest_names
+
+    names = [
+        "google/gemini-3.8-flash",
+        "google/gemini-3.7-flash",
+        "google/gemini-3-flash-preview",
+        "x/gemini-3-flash-lite",
+    ]
+    # a prefix match first, then one that contains the name, then the closest by spelling
+    assert closest_names("google/gemini-3-flash", names) == [
+        "google/gemini-3-flash-preview", "google/gemini-3.8-flash", "google/gemini-3.7-flash"]  # fmt: skip
+    assert closest_names("gemini-3-flash", names)[:2] == ["x/gemini-3-flash-lite", "google/gemini-3-flash-preview"]
+    assert closest_names("zzz", names) == []
+
+
+def test_a_catalog_name_without_its_suffix_suggests_the_listed_one(tmp_path):
+    bad = tmp_path / "g.yaml"
+    bad.write_text(
+        "name: g\nmodels: {m: {price: {catalog: google/gemini-3-flash}, ttft: 1, output_tps: 50}}\n"
+        "agent: {steps: [{call: {model: m, output: 10}}]}\n",
+        encoding="utf-8",
+    )
+    r = CliRunner().invoke(app, ["validate", str(bad)])
+    assert r.exit_code == 2
+    assert "google/gemini-3-flash-preview" in r.stderr.split("closest catalog names:", 1)[1].split(";", 1)[0]
+
+
+def test_ended_per_notes_reads_only_what_the_prose_says():
+    from agentsim.pricing.provenance import ended_per_notes
+
+    notes = ("Fast mode is $10 / $50. Anthropic removes fast mode from Opus 4.8 on 2026-11-30. "
+             "Batch prices started on 2026-10-14.")  # fmt: skip
+    assert ended_per_notes(notes, {"speed": "fast"}) == (
+        dt.date(2026, 11, 30), "Anthropic removes fast mode from Opus 4.8 on 2026-11-30.")  # fmt: skip
+    assert ended_per_notes(notes, {"processing": "batch"}) is None  # a start, not an end
+    assert ended_per_notes("Fast mode is offered until further notice.", {"speed": "fast"}) is None  # no date
+    assert ended_per_notes(notes, {"speed": "priority"}) is None
+    assert ended_per_notes(None, {"speed": "fast"}) is None
+
+
+@pytest.mark.parametrize(
+    ("date", "status"),
+    [
+        ("2026-11-29", "offered; ends on 2026-11-30, per the catalog's notes (prose only)"),
+        (
+            "2026-12-01",
+            "not offered since 2026-11-30, per the catalog's notes (prose only: its price data still lists it)",
+        ),
+    ],
+)
+def test_prices_show_does_not_call_an_ended_variant_offered(date, status):
+    r = CliRunner().invoke(app, ["prices", "show", "anthropic/claude-opus-4-8", "--date", date, "--json"])
+    assert r.exit_code == 0, r.output
+    fast = next(v for v in json.loads(r.stdout)["variants"] if v["when"] == {"speed": "fast"})
+    assert fast["status"] == status
+    assert fast["ends_per_notes"]["date"] == "2026-11-30"
+    r = CliRunner().invoke(app, ["prices", "show", "anthropic/claude-opus-4-8", "--date", date], env={"COLUMNS": "200"})
+    flat = " ".join(r.stdout.split())
+    assert status in flat

@@ -66,7 +66,10 @@ def _k(n: int) -> str:
 
 
 def _variant_label(v: dict) -> str:
-    return v["context"] + (f" ({v['from']})" if v["from"] else "")
+    text = v["context"] + (f" ({v['from']})" if v["from"] else "")
+    if v.get("status", "").startswith("not offered"):
+        text += f" (ended {v['ends_per_notes']['date']}, per the catalog's notes)"
+    return text
 
 
 def _echo_json(doc: Any) -> None:
@@ -190,7 +193,7 @@ def _show(ref: str, on: dt.date, json_out: bool, wide: bool = False) -> None:
             sets = ", ".join(
                 f"{KIND_LABELS.get(k, k)} {_cell(x)}" for k, x in v["prices"].items() if k != "not_simulated"
             )
-            v_t.add_row(v["context"], v["from"] or "always", "offered" if v["active"] else "not yet", sets)
+            v_t.add_row(v["context"], v["from"] or "always", v["status"], sets)
         print_table(v_t, wide=wide, console=console)
     other = d["prices"].get("not_simulated")
     if other:

@@ -60,6 +60,7 @@ __all__ = [
     "Rates",
     "call_cost",
     "catalog_price_fields",
+    "closest_names",
     "compile_price",
     "describe_catalog_model",
     "find_catalog_model",
@@ -310,8 +311,20 @@ def _all_refs(snap, provider_id: str | None = None) -> list[str]:
     return [f"{p.id}/{m.id}" for p in snap.providers if provider_id in (None, p.id) for m in p.models]
 
 
+def closest_names(word: str, options: list[str], n: int = 3) -> list[str]:
+    """Catalog names for a misspelt or shortened one: names that start with it (the shortest first), then
+    names that contain it, then the closest by spelling (``difflib``), ``n`` at most and none twice.
+    ``google/gemini-3-flash`` finds ``google/gemini-3-flash-preview`` before ``google/gemini-3.8-flash``."""
+    w = word.lower()
+    low = {o: o.lower() for o in options}
+    prefix = sorted((o for o, lo in low.items() if lo.startswith(w) and lo != w), key=lambda o: (len(o), o))
+    inside = sorted((o for o, lo in low.items() if w in lo and not lo.startswith(w)), key=lambda o: (len(o), o))
+    close = difflib.get_close_matches(w, options, n=n, cutoff=0.5)
+    return list(dict.fromkeys([*prefix, *inside, *close]))[:n]
+
+
 def _closest(word: str, options: list[str]) -> str:
-    close = difflib.get_close_matches(word.lower(), options, n=3, cutoff=0.5)
+    close = closest_names(word, options)
     if close:
         return "closest catalog names: " + ", ".join(close) + "; `agentsim prices SEARCH` lists more"
     return "run `agentsim prices SEARCH` to list catalog models"
@@ -467,18 +480,38 @@ def _history(model) -> list[tuple[Any, Any]]:
     return [(c.constraint, c.prices) for c in model.prices]
 
 
+def _variant_status(active: bool, ends: tuple[dt.date, str] | None, date: dt.date) -> str:
+    """``offered``, ``not yet``, or what the catalog's notes say about its end (which its data does not have)."""
+    if not active:
+        return "not yet"
+    if ends is None:
+        return "offered"
+    end = ends[0].isoformat()
+    if date > ends[0]:
+        return f"not offered since {end}, per the catalog's notes (prose only: its price data still lists it)"
+    if date == ends[0]:
+        return f"ends on {end}, per the catalog's notes (prose only)"
+    return f"offered; ends on {end}, per the catalog's notes (prose only)"
+
+
 def describe_catalog_model(provider, model, date: dt.date) -> dict[str, Any]:
     """Everything the catalog says about a model's prices: history, variants, and the prices on ``date``."""
+    from agentsim.pricing.provenance import ended_per_notes
+
     when = dt.datetime.combine(date, NOON, tzinfo=dt.UTC)
+    comments = model.price_comments or provider.price_comments
     variants = []
     for v in model.price_variants or ():
         active = v.constraint is None or v.constraint.active(when)
+        ends = ended_per_notes(comments, dict(v.when))
         variants.append(
             {
                 "when": dict(v.when),
                 "context": _fmt_when(v.when),
                 "from": _constraint_text(v.constraint) or None,
                 "active": active,
+                "status": _variant_status(active, ends, date),
+                "ends_per_notes": {"date": ends[0].isoformat(), "note": ends[1]} if ends else None,
                 "prices": price_table(v.prices),
                 "resolved": price_table(model.get_prices(when, dict(v.when))) if active else None,
             }
@@ -491,7 +524,7 @@ def describe_catalog_model(provider, model, date: dt.date) -> dict[str, Any]:
         "description": model.description,
         "context_window": model.context_window,
         "deprecated": bool(model.deprecated),
-        "price_comments": model.price_comments or provider.price_comments,
+        "price_comments": comments,
         "as_of": date.isoformat(),
         "prices": price_table(model.get_prices(when)),
         "history": [{"from": _constraint_text(c) or None, "prices": price_table(p)} for c, p in _history(model)],
