@@ -130,3 +130,26 @@ def test_run_out_writes_the_limits_figures(tmp_path):
     plain.write_text(yaml.safe_dump(scenario([{"call": {"input": 10, "output": 10}}])))
     r = CliRunner().invoke(app, ["run", str(plain), "--out", str(tmp_path / "p")])
     assert r.exit_code == 0 and not (tmp_path / "p" / "limits.png").exists()
+
+
+def test_envelope_keeps_each_bins_extreme():
+    from agentsim.viz.plots_limits import envelope
+
+    t = np.arange(10.0)
+    y = np.array([0, 5, 1, 1, 7, 2, 2, 2, 3, 0.0])
+    # bins [0, 3), [3, 6), [6, 9]: peaks 5, 7, 3; troughs 0, 1, 0 (the value entering a bin counts too)
+    x, peak = envelope(t, y, np.maximum, bins=3)
+    assert list(x) == [0, 3, 6] and list(peak) == [5, 7, 3]
+    assert list(envelope(t, y, np.minimum, bins=3)[1]) == [0, 1, 0]
+    # a bin with no change keeps the level the series entered it with
+    x, lv = envelope(np.array([0.0, 1, 9, 10]), np.array([4.0, 6, 2, 2]), np.minimum, bins=3)
+    assert list(x) == pytest.approx([0, 10 / 3, 20 / 3]) and list(lv) == [4, 6, 2]
+    assert envelope(t, y, np.maximum, bins=20) == (t, y)  # short series: as they are
+
+
+def test_figures_of_what_a_scenario_lacks_say_so():
+    plain = run(scenario([{"call": {"input": 100, "output": 10}}]), runs=5)
+    for fig, words in ((plain.plot_wait_cdf(), "no shared limits"), (plain.plot_limits(), "no workload")):
+        texts = [t.get_text() for ax in fig.axes for t in ax.texts]
+        assert any(words in " ".join(t.split()) for t in texts), texts
+        assert all(not ax.axison for ax in fig.axes)  # no empty axis

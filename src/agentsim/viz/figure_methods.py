@@ -24,17 +24,36 @@ def results_plot_tradeoff(self: Results):
 
 
 def results_plot_limits(self: Results):
-    """Requests in flight and token-bucket levels per account over time (workloads)."""
+    """Requests in flight and token-bucket levels per account over time (a workload on shared limits; else a
+    figure that says there is none)."""
     from agentsim.viz.plots_limits import limits_figure
 
     outs = self.extra.get("outcomes")
-    return limits_figure(self.limits_timeseries(), outs[0].window if outs else None)
+    series = self.limits_timeseries()
+    if not len(series):
+        from agentsim.viz.plots import note_figure
+
+        return note_figure(
+            "Requests in flight and token buckets",
+            f"'{self.scenario.name}' has no workload on shared limits (limits: with workload:), so no account "
+            "fills up over time: there is nothing to draw.",
+        )
+    return limits_figure(series, outs[0].window if outs else None)
 
 
 def results_plot_wait_cdf(self: Results):
-    """CDF of the queue wait of every successful call, per variant."""
+    """CDF of the queue wait of every successful call, per variant (with shared limits; else a figure that
+    says no call waits)."""
     from agentsim.viz.plots_limits import wait_cdf_figure
 
+    if not self.plan.accounts:
+        from agentsim.viz.plots import note_figure
+
+        return note_figure(
+            "Queue wait per call (submit to start)",
+            f"'{self.scenario.name}' has no shared limits (limits:), so no call waits for a slot or a rate budget: "
+            "every queue wait is 0.",
+        )
     return wait_cdf_figure(self.calls)
 
 

@@ -85,6 +85,18 @@ def _figure(figsize) -> Figure:
     return fig
 
 
+def note_figure(title: str, text: str) -> Figure:
+    """A figure that says, in words, why there is nothing to draw (never an empty axis)."""
+    import textwrap
+
+    fig = _figure((7, 2.2))
+    ax = fig.subplots()
+    ax.set_axis_off()
+    ax.set_title(title)
+    ax.text(0.5, 0.5, textwrap.fill(text, 70), ha="center", va="center", transform=ax.transAxes, fontsize=10)
+    return fig
+
+
 def _frontier(time, cost) -> np.ndarray:
     from agentsim.analysis.tradeoffs import pareto_mask
 

@@ -323,7 +323,7 @@ def _figure_specs(a: Analysis) -> dict[str, tuple[str, str, Callable]]:
         specs["stream"] = ("How the answer arrives", "Tokens delivered against time in one representative run (the "
                            "median of the first variant) of the first call with a consumer, per variant: solid "
                            "delivered, dashed read, dotted spoken.", res.plot_stream)  # fmt: skip
-    if res.plan.accounts or res.plan.workload is not None:
+    if res.plan.accounts:
         specs["wait_cdf"] = ("Queue wait per call", "The share of successful calls that waited at most a given time "
                              "for a slot or rate budget (submit to start).", res.plot_wait_cdf)  # fmt: skip
         if res.extra.get("outcomes"):
