@@ -18,6 +18,39 @@ def test_api_page_has_examples():
     assert len(BLOCKS) >= 6
 
 
+PAGE = (ROOT / "docs" / "api.md").read_text(encoding="utf-8")
+NAMES = sorted(set(re.findall(r"`(agentsim(?:\.[A-Za-z_][A-Za-z0-9_]*)+)", PAGE)))
+
+
+def _resolve(dotted: str):
+    """A dotted name as the page writes it: the longest importable module, then attributes."""
+    import importlib
+
+    parts = dotted.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:cut]))
+        except ModuleNotFoundError:
+            continue
+        for attr in parts[cut:]:
+            obj = getattr(obj, attr)
+        return obj
+    raise ModuleNotFoundError(dotted)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_name_on_the_page_exists(name):
+    # e.g. `agentsim.plan.validation.parse` (the page once said `agentsim.validation.parse`, which never existed)
+    assert _resolve(name) is not None
+
+
+def test_spans_are_what_the_page_says():
+    res = agentsim.simulate(ROOT / "scenarios" / "coding-agent.yaml", runs=3, seed=1)
+    assert "one row per tool or wait step that ran" in PAGE
+    assert set(res.spans["kind"]) <= {"tool", "wait"} and len(res.spans)
+    assert not set(res.spans["step"]) & set(res.calls["step"])  # calls are in res.calls, not in res.spans
+
+
 @pytest.mark.parametrize("index", range(len(BLOCKS)))
 def test_api_example_runs(index):
     import matplotlib
