@@ -125,7 +125,7 @@ def summary_box(a) -> dict:
     base = be.index[0]
     verdicts = []
     if len(be) > 1:
-        lead = Markup("Against the baseline <b>{}</b>, priced at {}:")
+        lead = Markup("Against the baseline <b>{}</b> (prices: {}).")
         verdicts.append(lead.format(base, _prices_text(prices[base])))
     for name, r in be.iterrows():
         sentence = _verdict(name, r, vot)
