@@ -394,7 +394,7 @@ def buyers_table(name, res, sizing, be, env, vot, doc: dict | None = None, volum
     n = float(sizing["runs_per_month"].iloc[0])
     how = volume.derivation if volume is not None else f"{n:,.0f} runs a month"
     t = Table(
-        title=f"{name}: monthly spend ({runs_title(doc)} simulated, seed {res.seed})\nvolume: {how}",
+        title=f"{name}: monthly spend ({runs_title(doc)}, seed {res.seed})\nvolume: {how}",
         title_justify="left",
         caption="every run's wall time counts as waiting; Δ against the first variant"
         + ("; per successful task (cost per success, time to success: failed runs retried)" if success else ""),
@@ -432,10 +432,10 @@ def _spend_rows(rows, sizing, be, vot) -> None:
         "hours waiting per month", *fmt.numbers(list(sizing["wait_hours_per_month"]), " h", decimals=decimals)
     )
     rows.times([("mean wait per run", lambda r: r["mean_wait_s"]), ("p95 wait per run", lambda r: r["p95_wait_s"])])
-    rows.t.add_row(
-        "hours saved per month", *fmt.numbers(list(sizing["hours_saved_per_month"]), " h", decimals=decimals)
-    )
     base = sizing.index[0]
+    saved = fmt.numbers(list(sizing["hours_saved_per_month"]), " h", decimals=decimals)
+    saved = ["–" if v == base else x for v, x in zip(sizing.index, saved, strict=True)]
+    rows.t.add_row("hours saved per month", *saved)
     rows.t.add_row("extra spend per month", *["–" if v == base else fmt.signed_usd(sizing.loc[v, "extra_usd_per_month"])
                                               for v in sizing.index])  # fmt: skip
     rows.text("premium per saved hour", lambda r: payoff.premium_text(r["premium_usd_per_saved_hour"], fmt.usd, "/h"))

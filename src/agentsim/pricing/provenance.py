@@ -106,4 +106,3 @@ def ended_per_notes(comments: str | None, when: dict[str, str]) -> tuple[dt.date
         except ValueError:
             continue
     return min(found) if found else None
-
