@@ -175,13 +175,10 @@ def fmt_s(x: float | None) -> str:
 
 
 def fmt_usd(x: float | None) -> str:
-    if x is None:
-        return "–"
-    if abs(x) >= 100:
-        return f"${x:,.0f}"
-    if abs(x) >= 1:
-        return f"${x:,.2f}"
-    return f"${x:.4f}"
+    """USD by the one rule of :mod:`agentsim.viz.format` (shared with the HTML report)."""
+    from agentsim.viz.format import usd
+
+    return usd(x)
 
 
 def fmt_n(x: float | None) -> str:
