@@ -27,7 +27,11 @@ RunsPerMonthOpt = Annotated[
 SeatsOpt = Annotated[float | None, typer.Option(help="Seats (people or agents); with --runs-per-seat-per-day.")]
 RunsPerSeatOpt = Annotated[float | None, typer.Option(help="Runs per seat per working day; with --seats.")]
 WorkingDaysOpt = Annotated[
-    float | None, typer.Option(help="Working days per month (default 21, a month of weekdays; at most 31).")
+    float | None,
+    typer.Option(
+        help="Working days per month, at most 31 (with --seats default 21, a month of weekdays; without, it replaces "
+        "the day count of the scenario's workload.volume)."
+    ),
 ]
 
 
