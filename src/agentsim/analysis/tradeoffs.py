@@ -20,9 +20,10 @@ Every option (a variant, or a variant at one grid point of a sweep) is a point
 * **Which option is cheapest overall at my value of time?** Each option's total cost
   is a line in ``V``; the lower envelope of the lines says which option is cheapest
   for each range of ``V`` (:func:`cheapest_intervals`).
-* **What will it cost per month?** With ``N`` runs per month (``workload.volume`` or an
-  option): API spend ``N × mean cost``, waiting ``N × mean wall time / 3600`` hours,
-  hours saved against the baseline, and the premium paid per saved hour
+* **What will it cost per month?** With ``N`` runs per month (:mod:`agentsim.analysis.volume`:
+  an option, seats × runs per seat × working days, or ``workload.volume``): API spend
+  ``N × mean cost``, waiting ``N × mean wall time / 3600`` hours, hours saved against the
+  baseline, and the premium paid per saved hour
   (:func:`spend_sizing`). This counts every run's wall time as someone's waiting.
 
 When the scenario defines success (it has a ``fail`` step), every decision is made **per
@@ -276,42 +277,13 @@ def runs_per_month(
     runs_per_seat_per_day: float | None = None,
     working_days: float | None = None,
 ) -> float:
-    """Runs per month: an explicit number, else seats × runs per seat per day × working days, else
-    ``workload.volume``, else ``workload.arrivals`` × hours.
+    """Runs per month by the one rule of :func:`agentsim.analysis.volume.monthly_volume` (the number only;
+    that function also says how it was derived). ValueError when no volume is given."""
+    from agentsim.analysis.volume import monthly_volume
 
-    ``working_days`` (default: the volume's, else 30 calendar days) multiplies every per-day figure.
-    From arrivals, the workload's ``duration`` is read as the daily operating window:
-    ``per_hour × duration (h) × days`` (e.g. 120 runs/h over an 8-hour day is 28,800 runs a 30-day month).
-    ValueError when none of these is given.
-    """
-    if working_days is not None and not 0 < working_days <= 31:
-        raise ValueError("working days per month must be above 0 and at most 31")
-    if override is not None:
-        if not override > 0:
-            raise ValueError("runs per month must be above 0")
-        if seats is not None or working_days is not None:
-            raise ValueError("give runs per month, or seats with runs per seat per day and working days, not both")
-        return float(override)
-    if (seats is None) != (runs_per_seat_per_day is None):
-        raise ValueError("seats and runs per seat per day go together")
-    if seats is not None:
-        if not (seats > 0 and runs_per_seat_per_day > 0):
-            raise ValueError("seats and runs per seat per day must be above 0")
-        return float(seats * runs_per_seat_per_day * (working_days or DAYS_PER_MONTH))
-    wl = scenario.workload
-    if wl is not None and wl.volume is not None:
-        v = wl.volume
-        if working_days is not None:
-            if v.runs_per_month is not None:
-                raise ValueError("the scenario gives runs_per_month; working days apply to runs per day or seats")
-            return float(v.per_month / (v.working_days or DAYS_PER_MONTH) * working_days)
-        return float(v.per_month)
-    if wl is not None and wl.arrivals is not None and wl.duration is not None:
-        return wl.arrivals.per_hour * wl.duration.total_seconds / 3600.0 * (working_days or DAYS_PER_MONTH)
-    raise ValueError(
-        "the scenario has no workload.volume: add `workload: {volume: {runs_per_month: 20000}}` "
-        "(or runs_per_day, or arrivals with a daily duration) to the scenario, or give --runs-per-month"
-    )
+    return monthly_volume(
+        scenario, override, seats=seats, runs_per_seat_per_day=runs_per_seat_per_day, working_days=working_days
+    ).runs_per_month
 
 
 def spend_sizing(
