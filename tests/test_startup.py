@@ -89,7 +89,9 @@ def test_validate_of_a_bad_file_imports_no_numpy(tmp_path):
     bad = tmp_path / "bad.yaml"
     text = (ROOT / "scenarios" / "coding-agent.yaml").read_text()
     bad.write_text(
-        text.replace("{lognormal: {median: 0.3, p90: 13.6, max: 600}}", "{lognormal: {median: 100000000, p90: 900000000}}")
+        text.replace(
+            "{lognormal: {median: 0.3, p90: 13.6, max: 600}}", "{lognormal: {median: 100000000, p90: 900000000}}"
+        )
     )
     got = _probe(["validate", str(bad)])
     assert got["code"] == 2

@@ -184,7 +184,7 @@ _STREAM_ROWS = (
 
 def print_summary(res: Results, wide: bool = False) -> None:
     from agentsim.analysis.completion import completion
-    from agentsim.cli.tables import print_table, table_console
+    from agentsim.cli.tables import print_sources, print_table, table_console
 
     doc = res.summary_dict()
     # Never cut: a table wider than the terminal (or COLUMNS) is split into pages of variants.
@@ -198,18 +198,6 @@ def print_summary(res: Results, wide: bool = False) -> None:
 
 def _lower_first(text: str) -> str:
     return text[:1].lower() + text[1:]
-
-
-def print_sources(res: Results, console) -> None:
-    """Under the table: the price list used per model (and tier) and where the speeds come from."""
-    from agentsim.model.loading import source_of
-    from agentsim.pricing.provenance import price_sources, speed_sources
-
-    src = source_of(res.scenario)
-    for name, text in price_sources(res.scenario, res.plan.prices_as_of).items():
-        console.print(f"prices {name}: {text}", markup=False, highlight=False)
-    for name, text in speed_sources(res.scenario, Path(src).parent if src else None).items():
-        console.print(f"speeds {name}: {text}", markup=False, highlight=False)
 
 
 # --------------------------------------------------------------------------- commands

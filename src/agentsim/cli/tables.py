@@ -22,6 +22,7 @@ from __future__ import annotations
 import os
 import sys
 import textwrap
+from pathlib import Path
 
 from rich.console import Console
 from rich.measure import Measurement
@@ -181,3 +182,15 @@ def runs_title(doc: dict) -> str:
     if "workload" not in next(iter(doc["variants"].values())):
         return f"{doc['runs']:,} runs"
     return "a workload, runs counted below"
+
+
+def print_sources(res, console) -> None:
+    """Under the table: the price list used per model (and tier) and where the speeds come from."""
+    from agentsim.model.loading import source_of
+    from agentsim.pricing.provenance import price_sources, speed_sources
+
+    src = source_of(res.scenario)
+    for name, text in price_sources(res.scenario, res.plan.prices_as_of).items():
+        console.print(f"prices {name}: {text}", markup=False, highlight=False)
+    for name, text in speed_sources(res.scenario, Path(src).parent if src else None).items():
+        console.print(f"speeds {name}: {text}", markup=False, highlight=False)

@@ -130,7 +130,7 @@ def sweep(
     """Evaluate a scenario over a grid of values: one row per grid point and variant, Pareto frontier marked.
 
     With a volume (the options, or the scenario's workload.volume) every row also has its API spend per month."""
-    from agentsim.analysis.sweeps import parse_set, run_sweep
+    from agentsim.analysis.sweeps import run_sweep
     from agentsim.plan.validation import load
     from agentsim.viz.report import sweep_document, write_sweep
 
@@ -141,19 +141,9 @@ def sweep(
         from agentsim.viz.outdir import check_folder
 
         check_folder(out)
-    try:
-        axes = [parse_set(s) for s in set_] if set_ else None
-    except ValueError as exc:
-        raise _bad(exc) from None
-    labels = _labels(label)
     sc0 = load(file)
+    axes = _sweep_axes(file, sc0, set_, label)
     volume = volume_of(file, sc0, runs_per_month, seats, runs_per_seat_per_day, working_days, required=False)
-    if labels and axes is None:
-        from agentsim.analysis.sweeps import axes_from_scenario
-
-        axes = axes_from_scenario(sc0, str(file))
-    if labels:
-        axes = _apply_labels(axes, labels)
     with progress_bar(quiet or json_out, "sweep") as bar:
         try:
             sw = run_sweep(
@@ -177,6 +167,20 @@ def sweep(
     target = out if out is not None else Path("results") / f"{sw.scenario.name}-sweep"
     written = write_sweep(sw, target, volume)
     err_console.print(f"wrote {len(written)} files to {target}/", markup=False)
+
+
+def _sweep_axes(file: Path, sc, set_: list[str] | None, label: list[str] | None):
+    """The axes of ``--set`` (None: the file's ``sweeps:``), titled by ``--label``."""
+    from agentsim.analysis.sweeps import axes_from_scenario, parse_set
+
+    try:
+        axes = [parse_set(s) for s in set_] if set_ else None
+    except ValueError as exc:
+        raise _bad(exc) from None
+    labels = _labels(label)
+    if labels and axes is None:
+        axes = axes_from_scenario(sc, str(file))
+    return _apply_labels(axes, labels) if labels else axes
 
 
 def _labels(items: list[str] | None) -> dict[str, str]:
@@ -312,8 +316,7 @@ def size(
     if json_out:
         sys.stdout.write(json.dumps(size_document(res, doc, volume, sizing, be, env), indent=2, allow_nan=False) + "\n")
         return
-    from agentsim.cli.main import print_sources
-    from agentsim.cli.tables import print_table
+    from agentsim.cli.tables import print_sources, print_table
 
     console = _console()
     print_table(buyers_table(sc.name, res, sizing, be, env, vot, doc, volume), wide=wide, pages=True, console=console)
