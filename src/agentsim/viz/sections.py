@@ -84,21 +84,25 @@ def _first(doc: dict) -> dict:
 # --------------------------------------------------------------------------- sections
 
 
+def _section(doc: dict, key: str, title: str, rows: tuple[tuple[str, str, str], ...]) -> Section | None:
+    """The section ``key`` of summary.json as metrics ``(label, kind, field)``; None when the document lacks it."""
+    if key not in _first(doc):
+        return None
+    return Section(key, title, [Metric(label, kind, _dig(key, field)) for label, kind, field in rows])
+
+
 def workload_section(doc: dict) -> Section | None:
     """Runs counted, completed, failed and unfinished, throughput (workloads only)."""
-    if "workload" not in _first(doc):
-        return None
-    w = "workload"
-    return Section("workload", "Workload", [
-        Metric("runs counted", "count", _dig(w, "runs_counted")),
-        Metric("completed", "count", _dig(w, "runs_completed")),
-        Metric("failed", "count", _dig(w, "runs_failed")),
-        Metric("failed share", "share", _dig(w, "failed_share")),
-        Metric("unfinished at end", "count", _dig(w, "runs_unfinished")),
-        Metric("throughput (runs/h)", "number", _dig(w, "throughput_runs_per_hour")),
-        Metric("output tokens/min", "count", _dig(w, "output_tokens_per_min")),
-        Metric("cost of failed runs", "usd", _dig(w, "cost_of_failed_runs_usd")),
-    ])  # fmt: skip
+    return _section(doc, "workload", "Workload", (
+        ("runs counted", "count", "runs_counted"),
+        ("completed", "count", "runs_completed"),
+        ("failed", "count", "runs_failed"),
+        ("failed share", "share", "failed_share"),
+        ("unfinished at end", "count", "runs_unfinished"),
+        ("throughput (runs/h)", "number", "throughput_runs_per_hour"),
+        ("output tokens/min", "count", "output_tokens_per_min"),
+        ("cost of failed runs", "usd", "cost_of_failed_runs_usd"),
+    ))  # fmt: skip
 
 
 _ATTEMPTS = (
@@ -155,14 +159,11 @@ def accounts_section(doc: dict) -> Section | None:
 
 def success_section(doc: dict) -> Section | None:
     """Success share, cost per success and time to success (scenarios with ``fail`` steps)."""
-    if "success" not in _first(doc):
-        return None
-    s = "success"
-    return Section("success", "Success", [
-        Metric("success share", "share", _dig(s, "share")),
-        Metric("cost per success", "usd", _dig(s, "cost_per_success_usd")),
-        Metric("time to success", "time", _dig(s, "time_to_success_s")),
-    ])  # fmt: skip
+    return _section(doc, "success", "Success", (
+        ("success share", "share", "share"),
+        ("cost per success", "usd", "cost_per_success_usd"),
+        ("time to success", "time", "time_to_success_s"),
+    ))  # fmt: skip
 
 
 # Streaming metrics (summary.json's ``streaming.calls.CALL``), in reading order, with their labels.
