@@ -280,7 +280,7 @@ def test_report_verdict_names_the_cheapest_at_the_value_of_time_and_says_at_leas
     assert "the cheapest overall is fast ." in text
     assert "Cheapest: batch" in text
     for name in ("fast", "fast-act", "twin"):
-        assert f"{name} pays off when an hour of waiting is worth at least $45 " in text  # whole dollars from $10
+        assert f"{name} pays off when an hour of waiting is worth at least $45," in text  # whole dollars from $10
     assert "worth more than" not in text
 
 

@@ -145,6 +145,11 @@ def _from_scenario(scenario: Scenario, working_days: float | None) -> MonthlyVol
             "(the scenario's workload.arrivals over its duration, read as one day's window)"
         )
         return MonthlyVolume(n, text, "scenario", opts)
+    if working_days is not None:
+        raise ValueError(
+            "--working-days needs --seats with --runs-per-seat-per-day (or a scenario whose workload.volume gives "
+            "runs_per_day or seats): working days multiply a daily volume"
+        )
     raise ValueError(
         "no volume given: add --runs-per-month N, or --seats N with --runs-per-seat-per-day N (and "
         "--working-days, default 21), or put `workload: {volume: {runs_per_month: 20000}}` in the scenario"

@@ -397,7 +397,8 @@ def buyers_table(name, res, sizing, be, env, vot, doc: dict | None = None, volum
     n = float(sizing["runs_per_month"].iloc[0])
     how = volume.derivation if volume is not None else f"{n:,.0f} runs a month"
     t = Table(
-        title=f"{name}: monthly spend ({runs_title(doc)}, seed {res.seed})\nvolume: {how}",
+        title=f"{name}: monthly spend ({runs_title(doc)}, seed {res.seed})\nvolume: {how}"
+        + (f"\n{n:,.0f} successful tasks per month (failed runs retried)" if success else ""),
         title_justify="left",
         caption="every run's wall time counts as waiting; Δ against the first variant"
         + ("; per successful task (cost per success, time to success: failed runs retried)" if success else ""),

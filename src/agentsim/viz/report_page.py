@@ -60,8 +60,10 @@ def _prices_text(rows: list[tuple[str, str]]) -> Markup:
 
 
 def _headline(vt, vot) -> list[Markup]:
-    fastest = vt["wall_mean_s"].idxmin()
-    cheapest = vt["cost_mean_usd"].idxmin()
+    order = vt.reset_index().sort_values(["wall_mean_s", "cost_mean_usd"], kind="stable")
+    fastest = order["variant"].iloc[0]  # of variants equally fast, the cheaper
+    order = vt.reset_index().sort_values(["cost_mean_usd", "wall_mean_s"], kind="stable")
+    cheapest = order["variant"].iloc[0]  # of variants equally cheap, the faster
     if vt.attrs.get("basis") == "per success":  # figures per successful task (tradeoffs.per_success)
         mean, unit = "to success", "per success"
     else:
@@ -95,8 +97,8 @@ def _verdict(name: str, r, vot) -> Markup | None:
         return Markup("Variant <b>{}</b> has no verdict: it or the baseline completed no run").format(name)
     v_star = fmt.usd(r["break_even_usd_per_hour"])
     if when == "above":
-        text = Markup("Variant <b>{}</b> pays off when an hour of waiting is worth at least {} (it costs {} more "
-                      "per hour saved)").format(name, v_star, v_star)  # fmt: skip
+        text = Markup("Variant <b>{}</b> pays off when an hour of waiting is worth at least {}, its extra cost "
+                      "per hour saved").format(name, v_star)  # fmt: skip
     elif when == "below":
         text = Markup("Variant <b>{}</b> is slower and cheaper: it pays off while an hour of waiting is worth at "
                       "most {}").format(name, v_star)  # fmt: skip
