@@ -323,14 +323,10 @@ def _figure_specs(a: Analysis) -> dict[str, tuple[str, str, Callable]]:
         specs["stream"] = ("How the answer arrives", "Tokens delivered against time in one representative run (the "
                            "median of the first variant) of the first call with a consumer, per variant: solid "
                            "delivered, dashed read, dotted spoken.", res.plot_stream)  # fmt: skip
-    if res.plan.accounts:
+    if res.plan.accounts:  # (the in-flight timeline, res.plot_limits(), is left to `run --out`: its series are
+        # a workload's every admission, ~10^6 rows, and the table below has the means and peaks)
         specs["wait_cdf"] = ("Queue wait per call", "The share of successful calls that waited at most a given time "
                              "for a slot or rate budget (submit to start).", res.plot_wait_cdf)  # fmt: skip
-        if res.extra.get("outcomes"):
-            specs["limits"] = ("Requests in flight and token buckets", "Per account, over the simulated time: "
-                               "requests in flight (left) and each token bucket's level as a share of its capacity "
-                               "(right); the shaded window is the part the summaries count.",
-                               res.plot_limits)  # fmt: skip
     return specs
 
 
