@@ -358,6 +358,7 @@ if __name__ == "__main__":  # pragma: no cover
 # this is the one place that imports them all.
 from agentsim.cli import measure as cli_measure  # noqa: E402, F401
 from agentsim.cli import prices as cli_prices  # noqa: E402, F401
+from agentsim.cli import profiles as cli_profiles  # noqa: E402, F401
 from agentsim.cli import replay as cli_replay  # noqa: E402, F401
 from agentsim.cli import stream as cli_stream  # noqa: E402, F401
 from agentsim.cli import tradeoffs as cli_tradeoffs  # noqa: E402, F401
