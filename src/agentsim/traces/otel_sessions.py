@@ -27,12 +27,11 @@ attributes (prompts, completions, tool arguments) are never touched.
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 from agentsim.traces.otlp import Span, attr, read_otlp
-from agentsim.traces.sessions import Call, FileReport, Session, token_count
-from agentsim.traces.span_tree import SpanSet, TreeSpan
+from agentsim.traces.sessions import Call, FileReport, Session
+from agentsim.traces.span_tree import SpanSet, TreeSpan, usage_call
 
 __all__ = ["FORMAT", "read_otel", "tree_span"]
 
@@ -40,7 +39,6 @@ FORMAT = "otel"
 CALL_OPERATIONS = ("chat", "text_completion", "generate_content", "responses", "completion")
 TOOL_OPERATIONS = ("execute_tool",)
 SESSION_KEYS = ("session.id", "gen_ai.conversation.id")
-PLAIN_TIERS = (None, "", "default", "auto", "standard", "on_demand")
 # gen_ai.provider.name / gen_ai.system values -> genai-prices provider ids
 PROVIDERS = {
     "gcp.gemini": "google",
@@ -65,10 +63,6 @@ def _is_call(s: Span) -> bool:
 
 def _is_tool(s: Span) -> bool:
     return attr(s, "operation") in TOOL_OPERATIONS or (attr(s, "tool_name") is not None and not _is_call(s))
-
-
-def _count(v) -> int:
-    return token_count(v)
 
 
 def _session_key(spans: list[Span]) -> str | None:
@@ -138,32 +132,15 @@ def _call(s: Span, nid: str) -> tuple[Call, bool]:
     """The call of a span, and whether its input_tokens left out the cached tokens."""
     model = attr(s, "response_model") or attr(s, "request_model") or "unknown"
     system = attr(s, "system")
-    provider = PROVIDERS.get(str(system), str(system)) if system is not None else None
-    inp = _count(attr(s, "input_tokens"))
-    read = _count(attr(s, "cache_read_tokens"))
-    write = _count(attr(s, "cache_write_tokens"))
-    out = _count(attr(s, "output_tokens"))
-    reasoning = min(_count(attr(s, "reasoning_tokens")), out)
-    added_cached = inp < read + write
-    if added_cached:
-        inp += read + write
-    tier_raw = attr(s, "service_tier")
-    ttft = attr(s, "ttft")
-    if ttft is not None and (
-        isinstance(ttft, bool) or not isinstance(ttft, int | float) or not math.isfinite(ttft) or ttft < 0
-    ):
-        raise ValueError(f"time to first token {ttft!r} is not a non-negative number")
-    call = Call(
-        call_id=nid,
-        model=str(model),
-        provider=provider,
-        tier="standard" if tier_raw in PLAIN_TIERS else str(tier_raw),
-        service_tier=str(tier_raw) if tier_raw is not None else None,
-        input_tokens=inp,
-        cache_read_tokens=read,
-        cache_write_5m_tokens=write,
-        output_tokens=out,
-        reasoning_tokens=reasoning,
-        ttft_s=float(ttft) if ttft is not None else None,
+    return usage_call(
+        nid,
+        str(model),
+        PROVIDERS.get(str(system), str(system)) if system is not None else None,
+        input_tokens=attr(s, "input_tokens"),
+        cache_read=attr(s, "cache_read_tokens"),
+        cache_write=attr(s, "cache_write_tokens"),
+        output=attr(s, "output_tokens"),
+        reasoning=attr(s, "reasoning_tokens"),
+        ttft=attr(s, "ttft"),
+        service_tier=attr(s, "service_tier"),
     )
-    return call, added_cached

@@ -22,13 +22,69 @@ checked when files are read (:mod:`agentsim.traces.session_files`).
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from agentsim.traces.sessions import Call, FileReport, Node, Session, link_nodes
+from agentsim.traces.sessions import Call, FileReport, Node, Session, link_nodes, token_count
 
-__all__ = ["SpanSet", "TreeSpan", "build_session", "group_traces"]
+__all__ = ["PLAIN_TIERS", "SpanSet", "TreeSpan", "build_session", "group_traces", "usage_call"]
+
+PLAIN_TIERS = (None, "", "default", "auto", "standard", "on_demand")
+MAX_TTFT_S = 86_400.0  # a first token more than a day after the request is corrupt
+
+
+def usage_call(
+    call_id: str,
+    model: str,
+    provider: str | None,
+    *,
+    input_tokens=None,
+    cache_read=None,
+    cache_write=None,
+    cache_write_1h=None,
+    output=None,
+    reasoning=None,
+    ttft=None,
+    service_tier=None,
+) -> tuple[Call, bool]:
+    """A call from recorded usage (raw values as the file has them), and whether its input left out the
+    cached tokens (then added back: the input counts every token sent, cached included).
+
+    Raises ValueError, saying why, on a count that is negative, fractional, non-finite or implausible
+    (:func:`~agentsim.traces.sessions.token_count`) or a TTFT that is not a number of seconds."""
+    inp = token_count(input_tokens)
+    read = token_count(cache_read)
+    write_1h = token_count(cache_write_1h)
+    write = token_count(cache_write)
+    write_5m = max(write - write_1h, 0) if write else 0
+    out = token_count(output)
+    added = inp < read + write_5m + write_1h
+    if added:
+        inp += read + write_5m + write_1h
+    # domain: a duration in seconds
+    if ttft is not None and (
+        isinstance(ttft, bool) or not isinstance(ttft, int | float) or not math.isfinite(ttft) or ttft < 0
+    ):
+        raise ValueError(f"time to first token {ttft!r} is not a non-negative number")
+    if ttft is not None and ttft > MAX_TTFT_S:
+        raise ValueError(f"time to first token {ttft:g} s is more than a day, which is not plausible")
+    call = Call(
+        call_id=call_id,
+        model=str(model),
+        provider=provider,
+        tier="standard" if service_tier in PLAIN_TIERS else str(service_tier),
+        service_tier=str(service_tier) if service_tier is not None else None,
+        input_tokens=inp,
+        cache_read_tokens=read,
+        cache_write_5m_tokens=write_5m,
+        cache_write_1h_tokens=write_1h,
+        output_tokens=out,
+        reasoning_tokens=min(token_count(reasoning), out),
+        ttft_s=float(ttft) if ttft is not None else None,
+    )
+    return call, added
 
 
 @dataclass
@@ -48,10 +104,15 @@ class TreeSpan:
     session: str | None = None  # key shared by the traces of one conversation
     project: str | None = None
     line: int | None = None  # line of the file it came from (None: a single document)
+    label: str | None = None  # how messages name it (default: "span ID")
 
     @property
     def key(self) -> tuple[str, str]:
         return (self.trace, self.id)
+
+    @property
+    def where(self) -> str:
+        return self.label or f"span {self.id}"
 
 
 class SpanSet:
@@ -160,7 +221,7 @@ class _Builder:
         while stack:
             s, parent, agent = stack.pop()
             if s.end < s.start:
-                self.rep.bad_line(s.line, f"span {s.id} ends before it starts")
+                self.rep.bad_line(s.line, f"{s.where} ends before it starts")
                 continue
             below = self.tree.has_genai(s)
             if not below:
@@ -175,7 +236,7 @@ class _Builder:
             try:
                 call, added = s.usage(nid) if s.usage is not None else (None, False)
             except ValueError as exc:
-                self.rep.bad_line(s.line, f"span {s.id}: {exc}")
+                self.rep.bad_line(s.line, f"{s.where}: {exc}")
                 return
             if call is None:
                 return
