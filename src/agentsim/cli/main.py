@@ -356,6 +356,7 @@ if __name__ == "__main__":  # pragma: no cover
 
 # The other command groups register themselves on the shared app (agentsim.cli.common) when imported;
 # this is the one place that imports them all.
+from agentsim.cli import fit as cli_fit  # noqa: E402, F401
 from agentsim.cli import measure as cli_measure  # noqa: E402, F401
 from agentsim.cli import prices as cli_prices  # noqa: E402, F401
 from agentsim.cli import profiles as cli_profiles  # noqa: E402, F401

@@ -34,6 +34,7 @@ __all__ = [
     "default_paths",
     "detect_format",
     "read_sessions",
+    "read_warnings",
     "select_sessions",
 ]
 
@@ -260,4 +261,19 @@ def select_sessions(
         if project is not None and project not in (s.project or ""):
             continue
         out.append(s)
+    return out
+
+
+def read_warnings(reports: list[FileReport]) -> list[str]:
+    """One warning per file with corrupt lines skipped or records already read from another file."""
+    out = []
+    for rep in reports:
+        if rep.corrupt:
+            where = rep.corrupt_text()
+            out.append(f"{rep.path}: skipped {rep.corrupt} corrupt lines" + (f" ({where})" if where else ""))
+        if rep.duplicates:
+            out.append(
+                f"{rep.path}: {rep.duplicates} records were already read from another file "
+                "(a copy, or a path given twice) and are counted once"
+            )
     return out
