@@ -107,9 +107,9 @@ class _Context:
         self.prev_end = -1e18
 
     def call(self, model: Model, agent: Agent, rng, start: float) -> Call:
-        inp = self.size + int(round(agent.growth.draw(rng)))
+        inp = self.size + round(float(agent.growth.draw(rng)))
         read = self.prev_input if start - self.prev_end <= agent.ttl_s else 0
-        out = max(1, int(round(agent.output.draw(rng))))
+        out = max(1, round(float(agent.output.draw(rng))))
         ttft = float(model.ttft.draw(rng))
         end = start + ttft + out / float(model.tps.draw(rng))
         self.prev_input, self.prev_end, self.size = inp, end, inp + out
@@ -182,8 +182,8 @@ def _span(trace, sid, parent, name, a, b, attrs):
         "traceId": trace,
         "spanId": sid,
         "name": name,
-        "startTimeUnixNano": str(int(round(a * 1e9))),
-        "endTimeUnixNano": str(int(round(b * 1e9))),
+        "startTimeUnixNano": str(round(a * 1e9)),
+        "endTimeUnixNano": str(round(b * 1e9)),
         "attributes": _attrs(attrs),
     }
     if parent:
@@ -291,12 +291,10 @@ def write_claude_code(sessions: list[list[Turn]], folder: Path) -> None:
     project.mkdir(parents=True, exist_ok=True)
     for i, turns in enumerate(sessions):
         sid = f"synthetic-{i:05d}"
-        lines, n = [], 0
+        lines: list[dict] = []
 
-        def add(obj):
-            nonlocal n
-            n += 1
-            obj.update({"uuid": f"{sid}-{n}", "sessionId": sid, "cwd": "/home/dev/synthetic", "version": "2.0.0"})
+        def add(obj, sid=sid, lines=lines):
+            obj.update({"uuid": f"{sid}-{len(lines) + 1}", "sessionId": sid, "cwd": "/home/dev/synthetic"})
             lines.append(obj)
             return obj["uuid"]
 

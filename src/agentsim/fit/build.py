@@ -95,7 +95,7 @@ class _Builder:
         vals = sorted(freq)
         ps = [freq[v] / len(values) for v in vals]
         ps[-1] = 1.0 - math.fsum(ps[:-1])
-        return {"choice": {"values": vals, "p": [float(f"{p:.12g}") for p in ps[:-1]] + [ps[-1]]}}
+        return {"choice": {"values": vals, "p": ps}}
 
     def model(self, model: str) -> str:
         self.built.models.add(model)
