@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agentsim.traces.provider_snapshots import Snapshot, SnapshotFileError, number, read_json_file, slug
+from agentsim.traces.provider_snapshots import Snapshot, SnapshotFileError, figure, number, read_json_file, slug
 
 __all__ = ["WORKLOADS", "read_artificial_analysis"]
 
@@ -74,15 +74,7 @@ def _models(doc, file: str) -> list:
 
 
 def _figure(quantity: str, value: float, unit: str, name: str, published) -> dict:
-    return {
-        "quantity": quantity,
-        "value": float(f"{value:.6g}"),
-        "unit": unit,
-        "kind": "measured",
-        "source": f"Artificial Analysis, {name}",
-        "published": published.isoformat(),
-        "url": "https://artificialanalysis.ai/",
-    }
+    return figure(quantity, value, unit, f"Artificial Analysis, {name}", published, "https://artificialanalysis.ai/")
 
 
 def read_artificial_analysis(path: Path, taken_at, hour_known: bool) -> tuple[list[Snapshot], list[str], list[str]]:

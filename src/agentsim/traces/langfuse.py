@@ -38,6 +38,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from agentsim.traces.record_files import records, when
+from agentsim.traces.record_files import text_field as _text
 from agentsim.traces.sessions import Call, FileReport, Session
 from agentsim.traces.span_tree import SpanSet, TreeSpan, usage_call
 
@@ -127,11 +128,6 @@ def _call(obs: dict, start: float, end: float, nid: str) -> tuple[Call, bool]:
             raise ValueError("completionStartTime lies outside the observation's start and end")
         ttft = min(first, end) - start
     return usage_call(nid, model, None, **_usage(obs), ttft=ttft)
-
-
-def _text(obs: dict, key: str) -> str | None:
-    v = obs.get(key)
-    return v if isinstance(v, str) and v else None
 
 
 def tree_span(

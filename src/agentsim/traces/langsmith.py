@@ -39,6 +39,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from agentsim.traces.record_files import records, when
+from agentsim.traces.record_files import text_field as _text
 from agentsim.traces.sessions import Call, FileReport, Session
 from agentsim.traces.span_tree import SpanSet, TreeSpan, usage_call
 
@@ -52,11 +53,6 @@ USAGE_KEYS = ("prompt_tokens", "completion_tokens", "prompt_token_details", "com
 
 def looks_like(obj: dict) -> bool:
     return isinstance(obj, dict) and "run_type" in obj and "start_time" in obj
-
-
-def _text(d: dict, key: str) -> str | None:
-    v = d.get(key)
-    return v if isinstance(v, str) and v else None
 
 
 def _dict(d: dict, key: str, where: str) -> dict:

@@ -37,6 +37,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from agentsim.traces.record_files import records, when
+from agentsim.traces.record_files import text_field as _text
 from agentsim.traces.sessions import Call, FileReport, Session
 from agentsim.traces.span_tree import SpanSet, TreeSpan, usage_call
 
@@ -48,11 +49,6 @@ CALL_TYPES = ("generation", "response")
 
 def looks_like(obj: dict) -> bool:
     return isinstance(obj, dict) and (obj.get("object") in ("trace", "trace.span") or "span_data" in obj)
-
-
-def _text(d: dict, key: str) -> str | None:
-    v = d.get(key)
-    return v if isinstance(v, str) and v else None
 
 
 def _detail(details, key: str):

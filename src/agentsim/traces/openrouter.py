@@ -28,7 +28,7 @@ from __future__ import annotations
 import itertools
 from pathlib import Path
 
-from agentsim.traces.provider_snapshots import Snapshot, SnapshotFileError, number, read_json_file, slug
+from agentsim.traces.provider_snapshots import Snapshot, SnapshotFileError, figure, number, read_json_file, slug
 
 __all__ = ["LATENCY_UNITS", "TTFT_S_RANGE", "latency_unit", "read_openrouter"]
 
@@ -125,16 +125,15 @@ def _price_figures(ep: dict, file: str, place: str, model: str, published) -> tu
     return figures, notes
 
 
-def _figure(quantity: str, value: float, unit: str, model: str, published, kind: str = "measured") -> dict:
-    return {
-        "quantity": quantity,
-        "value": float(f"{value:.6g}"),
-        "unit": unit,
-        "kind": kind,
-        "source": f"OpenRouter endpoint statistics of {model}",
-        "published": published.isoformat(),
-        "url": f"https://openrouter.ai/{model}/providers",
-    }
+def _figure(quantity: str, value: float, unit: str, model: str, published) -> dict:
+    return figure(
+        quantity,
+        value,
+        unit,
+        f"OpenRouter endpoint statistics of {model}",
+        published,
+        f"https://openrouter.ai/{model}/providers",
+    )
 
 
 def _endpoints(doc, file: str) -> tuple[str, list]:

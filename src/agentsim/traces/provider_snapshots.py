@@ -57,6 +57,7 @@ __all__ = [
     "ImportResult",
     "Snapshot",
     "SnapshotFileError",
+    "figure",
     "fit_lognormal",
     "number",
     "parse_taken_at",
@@ -113,6 +114,19 @@ class ImportResult:
 
 
 # --------------------------------------------------------------------------- reading numbers
+
+
+def figure(quantity: str, value: float, unit: str, source: str, published, url: str) -> dict:
+    """A published number behind a profile (the ``figures`` entries of :mod:`agentsim.model.profiles`)."""
+    return {
+        "quantity": quantity,
+        "value": float(f"{value:.6g}"),
+        "unit": unit,
+        "kind": "measured",
+        "source": source,
+        "published": published.isoformat(),
+        "url": url,
+    }
 
 
 def number(v: Any, file: str, place: str, *, low: float, high: float, what: str) -> float | None:

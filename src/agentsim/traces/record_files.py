@@ -23,9 +23,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from agentsim.traces.sessions import FileReport, parse_timestamp
+from agentsim.traces.sessions import FileReport, json_lines, parse_timestamp
 
-__all__ = ["LIST_KEYS", "MAX_UNIX_S", "records", "when"]
+__all__ = ["LIST_KEYS", "MAX_UNIX_S", "records", "text_field", "when"]
 
 LIST_KEYS = ("data", "runs", "observations", "spans", "items")
 MAX_UNIX_S = 253_402_300_799.0  # 9999-12-31T23:59:59Z: the last instant a date can name
@@ -57,15 +57,9 @@ def records(path: Path, report: FileReport) -> Iterator[tuple[int | None, int, d
         report.lines = text.count("\n") + 1
         yield from _each(_items(doc) if _items(doc) is not None else [doc], None, report)
         return
-    for no, raw in enumerate(text.splitlines(), start=1):
-        report.lines = no
-        if not raw.strip():
-            continue
-        try:
-            obj = json.loads(raw)
-        except (ValueError, RecursionError):  # not JSON, or nested too deep to read
-            report.bad_line(no, "not a JSON record")
-            continue
+    for no, obj in json_lines(
+        path, report, say_why=True
+    ):  # a line that is not a JSON object is counted as corrupt there
         items = _items(obj)
         yield from _each(items if items is not None else [obj], no, report)
 
@@ -76,6 +70,12 @@ def _each(items: list, line: int | None, report: FileReport) -> Iterator[tuple[i
             yield line, k, item
         else:
             report.bad_line(line, f"record {k} is not an object")
+
+
+def text_field(d: dict, key: str) -> str | None:
+    """``d[key]`` when it is a non-empty string, else None."""
+    v = d.get(key)
+    return v if isinstance(v, str) and v else None
 
 
 def when(value: Any, what: str) -> float:
