@@ -155,6 +155,12 @@ def session(agent: Agent, rng, start: float) -> list[Turn]:
     return [tr for tr in turns if tr.calls]
 
 
+def turn_end(turn: Turn) -> float:
+    """When the last call, tool or subagent of a turn ends."""
+    ends = [c.end for c in turn.calls] + [b for _, b, _ in turn.tools]
+    return max(ends + [max([c.end for c in cs] + [b for _, b, _ in ts]) for cs, ts, _ in turn.subagents])
+
+
 def population(agent: Agent, n: int, seed: int) -> list[list[Turn]]:
     rng = np.random.default_rng(seed)
     return [session(agent, rng, T0 + i * 3 * 3600.0) for i in range(n)]
@@ -214,8 +220,6 @@ def write_otel(sessions: list[list[Turn]], path: Path, with_ttft: bool = True) -
             sid = f"session-{i:05d}"
             for j, turn in enumerate(turns):
                 trace = f"{i:016x}{j:016x}"
-                ends = [c.end for c in turn.calls] + [b for _, b, _ in turn.tools]
-                ends += [max([c.end for c in cs] + [b for _, b, _ in ts]) for cs, ts, _ in turn.subagents]
                 spans = [
                     _span(
                         trace,
@@ -223,7 +227,7 @@ def write_otel(sessions: list[list[Turn]], path: Path, with_ttft: bool = True) -
                         None,
                         "invoke_agent main",
                         turn.calls[0].start,
-                        max(ends),
+                        turn_end(turn),
                         {"gen_ai.operation.name": "invoke_agent", "session.id": sid},
                     )
                 ]
@@ -392,8 +396,6 @@ def write_langsmith(sessions: list[list[Turn]], path: Path, with_ttft: bool = Tr
             thread = f"thread-{i:05d}"
             for j, turn in enumerate(turns):
                 trace = f"r{i}-{j}"
-                ends = [c.end for c in turn.calls] + [b for _, b, _ in turn.tools]
-                ends += [max([c.end for c in cs] + [b for _, b, _ in ts]) for cs, ts, _ in turn.subagents]
                 runs = [
                     {
                         "id": trace,
@@ -401,7 +403,7 @@ def write_langsmith(sessions: list[list[Turn]], path: Path, with_ttft: bool = Tr
                         "run_type": "chain",
                         "name": "agent",
                         "start_time": _naive(turn.calls[0].start),
-                        "end_time": _naive(max(ends)),
+                        "end_time": _naive(turn_end(turn)),
                         "extra": {"metadata": {"thread_id": thread}},
                     }
                 ]
