@@ -4,7 +4,7 @@ Langfuse, LangSmith and the OpenAI Agents SDK export the same kind of file in a 
 reader accepts all of them:
 
 * one JSON document: an array of records, or an object holding the array under one of a few keys
-  (``data``, ``runs``, ``observations``, ``spans``, ``items``: an API page such as ``{"data": [...],
+  (``data``, ``runs``, ``spans``, ``items``: an API page such as ``{"data": [...],
   "meta": {...}}``), or a single record;
 * JSON Lines: one record per line, or one such page per line (a batch exporter's output).
 
@@ -27,7 +27,7 @@ from agentsim.traces.sessions import FileReport, json_lines, parse_timestamp
 
 __all__ = ["LIST_KEYS", "MAX_UNIX_S", "records", "text_field", "when"]
 
-LIST_KEYS = ("data", "runs", "observations", "spans", "items")
+LIST_KEYS = ("data", "runs", "spans", "items")  # not "observations": a Langfuse trace holds those itself
 MAX_UNIX_S = 253_402_300_799.0  # 9999-12-31T23:59:59Z: the last instant a date can name
 
 
