@@ -355,7 +355,14 @@ DEPRECATED = {
 }
 
 
-@pytest.mark.parametrize("names", [CURRENT, DEPRECATED], ids=["current", "deprecated"])
+SENTRY = {  # the names Sentry's AI agents instrumentation writes (cached and reasoning as sub-attributes)
+    **{k: v for k, v in DEPRECATED.items() if "cache_read" not in k and "reasoning" not in k},
+    "gen_ai.usage.input_tokens.cached": 8000,
+    "gen_ai.usage.output_tokens.reasoning": 120,
+}
+
+
+@pytest.mark.parametrize("names", [CURRENT, DEPRECATED, SENTRY], ids=["current", "deprecated", "sentry"])
 def test_otel_genai_current_and_deprecated_names_give_the_same_call(tmp_path, names):
     f = tmp_path / "span.json"
     f.write_text(json.dumps(_otlp(names)))

@@ -34,6 +34,7 @@ ALIASES: dict[str, tuple[str, ...]] = {
         "gen_ai.usage.cache_read.input_tokens",
         "gen_ai.usage.cache_read_input_tokens",
         "gen_ai.usage.cached_tokens",
+        "gen_ai.usage.input_tokens.cached",
     ),
     "cache_write_tokens": (
         "gen_ai.usage.cache_creation.input_tokens",
@@ -41,7 +42,11 @@ ALIASES: dict[str, tuple[str, ...]] = {
         "gen_ai.usage.cache_write.input_tokens",
         "gen_ai.usage.cache_write_input_tokens",
     ),
-    "reasoning_tokens": ("gen_ai.usage.reasoning.output_tokens", "gen_ai.usage.reasoning_tokens"),
+    "reasoning_tokens": (
+        "gen_ai.usage.reasoning.output_tokens",
+        "gen_ai.usage.reasoning_tokens",
+        "gen_ai.usage.output_tokens.reasoning",
+    ),
     "ttft": ("gen_ai.response.time_to_first_chunk", "gen_ai.server.time_to_first_token"),
     "tool_name": ("gen_ai.tool.name",),
     "agent_name": ("gen_ai.agent.name",),
