@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from agentsim.cli.common import BadInput, app, as_console, err_console, handle_errors
+from agentsim.cli.common import BadInput, DurationOpt, app, as_console, err_console, handle_errors, parse_duration
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -174,16 +174,8 @@ def calibrate(
 
 
 def _window_seconds(text: str) -> float:
-    """``--window``: seconds as a number, or a number with s, m or h."""
-    t = text.strip().lower()
-    unit = {"s": 1.0, "m": 60.0, "h": 3600.0}.get(t[-1:]) if t else None
-    try:
-        value = float(t[:-1] if unit is not None else t) * (unit or 1.0)
-    except ValueError:
-        value = float("nan")
-    if not (value > 0 and value < 1e9):  # also refuses nan and inf
-        raise BadInput(f"--window {text!r}: give a positive duration in seconds (600) or with a unit (90s, 10m, 1h)")
-    return value
+    """``--window``: seconds as a number, or a number with a unit (90s, 10m, 1h)."""
+    return parse_duration(text, "--window")
 
 
 def _stream_line(fit) -> str:
@@ -204,6 +196,11 @@ def _input_range(text: str) -> tuple[int, int]:
         raise BadInput(f"--input-tokens {text!r}: give a number (2000) or a range (500-8000)") from None
     if not 1 <= lo <= hi:
         raise BadInput(f"--input-tokens {text!r}: need 1 <= low <= high")
+    from agentsim.model.domain import problem
+
+    msg = problem("tokens", hi)
+    if msg is not None:
+        raise BadInput(f"--input-tokens {text!r}: {msg}")
     return lo, hi
 
 
@@ -230,7 +227,7 @@ def measure(
     ] = DEFAULT_INPUT_TOKENS,
     output_tokens: Annotated[int, typer.Option(min=1, help="Maximum output tokens per request.")] = 256,
     api_key_env: Annotated[str | None, typer.Option(help="Environment variable holding the API key.")] = None,
-    timeout: Annotated[float, typer.Option(min=0.1, help="Seconds before a request is abandoned.")] = 120.0,
+    timeout: Annotated[str, DurationOpt("Time before a request is abandoned")] = "120",
     seed: Annotated[int, typer.Option(min=0, help="Seed for prompts and the order of input sizes.")] = 0,
     max_tokens_field: Annotated[
         str, typer.Option(help="OpenAI body field for the output limit (max_tokens or max_completion_tokens).")

@@ -21,6 +21,7 @@ import typer
 
 from agentsim.cli.common import (
     BadInput,
+    DurationOpt,
     ExecutorOpt,
     MaxCallsOpt,
     NoSizeLimitOpt,
@@ -409,8 +410,8 @@ def optimize(
     budget_usd_per_run: Annotated[
         float | None, typer.Option(help="Minimise wall time with mean cost per run at most this (USD).")
     ] = None,
-    max_p95: Annotated[float | None, typer.Option(help="Minimise cost with p95 wall time at most this (s).")] = None,
-    max_mean: Annotated[float | None, typer.Option(help="Minimise cost with mean wall time at most this (s).")] = None,
+    max_p95: Annotated[str | None, DurationOpt("Minimise cost with p95 wall time at most this")] = None,
+    max_mean: Annotated[str | None, DurationOpt("Minimise cost with mean wall time at most this")] = None,
     metric: Annotated[str, typer.Option(help="With a budget: minimise p95 or mean wall time.")] = "p95",
     steps: Annotated[
         str | None,
