@@ -9,6 +9,7 @@ failed for another reason, 130 interrupted. Set ``AGENTSIM_DEBUG=1`` to see a tr
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 from collections.abc import Callable
@@ -222,11 +223,26 @@ def _is(exc: BaseException, module: str, name: str) -> bool:
     return mod is not None and isinstance(exc, getattr(mod, name))
 
 
+class _NoteHandler(logging.Handler):
+    """The library's notes (logger ``agentsim``: a file written directly, not by rename) as ``note: ...`` on stderr."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        err_console.print(f"note: {record.getMessage()}", markup=False)
+
+
+def _notes_to_stderr() -> None:
+    logger = logging.getLogger("agentsim")
+    if not any(isinstance(h, _NoteHandler) for h in logger.handlers):
+        logger.addHandler(_NoteHandler(logging.INFO))
+        logger.propagate = False
+
+
 def handle_errors(fn: Callable) -> Callable:
     """Turn known errors into messages and exit codes instead of tracebacks."""
 
     @wraps(fn)
     def wrapper(*args, **kwargs):
+        _notes_to_stderr()
         try:
             from agentsim.plan.sizeguard import size_limits
 

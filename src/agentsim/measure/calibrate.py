@@ -600,7 +600,7 @@ def write_profile(path: str | Path, doc: dict[str, Any]) -> Path:
     """Write a profile document as YAML, atomically."""
     import yaml
 
-    from agentsim.viz.report import write_files
+    from agentsim.viz.outdir import write_file
 
     path = Path(path)
 
@@ -613,5 +613,4 @@ def write_profile(path: str | Path, doc: dict[str, Any]) -> Path:
 
     _Dumper.add_representer(list, _list)
     text = yaml.dump(doc, Dumper=_Dumper, sort_keys=False, allow_unicode=True, default_flow_style=None, width=110)
-    write_files(path.parent, {path.name: lambda p: p.write_text(text, encoding="utf-8")})
-    return path
+    return write_file(path, lambda p: p.write_text(text, encoding="utf-8"), "-o")
