@@ -135,7 +135,7 @@ def load_profile(ref: str, base_dir: Path | None = None) -> tuple[Profile, Path]
         if ref not in known:
             raise LookupError(ref, suggest(ref, list(known)) or "run `agentsim profiles` to list them")
         path = known[ref]
-    data, lines = load_data(path)
+    data, lines = load_data(path, kind="profile")
     try:
         return Profile.model_validate(data), path
     except ValidationError as exc:
@@ -157,7 +157,7 @@ def apply_profiles(data: dict, file: str, lines: dict, base_dir: Path | None) ->
             continue
         ref = m["profile"]
         where = ("models", name, "profile")
-        if not isinstance(ref, str):
+        if not isinstance(ref, str) or "\0" in ref:
             raise ScenarioError([ErrorItem(file, line_of(lines, where), where, "profile takes a name or a file path")])
         try:
             prof, _ = load_profile(ref, base_dir)
@@ -166,15 +166,19 @@ def apply_profiles(data: dict, file: str, lines: dict, base_dir: Path | None) ->
                 [ErrorItem(file, line_of(lines, where), where, f"no bundled profile named '{ref}'", exc.args[1])]
             ) from None
         except ScenarioError as exc:
-            if exc.items and exc.items[0].message == "no such file":
+            if len(exc.items) == 1 and exc.items[0].line is None:  # the file as a whole: say where it is named
+                item = exc.items[0]
+                missing = item.message == "no such file"
                 raise ScenarioError(
                     [
                         ErrorItem(
                             file,
                             line_of(lines, where),
                             where,
-                            f"profile file '{ref}' does not exist",
-                            "paths are relative to the scenario file",
+                            f"profile file '{ref}' does not exist"
+                            if missing
+                            else f"profile file '{ref}': {item.message}",
+                            "paths are relative to the scenario file" if missing else item.hint,
                         )
                     ]
                 ) from None
