@@ -39,6 +39,7 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationError
 
+from agentsim.model.field_kinds import PROFILE_ROOTS, kind_problems
 from agentsim.model.loading import ErrorItem, ScenarioError, errors_from_validation, line_of, load_data
 from agentsim.model.scenario import ConditionsSpec, Dist, PosNum, StreamSpec, StrictModel, UncertaintySpec, suggest
 
@@ -136,10 +137,19 @@ def load_profile(ref: str, base_dir: Path | None = None) -> tuple[Profile, Path]
             raise LookupError(ref, suggest(ref, list(known)) or "run `agentsim profiles` to list them")
         path = known[ref]
     data, lines = load_data(path, kind="profile")
+    items = []
+    if isinstance(data, dict):  # the speed fields against the domain table, as a scenario model's are
+        speeds = {k: data[k] for k in PROFILE_ROOTS if k in data}
+        for where, msg in kind_problems(speeds, ("models", "profile")):
+            items.append(ErrorItem(str(path), line_of(lines, where[2:]), where[2:], msg))
     try:
-        return Profile.model_validate(data), path
+        profile = Profile.model_validate(data)
     except ValidationError as exc:
-        raise ScenarioError(errors_from_validation(exc, data, lines, str(path))) from None
+        flagged = {i.path for i in items}
+        items += [i for i in errors_from_validation(exc, data, lines, str(path)) if i.path not in flagged]
+    if items:
+        raise ScenarioError(items)
+    return profile, path
 
 
 SPEED_KEYS = ("ttft", "output_tps", "prefill_tps", "stream", "uncertainty", "conditions")
