@@ -115,3 +115,20 @@ def test_optimize_max_p95_accepts_minutes(tmp_path):
     import json
 
     assert json.loads(r.stdout)["limit"] == 60.0
+
+
+def test_optimize_steps_given_twice_count_once(tmp_path):
+    import json
+
+    f = tmp_path / "s.yaml"
+    f.write_text(
+        SCENARIO.replace("m: {price", "m: {speeds: {fast: {output_tps_x: 2, price_x: 2}}, price")
+        + "    - call: {name: act, model: m, output: 300}\n"
+    )
+    docs = []
+    for steps in ("plan", "plan,plan,plan", " plan , plan"):
+        r = runner.invoke(app, ["optimize", str(f), "--max-p95", "1h", "--steps", steps, "--json", "--runs", "20"])
+        assert r.exit_code == 0, r.output
+        docs.append(json.loads(r.stdout))
+    assert docs[0]["evaluated"] == 2  # one decision, two options (standard, fast)
+    assert all(d["evaluated"] == docs[0]["evaluated"] and d["choices"] == docs[0]["choices"] for d in docs)

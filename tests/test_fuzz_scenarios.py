@@ -239,6 +239,7 @@ def check(result) -> None:
 
 
 @pytest.mark.filterwarnings("ignore")
+@pytest.mark.filterwarnings("error::RuntimeWarning")  # closest to the test: a NumPy overflow is a failure
 def test_fuzzed_scenarios_exit_0_or_2(tmp_path_factory):
     if LONG:
         print(f"\nfuzz seed: {SEED} (replay: AGENTSIM_FUZZ_SEED={SEED} AGENTSIM_FUZZ_EXAMPLES={EXAMPLES})")

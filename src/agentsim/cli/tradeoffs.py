@@ -415,7 +415,10 @@ def optimize(
     metric: Annotated[str, typer.Option(help="With a budget: minimise p95 or mean wall time.")] = "p95",
     steps: Annotated[
         str | None,
-        typer.Option(help="Comma-separated step or group names to decide on (default: the outermost named steps)."),
+        typer.Option(
+            help="Comma-separated step or group names to decide on (default: the outermost named steps); "
+            "a name given twice counts once."
+        ),
     ] = None,
     models: Annotated[str | None, typer.Option(help="Comma-separated models a unit may also move to.")] = None,
     base: Annotated[str | None, typer.Option(help="Variant to start from (default: the first).")] = None,
@@ -494,7 +497,7 @@ def optimize(
 def _names(text: str | None) -> list[str] | None:
     if text is None:
         return None
-    names = [n.strip() for n in text.split(",") if n.strip()]
+    names = list(dict.fromkeys(n.strip() for n in text.split(",") if n.strip()))  # a name given twice counts once
     return names or None
 
 
