@@ -248,13 +248,15 @@ def problem(kind: str | Kind, value: Any, *, positive: bool = False) -> str | No
         return f"{value!r} is a denormal number, not {what} (allowed: {k.range_text()})"
     if k.integer and isinstance(value, float) and not value.is_integer():
         return f"expected {what} as a whole number, got {value!r}"
-    lo = k.lo
-    if not lo <= value <= k.hi:
+    lo = k.lo if not positive or k.lo > 0 else (1 if k.integer else k.tiny)
+    if positive and value <= 0:
+        return f"{_shown(value)}: expected {what} above zero: at least {_num(lo)}, at most {_num(k.hi)}"
+    if value < lo:
+        return f"{_shown(value)} is below the range of {what}: at least {_num(lo)}, at most {_num(k.hi)} ({k.reason})"
+    if value > k.hi:
         return f"{_shown(value)} is outside the range of {what}: {k.range_text()} ({k.reason})"
     if value != 0 and abs(value) < k.tiny:
         return f"{_shown(value)} is too small for {what} (allowed: 0 or {_num(k.tiny)} to {_num(k.hi)})"
-    if positive and value == 0:
-        return f"expected {what} above 0 (allowed: {_num(max(k.tiny, lo))} to {_num(k.hi)})"
     return None
 
 
