@@ -301,11 +301,11 @@ def test_lone_surrogate_in_a_json_name_is_rejected(tmp_path):
     [
         ("runs: true", "runs", "expected a whole number, got True"),
         ('runs: "5"', "runs", "expected a whole number, got '5'"),
-        ("seed: 1.0e+30", "seed", "outside the range of a seed"),
+        ("seed: 1.0e+30", "seed", "too large"),
         (
             "workload: {arrivals: {per_hour: 1}, duration: {days: 1.0e+308}}",
-            "workload.duration.days",
-            "315,576,000 s (10 years)",
+            "workload.duration",
+            "longer than 10 years",
         ),
     ],
 )

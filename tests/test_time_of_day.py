@@ -167,7 +167,7 @@ def test_without_time_of_day_a_start_changes_nothing():
         ({"workload": {"start": "9h"}}, '"HH:MM" or "HH:MM:SS"'),
         ({"workload": {"start": "9:5"}}, '"HH:MM" or "HH:MM:SS"'),
         ({"hourly": [1.0] * 23}, "24"),
-        ({"hourly": [1.0] * 23 + [0.0]}, "range of a factor"),
+        ({"hourly": [1.0] * 23 + [0.0]}, "greater than 0"),
     ],
 )
 def test_bad_time_of_day_input_is_refused_with_its_place(patch, expect):

@@ -554,6 +554,14 @@ def profile_document(
             *([shared.note + "."] if shared else []),
         ]
     )
+    doc["fit"] = _fit_section(cal, sources, formats, date_source, notes, shared, fitted_stream)
+    return doc
+
+
+def _fit_section(cal: Calibration, sources, formats, date_source: str, notes, shared, fitted_stream: bool) -> dict:
+    """The profile's ``fit:`` section: what was read and how each quantity was fitted (diagnostics)."""
+    t = cal.ttft
+    c = cal.counts
     g = cal.goodness
     fit = {
         "model": cal.model,
@@ -592,8 +600,7 @@ def profile_document(
         fit["stream"] = {"requests": cal.stream.requests, "gaps": cal.stream.gaps, "note": cal.stream.note}
     if notes:
         fit["notes"] = list(notes)
-    doc["fit"] = _tidy(fit)
-    return doc
+    return _tidy(fit)
 
 
 def write_profile(path: str | Path, doc: dict[str, Any]) -> Path:

@@ -252,12 +252,16 @@ def problem(kind: str | Kind, value: Any, *, positive: bool = False) -> str | No
     if positive and value <= 0:
         return f"{_shown(value)}: expected {what} above zero: at least {_num(lo)}, at most {_num(k.hi)}"
     if value < lo:
-        return f"{_shown(value)} is below the range of {what}: at least {_num(lo)}, at most {_num(k.hi)} ({k.reason})"
+        return f"{_shown(value)} is outside the range of {what}: must be at least {_num(lo)} ({_why(k)})"
     if value > k.hi:
-        return f"{_shown(value)} is outside the range of {what}: {k.range_text()} ({k.reason})"
+        return f"{_shown(value)} is outside the range of {what}: must be at most {_num(k.hi)} ({_why(k)})"
     if value != 0 and abs(value) < k.tiny:
         return f"{_shown(value)} is too small for {what} (allowed: 0 or {_num(k.tiny)} to {_num(k.hi)})"
     return None
+
+
+def _why(k: Kind) -> str:
+    return f"the range is {k.range_text()}: {k.reason}"
 
 
 def _shown(value: float | int) -> str:

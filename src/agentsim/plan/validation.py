@@ -43,8 +43,8 @@ def parse(
         problems = check_references(scenario)
     except ValidationError as exc:
         schema = errors_from_validation(exc, data, lines, file)
-        flagged = [i.path for i in items]
-        items += [i for i in schema if not any(_related(i.path, f) for f in flagged)]
+        # the scenario's own types speak first; the table of kinds adds what they do not check yet
+        items = [*schema, *(i for i in items if not any(_related(i.path, s.path) for s in schema))]
         broken = [i.path for i in schema]
         problems = [p for p in _references_of(_stand_ins(data, broken)) if not any(_related(p.path, b) for b in broken)]
     items += [ErrorItem(file, line_of(lines, p.path), p.path, p.message, p.hint) for p in problems]
