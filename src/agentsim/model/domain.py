@@ -362,6 +362,11 @@ def check_dist(kind: str, value: Any, *, positive: bool = False) -> list[tuple[t
             continue
         if not isinstance(params, dict):
             continue
+        for clip in ("min", "max"):  # clips may also sit inside the family's mapping ({normal: {..., min: 10}})
+            if clip in params:
+                msg = problem(kind, params[clip])
+                if msg:
+                    out.append(((fam, clip), msg))
         for key in _DIST_NUMBERS.get(fam, ()):
             if key in params:
                 msg = problem(kind, params[key], positive=positive and fam != "normal")
