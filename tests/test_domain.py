@@ -74,6 +74,7 @@ def test_distributions_of_a_kind_check_every_location_clip_and_spread():
     assert check_dist("speed", {"normal": {"mean": 60, "sd": 1e300}})[0][0] == ("normal", "sd")
     assert check_dist("speed", {"uniform": {"low": 10, "high": 20}}) == []
     assert check_dist("tokens", {"uniform": {"low": 1, "high": 4, "min": 1e300}})[0][0] == ("uniform", "min")
+    assert check_dist("factor", {"choice": {"values": [1, 2], "min": 1e300}})[0][0] == ("choice", "min")
 
 
 def test_field_kinds_reach_nested_steps_and_by_model_tables():

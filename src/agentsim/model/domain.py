@@ -354,6 +354,11 @@ def check_dist(kind: str, value: Any, *, positive: bool = False) -> list[tuple[t
                 if msg:
                     out.append(((fam,), msg))
             continue
+        if isinstance(params, dict):  # clips may also sit inside the family's mapping ({normal: {..., min: 10}})
+            for clip in ("min", "max"):
+                msg = problem(kind, params[clip]) if clip in params else None
+                if msg:
+                    out.append(((fam, clip), msg))
         if fam in ("choice", "empirical") and isinstance(params, dict):
             for i, v in enumerate(params.get("values") or []):
                 msg = problem(kind, v, positive=positive)
@@ -362,11 +367,6 @@ def check_dist(kind: str, value: Any, *, positive: bool = False) -> list[tuple[t
             continue
         if not isinstance(params, dict):
             continue
-        for clip in ("min", "max"):  # clips may also sit inside the family's mapping ({normal: {..., min: 10}})
-            if clip in params:
-                msg = problem(kind, params[clip])
-                if msg:
-                    out.append(((fam, clip), msg))
         for key in _DIST_NUMBERS.get(fam, ()):
             if key in params:
                 msg = problem(kind, params[key], positive=positive and fam != "normal")
