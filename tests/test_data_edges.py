@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from agentsim.fit.agent_fit import FitError, fit_agent
+from agentsim.model import input_files
 from agentsim.traces import provider_snapshots as ps
 from agentsim.traces.record_files import records, when
 from agentsim.traces.session_files import detect_format, read_sessions
@@ -27,8 +28,8 @@ def test_reading_a_listing_refuses_missing_huge_and_binary_files(tmp_path, monke
         ps.read_json_file(tmp_path / "nope.json")
     big = tmp_path / "big.json"
     big.write_text("{}" + " " * 100)
-    monkeypatch.setattr(ps, "MAX_FILE_BYTES", 50)
-    with pytest.raises(ps.SnapshotFileError, match="larger than"):
+    monkeypatch.setitem(input_files.MAX_BYTES, "provider listing", 50)
+    with pytest.raises(ps.SnapshotFileError, match="more than a provider listing file may hold"):
         ps.read_json_file(big)
     monkeypatch.undo()
     binary = tmp_path / "bin.json"

@@ -314,6 +314,7 @@ def validate(
     files: Annotated[list[Path], typer.Argument(help="Scenario files to check.", show_default=False)],
 ) -> None:
     """Check scenario files without running them."""
+    from agentsim.analysis.checks import command_problems
     from agentsim.model.loading import ScenarioError
     from agentsim.plan import plausibility
     from agentsim.plan.validation import load_with_lines
@@ -322,6 +323,9 @@ def validate(
     for f in files:
         try:
             sc, lines = load_with_lines(f)
+            problems = command_problems(f, sc, lines)  # what run, sweep, report... check before their work
+            if problems:
+                raise ScenarioError(problems)
             _print_warnings(plausibility.check_scenario(sc, str(f), lines))
             warn_profile_ranges(sc, f)
         except ScenarioError as exc:

@@ -21,6 +21,7 @@ import typer
 
 from agentsim.cli.common import (
     BadInput,
+    DurationOpt,
     ExecutorOpt,
     MaxCallsOpt,
     NoSizeLimitOpt,
@@ -145,10 +146,11 @@ def sweep(
     if time not in ("mean", "p95"):
         raise BadInput(f"--time {time!r}: choose mean or p95")
     check_executor_options(executor, scheduler)
-    if out is not None and not json_out:
-        from agentsim.viz.outdir import check_folder
+    target = None
+    if not json_out:  # the folder checked before the sweep; by default one named after the scenario (a slug)
+        from agentsim.viz.outdir import check_folder, default_folder
 
-        check_folder(out)
+        target = check_folder(out if out is not None else default_folder(load(file).name, "sweep"))
     try:
         axes = [parse_set(s) for s in set_] if set_ else None
     except ValueError as exc:
@@ -174,7 +176,6 @@ def sweep(
     from agentsim.cli.tables import print_table
 
     print_table(sweep_table(sw, time), wide=wide, heading=len(sw.axes) + 1, console=_console())
-    target = out if out is not None else Path("results") / f"{sw.scenario.name}-sweep"
     written = write_sweep(sw, target)
     err_console.print(f"wrote {len(written)} files to {target}/", markup=False)
 
@@ -409,12 +410,15 @@ def optimize(
     budget_usd_per_run: Annotated[
         float | None, typer.Option(help="Minimise wall time with mean cost per run at most this (USD).")
     ] = None,
-    max_p95: Annotated[float | None, typer.Option(help="Minimise cost with p95 wall time at most this (s).")] = None,
-    max_mean: Annotated[float | None, typer.Option(help="Minimise cost with mean wall time at most this (s).")] = None,
+    max_p95: Annotated[str | None, DurationOpt("Minimise cost with p95 wall time at most this")] = None,
+    max_mean: Annotated[str | None, DurationOpt("Minimise cost with mean wall time at most this")] = None,
     metric: Annotated[str, typer.Option(help="With a budget: minimise p95 or mean wall time.")] = "p95",
     steps: Annotated[
         str | None,
-        typer.Option(help="Comma-separated step or group names to decide on (default: the outermost named steps)."),
+        typer.Option(
+            help="Comma-separated step or group names to decide on (default: the outermost named steps); "
+            "a name given twice counts once."
+        ),
     ] = None,
     models: Annotated[str | None, typer.Option(help="Comma-separated models a unit may also move to.")] = None,
     base: Annotated[str | None, typer.Option(help="Variant to start from (default: the first).")] = None,
@@ -493,7 +497,7 @@ def optimize(
 def _names(text: str | None) -> list[str] | None:
     if text is None:
         return None
-    names = [n.strip() for n in text.split(",") if n.strip()]
+    names = list(dict.fromkeys(n.strip() for n in text.split(",") if n.strip()))  # a name given twice counts once
     return names or None
 
 
@@ -604,13 +608,10 @@ def report(
     no_size_limit: NoSizeLimitOpt = False,
 ) -> None:
     """One self-contained HTML page (figures, tables, the scenario) to open in a browser or mail."""
+    from agentsim.viz.outdir import check_file
     from agentsim.viz.report import build_report, write_report
 
-    if out.is_dir():
-        raise BadInput(f"--out {out} is a folder; give a file name such as {out / 'report.html'}")
-    from agentsim.viz.outdir import check_file
-
-    check_file(out)  # before the simulation
+    check_file(out)  # before the simulation: a folder, a special file, a name too long, a folder not writable
     if runs_per_month is not None and not runs_per_month > 0:
         raise BadInput(f"--runs-per-month {runs_per_month:g}: give a number of runs above 0")
     with progress_bar(quiet, "report") as bar:
@@ -624,4 +625,6 @@ def report(
             progress=(lambda stage, d, t: bar(d, t, stage)) if bar else None,
         )
     write_report(page, out)
-    err_console.print(f"wrote {out}", markup=False)
+    from agentsim.viz.outdir import shown
+
+    err_console.print(f"wrote {shown(out)}", markup=False)

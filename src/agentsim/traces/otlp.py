@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agentsim.model.input_files import read_bounded
+
 __all__ = ["ALIASES", "Span", "attr", "read_otlp", "spans_from_document"]
 
 # quantity -> attribute names, newest convention first
@@ -167,7 +169,7 @@ def spans_from_document(doc: dict, line: int | None = None) -> list[Span]:
 
 def read_otlp(path: str | Path) -> tuple[list[Span], list[tuple[int | None, str]]]:
     """Read an OTLP JSON file (one document, or JSON Lines); return spans and problems found."""
-    text = Path(path).read_text(encoding="utf-8")
+    text = read_bounded(path, "session")
     problems: list[tuple[int | None, str]] = []
     spans: list[Span] = []
     stripped = text.strip()

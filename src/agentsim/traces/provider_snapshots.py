@@ -51,6 +51,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agentsim.model.input_files import input_problem
+
 __all__ = [
     "DEFAULT_TPS_SIGMA",
     "DEFAULT_TTFT_SIGMA",
@@ -70,7 +72,6 @@ __all__ = [
 Z90 = 1.2815515655446004  # Phi^-1(0.9)
 DEFAULT_TTFT_SIGMA = math.log(2.0) / Z90  # p90 = 2 x median
 DEFAULT_TPS_SIGMA = math.log(1.3) / Z90  # p90 = 1.3 x median, p10 = median / 1.3
-MAX_FILE_BYTES = 64 * 1024 * 1024  # a listing of every model is a few MB
 
 
 class SnapshotFileError(ValueError):
@@ -132,7 +133,7 @@ def figure(quantity: str, value: float, unit: str, source: str, published, url: 
 def number(v: Any, file: str, place: str, *, low: float, high: float, what: str) -> float | None:
     """A published figure: ``None`` for null or 0 (not measured); a float in ``(0, high]`` (and at
     least ``low``); raises :class:`SnapshotFileError` naming the place for anything else."""
-    # domain: every published number (a duration, a speed, a price, a percentage)
+    # each figure's plausible range (low, high) is narrower than its kind's in agentsim.model.domain
     if v is None:
         return None
     if isinstance(v, bool) or not isinstance(v, int | float):
@@ -161,8 +162,9 @@ def read_json_file(path: Path) -> Any:
     file = str(path)
     if not path.is_file():
         raise SnapshotFileError(f"{file}: no such file (give the file you downloaded)")
-    if path.stat().st_size > MAX_FILE_BYTES:
-        raise SnapshotFileError(f"{file}: larger than {MAX_FILE_BYTES >> 20} MB, which no listing is; check the file")
+    bad = input_problem(path, "provider listing")
+    if bad is not None:
+        raise SnapshotFileError(f"{file}: {bad[0]} ({bad[1]})")
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:

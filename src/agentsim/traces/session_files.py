@@ -23,6 +23,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from agentsim.model.input_files import input_problem
 from agentsim.traces import claude_code, codex, langfuse, langsmith, openai_agents, otel_sessions
 from agentsim.traces.record_files import LIST_KEYS
 from agentsim.traces.sessions import FileReport, Session
@@ -148,6 +149,9 @@ class _Found:
 def _collect(paths: list[tuple[Path, str]], found: _Found) -> None:
     seen: set[Path] = set()
     for path, fmt in paths:
+        bad = input_problem(path, "session")
+        if bad is not None:
+            raise SessionInputError(f"{path}: {bad[0]} ({bad[1]})")
         if not path.exists():
             raise SessionInputError(f"{path}: no such file or folder (give a session file or a folder of them)")
         if path.is_file():
@@ -157,6 +161,9 @@ def _collect(paths: list[tuple[Path, str]], found: _Found) -> None:
             patterns = ("*.jsonl", "*.json") if fmt in ("auto", *JSON_FORMATS) else ("*.jsonl",)
             files = sorted(f for pat in patterns for f in path.rglob(pat) if f.is_file())
         for f in files:
+            bad = input_problem(f, "session")
+            if bad is not None:
+                raise SessionInputError(f"{f}: {bad[0]} ({bad[1]})")
             key = f.resolve()
             if key in seen:
                 continue

@@ -22,11 +22,11 @@ checked when files are read (:mod:`agentsim.traces.session_files`).
 
 from __future__ import annotations
 
-import math
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from agentsim.model.domain import problem
 from agentsim.traces.sessions import Call, FileReport, Node, Session, link_nodes, token_count
 
 __all__ = ["PLAIN_TIERS", "SpanSet", "TreeSpan", "build_session", "group_traces", "usage_call"]
@@ -63,11 +63,9 @@ def usage_call(
     added = inp < read + write_5m + write_1h
     if added:
         inp += read + write_5m + write_1h
-    # domain: a duration in seconds
-    if ttft is not None and (
-        isinstance(ttft, bool) or not isinstance(ttft, int | float) or not math.isfinite(ttft) or ttft < 0
-    ):
-        raise ValueError(f"time to first token {ttft!r} is not a non-negative number")
+    bad = problem("duration", ttft) if ttft is not None else None
+    if bad is not None:
+        raise ValueError(f"time to first token: {bad}")
     if ttft is not None and ttft > MAX_TTFT_S:
         raise ValueError(f"time to first token {ttft:g} s is more than a day, which is not plausible")
     call = Call(
