@@ -74,7 +74,7 @@ def _csv_with(tmp_path, name, edit):
     ("name", "edit", "line", "words"),
     [
         ("dup.csv", lambda ls: [ls[0] + ",ttft_ms"] + [x + ",5" for x in ls[1:]], 1, "appears twice"),
-        ("huge.csv", lambda ls: [ls[0], ls[1].replace(",107,", ",1e308,"), *ls[2:]], 2, "output_tokens is 1e+308"),
+        ("huge.csv", lambda ls: [ls[0], ls[1].replace(",107,", ",1e308,"), *ls[2:]], 2, "range of a token count"),
         ("inf.csv", lambda ls: [ls[0], *ls[1:4], ls[4].replace("1480.3064122598776", "inf"), *ls[5:]], 5, "inf"),
         ("field.csv", lambda ls: [ls[0], ls[1], ls[2].replace("example-llm", "x" * 200_000), *ls[3:]], 3, "128 KB"),
     ],

@@ -52,6 +52,10 @@ FORMAT_OF = {
 HOSTILE = [
     b"1e308",
     b"-1e308",
+    b"1e300",
+    b"5e-324",  # a denormal
+    b"9223372036854775808",  # 2^63
+    b"-Infinity",
     b"NaN",
     b"Infinity",
     b"-1",

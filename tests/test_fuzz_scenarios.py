@@ -239,6 +239,7 @@ def check(result) -> None:
 
 
 @pytest.mark.filterwarnings("ignore")
+@pytest.mark.filterwarnings("error::RuntimeWarning")  # closest to the test: a NumPy overflow is a failure
 def test_fuzzed_scenarios_exit_0_or_2(tmp_path_factory):
     if LONG:
         print(f"\nfuzz seed: {SEED} (replay: AGENTSIM_FUZZ_SEED={SEED} AGENTSIM_FUZZ_EXAMPLES={EXAMPLES})")
@@ -268,3 +269,177 @@ def test_fuzzed_scenarios_exit_0_or_2(tmp_path_factory):
         prop = seed(SEED)(prop)
     prop()
     assert len(simulated) >= EXAMPLES // 20, f"only {len(simulated)} of {EXAMPLES} examples were valid"
+
+
+# --------------------------------------------------------------------------- every numeric field of the schema
+
+SCHEMA = __import__("json").loads(
+    (__import__("pathlib").Path(__file__).resolve().parent.parent / "schema" / "scenario.schema.json").read_text()
+)
+RICH = """\
+name: rich
+runs: 5
+seed: 1
+models:
+  m:
+    price: {input_mtok: {base: 3, tiers: [{start: 200000, price: 6}]}, output_mtok: 15, cache_read_mtok: 0.3,
+            cache_write_mtok: 3.75, cache_write_1h_mtok: 6, output_reasoning_mtok: 15, requests_kcount: 0.1}
+    ttft: {lognormal: {median: 0.5, p90: 1.5}}
+    output_tps: {normal: {mean: 60, sd: 10, min: 10, max: 200}}
+    prefill_tps: 20000
+    error_rate: 0.01
+    timeout: 120
+    retry: {max_attempts: 3, backoff_base: 0.5, backoff_cap: 8}
+    fallback: {model: h, after: 2}
+    speeds: {fast: {output_tps_x: 2.5, ttft_x: 0.8, price_x: 2, stream: {chunk_tokens: 2}}}
+    stream: {chunk_tokens: {uniform: {low: 1, high: 4}}, jitter_cv: 0.2,
+             stall: {p: 0.1, seconds: {gamma: {mean: 1, sd: 0.5}}}}
+    conditions:
+      ttft_x: {exponential: {mean: 1}}
+      output_tps_x: {choice: {values: [0.8, 1, 1.2], p: [0.25, 0.5, 0.25]}}
+      time_of_day: {ttft_x: {hourly: [1, 1, 1, 1, 1, 1, 1, 1, 1, 1.2, 1.2, 1.2,
+                                      1.2, 1.2, 1.2, 1, 1, 1, 1, 1, 1, 1, 1, 1]}}
+    uncertainty: {ttft_x: {uniform: {low: 0.9, high: 1.1}}, output_tps_x: 1,
+                  prefill_tps_x: {empirical: {values: [0.9, 1.1]}}}
+  h: {price: {input_mtok: 1, output_mtok: 5}, ttft: 0.3, output_tps: 150}
+agent:
+  context: {system: 1000, grows: true, cache: true}
+  steps:
+    - call: {name: plan, model: m, input: 500, output: 200, reasoning: 100,
+             consumer: {reader: {tokens_per_s: 5}, qoe: {expected_ttft: 1, tokens_per_s: 5}},
+             interrupt: {p: 0.1, after_first_token: {constant: 2}}}
+    - pipeline: {after: {tokens: 20}, sentence_tokens: 12, steps: [{wait: {name: w, latency: 0.1}}]}
+    - call: {name: say, model: m, output: 60,
+             consumer: {speech: {first_audio: 0.2, tokens_per_s: 3, sentence_tokens: 15}}}
+    - call: {name: ui, model: m, output: 90, consumer: {render: {tokens: 30}}}
+    - call: {name: read2, model: m, output: 50, consumer: {reader: {words_per_min: 250}}}
+    - repeat: {name: loop, times: 2, steps: [{tool: {name: t, latency: 0.5, output: 100}}]}
+    - repeat: {continue_p: 0.5, max: 3, steps: [{call: {model: h, output: 10}}]}
+    - fanout: {n: 2, join: {k: 1}, steps: [{call: {model: h, output: 20}}]}
+    - parallel: {branches: [{call: {model: h, output: 5}}, {wait: {latency: 0.1}}], join: {k: 1}}
+    - choose: {options: [{p: 0.5, steps: [{subagent: {workflow: helper, output: 50}}]}, {p: 0.5, steps: []}]}
+    - fail: {p: 0.01}
+workflows:
+  helper: {steps: [{call: {model: h, output: 30}}]}
+variants: {base: {}, fast: {speed: {m: fast}}}
+value_of_time: {usd_per_hour: 100}
+limits: {acct: {models: [m, h], concurrency: 8, rpm: 600, input_tpm: 1000000, output_tpm: 100000}}
+workload: {volume: {runs_per_day: 100, working_days: 21}, start: "09:00"}
+sweeps:
+  - set: agent.steps[0].call.output
+    range: {start: 100, stop: 200, step: 100}
+"""
+EDGES = [1e300, -1e300, 5e-324, float("nan"), float("inf"), float("-inf"), 2**63, 0, -1, "5", True]
+
+
+def _resolve(node: dict) -> list[dict]:
+    """The alternatives a schema node stands for ($ref followed, anyOf/oneOf flattened)."""
+    if "$ref" in node:
+        return _resolve(SCHEMA["$defs"][node["$ref"].rsplit("/", 1)[1]])
+    alts = node.get("anyOf") or node.get("oneOf")
+    if alts:
+        return [r for a in alts for r in _resolve(a)]
+    return [node]
+
+
+def _numeric(node: dict) -> bool:
+    """A number, or a list of numbers (hourly factors, choice values: the first is set)."""
+    return any(
+        a.get("type") in ("number", "integer") or (a.get("type") == "array" and _numeric(a.get("items") or {}))
+        for a in _resolve(node)
+    )
+
+
+def schema_numeric_fields(doc, node=None, path=()):
+    """Every path of a numeric field (present in ``doc`` or declared beside its present siblings) found by
+    walking ``doc`` with the published schema: a field added to the schema is fuzzed without new code."""
+    node = SCHEMA if node is None else node
+    out = []
+    alts = _resolve(node)
+    if isinstance(doc, dict):
+        objs = [a for a in alts if a.get("type") == "object" or "properties" in a]
+        fitting = [a for a in objs if set(doc) <= set(a.get("properties", {})) and a.get("properties")]
+        for a in fitting[:1] or objs[:1]:
+            props = a.get("properties", {})
+            for key, ps in props.items():
+                if _numeric(ps):
+                    out.append((*path, key))
+                if key in doc:
+                    out += schema_numeric_fields(doc[key], ps, (*path, key))
+            extra = a.get("additionalProperties")
+            if isinstance(extra, dict) and not props:
+                for key, v in doc.items():
+                    out += schema_numeric_fields(v, extra, (*path, key))
+    elif isinstance(doc, list):
+        for a in alts:
+            if a.get("type") == "array" and isinstance(a.get("items"), dict):
+                for i, v in enumerate(doc):
+                    out += schema_numeric_fields(v, a["items"], (*path, i))
+                break
+    return list(dict.fromkeys(out))
+
+
+RICH_DOC = yaml.safe_load(RICH)
+FIELDS = schema_numeric_fields(RICH_DOC)
+
+
+def test_the_schema_walk_finds_the_numeric_fields():
+    shown = {".".join(map(str, f)) for f in FIELDS}
+    for expected in ("runs", "models.m.stream.jitter_cv", "models.m.stream.chunk_tokens",
+                     "workload.volume.working_days", "agent.steps.2.call.consumer.speech.sentence_tokens",
+                     "models.m.conditions.time_of_day.ttft_x.hourly", "agent.steps.1.pipeline.after.tokens",
+                     "models.m.ttft.lognormal.p90", "limits.acct.rpm", "sweeps.0.range.step"):  # fmt: skip
+        assert expected in shown, (expected, sorted(shown))
+    assert len(FIELDS) > 100
+
+
+def _set(doc, path, value):
+    cur = doc
+    for k in path[:-1]:
+        cur = cur[k]
+    if isinstance(cur.get(path[-1]) if isinstance(cur, dict) else None, list):  # a list of numbers: its first
+        cur[path[-1]][0] = value
+    else:
+        cur[path[-1]] = value
+
+
+def _sane(value) -> bool:
+    if isinstance(value, dict):
+        return all(_sane(v) for v in value.values())
+    if isinstance(value, list):
+        return all(_sane(v) for v in value)
+    return not isinstance(value, float) or abs(value) < 1e30
+
+
+def test_rich_base_scenario_runs(tmp_path):
+    f = tmp_path / "rich.yaml"
+    f.write_text(RICH)
+    r = runner.invoke(app, ["run", str(f), "--json"])
+    assert r.exit_code == 0, r.output
+
+
+@pytest.mark.filterwarnings("error::RuntimeWarning")
+def test_every_schema_number_at_the_domain_edges_exits_0_or_2(tmp_path_factory):
+    import copy
+    import json
+
+    folder = tmp_path_factory.mktemp("edges")
+    counter = iter(range(10**9))
+
+    @settings(max_examples=EXAMPLES, deadline=None, derandomize=not LONG, database=None,
+              suppress_health_check=list(HealthCheck))  # fmt: skip
+    @given(st.sampled_from(FIELDS), st.sampled_from(EDGES))
+    def prop(path, value):
+        doc = copy.deepcopy(RICH_DOC)
+        _set(doc, path, value)
+        f = folder / f"e{next(counter)}.yaml"
+        f.write_text(yaml.safe_dump(doc, sort_keys=False))
+        check(runner.invoke(app, ["validate", str(f)]))
+        r = runner.invoke(app, ["run", str(f), "--runs", "5", "--max-calls", "20000", "--json"])
+        check(r)
+        if r.exit_code == 0:
+            assert _sane(json.loads(r.stdout)), (path, value)
+
+    if LONG:
+        prop = seed(SEED)(prop)
+    prop()

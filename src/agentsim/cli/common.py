@@ -9,6 +9,7 @@ failed for another reason, 130 interrupted. Set ``AGENTSIM_DEBUG=1`` to see a tr
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 from collections.abc import Callable
@@ -18,7 +19,9 @@ from typing import Annotated
 import typer
 
 __all__ = [
+    "OPTION_KINDS",
     "BadInput",
+    "DurationOpt",
     "ExecutorOpt",
     "MaxCallsOpt",
     "NoSizeLimitOpt",
@@ -26,11 +29,13 @@ __all__ = [
     "app",
     "as_console",
     "check_executor_options",
+    "check_number_options",
     "err_console",
     "fmt_n",
     "fmt_s",
     "fmt_usd",
     "handle_errors",
+    "parse_duration",
     "signed",
 ]
 
@@ -70,6 +75,96 @@ def as_console(console):
 
 
 err_console = LazyConsole()
+
+
+# --------------------------------------------------------------------------- numeric options
+
+# Every numeric option's quantity kind (agentsim.model.domain), by parameter name: checked for every command
+# by handle_errors, before the command runs, so NaN, inf, denormals and absurd sizes exit 2 naming the
+# option and its range. An option missing here is still checked as a finite "number" (and
+# tests/test_cli_options.py fails until it gets its kind). (kind, positive: 0 refused too)
+OPTION_KINDS: dict[str, tuple[str, bool]] = {
+    "runs": ("count", True),
+    "seed": ("seed", False),
+    "workers": ("workers", False),
+    "max_calls": ("count", True),
+    "budget_usd_per_run": ("usd", False),
+    "max_p95": ("duration", True),
+    "max_mean": ("duration", True),
+    "runs_per_month": ("rate", False),
+    "seats": ("count", True),
+    "runs_per_seat_per_day": ("rate", False),
+    "working_days": ("days_per_month", False),
+    "value_of_time": ("usd", False),
+    "requests": ("count", True),
+    "concurrency": ("count", True),
+    "output_tokens": ("tokens", True),
+    "timeout": ("duration", True),
+    "limit": ("count", False),
+    "run": ("count", False),
+    "speed": ("factor", False),
+    "holdout": ("prob", False),
+    "sim_runs": ("count", True),
+}
+
+_UNITS = {"": 1.0, "s": 1.0, "sec": 1.0, "ms": 1e-3, "m": 60.0, "min": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+def parse_duration(text: str | float, option: str = "") -> float:
+    """A duration option: seconds (``420``) or a number with a unit (``420s``, ``7min``, ``1.5h``, ``2d``,
+    ``250ms``), checked against the duration range; :class:`BadInput` names the option otherwise."""
+    import re
+
+    if isinstance(text, int | float) and not isinstance(text, bool):
+        value = float(text)
+    else:
+        m = re.fullmatch(r"\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|nan|inf|infinity)\s*([a-z]*)\s*", text.lower())
+        if m is None or m.group(2) not in _UNITS:
+            raise BadInput(
+                f"{option} {text!r}: give a duration in seconds (420) or with a unit: 420s, 7min, 1.5h, 2d, 250ms"
+            )
+        value = float(m.group(1)) * _UNITS[m.group(2)]
+    from agentsim.model.domain import problem
+
+    msg = problem("duration", value, positive=True)
+    if msg is not None:
+        raise BadInput(f"{option} {text}: {msg}")
+    return value
+
+
+def DurationOpt(help: str, *names: str):
+    """A duration option, declared ``str``: seconds, or with a unit (420s, 7min, 1.5h). :func:`handle_errors`
+    hands the command its value in seconds (a float), or exits 2 naming the option."""
+    return typer.Option(*names, metavar="DURATION", help=help + ": seconds, or with a unit (420s, 7min, 1.5h).")
+
+
+def _option_name(param: str) -> str:
+    """The option as the user typed it (``--max-p95``), from the running click command."""
+    import click
+
+    ctx = click.get_current_context(silent=True)
+    for p in ctx.command.params if ctx is not None else ():
+        if p.name == param and p.opts:
+            return max(p.opts, key=len)
+    return "--" + param.replace("_", "-")
+
+
+def check_number_options(kwargs: dict) -> None:
+    """Every numeric option against its kind's range (:data:`OPTION_KINDS`); :class:`BadInput` otherwise.
+
+    Duration options (declared ``str``, see :func:`DurationOpt`) are replaced by their value in seconds."""
+    from agentsim.model.domain import problem
+
+    for name, value in kwargs.items():
+        kind, positive = OPTION_KINDS.get(name, ("number", False))
+        if kind == "duration" and isinstance(value, str):
+            kwargs[name] = parse_duration(value, _option_name(name))
+            continue
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            continue
+        msg = problem(kind, value, positive=positive)
+        if msg is not None:
+            raise BadInput(f"{_option_name(name)} {value}: {msg}")
 
 
 MaxCallsOpt = Annotated[
@@ -130,14 +225,30 @@ def _is(exc: BaseException, module: str, name: str) -> bool:
     return mod is not None and isinstance(exc, getattr(mod, name))
 
 
+class _NoteHandler(logging.Handler):
+    """The library's notes (logger ``agentsim``: a file written directly, not by rename) as ``note: ...`` on stderr."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        err_console.print(f"note: {record.getMessage()}", markup=False)
+
+
+def _notes_to_stderr() -> None:
+    logger = logging.getLogger("agentsim")
+    if not any(isinstance(h, _NoteHandler) for h in logger.handlers):
+        logger.addHandler(_NoteHandler(logging.INFO))
+        logger.propagate = False
+
+
 def handle_errors(fn: Callable) -> Callable:
     """Turn known errors into messages and exit codes instead of tracebacks."""
 
     @wraps(fn)
     def wrapper(*args, **kwargs):
+        _notes_to_stderr()
         try:
             from agentsim.plan.sizeguard import size_limits
 
+            check_number_options(kwargs)
             # --max-calls / --no-size-limit (declared by commands that simulate) apply for the whole command
             with size_limits(kwargs.pop("max_calls", None), kwargs.pop("no_size_limit", False)):
                 return fn(*args, **kwargs)

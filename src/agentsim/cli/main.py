@@ -273,6 +273,7 @@ def validate(
     files: Annotated[list[Path], typer.Argument(help="Scenario files to check.", show_default=False)],
 ) -> None:
     """Check scenario files without running them."""
+    from agentsim.analysis.checks import command_problems
     from agentsim.model.loading import ScenarioError
     from agentsim.plan import plausibility
     from agentsim.plan.validation import load_with_lines
@@ -281,6 +282,9 @@ def validate(
     for f in files:
         try:
             sc, lines = load_with_lines(f)
+            problems = command_problems(f, sc, lines)  # what run, sweep, report... check before their work
+            if problems:
+                raise ScenarioError(problems)
             _print_warnings(plausibility.check_scenario(sc, str(f), lines))
             warn_profile_ranges(sc, f)
         except ScenarioError as exc:
@@ -315,8 +319,10 @@ if __name__ == "__main__":  # pragma: no cover
 
 # The other command groups register themselves on the shared app (agentsim.cli.common) when imported;
 # this is the one place that imports them all.
+from agentsim.cli import fit as cli_fit  # noqa: E402, F401
 from agentsim.cli import measure as cli_measure  # noqa: E402, F401
 from agentsim.cli import prices as cli_prices  # noqa: E402, F401
+from agentsim.cli import profiles as cli_profiles  # noqa: E402, F401
 from agentsim.cli import replay as cli_replay  # noqa: E402, F401
 from agentsim.cli import stream as cli_stream  # noqa: E402, F401
 from agentsim.cli import tradeoffs as cli_tradeoffs  # noqa: E402, F401

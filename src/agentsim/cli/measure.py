@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from agentsim.cli.common import BadInput, app, as_console, err_console, handle_errors
+from agentsim.cli.common import BadInput, DurationOpt, app, as_console, err_console, handle_errors, parse_duration
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -89,13 +89,10 @@ def calibrate(
     ] = "10m",
 ) -> None:
     """Fit TTFT, prefill speed and output speed to measured requests; write a profile."""
-    import pandas as pd
-
-    from agentsim.measure.calibrate import CalibrationError, profile_document, select_model, write_profile
+    from agentsim.measure.calibrate import CalibrationError, write_profile
     from agentsim.measure.calibrate import calibrate as fit
-    from agentsim.model.profiles import Profile
-    from agentsim.traces.measurement_files import FORMATS, read_file
-    from agentsim.viz.outdir import check_file
+    from agentsim.traces.measurement_files import FORMATS
+    from agentsim.viz.outdir import check_file, is_stdout, shown
 
     for target, option, example in ((out, "-o", "profile.yaml"), (plot, "--plot", "calibration.png")):
         if target is not None:  # both targets checked before anything is read or written
@@ -103,49 +100,76 @@ def calibrate(
     if fmt != "auto" and fmt not in FORMATS:
         raise BadInput(f"--format {fmt!r} is not a known format: use {FORMAT_CHOICES}")
     window_s = _window_seconds(window)
+    table, found = _read_measurements(files, fmt)
+    try:
+        cal = fit(table, model=model, window_s=window_s)
+    except CalibrationError as exc:
+        raise BadInput(f"{', '.join(map(str, files))}: {exc}") from None
+    doc = _profile_for(cal, found, files, out, name, date)
+    png = _calibration_png(table, model, cal, doc["profile"]) if plot is not None else None  # before any write
+    write_profile(out, doc)
+    if plot is not None:
+        from agentsim.viz.outdir import write_file
+
+        write_file(plot, lambda p: p.write_bytes(png), "--plot")
+    from rich.console import Console
+
+    # the table on stdout, unless the profile itself went there
+    console = Console(markup=False, emoji=False, soft_wrap=False, stderr=is_stdout(out))
+    console.print(_fit_table(doc))
+    wrote = f"wrote {shown(out)}" + (f" and {plot}" if plot is not None else "")
+    err_console.print("\n".join([*_fit_lines(cal), wrote, *[f"warning: {w}" for w in cal.notes]]), markup=False)
+
+
+def _read_measurements(files: list[Path], fmt: str):
+    """The common measurement table of all the files, and what each file's importer found."""
+    import pandas as pd
+
+    from agentsim.traces.measurement_files import read_file
+
     tables, found = [], []
     for f in files:
         df, rows = read_file(f, fmt)
         tables.append(df)
         found.append(rows)
-    table = pd.concat(tables, ignore_index=True)
-    try:
-        cal = fit(table, model=model, window_s=window_s)
-    except CalibrationError as exc:
-        raise BadInput(f"{', '.join(map(str, files))}: {exc}") from None
-    # the profile names its input files relative to itself, never as typed
+    return pd.concat(tables, ignore_index=True), found
+
+
+def _profile_for(cal, found, files: list[Path], out: Path, name: str | None, date: str | None) -> dict:
+    """The profile document to write, checked to load (it names its input files relative to itself)."""
+    from agentsim.measure.calibrate import profile_document
+    from agentsim.model.profiles import Profile
+    from agentsim.viz.outdir import is_stdout
+
     when, date_source = _date_for(
         [(r.date, r.date_note, Path(r.file)) for r in found], date, lambda p: relative_to_profile(p, out)
     )
-    notes = tuple(dict.fromkeys(n for r in found for n in r.notes))
     doc = profile_document(
         cal,
-        name=name or cal.model or out.stem,
+        name=name or cal.model or ("calibrated" if is_stdout(out) else out.stem),
         sources=[relative_to_profile(f, out) for f in files],
         formats=[r.source_format for r in found],
         date=when,
         date_source=date_source,
-        notes=notes,
+        notes=tuple(dict.fromkeys(n for r in found for n in r.notes)),
     )
     Profile.model_validate(doc)  # what we write must load
-    png = None
-    if plot is not None:  # drawn before anything is written, so a failure leaves neither file
-        import io
+    return doc
 
-        from agentsim.viz.plots_calibrate import calibration_figure
 
-        buf = io.BytesIO()
-        calibration_figure(select_model(table, model), cal, title=doc["profile"]).savefig(buf, dpi=110, format="png")
-        png = buf.getvalue()
-    write_profile(out, doc)
-    if plot is not None:
-        from agentsim.viz.report import write_files
+def _calibration_png(table, model: str | None, cal, title: str) -> bytes:
+    import io
 
-        write_files(plot.parent, {plot.name: lambda p: p.write_bytes(png)})
-    from rich.console import Console
+    from agentsim.measure.calibrate import select_model
+    from agentsim.viz.plots_calibrate import calibration_figure
 
-    console = Console(markup=False, emoji=False, soft_wrap=False)
-    console.print(_fit_table(doc))
+    buf = io.BytesIO()
+    calibration_figure(select_model(table, model), cal, title=title).savefig(buf, dpi=110, format="png")
+    return buf.getvalue()
+
+
+def _fit_lines(cal) -> list[str]:
+    """What calibrate says under the table: counts, the fitted TTFT, prefill, output speed, stream, conditions."""
     c = cal.counts
     lines = [
         f"requests: {c['requests']} read, {c['usable']} used, {c['failed']} failed, {c['incomplete']} incomplete",
@@ -166,24 +190,15 @@ def calibrate(
             else f"{cal.tps.spec():g} (every measured request decoded at the same speed)"
         ),
         _stream_line(cal.stream),
-        f"wrote {out}" + (f" and {plot}" if plot is not None else ""),
     ]
     if cal.conditions is not None:
-        lines.insert(-1, cal.conditions.note)
-    err_console.print("\n".join(lines + [f"warning: {w}" for w in cal.notes]), markup=False)
+        lines.append(cal.conditions.note)
+    return lines
 
 
 def _window_seconds(text: str) -> float:
-    """``--window``: seconds as a number, or a number with s, m or h."""
-    t = text.strip().lower()
-    unit = {"s": 1.0, "m": 60.0, "h": 3600.0}.get(t[-1:]) if t else None
-    try:
-        value = float(t[:-1] if unit is not None else t) * (unit or 1.0)
-    except ValueError:
-        value = float("nan")
-    if not (value > 0 and value < 1e9):  # also refuses nan and inf
-        raise BadInput(f"--window {text!r}: give a positive duration in seconds (600) or with a unit (90s, 10m, 1h)")
-    return value
+    """``--window``: seconds as a number, or a number with a unit (90s, 10m, 1h)."""
+    return parse_duration(text, "--window")
 
 
 def _stream_line(fit) -> str:
@@ -204,6 +219,11 @@ def _input_range(text: str) -> tuple[int, int]:
         raise BadInput(f"--input-tokens {text!r}: give a number (2000) or a range (500-8000)") from None
     if not 1 <= lo <= hi:
         raise BadInput(f"--input-tokens {text!r}: need 1 <= low <= high")
+    from agentsim.model.domain import problem
+
+    msg = problem("tokens", hi)
+    if msg is not None:
+        raise BadInput(f"--input-tokens {text!r}: {msg}")
     return lo, hi
 
 
@@ -230,20 +250,21 @@ def measure(
     ] = DEFAULT_INPUT_TOKENS,
     output_tokens: Annotated[int, typer.Option(min=1, help="Maximum output tokens per request.")] = 256,
     api_key_env: Annotated[str | None, typer.Option(help="Environment variable holding the API key.")] = None,
-    timeout: Annotated[float, typer.Option(min=0.1, help="Seconds before a request is abandoned.")] = 120.0,
+    timeout: Annotated[str, DurationOpt("Time before a request is abandoned")] = "120",
     seed: Annotated[int, typer.Option(min=0, help="Seed for prompts and the order of input sizes.")] = 0,
     max_tokens_field: Annotated[
         str, typer.Option(help="OpenAI body field for the output limit (max_tokens or max_completion_tokens).")
     ] = "max_tokens",
 ) -> None:
     """Stream real requests to an endpoint and record TTFT, every token gap and usage (costs money)."""
-    from agentsim.measure.probe import APIS, MeasureConfig, write_measurements
-
-    if out.is_dir():
-        raise BadInput(f"-o {out} is a folder: give a file name, e.g. {out / 'measurements.jsonl'}")
+    from agentsim.measure.probe import APIS, MeasureConfig
     from agentsim.viz.outdir import check_file
 
     check_file(out, "-o", "measurements.jsonl")  # before any (billed) request is sent
+    from agentsim.viz.outdir import is_stdout
+
+    if is_stdout(out):  # the lines are written as they come: to the process's standard output
+        out = Path("/dev/stdout")
     if api not in APIS:
         raise BadInput(f"--api {api!r}: use openai or anthropic")
     if not base_url.startswith(("http://", "https://")):
@@ -270,6 +291,18 @@ def measure(
         "they are billed like any other request",
         markup=False,
     )
+    counts = _send_requests(out, config, key)
+    err_console.print(
+        f"measured {counts['ok'] + counts['failed']} requests ({counts['failed']} failed) into {out}; "
+        f"next: agentsim calibrate {out} -o profile.yaml",
+        markup=False,
+    )
+
+
+def _send_requests(out: Path, config, key: str | None) -> dict:
+    """Run the measurement (with a progress bar on a terminal); Ctrl-C keeps the finished requests."""
+    from agentsim.measure.probe import write_measurements
+
     done = {"n": 0, "failed": 0}
     progress = None
     if err_console.is_terminal:
@@ -284,7 +317,7 @@ def measure(
             console=as_console(err_console),
             transient=True,
         )
-        task = progress.add_task("measure", total=requests, f="")
+        task = progress.add_task("measure", total=config.requests, f="")
 
     def on_record(rec: dict) -> None:
         done["n"] += 1
@@ -293,18 +326,12 @@ def measure(
             progress.update(task, advance=1, f=f"{done['failed']} failed" if done["failed"] else "")
 
     try:
-        if progress is not None:
-            with progress:
-                counts = write_measurements(out, config, key, on_record)
-        else:
-            counts = write_measurements(out, config, key, on_record)
+        if progress is None:
+            return write_measurements(out, config, key, on_record)
+        with progress:
+            return write_measurements(out, config, key, on_record)
     except KeyboardInterrupt:
         err_console.print(
             f"interrupted: the {done['n']} requests that finished are in {out} (valid JSON Lines)", markup=False
         )
         raise typer.Exit(130) from None
-    err_console.print(
-        f"measured {counts['ok'] + counts['failed']} requests ({counts['failed']} failed) into {out}; "
-        f"next: agentsim calibrate {out} -o profile.yaml",
-        markup=False,
-    )

@@ -1,11 +1,11 @@
-"""``agentsim prices`` and ``agentsim profiles``: browse the price catalog and the speed-profile library.
+"""``agentsim prices``: browse the price catalog (``agentsim profiles``, the speed-profile library, is
+:mod:`agentsim.cli.profiles`).
 
 * ``agentsim prices [WORDS...]`` lists catalog models whose ``provider/model`` id
   or name contains every word, with their prices as of ``--date`` (default: today,
   UTC), long-context tiers and the price variants (contexts) they sell.
 * ``agentsim prices show PROVIDER/MODEL`` shows one model in full: its prices on
   the date next to every variant, its price history and each variant's start date.
-* ``agentsim profiles`` lists the bundled speed profiles with their sources.
 
 ``--json`` prints only JSON on stdout. Prices are USD per million tokens
 (``requests_kcount``: USD per 1000 requests), as genai-prices names them.
@@ -203,104 +203,3 @@ def _show(ref: str, on: dt.date, json_out: bool, wide: bool = False) -> None:
             markup=False,
             highlight=False,
         )
-
-
-# --------------------------------------------------------------------------- speed profiles
-
-
-def _p50(spec) -> float:
-    import numpy as np
-
-    from agentsim.plan.distributions import sampler
-
-    return float(sampler(spec).ppf(np.array([0.5]))[0])
-
-
-_ASSUMED = "assumed"
-
-
-def field_provenance(prof) -> dict[str, str]:
-    """Per field (``ttft``, ``output_tps``, ``speeds``): the kinds of the profile's figures behind it, else assumed.
-
-    A field counts as sourced only when a figure states it directly: a time to first token in s or ms
-    for ``ttft``, an output speed in tokens/s for ``output_tps``, a speed-tier figure for ``speeds``.
-    Anything else (a TTFT the profile's notes call an assumption) reads ``assumed``; a calibrated
-    profile's fitted fields read ``calibrated``.
-    """
-    if prof.kind == "calibrated":
-        return {"ttft": "calibrated", "output_tps": "calibrated", "speeds": _ASSUMED if prof.speeds else "–"}
-    kinds: dict[str, list[str]] = {"ttft": [], "output_tps": [], "speeds": []}
-    for f in prof.figures:
-        q = f.quantity.lower()
-        if "fast-mode" in q or "multiplier" in q:
-            kinds["speeds"].append(f.kind)
-        elif q.startswith(("time to first token", "ttft")) and f.unit in ("s", "ms"):
-            kinds["ttft"].append(f.kind)
-        elif q.startswith("output speed") and f.unit == "tokens/s":
-            kinds["output_tps"].append(f.kind)
-    out = {k: " + ".join(dict.fromkeys(v)) or _ASSUMED for k, v in kinds.items()}
-    if not prof.speeds:
-        out["speeds"] = "–"
-    return out
-
-
-def profile_rows() -> list[dict[str, Any]]:
-    """Every bundled profile as a JSON-able dict, with the medians of its TTFT and output speed."""
-    from agentsim.model.profiles import bundled_profiles, load_profile
-
-    rows = []
-    for name in sorted(bundled_profiles()):
-        prof, path = load_profile(name)
-        doc = prof.model_dump(mode="json", exclude_none=True)
-        rows.append(
-            {
-                "name": name,
-                **doc,
-                "ttft_p50_s": _p50(prof.ttft),
-                "output_tps_p50": _p50(prof.output_tps),
-                "provenance": field_provenance(prof),
-                "file": path.name,
-            }
-        )
-    return rows
-
-
-@app.command()
-@handle_errors
-def profiles(
-    json_out: Annotated[bool, typer.Option("--json", help="Print only JSON.")] = False,
-    wide: Annotated[bool, typer.Option("--wide", help="One wide table even if wider than the terminal.")] = False,
-) -> None:
-    """Bundled speed profiles (use as `profile: NAME` in a model): sources, dates, medians."""
-    from rich.table import Table
-
-    from agentsim.cli.tables import print_table
-
-    rows = profile_rows()
-    if json_out:
-        _echo_json(rows)
-        return
-    t = Table(title="bundled speed profiles (`profile: NAME`)", title_justify="left")
-    t.add_column("name", no_wrap=True)
-    t.add_column("kind", no_wrap=True)
-    t.add_column("date", no_wrap=True)
-    t.add_column("TTFT p50", justify="right", no_wrap=True)
-    t.add_column("tokens/s p50", justify="right", no_wrap=True)
-    t.add_column("speed tiers", no_wrap=True)
-    t.add_column("source")
-    for r in rows:
-        tiers = ", ".join(
-            f"{k}: x{_num(v['output_tps_x'])} tps" + (f", x{_num(v['ttft_x'])} TTFT" if v["ttft_x"] != 1 else "")
-            for k, v in r.get("speeds", {}).items()
-        )
-        prov = r["provenance"]
-        t.add_row(
-            r["name"],
-            r["kind"],
-            r["date"],
-            f"{r['ttft_p50_s']:.2f} s ({prov['ttft']})",
-            f"{r['output_tps_p50']:,.0f} ({prov['output_tps']})",
-            f"{tiers} ({prov['speeds']})" if tiers else "–",
-            r["source"],
-        )
-    print_table(t, wide=wide)

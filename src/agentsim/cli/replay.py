@@ -120,7 +120,9 @@ def replay_command(
             show_default=False,
         ),
     ] = None,
-    fmt: Annotated[str, typer.Option("--format", help="auto, claude-code, codex or otel.")] = "auto",
+    fmt: Annotated[
+        str, typer.Option("--format", help="auto, claude-code, codex, otel, langfuse, langsmith or openai-agents.")
+    ] = "auto",
     variant: Annotated[
         list[str] | None,
         typer.Option(
@@ -153,17 +155,8 @@ def replay_command(
     out: Annotated[Path | None, typer.Option(help="Write tables (Parquet, CSV), replay.json and figures here.")] = None,
 ) -> None:
     """Replay recorded agent sessions under other speeds and prices."""
-    from rich.console import Console
-
-    from agentsim.replay.config import ReplayConfig, load_replay_config, parse_variant
     from agentsim.replay.retime import replay
-    from agentsim.traces.session_files import (
-        FORMATS,
-        SessionInputError,
-        default_paths,
-        read_sessions,
-        select_sessions,
-    )
+    from agentsim.traces.session_files import FORMATS, select_sessions
 
     if fmt not in FORMATS:
         raise BadInput(f"--format '{fmt}' is not one of {', '.join(FORMATS)}")
@@ -171,22 +164,50 @@ def replay_command(
         from agentsim.viz.outdir import check_folder
 
         check_folder(out)
-    if value_of_time is not None and value_of_time == float("inf"):
-        raise BadInput("--value-of-time inf: give a finite number of USD per hour, e.g. 120")
     if split is not None and split not in ("ttft-first", "proportional"):
         raise BadInput(f"--split '{split}' is not ttft-first or proportional")
     since_d, until_d = _date(since, "--since"), _date(until, "--until")
     if since_d and until_d and since_d > until_d:
         raise BadInput(f"--since {since_d} is after --until {until_d}")
+    cfg = _replay_config(config, speed_profile, split, prices_as_of)
+    variants = _variants(variant, cfg)
+    sessions, reports = _read_sessions(paths, fmt)
+    chosen = select_sessions(sessions, since_d, until_d, project)
+    if not chosen:
+        raise BadInput(f"none of the {len(sessions)} sessions found matches --since/--until/--project")
+    try:
+        res = replay(chosen, variants, cfg, reports, value_of_time)
+    except ValueError as exc:
+        raise BadInput(str(exc)) from None
+    if json_out:
+        sys.stdout.write(res.to_json())
+    else:
+        _print_replay(res)
+    if out is not None:
+        written = write_replay(res, out)
+        if not json_out:
+            err_console.print(f"wrote {len(written)} files to {out}/", markup=False)
+
+
+def _replay_config(config: Path | None, speed_profile: list[str] | None, split: str | None, prices_as_of: str | None):
+    """The replay config: the file's (or the defaults), with the options' profiles, split and price date."""
+    from agentsim.replay.config import ReplayConfig, load_replay_config
+
     cfg = load_replay_config(config) if config is not None else ReplayConfig()
     _speed_profiles(speed_profile or [], cfg)
     if split is not None:  # the config is frozen: a copy with the option (private attributes kept)
         cfg = cfg.model_copy(update={"split": split})
     if prices_as_of is not None:
         cfg = cfg.model_copy(update={"prices_as_of": _date(prices_as_of, "--prices-as-of")})
-    texts = variant or (list(cfg.variants) if cfg.variants else ["fast"])
+    return cfg
+
+
+def _variants(texts: list[str] | None, cfg) -> dict:
+    """``--variant`` texts (default: the config's variants, else fast) as name -> spec, each name once."""
+    from agentsim.replay.config import parse_variant
+
     variants = {}
-    for text in texts:
+    for text in texts or (list(cfg.variants) if cfg.variants else ["fast"]):
         try:
             name, spec = parse_variant(text, cfg)
         except ValueError as exc:
@@ -194,6 +215,12 @@ def replay_command(
         if name in variants:
             raise BadInput(f"--variant '{name}' is given twice")
         variants[name] = spec
+    return variants
+
+
+def _read_sessions(paths: list[Path] | None, fmt: str):
+    """The sessions under the paths (default: the agents' own folders), with a warning per damaged file."""
+    from agentsim.traces.session_files import SessionInputError, default_paths, read_sessions
 
     if paths:
         where = [(p, fmt) for p in paths]
@@ -210,9 +237,9 @@ def replay_command(
         raise BadInput(str(exc)) from None
     for rep in reports:
         if rep.corrupt:
-            where = rep.corrupt_text()
+            lines = rep.corrupt_text()
             err_console.print(
-                f"warning: {rep.path}: skipped {rep.corrupt} corrupt lines" + (f" ({where})" if where else ""),
+                f"warning: {rep.path}: skipped {rep.corrupt} corrupt lines" + (f" ({lines})" if lines else ""),
                 markup=False,
             )
         if rep.duplicates:
@@ -221,32 +248,20 @@ def replay_command(
                 "(a copy, or a path given twice) and are counted once",
                 markup=False,
             )
-    chosen = select_sessions(sessions, since_d, until_d, project)
-    if not chosen:
-        raise BadInput(f"none of the {len(sessions)} sessions found matches --since/--until/--project")
-    try:
-        res = replay(chosen, variants, cfg, reports, value_of_time)
-    except ValueError as exc:
-        raise BadInput(str(exc)) from None
+    return sessions, reports
+
+
+def _print_replay(res) -> None:
+    from rich.console import Console
+
     doc = res.summary_dict()
-    if json_out:
-        sys.stdout.write(res.to_json())
-    else:
-        console = Console(markup=False, emoji=False, soft_wrap=False)
-        if not console.is_terminal:  # piped or captured: wide enough for every column
-            console = Console(
-                markup=False,
-                emoji=False,
-                soft_wrap=False,
-                width=max(100, 34 + sum(max(len(n), 10) + 3 for n in res.names)),
-            )
-        console.print(replay_table(doc))
-        for note in doc["notes"]:
-            err_console.print(f"note: {note}", markup=False)
-    if out is not None:
-        written = write_replay(res, out)
-        if not json_out:
-            err_console.print(f"wrote {len(written)} files to {out}/", markup=False)
+    console = Console(markup=False, emoji=False, soft_wrap=False)
+    if not console.is_terminal:  # piped or captured: wide enough for every column
+        width = max(100, 34 + sum(max(len(n), 10) + 3 for n in res.names))
+        console = Console(markup=False, emoji=False, soft_wrap=False, width=width)
+    console.print(replay_table(doc))
+    for note in doc["notes"]:
+        err_console.print(f"note: {note}", markup=False)
 
 
 def write_replay(res, out_dir: Path) -> list[Path]:

@@ -44,4 +44,6 @@ def stream(
     except StreamTimelineError as exc:
         raise BadInput(f"{file}: {exc}") from None
     write_report(page, out)
-    err_console.print(f"wrote {out}", markup=False)
+    from agentsim.viz.outdir import shown
+
+    err_console.print(f"wrote {shown(out)}", markup=False)

@@ -21,6 +21,7 @@ import typer
 
 from agentsim.cli.common import (
     BadInput,
+    DurationOpt,
     ExecutorOpt,
     MaxCallsOpt,
     NoSizeLimitOpt,
@@ -137,10 +138,11 @@ def sweep(
     if time not in ("mean", "p95"):
         raise BadInput(f"--time {time!r}: choose mean or p95")
     check_executor_options(executor, scheduler)
-    if out is not None and not json_out:
-        from agentsim.viz.outdir import check_folder
+    target = None
+    if not json_out:  # the folder checked before the sweep; by default one named after the scenario (a slug)
+        from agentsim.viz.outdir import check_folder, default_folder
 
-        check_folder(out)
+        target = check_folder(out if out is not None else default_folder(load(file).name, "sweep"))
     sc0 = load(file)
     axes = _sweep_axes(file, sc0, set_, label)
     volume = volume_of(file, sc0, runs_per_month, seats, runs_per_seat_per_day, working_days, required=False)
@@ -164,7 +166,6 @@ def sweep(
     print_table(sweep_table(sw, time), wide=wide, heading=len(sw.axes) + 1, console=console)
     if volume is not None:
         console.print(f"volume: {volume.derivation}", markup=False, highlight=False)
-    target = out if out is not None else Path("results") / f"{sw.scenario.name}-sweep"
     written = write_sweep(sw, target, volume)
     err_console.print(f"wrote {len(written)} files to {target}/", markup=False)
 
@@ -466,12 +467,15 @@ def optimize(
     budget_usd_per_run: Annotated[
         float | None, typer.Option(help="Minimise wall time with mean cost per run at most this (USD).")
     ] = None,
-    max_p95: Annotated[float | None, typer.Option(help="Minimise cost with p95 wall time at most this (s).")] = None,
-    max_mean: Annotated[float | None, typer.Option(help="Minimise cost with mean wall time at most this (s).")] = None,
+    max_p95: Annotated[str | None, DurationOpt("Minimise cost with p95 wall time at most this")] = None,
+    max_mean: Annotated[str | None, DurationOpt("Minimise cost with mean wall time at most this")] = None,
     metric: Annotated[str, typer.Option(help="With a budget: minimise p95 or mean wall time.")] = "p95",
     steps: Annotated[
         str | None,
-        typer.Option(help="Comma-separated step or group names to decide on (default: the outermost named steps)."),
+        typer.Option(
+            help="Comma-separated step or group names to decide on (default: the outermost named steps); "
+            "a name given twice counts once."
+        ),
     ] = None,
     models: Annotated[str | None, typer.Option(help="Comma-separated models a unit may also move to.")] = None,
     base: Annotated[str | None, typer.Option(help="Variant to start from (default: the first).")] = None,
@@ -587,7 +591,7 @@ def _print_optimize(name: str, opt, crit, volume) -> None:
 def _names(text: str | None) -> list[str] | None:
     if text is None:
         return None
-    names = [n.strip() for n in text.split(",") if n.strip()]
+    names = list(dict.fromkeys(n.strip() for n in text.split(",") if n.strip()))  # a name given twice counts once
     return names or None
 
 
@@ -735,9 +739,7 @@ def report(
     from agentsim.viz.outdir import check_file
     from agentsim.viz.report import build_report, write_report
 
-    if out.is_dir():
-        raise BadInput(f"--out {out} is a folder; give a file name such as {out / 'report.html'}")
-    check_file(out)  # before the simulation
+    check_file(out)  # before the simulation: a folder, a special file, a name too long, a folder not writable
     volume_of(file, load(file), runs_per_month, seats, runs_per_seat_per_day, working_days, required=False)
     with progress_bar(quiet, "report") as bar:
         page = build_report(
@@ -753,4 +755,6 @@ def report(
             progress=(lambda stage, d, t: bar(d, t, stage)) if bar else None,
         )
     write_report(page, out)
-    err_console.print(f"wrote {out}", markup=False)
+    from agentsim.viz.outdir import shown
+
+    err_console.print(f"wrote {shown(out)}", markup=False)

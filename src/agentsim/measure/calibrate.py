@@ -554,6 +554,14 @@ def profile_document(
             *([shared.note + "."] if shared else []),
         ]
     )
+    doc["fit"] = _fit_section(cal, sources, formats, date_source, notes, shared, fitted_stream)
+    return doc
+
+
+def _fit_section(cal: Calibration, sources, formats, date_source: str, notes, shared, fitted_stream: bool) -> dict:
+    """The profile's ``fit:`` section: what was read and how each quantity was fitted (diagnostics)."""
+    t = cal.ttft
+    c = cal.counts
     g = cal.goodness
     fit = {
         "model": cal.model,
@@ -592,15 +600,14 @@ def profile_document(
         fit["stream"] = {"requests": cal.stream.requests, "gaps": cal.stream.gaps, "note": cal.stream.note}
     if notes:
         fit["notes"] = list(notes)
-    doc["fit"] = _tidy(fit)
-    return doc
+    return _tidy(fit)
 
 
 def write_profile(path: str | Path, doc: dict[str, Any]) -> Path:
     """Write a profile document as YAML, atomically."""
     import yaml
 
-    from agentsim.viz.report import write_files
+    from agentsim.viz.outdir import write_file
 
     path = Path(path)
 
@@ -613,5 +620,4 @@ def write_profile(path: str | Path, doc: dict[str, Any]) -> Path:
 
     _Dumper.add_representer(list, _list)
     text = yaml.dump(doc, Dumper=_Dumper, sort_keys=False, allow_unicode=True, default_flow_style=None, width=110)
-    write_files(path.parent, {path.name: lambda p: p.write_text(text, encoding="utf-8")})
-    return path
+    return write_file(path, lambda p: p.write_text(text, encoding="utf-8"), "-o")

@@ -26,6 +26,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from agentsim.model.input_files import InputError, read_bounded
 from agentsim.model.scenario import DIST_FAMILIES, Scenario
 
 __all__ = [
@@ -122,6 +123,18 @@ def _construct(node: yaml.Node, path: tuple, lines: _Lines, file: str) -> Any:
         value = yaml.SafeLoader.construct_object(_scalar_loader, node)  # type: ignore[arg-type]
         if isinstance(value, str):
             value.encode("utf-8")  # a lone surrogate ("\ud800" in JSON) cannot be printed or written
+            if "\0" in value:
+                raise ScenarioError(
+                    [
+                        ErrorItem(
+                            file,
+                            node.start_mark.line + 1,
+                            path,
+                            "this text holds a NUL character (\\0), which no name, file name or table can hold",
+                            "remove it",
+                        )
+                    ]
+                )
         return value
     except UnicodeEncodeError:
         raise ScenarioError(
@@ -257,12 +270,43 @@ def _read_yaml(text: str, file: str) -> tuple[Any, _Lines]:
     return data, lines
 
 
-def load_data(path: str | Path, _chain: tuple[Path, ...] = ()) -> tuple[dict[str, Any], _Lines]:
-    """Read a scenario file to plain data (after ``extends:``), with the line of every path."""
+def _no_nul(data: Any, file: str, path: tuple = ()) -> None:
+    """No text of a TOML file holds a NUL character (YAML and JSON text is checked as it is built)."""
+    stack = [(path, data)]
+    while stack:
+        here, value = stack.pop()
+        if isinstance(value, dict):
+            stack.extend(((*here, k), v) for k, v in value.items())
+            keys = [k for k in value if "\0" in k]
+            if keys:
+                here, value = (*here, keys[0]), keys[0]
+        elif isinstance(value, list):
+            stack.extend(((*here, i), v) for i, v in enumerate(value))
+        if isinstance(value, str) and "\0" in value:
+            raise ScenarioError([ErrorItem(file, None, here, "this text holds a NUL character (\\0)", "remove it")])
+
+
+def _resolve(path: Path, where: tuple) -> Path:
+    """``path`` with its symbolic links followed; a loop of links is a ScenarioError at ``where``."""
+    try:
+        return path.resolve()
+    except (RuntimeError, OSError) as exc:  # Python 3.11-3.12: RuntimeError("Symlink loop ..."); later: OSError
+        raise ScenarioError(
+            [ErrorItem(*where, f"{path}: the path is a loop of symbolic links ({exc})", "point it at a file")]
+        ) from None
+
+
+def load_data(path: str | Path, _chain: tuple[Path, ...] = (), kind: str = "scenario") -> tuple[dict[str, Any], _Lines]:
+    """Read a scenario file to plain data (after ``extends:``), with the line of every path.
+
+    ``kind`` names the file's kind for its size limit (:data:`agentsim.model.input_files.MAX_BYTES`:
+    scenario, profile, replay config); a file above it is refused before it is parsed."""
     path = Path(path)
     file = str(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_bounded(path, kind)
+    except InputError as exc:
+        raise ScenarioError([ErrorItem(file, None, (), exc.message, exc.hint)]) from None
     except FileNotFoundError:
         raise ScenarioError([ErrorItem(file, None, (), "no such file", "check the path")]) from None
     except (IsADirectoryError, PermissionError, UnicodeDecodeError) as exc:
@@ -272,6 +316,7 @@ def load_data(path: str | Path, _chain: tuple[Path, ...] = ()) -> tuple[dict[str
 
         try:
             data, lines = tomllib.loads(text), {}
+            _no_nul(data, file)
         except tomllib.TOMLDecodeError as exc:
             raise ScenarioError([ErrorItem(file, None, (), f"not valid TOML: {exc}")]) from None
         except RecursionError:
@@ -286,11 +331,14 @@ def load_data(path: str | Path, _chain: tuple[Path, ...] = ()) -> tuple[dict[str
         base_ref = data.pop("extends")
         if not isinstance(base_ref, str):
             raise ScenarioError([ErrorItem(file, lines.get(("extends",)), ("extends",), "extends takes a file name")])
-        base_path = (path.parent / base_ref).resolve()
         where = (file, lines.get(("extends",)), ("extends",))
-        if base_path == path.resolve():
+        if "\0" in base_ref:
+            raise ScenarioError([ErrorItem(*where, "the file name holds a NUL character", "remove it")])
+        base_path = _resolve(path.parent / base_ref, where)
+        here = _resolve(path, where)
+        if base_path == here:
             raise ScenarioError([ErrorItem(*where, "a file cannot extend itself")])
-        chain = (*_chain, path.resolve())
+        chain = (*_chain, here)
         if base_path in chain:
             cycle = " -> ".join(p.name for p in (*chain[chain.index(base_path) :], base_path))
             raise ScenarioError([ErrorItem(*where, f"extends goes round in a circle ({cycle})", "break the cycle")])
@@ -306,7 +354,7 @@ def load_data(path: str | Path, _chain: tuple[Path, ...] = ()) -> tuple[dict[str
                     )
                 ]
             )
-        base, _ = load_data(base_path, chain)
+        base, _ = load_data(base_path, chain, kind)
         data = _merge(base, data)
     return data, lines
 

@@ -39,6 +39,7 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationError
 
+from agentsim.model.field_kinds import PROFILE_ROOTS, kind_problems
 from agentsim.model.loading import ErrorItem, ScenarioError, errors_from_validation, line_of, load_data
 from agentsim.model.scenario import ConditionsSpec, Dist, PosNum, StreamSpec, StrictModel, UncertaintySpec, suggest
 
@@ -135,11 +136,20 @@ def load_profile(ref: str, base_dir: Path | None = None) -> tuple[Profile, Path]
         if ref not in known:
             raise LookupError(ref, suggest(ref, list(known)) or "run `agentsim profiles` to list them")
         path = known[ref]
-    data, lines = load_data(path)
+    data, lines = load_data(path, kind="profile")
+    items = []
+    if isinstance(data, dict):  # the speed fields against the domain table, as a scenario model's are
+        speeds = {k: data[k] for k in PROFILE_ROOTS if k in data}
+        for where, msg in kind_problems(speeds, ("models", "profile")):
+            items.append(ErrorItem(str(path), line_of(lines, where[2:]), where[2:], msg))
     try:
-        return Profile.model_validate(data), path
+        profile = Profile.model_validate(data)
     except ValidationError as exc:
-        raise ScenarioError(errors_from_validation(exc, data, lines, str(path))) from None
+        flagged = {i.path for i in items}
+        items += [i for i in errors_from_validation(exc, data, lines, str(path)) if i.path not in flagged]
+    if items:
+        raise ScenarioError(items)
+    return profile, path
 
 
 SPEED_KEYS = ("ttft", "output_tps", "prefill_tps", "stream", "uncertainty", "conditions")
@@ -157,7 +167,7 @@ def apply_profiles(data: dict, file: str, lines: dict, base_dir: Path | None) ->
             continue
         ref = m["profile"]
         where = ("models", name, "profile")
-        if not isinstance(ref, str):
+        if not isinstance(ref, str) or "\0" in ref:
             raise ScenarioError([ErrorItem(file, line_of(lines, where), where, "profile takes a name or a file path")])
         try:
             prof, _ = load_profile(ref, base_dir)
@@ -166,15 +176,19 @@ def apply_profiles(data: dict, file: str, lines: dict, base_dir: Path | None) ->
                 [ErrorItem(file, line_of(lines, where), where, f"no bundled profile named '{ref}'", exc.args[1])]
             ) from None
         except ScenarioError as exc:
-            if exc.items and exc.items[0].message == "no such file":
+            if len(exc.items) == 1 and exc.items[0].line is None:  # the file as a whole: say where it is named
+                item = exc.items[0]
+                missing = item.message == "no such file"
                 raise ScenarioError(
                     [
                         ErrorItem(
                             file,
                             line_of(lines, where),
                             where,
-                            f"profile file '{ref}' does not exist",
-                            "paths are relative to the scenario file",
+                            f"profile file '{ref}' does not exist"
+                            if missing
+                            else f"profile file '{ref}': {item.message}",
+                            "paths are relative to the scenario file" if missing else item.hint,
                         )
                     ]
                 ) from None

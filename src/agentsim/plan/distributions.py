@@ -347,6 +347,11 @@ def _read_column(file: str, column: str, base_dir: Path | None) -> np.ndarray:
     sub = ("empirical", "file")
     if not path.exists():
         raise DistError(f"empirical file '{file}' does not exist", f"looked at {path}", sub)
+    from agentsim.model.input_files import input_problem
+
+    bad = input_problem(path, "empirical CSV")  # size, loops, pipes: before pandas reads it
+    if bad is not None:
+        raise DistError(f"empirical file '{file}': {bad[0]}", bad[1], sub)
     try:
         frame = pd.read_csv(path)
     except Exception as exc:  # pandas raises many parser errors
@@ -362,4 +367,9 @@ def _read_column(file: str, column: str, base_dir: Path | None) -> np.ndarray:
     values = pd.to_numeric(frame[column], errors="coerce").dropna().to_numpy(dtype=np.float64)
     if len(values) == 0:
         raise DistError(f"column '{column}' of '{file}' has no numbers", "", ("empirical", "column"))
+    if not np.isfinite(values).all():  # pandas reads "inf" and "nan" as numbers
+        raise DistError(
+            f"column '{column}' of '{file}' holds a value that is not a finite number (inf or NaN)",
+            "remove it, or leave the cell empty", ("empirical", "column"),
+        )  # fmt: skip
     return values

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import special
 
+from agentsim.model.domain import KINDS
 from agentsim.plan.compiler import (
     COND_TPS,
     COND_TTFT,
@@ -52,6 +53,8 @@ from agentsim.plan.compiler import (
     RepeatNode,
 )
 from agentsim.plan.memory import tune_malloc
+
+SPEED_FLOOR = KINDS["speed"].lo  # the slowest output speed a draw may take (tokens/s)
 
 __all__ = ["BLOCK_SIZE", "Block", "block_spans", "call_speeds", "constant_view", "sample_block"]
 
@@ -225,8 +228,10 @@ def tier_speeds(plan: Plan, block: Block, node, tier_index: int) -> tuple[np.nda
             shape = (block.n,) + (1,) * (ttft0.ndim - 1)
             ttft0 = ttft0 * block.get(cond, COND_TTFT).reshape(shape)
             tps = tps * block.get(cond, COND_TPS).reshape(shape)
-        # a positive distribution can still underflow to 0.0 (a gamma of tiny shape): keep decode time finite
-        tps = np.maximum(tps, np.finfo(np.float64).tiny)
+        # a positive distribution can still underflow to 0.0 (a gamma of tiny shape): draws are floored at the
+        # slowest speed of the domain table (agentsim.model.domain: 1e-3 tokens/s), so a decode time stays
+        # finite (tokens <= 1e9: at most 1e12 s) instead of overflowing to inf
+        tps = np.maximum(tps, SPEED_FLOOR)
         cache[key] = (ttft0, tps)
     return cache[key]
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from agentsim.model.field_kinds import kind_problems
 from agentsim.model.loading import ErrorItem, Lines, ScenarioError, errors_from_validation, line_of, load_data
 from agentsim.model.profiles import apply_profiles
 from agentsim.model.scenario import Problem, Scenario, check_references
@@ -25,22 +26,121 @@ __all__ = ["load", "load_with_lines", "parse"]
 def parse(
     data: dict[str, Any], *, file: str = "<scenario>", lines: Lines | None = None, source: str | Path | None = None
 ) -> Scenario:
-    """Validate plain data as a scenario; raise :class:`ScenarioError` with every problem found."""
+    """Validate plain data as a scenario; raise :class:`ScenarioError` with every problem found.
+
+    Every independent problem comes in one pass: values outside their kind's range
+    (:mod:`agentsim.model.field_kinds`), the schema's problems, catalog prices and tiers, and the
+    cross-field references, which run on a copy whose broken parts are replaced by valid stand-ins
+    (:func:`_stand_ins`) when the schema fails, so a misspelt model is reported beside a missing key.
+    """
     lines = lines or {}
     base_dir = Path(source).parent if source is not None else None
     data = apply_profiles(data, file, lines, base_dir)
+    items = [ErrorItem(file, line_of(lines, path), path, msg) for path, msg in kind_problems(data)]
+    scenario: Scenario | None = None
     try:
         scenario = Scenario.model_validate(data)
+        problems = check_references(scenario)
     except ValidationError as exc:
-        items = errors_from_validation(exc, data, lines, file)
-        raise ScenarioError(_with_price_problems(items, data, file, lines)) from None
-    problems: list[Problem] = check_references(scenario)
-    if problems:
-        items = [ErrorItem(file, line_of(lines, p.path), p.path, p.message, p.hint) for p in problems]
+        schema = errors_from_validation(exc, data, lines, file)
+        # the scenario's own types speak first; the table of kinds adds what they do not check yet
+        items = [*schema, *(i for i in items if not any(_related(i.path, s.path) for s in schema))]
+        broken = [i.path for i in schema]
+        problems = [p for p in _references_of(_stand_ins(data, broken)) if not any(_related(p.path, b) for b in broken)]
+    items += [ErrorItem(file, line_of(lines, p.path), p.path, p.message, p.hint) for p in problems]
+    if items:
         raise ScenarioError(_with_price_problems(items, data, file, lines))
+    assert scenario is not None
     if source is not None:
         scenario._source = str(source)
     return scenario
+
+
+def _related(a: tuple, b: tuple) -> bool:
+    """One path lies inside the other (or they are the same)."""
+    n = min(len(a), len(b))
+    return a[:n] == b[:n]
+
+
+def _references_of(data: dict | None) -> list[Problem]:
+    if data is None:
+        return []
+    try:
+        return check_references(Scenario.model_validate(data))
+    except ValidationError:
+        return []
+
+
+_STEP_KINDS = ("call", "tool", "wait", "parallel", "fanout", "repeat", "choose", "subagent", "pipeline", "fail")
+
+
+def _stand_in_step(step: Any) -> dict:
+    """A valid step that keeps what references need of ``step``: its kind if a call, its name, its model."""
+    spec = next(iter(step.values()), None) if isinstance(step, dict) and len(step) == 1 else None
+    name = spec.get("name") if isinstance(spec, dict) and isinstance(spec.get("name"), str) else None
+    if isinstance(step, dict) and "call" in step and isinstance(spec, dict):
+        call = {"output": 0, **({"model": spec["model"]} if isinstance(spec.get("model"), str) else {})}
+        return {"call": {**call, **({"name": name} if name else {})}}
+    return {"wait": {"latency": 0, **({"name": name} if name else {})}}
+
+
+def _stand_in_model(model: Any) -> dict:
+    speeds = model.get("speeds") if isinstance(model, dict) else None
+    tiers = {t: {} for t in speeds if isinstance(t, str) and t != "standard"} if isinstance(speeds, dict) else {}
+    return {"price": {"input_mtok": 0, "output_mtok": 0}, "ttft": 0, "output_tps": 1, "speeds": tiers}
+
+
+_OPTIONAL_TOP = {"description", "seed", "runs", "workflows", "variants", "value_of_time", "prices_as_of", "limits",
+                 "workload", "sweeps", "consumer", "warnings", "uncertainty"}  # fmt: skip
+
+
+def _stand_ins(data: dict, broken: list[tuple]) -> dict | None:
+    """A copy of ``data`` with every part holding a schema problem replaced by a valid stand-in (the step,
+    the model, an optional top-level key dropped), so the cross-field checks can run on the rest; None when
+    no such copy can be made (a required part is broken beyond that)."""
+    import copy
+
+    out = copy.deepcopy(data)
+    for path in sorted(broken, key=len):
+        if not _replace(out, path):
+            return None
+    return out
+
+
+def _replace(data: dict, path: tuple) -> bool:
+    if not path:
+        return False
+    if path[0] in _OPTIONAL_TOP and path[0] not in ("workflows",):
+        data.pop(path[0], None)
+        return True
+    if path[0] == "name":
+        data["name"] = "stand-in"
+        return True
+    # the deepest step on the path (an element of a list of steps or of branches) is replaced
+    cur, step_at = data, None
+    for key in path:
+        if isinstance(cur, list):
+            if not (isinstance(key, int) and 0 <= key < len(cur)):
+                break
+            if isinstance(cur[key], dict) and len(cur[key]) == 1 and next(iter(cur[key])) in _STEP_KINDS:
+                step_at = (cur, key)
+        elif not (isinstance(cur, dict) and key in cur):
+            break
+        cur = cur[key]
+    if step_at is not None:
+        container, key = step_at
+        container[key] = _stand_in_step(container[key])
+        return True
+    if len(path) >= 2 and path[0] == "models" and isinstance(data.get("models"), dict) and path[1] in data["models"]:
+        data["models"][path[1]] = _stand_in_model(data["models"][path[1]])
+        return True
+    if len(path) >= 2 and path[0] == "workflows" and isinstance(data.get("workflows"), dict):
+        data["workflows"][path[1]] = {"steps": [{"wait": {"latency": 0}}]}
+        return True
+    if path[0] == "agent" and isinstance(data.get("agent"), dict) and len(path) >= 2 and path[1] == "context":
+        data["agent"].pop("context", None)
+        return True
+    return False
 
 
 def price_problems(data: Any, file: str, lines: Lines) -> list[ErrorItem]:

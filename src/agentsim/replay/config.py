@@ -129,7 +129,7 @@ class ReplayConfig(StrictModel):
 
 def load_replay_config(path: str | Path) -> ReplayConfig:
     """Read a replay config file (YAML, JSON or TOML); bad input raises ScenarioError with file:line."""
-    data, lines = load_data(path)
+    data, lines = load_data(path, kind="replay config")
     try:
         cfg = ReplayConfig.model_validate(data)
     except ValidationError as exc:

@@ -90,139 +90,171 @@ class _Rollout:
     prompts: list[float] = field(default_factory=list)
 
 
-def _read_rollout(path: Path) -> _Rollout:
-    report = FileReport(str(path), FORMAT)
-    session = Session(id=path.stem, source=FORMAT, file=str(path))
-    ro = _Rollout(path, report, session)
-    provider = "openai"
-    model: str | None = None
-    tier = "standard"
-    service_tier: str | None = None
-    last_input: float | None = None
-    turn_started = False
-    first_count_done = False
-    prev_total: dict | None = None
-    pending: dict[str, tuple[float, str]] = {}  # tool call id -> (time asked, name), before its call ended
-    asked_by: dict[str, Node] = {}  # tool call id -> the call node that asked for it
-    held_outputs: dict[str, float] = {}  # outputs that arrived before their call's token_count
-    counts = {"c": 0, "t": 0, "h": 0}
-    nodes: list[Node] = []
+class _RolloutReader:
+    """The state of reading one rollout, line by line: one method per kind of item."""
 
-    def new_id(k: str) -> str:
-        counts[k] += 1
-        return f"{k}{counts[k]}"
+    def __init__(self, path: Path):
+        report = FileReport(str(path), FORMAT)
+        self.ro = _Rollout(path, report, Session(id=path.stem, source=FORMAT, file=str(path)))
+        self.provider = "openai"
+        self.model: str | None = None
+        self.tier = "standard"
+        self.service_tier: str | None = None
+        self.last_input: float | None = None  # the latest event that could have sent the next call
+        self.turn_started = False
+        self.first_count_done = False
+        self.prev_total: dict | None = None
+        self.pending: dict[str, tuple[float, str]] = {}  # tool call id -> (time asked, name), before its call ended
+        self.asked_by: dict[str, Node] = {}  # tool call id -> the call node that asked for it
+        self.held_outputs: dict[str, float] = {}  # outputs that arrived before their call's token_count
+        self.counts = {"c": 0, "t": 0, "h": 0}
+        self.nodes: list[Node] = []
 
-    def add_tool(cid: str, out_ts: float) -> None:
-        call = asked_by[cid]
-        asked_ts, name = pending.pop(cid)
+    def new_id(self, k: str) -> str:
+        self.counts[k] += 1
+        return f"{k}{self.counts[k]}"
+
+    def add_tool(self, cid: str, out_ts: float) -> None:
+        call = self.asked_by[cid]
+        asked_ts, name = self.pending.pop(cid)
         start = max(asked_ts, call.end)
-        nodes.append(Node(new_id("t"), "tool", start, max(out_ts, start), name=name))
+        self.nodes.append(Node(self.new_id("t"), "tool", start, max(out_ts, start), name=name))
 
-    for no, obj in json_lines(path, report):
+    def item(self, obj: dict) -> None:
+        """Read one rollout line; raises ValueError/TypeError/KeyError/AttributeError on a corrupt one."""
+        kind, payload = obj.get("type"), obj.get("payload")
+        if kind not in ROLLOUT_TYPES:
+            return
+        if not isinstance(payload, dict):
+            raise ValueError("payload is not an object")
+        ts = parse_timestamp(obj.get("timestamp"))
+        ptype = payload.get("type")
+        if kind == "session_meta":
+            self.session_meta(payload)
+        elif kind == "turn_context":
+            self.turn_context(payload)
+        elif kind == "response_item" and ptype in TOOL_CALLS and isinstance(payload.get("call_id"), str):
+            name = payload.get("name") if isinstance(payload.get("name"), str) else ptype.removesuffix("_call")
+            self.pending[payload["call_id"]] = (ts, name)
+        elif kind == "response_item" and ptype in TOOL_OUTPUTS and isinstance(payload.get("call_id"), str):
+            self.tool_output(payload["call_id"], ts)
+        elif kind == "event_msg" and ptype == "user_message":
+            self.ro.prompts.append(ts)
+            self.last_input = ts
+        elif kind == "event_msg" and ptype in ("task_started", "turn_started"):
+            self.turn_started = True
+            self.last_input = ts
+        elif kind == "event_msg" and ptype == "token_count":
+            self.token_count(payload, ts)
+
+    def session_meta(self, payload: dict) -> None:
+        session = self.ro.session
+        if isinstance(payload.get("id"), str):
+            session.id = payload["id"]
+        cwd = payload.get("cwd")
+        if isinstance(cwd, str) and cwd:
+            session.project = Path(cwd.replace("\\", "/")).name or None
+        if isinstance(payload.get("model_provider"), str):
+            self.provider = payload["model_provider"]
+        _subagent_source(self.ro, payload)
+
+    def turn_context(self, payload: dict) -> None:
+        if isinstance(payload.get("model"), str):
+            self.model = payload["model"]
+        st = payload.get("service_tier")
+        self.service_tier = st if isinstance(st, str) else None
+        self.tier = "standard" if self.service_tier in PLAIN_TIERS else str(self.service_tier)
+
+    def tool_output(self, cid: str, ts: float) -> None:
+        if cid in self.asked_by and cid in self.pending:
+            self.add_tool(cid, ts)
+            self.last_input = ts if self.last_input is None else max(self.last_input, ts)
+        elif cid in self.pending:
+            self.held_outputs[cid] = ts
+
+    def _usage_of_call(self, info: dict) -> dict | None:
+        """The usage of the call a token_count reports, or None when it reports none (or a repeat)."""
+        ro = self.ro
+        last = _usage(info.get("last_token_usage"))
+        total = _usage(info.get("total_token_usage"), MAX_SESSION_TOKENS)
+        if ro.subagent and not self.turn_started and not self.first_count_done:
+            self.first_count_done = True
+            self.prev_total = total
+            ro.skipped_replay += 1
+            return None
+        self.first_count_done = True
+        if total is not None and total == self.prev_total:
+            ro.repeats += 1
+            return None
+        if last is None and total is not None:
+            last = {k: token_count(max(total[k] - (self.prev_total or {}).get(k, 0), 0)) for k in total}
+        if total is not None:
+            self.prev_total = total
+        if last is None or not any(last[k] for k in last if k != "total_tokens"):
+            return None
+        return last
+
+    def token_count(self, payload: dict, ts: float) -> None:
+        info = payload.get("info")
+        if not isinstance(info, dict):
+            return  # rate limits only
+        last = self._usage_of_call(info)
+        if last is None:
+            return
+        call_model = info.get("model") if isinstance(info.get("model"), str) else self.model
+        if call_model is None:
+            call_model = FALLBACK_MODEL
+            self.ro.fallback_model_calls += 1
+        call = Call(
+            call_id=f"{self.ro.session.id}#{self.counts['c'] + 1}",
+            model=call_model,
+            provider=self.provider,
+            tier=self.tier,
+            service_tier=self.service_tier,
+            input_tokens=last["input_tokens"],
+            cache_read_tokens=min(last["cached_input_tokens"], last["input_tokens"]),
+            output_tokens=last["output_tokens"],
+            reasoning_tokens=min(last["reasoning_output_tokens"], last["output_tokens"]),
+        )
+        start = self.last_input if self.last_input is not None and self.last_input <= ts else ts
+        node = Node(self.new_id("c"), "call", start, ts, call=call)
+        self.nodes.append(node)
+        for cid in [c for c in self.pending if c not in self.asked_by]:
+            self.asked_by[cid] = node
+        self.last_input = ts
+        for cid in [c for c in self.held_outputs if c in self.asked_by]:
+            out_ts = self.held_outputs.pop(cid)
+            self.add_tool(cid, out_ts)
+            self.last_input = max(self.last_input, out_ts)
+
+    def finish(self) -> _Rollout:
+        """Human gaps before each prompt, the nodes in the session, and the notes."""
+        ro, nodes, report = self.ro, self.nodes, self.ro.report
+        if nodes and ro.prompts and not ro.subagent:  # a subagent's prompts come from its parent agent
+            ends = sorted(n.end for n in nodes)
+            for p in ro.prompts:
+                i = bisect.bisect_right(ends, p)
+                if i and ends[i - 1] < p:
+                    nodes.append(Node(self.new_id("h"), "human", ends[i - 1], p, name="human"))
+        ro.session.nodes = nodes
+        report.calls = self.counts["c"]
+        if ro.fallback_model_calls:
+            report.notes.append(f"{ro.fallback_model_calls} calls name no model; assumed {FALLBACK_MODEL} (as ccusage)")
+        if ro.skipped_replay:
+            report.notes.append("skipped the subagent's first token count (it repeats the forked parent's history)")
+        if ro.repeats:
+            report.notes.append(f"{ro.repeats} token counts repeat the previous total and are not new calls")
+        return ro
+
+
+def _read_rollout(path: Path) -> _Rollout:
+    reader = _RolloutReader(path)
+    for no, obj in json_lines(path, reader.ro.report):
         try:
-            kind, payload = obj.get("type"), obj.get("payload")
-            if kind not in ROLLOUT_TYPES:
-                continue
-            if not isinstance(payload, dict):
-                raise ValueError("payload is not an object")
-            ts = parse_timestamp(obj.get("timestamp"))
-            ptype = payload.get("type")
-            if kind == "session_meta":
-                if isinstance(payload.get("id"), str):
-                    session.id = payload["id"]
-                cwd = payload.get("cwd")
-                if isinstance(cwd, str) and cwd:
-                    session.project = Path(cwd.replace("\\", "/")).name or None
-                if isinstance(payload.get("model_provider"), str):
-                    provider = payload["model_provider"]
-                _subagent_source(ro, payload)
-            elif kind == "turn_context":
-                if isinstance(payload.get("model"), str):
-                    model = payload["model"]
-                st = payload.get("service_tier")
-                service_tier = st if isinstance(st, str) else None
-                tier = "standard" if service_tier in PLAIN_TIERS else str(service_tier)
-            elif kind == "response_item" and ptype in TOOL_CALLS and isinstance(payload.get("call_id"), str):
-                name = payload.get("name") if isinstance(payload.get("name"), str) else ptype.removesuffix("_call")
-                pending[payload["call_id"]] = (ts, name)
-            elif kind == "response_item" and ptype in TOOL_OUTPUTS and isinstance(payload.get("call_id"), str):
-                cid = payload["call_id"]
-                if cid in asked_by and cid in pending:
-                    add_tool(cid, ts)
-                    last_input = ts if last_input is None else max(last_input, ts)
-                elif cid in pending:
-                    held_outputs[cid] = ts
-            elif kind == "event_msg" and ptype == "user_message":
-                ro.prompts.append(ts)
-                last_input = ts
-            elif kind == "event_msg" and ptype in ("task_started", "turn_started"):
-                turn_started = True
-                last_input = ts
-            elif kind == "event_msg" and ptype == "token_count":
-                info = payload.get("info")
-                if not isinstance(info, dict):
-                    continue  # rate limits only
-                last = _usage(info.get("last_token_usage"))
-                total = _usage(info.get("total_token_usage"), MAX_SESSION_TOKENS)
-                if ro.subagent and not turn_started and not first_count_done:
-                    first_count_done = True
-                    prev_total = total
-                    ro.skipped_replay += 1
-                    continue
-                first_count_done = True
-                if total is not None and total == prev_total:
-                    ro.repeats += 1
-                    continue
-                if last is None and total is not None:
-                    last = {k: token_count(max(total[k] - (prev_total or {}).get(k, 0), 0)) for k in total}
-                if total is not None:
-                    prev_total = total
-                if last is None or not any(last[k] for k in last if k != "total_tokens"):
-                    continue
-                call_model = info.get("model") if isinstance(info.get("model"), str) else model
-                if call_model is None:
-                    call_model = FALLBACK_MODEL
-                    ro.fallback_model_calls += 1
-                cached = min(last["cached_input_tokens"], last["input_tokens"])
-                call = Call(
-                    call_id=f"{session.id}#{counts['c'] + 1}",
-                    model=call_model,
-                    provider=provider,
-                    tier=tier,
-                    service_tier=service_tier,
-                    input_tokens=last["input_tokens"],
-                    cache_read_tokens=cached,
-                    output_tokens=last["output_tokens"],
-                    reasoning_tokens=min(last["reasoning_output_tokens"], last["output_tokens"]),
-                )
-                start = last_input if last_input is not None and last_input <= ts else ts
-                node = Node(new_id("c"), "call", start, ts, call=call)
-                nodes.append(node)
-                for cid in [c for c in pending if c not in asked_by]:
-                    asked_by[cid] = node
-                last_input = ts
-                for cid in [c for c in held_outputs if c in asked_by]:
-                    out_ts = held_outputs.pop(cid)
-                    add_tool(cid, out_ts)
-                    last_input = max(last_input, out_ts)
+            reader.item(obj)
         except (ValueError, TypeError, KeyError, AttributeError) as exc:
-            report.bad_line(no, str(exc) if "token count" in str(exc) else None)
-            continue
-    if nodes and ro.prompts and not ro.subagent:  # a subagent's prompts come from its parent agent
-        ends = sorted(n.end for n in nodes)
-        for p in ro.prompts:
-            i = bisect.bisect_right(ends, p)
-            if i and ends[i - 1] < p:
-                nodes.append(Node(new_id("h"), "human", ends[i - 1], p, name="human"))
-    session.nodes = nodes
-    report.calls = counts["c"]
-    if ro.fallback_model_calls:
-        report.notes.append(f"{ro.fallback_model_calls} calls name no model; assumed {FALLBACK_MODEL} (as ccusage)")
-    if ro.skipped_replay:
-        report.notes.append("skipped the subagent's first token count (it repeats the forked parent's history)")
-    if ro.repeats:
-        report.notes.append(f"{ro.repeats} token counts repeat the previous total and are not new calls")
-    return ro
+            reader.ro.report.bad_line(no, str(exc) if "token count" in str(exc) else None)
+    return reader.finish()
 
 
 def _subagent_source(ro: _Rollout, payload: dict) -> None:

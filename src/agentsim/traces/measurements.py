@@ -54,6 +54,8 @@ from typing import Any
 
 import pandas as pd
 
+from agentsim.model import domain
+from agentsim.model.input_files import InputError, read_bounded
 from agentsim.model.loading import ErrorItem, ScenarioError
 
 __all__ = [
@@ -119,9 +121,12 @@ def fail(file: str | Path, message: str, hint: str = "", line: int | None = None
     return ScenarioError([ErrorItem(str(file), line, tuple(path), message, hint)])
 
 
-def read_text(path: str | Path) -> str:
+def read_text(path: str | Path, kind: str = "measurement") -> str:
+    """The text of a measurement file, bounded in size (:mod:`agentsim.model.input_files`)."""
     try:
-        return Path(path).read_text(encoding="utf-8")
+        return read_bounded(path, kind)
+    except InputError as exc:
+        raise fail(path, exc.message, exc.hint) from None
     except FileNotFoundError:
         raise fail(path, "no such file", "check the path") from None
     except UnicodeDecodeError as exc:
@@ -195,7 +200,7 @@ def number(value: Any, file: str | Path, line: int | None, path: tuple) -> float
 
 def epoch_date(start_s: Iterable[float | None]) -> dt.date | None:
     """The UTC date of the earliest start time, when the times are Unix seconds (after 2001)."""
-    vals = [s for s in start_s if s is not None and math.isfinite(s) and s > 1e9]
+    vals = [s for s in start_s if s is not None and domain.problem("timestamp", s) is None and s > 1e9]
     if not vals:
         return None
     return dt.datetime.fromtimestamp(min(vals), tz=dt.UTC).date()
@@ -210,36 +215,41 @@ def require_somewhere(rows: list[dict], key: str, file: str | Path, what: str, h
 # --------------------------------------------------------------------------- the common table
 
 
-# Largest plausible magnitude per raw field: a value beyond it is corrupt, or in the wrong unit.
-PLAUSIBLE = {
-    "ttft_s": (1e6, "seconds"),
-    "latency_s": (1e6, "seconds"),
-    "decode_s": (1e6, "seconds"),
-    "itl_s": (1e6, "seconds"),
-    "gaps_s": (1e6, "seconds"),
-    "tps": (1e7, "tokens per second"),
-    "input_tokens": (1e8, "tokens"),
-    "cached_input_tokens": (1e8, "tokens"),
-    "output_tokens": (1e8, "tokens"),
-    "start_s": (1e11, "seconds"),
+# The quantity kind of every raw number (agentsim.model.domain): a value outside its kind's range is corrupt,
+# or in the wrong unit, and is refused at its place.
+FIELD_KINDS = {
+    "ttft_s": "duration",
+    "latency_s": "duration",
+    "decode_s": "duration",
+    "itl_s": "duration",
+    "gaps_s": "duration",
+    "headers_s": "duration",
+    "tps": "speed",
+    "input_tokens": "tokens",
+    "cached_input_tokens": "tokens",
+    "output_tokens": "tokens",
+    "start_s": "timestamp",
 }
 
 
 def check_plausible(found: Rows) -> None:
-    """Every number of a plausible size (no 1e308 tokens, no infinite seconds); else an error at its place."""
+    """Every number within its kind's range (no 1e308 tokens, no infinite seconds, no start time in year
+    11476); else an error at its place. NaN is how some tools write "not measured": it stays missing."""
     for raw in found.rows:
-        for key, (limit, unit) in PLAUSIBLE.items():
+        for key, kind in FIELD_KINDS.items():
             v = raw.get(key)
-            values = v if isinstance(v, list) else [v]
-            for x in values:
-                if x is None or (isinstance(x, int | float) and (math.isnan(x) or abs(x) <= limit)):
-                    continue  # NaN is how some tools write "not measured": it stays missing
+            for x in v if isinstance(v, list) else [v]:
+                if x is None or (isinstance(x, float) and math.isnan(x)):
+                    continue
+                msg = domain.problem(kind, x)
+                if msg is None or (kind == "tokens" and x >= 0 and domain.problem(kind, round(x)) is None):
+                    continue  # a tool's averaged count (12.5 tokens) is kept: it is measured, not declared
                 place = str(raw.get("place") or "")
                 line = int(place[5:]) if place.startswith("line ") and place[5:].isdigit() else None
                 where = "" if line is not None else f"{place}: " if place else ""
                 raise fail(
                     found.file,
-                    f"{where}{key} is {x!r}, which is not a plausible number of {unit} (at most {limit:g})",
+                    f"{where}{key}: {msg}",
                     "the file is corrupt there, or the value is in another unit: fix or remove that record",
                     line=line,
                 )

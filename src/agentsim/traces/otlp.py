@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agentsim.model.input_files import read_bounded
+
 __all__ = ["ALIASES", "Span", "attr", "read_otlp", "spans_from_document"]
 
 # quantity -> attribute names, newest convention first
@@ -34,6 +36,7 @@ ALIASES: dict[str, tuple[str, ...]] = {
         "gen_ai.usage.cache_read.input_tokens",
         "gen_ai.usage.cache_read_input_tokens",
         "gen_ai.usage.cached_tokens",
+        "gen_ai.usage.input_tokens.cached",
     ),
     "cache_write_tokens": (
         "gen_ai.usage.cache_creation.input_tokens",
@@ -41,7 +44,11 @@ ALIASES: dict[str, tuple[str, ...]] = {
         "gen_ai.usage.cache_write.input_tokens",
         "gen_ai.usage.cache_write_input_tokens",
     ),
-    "reasoning_tokens": ("gen_ai.usage.reasoning.output_tokens", "gen_ai.usage.reasoning_tokens"),
+    "reasoning_tokens": (
+        "gen_ai.usage.reasoning.output_tokens",
+        "gen_ai.usage.reasoning_tokens",
+        "gen_ai.usage.output_tokens.reasoning",
+    ),
     "ttft": ("gen_ai.response.time_to_first_chunk", "gen_ai.server.time_to_first_token"),
     "tool_name": ("gen_ai.tool.name",),
     "agent_name": ("gen_ai.agent.name",),
@@ -162,7 +169,7 @@ def spans_from_document(doc: dict, line: int | None = None) -> list[Span]:
 
 def read_otlp(path: str | Path) -> tuple[list[Span], list[tuple[int | None, str]]]:
     """Read an OTLP JSON file (one document, or JSON Lines); return spans and problems found."""
-    text = Path(path).read_text(encoding="utf-8")
+    text = read_bounded(path, "session")
     problems: list[tuple[int | None, str]] = []
     spans: list[Span] = []
     stripped = text.strip()

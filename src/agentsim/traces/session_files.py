@@ -1,12 +1,16 @@
 """Finding recorded sessions on disk and reading them with the right importer.
 
 A path is a session file or a folder searched recursively (``*.jsonl``, and
-``*.json`` for OpenTelemetry). With ``format="auto"`` each file's first lines tell
-what it is: Claude Code lines carry ``parentUuid``/``sessionId``, Codex rollout lines
-are ``{"timestamp", "type", "payload"}``, OTLP JSON has ``resourceSpans``. Files that
-are none of these are skipped (and counted); a file named explicitly that gives no
-API call is an error (:class:`SessionInputError`), as is a set of paths that gives
-no session at all.
+``*.json`` for the span formats). With ``format="auto"`` each file's first lines (or,
+for one JSON document, its first records) tell what it is: Claude Code lines carry
+``parentUuid``/``sessionId``, Codex rollout lines are ``{"timestamp", "type",
+"payload"}``, OTLP JSON has ``resourceSpans``, Langfuse observations a ``type`` such as
+``GENERATION`` with ``startTime``, LangSmith runs ``run_type`` and ``start_time``, OpenAI
+Agents SDK exports ``"object": "trace.span"`` or ``span_data``. Files that are none of
+these are skipped (and counted); a file named explicitly that gives no API call is an
+error (:class:`SessionInputError`), as is a set of paths that gives no session at all.
+
+Every format is registered once, in :data:`READERS` (its detector and its reader).
 
 The default places are ``~/.claude/projects`` and ``~/.codex/sessions``, each only
 when it exists. Nothing is ever sent anywhere: files are only read.
@@ -19,12 +23,38 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from agentsim.traces import claude_code, codex, otel_sessions
+from agentsim.model.input_files import input_problem
+from agentsim.traces import claude_code, codex, langfuse, langsmith, openai_agents, otel_sessions
+from agentsim.traces.record_files import LIST_KEYS
 from agentsim.traces.sessions import FileReport, Session
 
-__all__ = ["FORMATS", "SessionInputError", "default_paths", "detect_format", "read_sessions", "select_sessions"]
+__all__ = [
+    "FORMATS",
+    "READERS",
+    "SessionInputError",
+    "default_paths",
+    "detect_format",
+    "read_sessions",
+    "read_warnings",
+    "select_sessions",
+]
 
-FORMATS = ("auto", "claude-code", "codex", "otel")
+
+def _read_claude_code(files):
+    return claude_code.read_claude_code(claude_code.session_groups(files))
+
+
+# format -> (does a parsed record look like it, read files into (sessions, reports)), in detection order
+READERS = {
+    "codex": (codex.looks_like, codex.read_codex),
+    "claude-code": (claude_code.looks_like, _read_claude_code),
+    "otel": (lambda obj: "resourceSpans" in obj, otel_sessions.read_otel),
+    "openai-agents": (openai_agents.looks_like, openai_agents.read_openai_agents),
+    "langsmith": (langsmith.looks_like, langsmith.read_langsmith),
+    "langfuse": (langfuse.looks_like, langfuse.read_langfuse),
+}
+FORMATS = ("auto", "claude-code", "codex", "otel", "langfuse", "langsmith", "openai-agents")
+JSON_FORMATS = ("otel", "langfuse", "langsmith", "openai-agents")  # formats that may be one .json document
 SNIFF_LINES = 50
 SNIFF_BYTES = 256 * 1024
 MAX_NESTING = 200  # containers (agents, tools holding subagents) inside one another, per session
@@ -45,16 +75,56 @@ def default_paths(home: Path | None = None) -> list[tuple[Path, str]]:
     return out
 
 
+def _kind_of(obj) -> str | None:
+    """The format a parsed JSON object (a line, a record, or a page of records) belongs to."""
+    if not isinstance(obj, dict):
+        return None
+    items = next((obj[k] for k in LIST_KEYS if isinstance(obj.get(k), list)), None)
+    for candidate in [obj, *(items[:5] if items else [])]:
+        if isinstance(candidate, dict):
+            for fmt, (looks_like, _) in READERS.items():
+                if looks_like(candidate):
+                    return fmt
+    return None
+
+
+def _kind_of_head(head: str) -> str | None:
+    """A JSON document too large to read whole here: recognise the format by keys near its start."""
+    if '"payload"' in head and '"timestamp"' in head:
+        return "codex"
+    if '"parentUuid"' in head or ('"sessionId"' in head and '"uuid"' in head):
+        return "claude-code"
+    if '"span_data"' in head or '"trace.span"' in head:
+        return "openai-agents"
+    if '"run_type"' in head and '"start_time"' in head:
+        return "langsmith"
+    if '"startTime"' in head and ('"traceId"' in head or '"parentObservationId"' in head):
+        return "langfuse"
+    if '"sessionId"' in head:
+        return "claude-code"
+    return None
+
+
 def detect_format(path: Path) -> str | None:
-    """claude-code, codex, otel, or None when the first lines are none of these."""
+    """One of :data:`READERS`' formats, or None when the first lines are none of these."""
     try:
         with path.open(encoding="utf-8", errors="replace") as fh:
             head = fh.read(SNIFF_BYTES)
+            whole = not fh.read(1)
     except OSError:
         return None
     stripped = head.lstrip()
     if stripped.startswith("{") and '"resourceSpans"' in head[:4096]:
         return "otel"
+    if whole and stripped.startswith(("{", "[")):
+        try:
+            doc = json.loads(stripped)
+        except (ValueError, RecursionError):
+            doc = None
+        if isinstance(doc, list):
+            doc = {"data": doc}
+        if doc is not None:
+            return _kind_of(doc)
     for n, raw in enumerate(head.splitlines()):
         if n >= SNIFF_LINES:
             break
@@ -62,25 +132,16 @@ def detect_format(path: Path) -> str | None:
             obj = json.loads(raw)
         except (ValueError, RecursionError):
             continue
-        if not isinstance(obj, dict):
-            continue
-        if "resourceSpans" in obj:
-            return "otel"
-        if codex.looks_like(obj):
-            return "codex"
-        if claude_code.looks_like(obj):
-            return "claude-code"
-    # a first line longer than what was read: recognise the format by its keys
-    if stripped.startswith("{") and '"payload"' in head and '"timestamp"' in head:
-        return "codex"
-    if stripped.startswith("{") and ('"parentUuid"' in head or '"sessionId"' in head):
-        return "claude-code"
-    return None
+        kind = _kind_of(obj)
+        if kind is not None:
+            return kind
+    # a first line (or a document) longer than what was read: recognise the format by its keys
+    return _kind_of_head(head) if stripped.startswith(("{", "[")) else None
 
 
 @dataclass
 class _Found:
-    by_format: dict[str, list[Path]] = field(default_factory=lambda: {"claude-code": [], "codex": [], "otel": []})
+    by_format: dict[str, list[Path]] = field(default_factory=lambda: {fmt: [] for fmt in READERS})
     named: set[Path] = field(default_factory=set)  # files named explicitly (nothing usable is an error)
     unknown: list[Path] = field(default_factory=list)
 
@@ -88,15 +149,21 @@ class _Found:
 def _collect(paths: list[tuple[Path, str]], found: _Found) -> None:
     seen: set[Path] = set()
     for path, fmt in paths:
+        bad = input_problem(path, "session")
+        if bad is not None:
+            raise SessionInputError(f"{path}: {bad[0]} ({bad[1]})")
         if not path.exists():
             raise SessionInputError(f"{path}: no such file or folder (give a session file or a folder of them)")
         if path.is_file():
             files = [path]
             found.named.add(path.resolve())
         else:
-            patterns = ("*.jsonl", "*.json") if fmt in ("auto", "otel") else ("*.jsonl",)
+            patterns = ("*.jsonl", "*.json") if fmt in ("auto", *JSON_FORMATS) else ("*.jsonl",)
             files = sorted(f for pat in patterns for f in path.rglob(pat) if f.is_file())
         for f in files:
+            bad = input_problem(f, "session")
+            if bad is not None:
+                raise SessionInputError(f"{f}: {bad[0]} ({bad[1]})")
             key = f.resolve()
             if key in seen:
                 continue
@@ -105,8 +172,9 @@ def _collect(paths: list[tuple[Path, str]], found: _Found) -> None:
             if kind is None:
                 if key in found.named:
                     raise SessionInputError(
-                        f"{f}: not a recognised session file (its first lines are neither Claude Code JSONL, "
-                        "a Codex CLI rollout nor OTLP JSON); give --format to read it as one of them"
+                        f"{f}: not a recognised session file (its first lines are none of Claude Code JSONL, "
+                        "a Codex CLI rollout, OTLP JSON, a Langfuse, LangSmith or OpenAI Agents SDK export); "
+                        "give --format to read it as one of them"
                     )
                 found.unknown.append(f)
             else:
@@ -119,18 +187,11 @@ def read_sessions(paths: list[tuple[Path, str]]) -> tuple[list[Session], list[Fi
     _collect(paths, found)
     sessions: list[Session] = []
     reports: list[FileReport] = []
-    if found.by_format["claude-code"]:
-        s, r = claude_code.read_claude_code(claude_code.session_groups(found.by_format["claude-code"]))
-        sessions += s
-        reports += r
-    if found.by_format["codex"]:
-        s, r = codex.read_codex(found.by_format["codex"])
-        sessions += s
-        reports += r
-    if found.by_format["otel"]:
-        s, r = otel_sessions.read_otel(found.by_format["otel"])
-        sessions += s
-        reports += r
+    for fmt in ("claude-code", "codex", "otel", "langfuse", "langsmith", "openai-agents"):
+        if found.by_format[fmt]:
+            s, r = READERS[fmt][1](found.by_format[fmt])
+            sessions += s
+            reports += r
     for rep in reports:
         if Path(rep.path).resolve() in found.named and rep.calls == 0 and not rep.duplicates:
             raise SessionInputError(_nothing_usable(rep))
@@ -207,4 +268,19 @@ def select_sessions(
         if project is not None and project not in (s.project or ""):
             continue
         out.append(s)
+    return out
+
+
+def read_warnings(reports: list[FileReport]) -> list[str]:
+    """One warning per file with corrupt lines skipped or records already read from another file."""
+    out = []
+    for rep in reports:
+        if rep.corrupt:
+            where = rep.corrupt_text()
+            out.append(f"{rep.path}: skipped {rep.corrupt} corrupt lines" + (f" ({where})" if where else ""))
+        if rep.duplicates:
+            out.append(
+                f"{rep.path}: {rep.duplicates} records were already read from another file "
+                "(a copy, or a path given twice) and are counted once"
+            )
     return out

@@ -192,11 +192,11 @@ class FileReport:
         }
 
 
-def json_lines(path: Path, report: FileReport):
+def json_lines(path: Path, report: FileReport, say_why: bool = False):
     """``(line number, object)`` for each JSON object line of a JSON Lines file.
 
     Blank lines are skipped; a line that is not a JSON object is counted as corrupt on ``report``
-    (which also tracks how many lines were read).
+    (which also tracks how many lines were read), with the reason when ``say_why``.
     """
     with Path(path).open(encoding="utf-8", errors="replace") as fh:
         for no, raw in enumerate(fh, start=1):
@@ -206,10 +206,10 @@ def json_lines(path: Path, report: FileReport):
             try:
                 obj = json.loads(raw)
             except (ValueError, RecursionError):  # not JSON, or nested too deep to read
-                report.bad_line(no)
+                report.bad_line(no, "not a JSON record" if say_why else None)
                 continue
             if not isinstance(obj, dict):
-                report.bad_line(no)
+                report.bad_line(no, "not a JSON object" if say_why else None)
                 continue
             yield no, obj
 

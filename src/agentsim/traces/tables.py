@@ -78,6 +78,26 @@ def read_csv(path: Path) -> Rows:
     if "\0" in text:
         raise fail(file, "the file holds NUL bytes: it is not a text CSV", "give the CSV export, not a binary file")
     reader = csv.DictReader(io.StringIO(text))
+    lower, fields = _csv_columns(file, reader)
+    factor = {CSV_COLUMNS[c][0]: CSV_COLUMNS[c][1] for c in CSV_COLUMNS if c in lower}
+    rows = []
+    records = iter(reader)
+    while True:
+        try:
+            rec = next(records)
+        except StopIteration:
+            break
+        except csv.Error as exc:
+            raise fail(file, f"not a readable CSV: {exc}", _CSV_HINT, line=reader.line_num + 1) from None
+        rows.append(_csv_row(file, rec, reader.line_num, lower, fields, factor))
+    if not rows:
+        raise fail(file, "the CSV has a header but no rows")
+    date = epoch_date(r.get("start_s") for r in rows)
+    return Rows(rows, "csv", file, date=date, date_note="start_s" if date else None)
+
+
+def _csv_columns(file: str, reader: csv.DictReader) -> tuple[dict[str, str], dict[str, str]]:
+    """The header: lower-cased name -> column, and common-table field -> column; errors name line 1."""
     try:
         header = [h.strip() for h in (reader.fieldnames or [])]
     except csv.Error as exc:
@@ -115,52 +135,42 @@ def read_csv(path: Path) -> Rows:
             "add latency_s/latency_ms, decode_s/decode_ms, itl_s/itl_ms or tps",
             line=1,
         )
-    factor = {CSV_COLUMNS[c][0]: CSV_COLUMNS[c][1] for c in CSV_COLUMNS if c in lower}
-    rows = []
-    records = iter(reader)
-    while True:
+    return lower, fields
+
+
+def _csv_row(file: str, rec: dict, line: int, lower: dict, fields: dict, factor: dict) -> dict:
+    """One record as a raw row: numbers in seconds, ok and error from the error, status and ok columns."""
+    row: dict = {"place": f"line {line}"}
+    for field, col in fields.items():
+        raw = (rec.get(col) or "").strip()
+        if raw == "":
+            row[field] = None
+            continue
         try:
-            rec = next(records)
-        except StopIteration:
-            break
-        except csv.Error as exc:
-            raise fail(file, f"not a readable CSV: {exc}", _CSV_HINT, line=reader.line_num + 1) from None
-        line = reader.line_num
-        row: dict = {"place": f"line {line}"}
-        for field, col in fields.items():
-            raw = (rec.get(col) or "").strip()
-            if raw == "":
-                row[field] = None
-                continue
-            try:
-                x = float(raw)
-            except ValueError:
-                raise fail(file, f"column {col}: expected a number, got {raw!r}", line=line) from None
-            f = factor[field]
-            row[field] = x * f if f is not None else x
-        error = (rec.get(lower["error"]) or "").strip() if "error" in lower else ""
-        status = (rec.get(lower["status"]) or "").strip() if "status" in lower else ""
-        ok = not error
-        if status:
-            try:
-                if float(status) >= 400:
-                    ok, error = False, error or f"HTTP {status}"
-            except ValueError:
-                raise fail(file, f"column status: expected an HTTP status, got {status!r}", line=line) from None
-        if "ok" in lower:
-            flag = (rec.get(lower["ok"]) or "").strip().lower()
-            if flag in _FALSE:
-                ok, error = False, error or "failed"
-            elif flag not in _TRUE and flag != "":
-                raise fail(file, f"column ok: expected true or false, got {flag!r}", line=line)
-        row.update(ok=ok, error=error or None)
-        if "model" in lower:
-            row["model"] = (rec.get(lower["model"]) or "").strip() or None
-        rows.append(row)
-    if not rows:
-        raise fail(file, "the CSV has a header but no rows")
-    date = epoch_date(r.get("start_s") for r in rows)
-    return Rows(rows, "csv", file, date=date, date_note="start_s" if date else None)
+            x = float(raw)
+        except ValueError:
+            raise fail(file, f"column {col}: expected a number, got {raw!r}", line=line) from None
+        f = factor[field]
+        row[field] = x * f if f is not None else x
+    error = (rec.get(lower["error"]) or "").strip() if "error" in lower else ""
+    status = (rec.get(lower["status"]) or "").strip() if "status" in lower else ""
+    ok = not error
+    if status:
+        try:
+            if float(status) >= 400:
+                ok, error = False, error or f"HTTP {status}"
+        except ValueError:
+            raise fail(file, f"column status: expected an HTTP status, got {status!r}", line=line) from None
+    if "ok" in lower:
+        flag = (rec.get(lower["ok"]) or "").strip().lower()
+        if flag in _FALSE:
+            ok, error = False, error or "failed"
+        elif flag not in _TRUE and flag != "":
+            raise fail(file, f"column ok: expected true or false, got {flag!r}", line=line)
+    row.update(ok=ok, error=error or None)
+    if "model" in lower:
+        row["model"] = (rec.get(lower["model"]) or "").strip() or None
+    return row
 
 
 def read_measure_jsonl(path: Path) -> Rows:

@@ -10,6 +10,19 @@ working in. :func:`check_folder` and :func:`check_file` run the same checks (is
 the path a file, is its parent writable) *before* a long simulation, so a typo
 costs a second, not the run.
 
+A single output file (``report -o``, ``calibrate -o``, ``stream -o``) is written by :func:`write_file`
+into a temporary file *beside it* (same folder, so same file system: a file directly in a mount point
+or a volume root such as ``/out/report.html`` or ``/dev/shm/x.html`` works) and renamed over it. Where
+the rename cannot work (the target is itself a mount, e.g. a bind-mounted file, or the temporary
+file lands on another device: ``EXDEV``, ``EBUSY``), the file is written directly and a note says so
+(logger ``agentsim.output``; the command line prints it). ``-o -`` and ``-o /dev/stdout`` write to
+standard output. Every check (not a folder, not a special file unless it is stdout, a name the file
+system can hold, temporary names included, a folder that accepts new files) runs before the work.
+
+Default folder names derived from a scenario's name go through :func:`slug`: no path separator,
+no ``..``, no NUL, never absolute, so a scenario file cannot direct a write outside the folder it
+names (``results/<slug>-sweep``).
+
 While files are written, SIGTERM (what ``timeout``, ``kill`` and CI
 cancellation send) is turned into :class:`KeyboardInterrupt`, so the temporary
 folder is removed as it is on Ctrl-C. Every failure is an :class:`OutputError`
@@ -19,15 +32,40 @@ whose message names the path and the fix (the command line exits with code 2).
 from __future__ import annotations
 
 import contextlib
+import errno
+import logging
 import os
+import re
 import shutil
 import signal
+import stat
+import sys
 import tempfile
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-__all__ = ["MARKER", "OutputError", "check_file", "check_folder", "sigterm_interrupts", "write_folder"]
+__all__ = [
+    "MARKER",
+    "STDOUT_NAMES",
+    "OutputError",
+    "check_file",
+    "check_folder",
+    "default_folder",
+    "is_stdout",
+    "shown",
+    "sigterm_interrupts",
+    "slug",
+    "write_file",
+    "write_folder",
+]
+
+log = logging.getLogger("agentsim.output")
+
+#: output-file names that mean standard output
+STDOUT_NAMES = ("-", "/dev/stdout", "/dev/fd/1", "/proc/self/fd/1")
+_TMP_STEM = 32  # characters of the target's name kept in a temporary sibling's name (so it always fits)
+_TMP_EXTRA = 40  # what the temporary sibling's name adds at most: "." + stem + ".agentsim-tmp-" + 8 random
 
 MARKER = ".agentsim-result"
 _MARKER_TEXT = (
@@ -62,15 +100,78 @@ def _check_writable_parent(target: Path, what: str) -> None:
     os.rmdir(probe)
 
 
+def is_stdout(path: str | os.PathLike) -> bool:
+    """``-`` or ``/dev/stdout`` (and its aliases): the output goes to standard output."""
+    return os.fspath(path) in STDOUT_NAMES
+
+
+def shown(path: str | os.PathLike) -> str:
+    """How a message names an output path: ``standard output`` for ``-``."""
+    return "standard output" if is_stdout(path) else os.fspath(path)
+
+
+def slug(name: str, default: str = "scenario", limit: int = 64) -> str:
+    """A file-name-safe form of a user-given name: letters, digits, ``_``, ``-`` and inner dots only.
+
+    No path separator, no ``..``, no NUL, never absolute or hidden: ``../../escaped`` gives ``escaped``,
+    ``/etc/passwd`` gives ``etc-passwd``. Empty results become ``default``.
+    """
+    text = re.sub(r"[^\w.-]+", "-", str(name)).replace("..", "-")
+    text = re.sub(r"-{2,}", "-", text).strip("-.")[:limit].strip("-.")
+    return text or default
+
+
+def default_folder(name: str, what: str) -> Path:
+    """``results/<slug of name>-<what>``: a default result folder, always under ``results/`` here."""
+    return Path("results") / f"{slug(name)}-{what}"
+
+
+def _tmp_prefix(name: str, kind: str) -> str:
+    return f".{name[:_TMP_STEM]}.agentsim-{kind}-"
+
+
+def _check_name(target: Path, what: str) -> None:
+    """The target's name, and the longest temporary name beside it, fit the file system's limits."""
+    base = _existing_ancestor(target.parent if str(target.parent) else Path("."))
+    try:
+        name_max = os.pathconf(base, "PC_NAME_MAX")
+        path_max = os.pathconf(base, "PC_PATH_MAX")
+    except (OSError, ValueError):  # pragma: no cover - every POSIX file system answers
+        name_max, path_max = 255, 4096
+    size = len(os.fsencode(target.name))
+    if size > name_max:
+        raise OutputError(
+            f"{what} {target}: the name is {size} bytes long, and the file system there holds names of at "
+            f"most {name_max}; choose a shorter name"
+        )
+    full = len(os.fsencode(os.path.abspath(target))) + _TMP_EXTRA
+    if full > path_max:
+        raise OutputError(
+            f"{what} {target}: the path is too long for the file system ({full} bytes with the temporary "
+            f"name written beside it; at most {path_max}); choose a shorter path"
+        )
+
+
 def _is_result_folder(path: Path) -> bool:
     return (path / MARKER).is_file()
 
 
 def check_folder(out: str | os.PathLike, what: str = "--out") -> Path:
     """Refuse a result-folder target that cannot or must not be written; return it as a :class:`Path`."""
+    if is_stdout(out):
+        raise OutputError(
+            f"{what} {os.fspath(out)}: a result folder holds several files and cannot go to standard output; "
+            "give a folder name (or use --json to print the summary)"
+        )
+    if "\0" in os.fspath(out):
+        raise OutputError(f"{what}: the path holds a NUL character; give a plain folder name")
     out = Path(out)
-    if out.is_symlink():
-        out = out.resolve()
+    _check_name(out, what)
+    try:
+        if out.is_symlink():
+            out = out.resolve(strict=True)
+    except (OSError, RuntimeError) as exc:
+        raise OutputError(f"{what} {out}: the symbolic link cannot be followed ({exc}); give another folder") from None
     if out.exists() and not out.is_dir():
         raise OutputError(f"{what} {out} is a file, not a folder: give a new folder name, e.g. {out}-results")
     full, home, cwd = out.resolve(), Path.home().resolve(), Path.cwd().resolve()
@@ -98,12 +199,97 @@ def check_folder(out: str | os.PathLike, what: str = "--out") -> Path:
 
 
 def check_file(path: str | os.PathLike, what: str = "--out", example: str = "report.html") -> Path:
-    """Refuse an output-file target that is a folder or whose folder cannot be written."""
+    """Refuse an output-file target that is a folder, a special file (other than stdout), a name too long
+    for its file system, or in a folder that cannot be written; return it as a :class:`Path`."""
+    if is_stdout(path):
+        return Path(os.fspath(path))
+    if "\0" in os.fspath(path):
+        raise OutputError(f"{what}: the path holds a NUL character; give a plain file name, e.g. {example}")
     path = Path(path)
-    if path.is_dir():
+    _check_name(path, what)
+    try:
+        st = path.stat()
+    except (FileNotFoundError, NotADirectoryError):  # a parent that is a file: told below
+        st = None
+    except OSError as exc:  # a symbolic link loop
+        raise OutputError(
+            f"{what} {path}: cannot use this path ({exc.strerror or exc}); give another file name"
+        ) from None
+    if st is not None and stat.S_ISDIR(st.st_mode):
         raise OutputError(f"{what} {path} is a folder: give a file name, e.g. {path / example}")
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        raise OutputError(
+            f"{what} {path} is a special file (a device, a pipe or a socket), not a regular file; give a file "
+            f"name such as {example}, or - for standard output"
+        )
     _check_writable_parent(path, what)
     return path
+
+
+def write_file(path: str | os.PathLike, write: Callable[[Path], None], what: str = "--out") -> Path:
+    """Write one file whole: ``write(tmp)`` fills a temporary file beside ``path``, which then takes its place.
+
+    ``-`` or ``/dev/stdout``: the bytes go to standard output. Where the temporary file cannot be renamed
+    over the target (a bind-mounted file, another device), the file is written directly, and a note says so.
+    """
+    target = check_file(path, what)
+    if is_stdout(target):
+        return _write_stdout(write)
+    parent = target.parent if str(target.parent) else Path(".")
+    with sigterm_interrupts():
+        try:
+            parent.mkdir(parents=True, exist_ok=True)
+            fd, name = tempfile.mkstemp(prefix=_tmp_prefix(target.name, "tmp"), dir=parent)
+        except OSError as exc:
+            raise OutputError(f"{what} {target}: cannot create a file in {parent} ({exc.strerror or exc})") from None
+        os.close(fd)
+        tmp = Path(name)
+        try:
+            try:
+                write(tmp)
+                os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes it private; an output file is not
+                try:
+                    os.replace(tmp, target)
+                except OSError as exc:
+                    if exc.errno not in (errno.EXDEV, errno.EBUSY, errno.EPERM, errno.EACCES):
+                        raise
+                    _copy_into(tmp, target, what, exc)
+            except OSError as exc:
+                raise OutputError(
+                    f"{what} {target}: writing failed ({exc.strerror or exc}); check the free space and permissions "
+                    "there, or choose another file"
+                ) from None
+            return target
+        finally:
+            tmp.unlink(missing_ok=True)
+
+
+def _copy_into(tmp: Path, target: Path, what: str, why: OSError) -> None:
+    """The fallback of :func:`write_file`: the finished temporary file copied into the target in place."""
+    log.warning(
+        "%s %s: written directly (the finished file could not replace it by a rename: %s); an interrupted "
+        "write there can leave it incomplete",
+        what,
+        target,
+        why.strerror or why,
+    )
+    with tmp.open("rb") as src, target.open("wb") as dst:
+        shutil.copyfileobj(src, dst)
+
+
+def _write_stdout(write: Callable[[Path], None]) -> Path:
+    with tempfile.TemporaryDirectory(prefix="agentsim-stdout-") as d:
+        tmp = Path(d) / "out"
+        write(tmp)
+        data = tmp.read_bytes()
+    stream = getattr(sys.stdout, "buffer", None)
+    if stream is not None:
+        sys.stdout.flush()
+        stream.write(data)
+        stream.flush()
+    else:  # a text-only stream (a notebook's): the file is text
+        sys.stdout.write(data.decode("utf-8"))
+    return Path("-")
 
 
 def _raise_interrupt(signum, frame):  # pragma: no cover - runs in the signal handler
@@ -128,6 +314,8 @@ def write_folder(out_dir: str | os.PathLike, writers: dict[str, Callable[[Path],
 
     The files are written into a temporary folder beside ``out_dir`` which then takes its
     place; an earlier agentsim result folder there is replaced whole, anything else is refused.
+    A target that is a mount point (a volume) cannot be renamed: its files are replaced one by one
+    instead, and a note says so.
     """
     out = check_folder(out_dir)
     parent = out.parent if str(out.parent) else Path(".")
@@ -136,7 +324,8 @@ def write_folder(out_dir: str | os.PathLike, writers: dict[str, Callable[[Path],
             parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise OutputError(f"--out {out}: cannot create {parent} ({exc.strerror or exc})") from None
-        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.agentsim-tmp-", dir=parent))
+        in_place = out.is_dir() and os.path.ismount(out)
+        tmp = Path(tempfile.mkdtemp(prefix=_tmp_prefix(out.name, "tmp"), dir=out if in_place else parent))
         old: Path | None = None
         try:
             try:
@@ -144,16 +333,21 @@ def write_folder(out_dir: str | os.PathLike, writers: dict[str, Callable[[Path],
                 for name, write in writers.items():
                     write(tmp / name)
                 os.chmod(tmp, 0o777 & ~_umask())  # mkdtemp makes it private; a result folder is not
+                if in_place:
+                    _fill_in_place(out, tmp, "the folder is a mount point")
+                    return [out / name for name in writers]
                 if out.is_dir() and _is_result_folder(out):
-                    old = Path(tempfile.mkdtemp(prefix=f".{out.name}.agentsim-old-", dir=parent))
+                    old = Path(tempfile.mkdtemp(prefix=_tmp_prefix(out.name, "old"), dir=parent))
                     os.replace(out, old)  # an empty folder may be replaced by rename
                 try:
                     os.replace(tmp, out)
-                except OSError:
+                except OSError as exc:
                     if old is not None:
                         os.replace(old, out)
                         old = None
-                    raise
+                    if exc.errno not in (errno.EXDEV, errno.EBUSY) or not out.is_dir():
+                        raise
+                    _fill_in_place(out, tmp, exc.strerror or str(exc))
             except OSError as exc:
                 raise OutputError(
                     f"--out {out}: writing the results failed ({exc.strerror or exc}); "
@@ -164,6 +358,24 @@ def write_folder(out_dir: str | os.PathLike, writers: dict[str, Callable[[Path],
             shutil.rmtree(tmp, ignore_errors=True)
             if old is not None:
                 shutil.rmtree(old, ignore_errors=True)
+
+
+def _fill_in_place(out: Path, tmp: Path, why: str) -> None:
+    """Replace the contents of ``out`` (empty, or an earlier result folder) by the files of ``tmp``, file by file."""
+    log.warning(
+        "--out %s: the folder could not be replaced as a whole (%s); its files were replaced one by one",
+        out,
+        why,
+    )
+    for entry in list(out.iterdir()):
+        if entry == tmp or entry.name == MARKER:
+            continue
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry)
+        else:
+            entry.unlink()
+    for entry in sorted(tmp.iterdir(), key=lambda p: p.name == MARKER):  # the marker last: a complete folder
+        shutil.move(str(entry), str(out / entry.name))
 
 
 def _umask() -> int:

@@ -25,7 +25,7 @@ import yaml
 from markupsafe import Markup
 
 from agentsim.sim.results import Results, version
-from agentsim.viz.outdir import sigterm_interrupts, write_folder
+from agentsim.viz.outdir import sigterm_interrupts, write_file, write_folder
 
 __all__ = [
     "Analysis",
@@ -180,10 +180,8 @@ def write_report(html_text: str, path: str | os.PathLike) -> Path:
     path = Path(path)
     if path.is_dir():
         raise IsADirectoryError(f"{path} is a folder; give a file name such as {path / 'report.html'}")
-    (written,) = write_files(
-        path.parent if str(path.parent) else ".", {path.name: lambda p: p.write_text(html_text, encoding="utf-8")}
-    )
-    return written
+    # one file, written beside its target (a mount point or volume root works) or to stdout for -
+    return write_file(path, lambda p: p.write_text(html_text, encoding="utf-8"))
 
 
 @dataclass
