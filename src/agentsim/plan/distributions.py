@@ -32,7 +32,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from agentsim.model.scenario import (
+from agentsim.model.distributions import (
     ChoiceDist,
     ConstantDist,
     Dist,
