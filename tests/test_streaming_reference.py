@@ -135,6 +135,7 @@ def test_arrivals_stall_and_chunks_match_the_formulas():
 
     from agentsim.plan.compiler import StreamCfg
     from agentsim.plan.distributions import Sampler
+    from agentsim.sim.call_timeline import CallSlot, CallTimeline
     from agentsim.sim.streaming import stall_position, streams
 
     rng = np.random.default_rng(11)
@@ -148,7 +149,9 @@ def test_arrivals_stall_and_chunks_match_the_formulas():
     c = 3
     tier = SimpleNamespace(stream=StreamCfg(Sampler("constant", {"value": float(c)}), 0.0, 0.5, None))
     node = SimpleNamespace(id=0)
-    sb = streams(tier, None, node, 0, np.arange(C), send, a1, end, N, stall, u)
+    # the timeline as the engines hand it on: first visible token at a1 (no reasoning), the end given
+    tl = CallTimeline(send, a1 - send, N, 0.0, 1.0, None, stall, end)
+    sb = streams(tier, CallSlot(None, node, 0, np.arange(C)), tl, u)
     k = stall_position(u, N)
     for j in range(C):
         n = int(N[j])

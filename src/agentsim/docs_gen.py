@@ -32,6 +32,7 @@ __all__ = [
     "SECTIONS",
     "cli_reference",
     "generated",
+    "model_of",
     "scenario_reference",
     "scenario_schema",
     "stale",
@@ -83,8 +84,9 @@ def _walk(node: Any, fn) -> Any:
 
 def scenario_schema() -> dict:
     """The JSON Schema of a scenario file (see the module docstring for what is changed from pydantic's)."""
-    from agentsim.model.scenario import DIST_FAMILIES, STEP_KINDS, Scenario
+    from agentsim.model.scenario import DIST_FAMILIES, Scenario, step_kind_names
 
+    STEP_KINDS = step_kind_names()
     raw = Scenario.model_json_schema()
     defs = raw["$defs"]
     dist_options = [{"type": "number"}] + [_ref(f.capitalize() + "Dist") for f in DIST_FAMILIES]
@@ -242,8 +244,40 @@ def is_numeric(node: dict) -> bool:
 
 # --------------------------------------------------------------------------- the scenario reference
 
+
 # (definition, heading, example YAML, path of the example object inside it). Every definition of the
 # schema is either here or in FOLDED; tests/test_docs_gen.py checks that, and validates every example.
+def _step_sections() -> list[tuple[str, str, str, tuple]]:
+    """Each step kind's own sections (its module's ``docs``), in the vocabulary's order."""
+    from agentsim.model.registry import step_kinds
+
+    return [section for kind in step_kinds().values() for section in kind.docs]
+
+
+def _step_models() -> set[str]:
+    """The definitions of the steps themselves (``CallStep``...), folded into the Step union's section."""
+    from agentsim.model.registry import step_kinds
+
+    return {kind.step.__name__ for kind in step_kinds().values()}
+
+
+STEP_SECTIONS = _step_sections()
+
+
+def model_of(definition: str) -> type:
+    """The pydantic model a schema definition is made from: the vocabulary's, or a step kind's module's."""
+    from agentsim.model import scenario
+    from agentsim.model.registry import step_kinds
+
+    if hasattr(scenario, definition):
+        return getattr(scenario, definition)
+    for kind in step_kinds().values():
+        found = getattr(sys.modules[kind.step.__module__], definition, None)
+        if found is not None:
+            return found
+    raise KeyError(definition)
+
+
 SECTIONS: list[tuple[str, str, str, tuple]] = [
     (
         "Scenario",
@@ -430,105 +464,7 @@ workflows:
 """,
         ("workflows", "researcher"),
     ),
-    (
-        "CallSpec",
-        "Step `call`",
-        """\
-call: {name: act, model: opus, input: 50, output: 250, reasoning: 300, speed: fast}
-""",
-        ("call",),
-    ),
-    (
-        "ToolSpec",
-        "Step `tool`",
-        """\
-tool: {name: run-tests, latency: {lognormal: {median: 1.5, p90: 6}}, output: 800}
-""",
-        ("tool",),
-    ),
-    (
-        "WaitSpec",
-        "Step `wait`",
-        """\
-wait: {name: human-review, latency: {lognormal: {median: 120, p90: 600}}}
-""",
-        ("wait",),
-    ),
-    (
-        "ParallelSpec",
-        "Step `parallel`",
-        """\
-parallel:
-  name: reviews
-  join: all            # or any, or {k: 2}
-  branches:
-    - call: {name: review-a, output: 500}
-    - [{tool: {name: lint, latency: 3}}, {call: {name: review-b, output: 500}}]
-""",
-        ("parallel",),
-    ),
-    (
-        "KJoin",
-        "Join on the first k branches",
-        """\
-join: {k: 2}
-""",
-        ("join",),
-    ),
-    (
-        "FanoutSpec",
-        "Step `fanout`",
-        """\
-fanout:
-  name: search
-  n: 8
-  steps:
-    - call: {name: query, output: 60}
-    - tool: {name: web-search, latency: 2.5, output: 3000}
-""",
-        ("fanout",),
-    ),
-    (
-        "RepeatSpec",
-        "Step `repeat`",
-        """\
-repeat:
-  name: act-observe
-  times: {uniform: {low: 30, high: 40}}     # or: continue_p: 0.9 with max: 60
-  steps:
-    - call: {name: act, output: 250}
-    - tool: {name: run, latency: 1.5, output: 800}
-""",
-        ("repeat",),
-    ),
-    (
-        "ChooseSpec",
-        "Step `choose`",
-        """\
-choose:
-  name: triage
-  options:
-    - {p: 0.7, steps: [{call: {name: quick-fix, output: 300}}]}
-    - {p: 0.3, name: escalate, steps: [{wait: {name: human, latency: 600}}]}
-""",
-        ("choose",),
-    ),
-    (
-        "ChooseOption",
-        "One option of `choose`",
-        """\
-option: {p: 0.3, name: escalate, steps: [{wait: {latency: 600}}]}
-""",
-        ("option",),
-    ),
-    (
-        "FailSpec",
-        "Step `fail`",
-        """\
-fail: {name: wrong-answer, p: {by: act, opus: 0.05, haiku: 0.15}}   # or a plain probability: {p: 0.1}
-""",
-        ("fail",),
-    ),
+    *STEP_SECTIONS,
     (
         "ByModel",
         "A probability that depends on a call's model (`continue_p`, `fail.p`, an option's `p`)",
@@ -544,33 +480,6 @@ continue_p: {by: act, opus: 0.7, opus@fast: 0.72, haiku: 0.82, default: 0.75}
 times: {by: act, opus: 30, haiku: {uniform: {low: 35, high: 45}}, default: 40}
 """,
         ("times",),
-    ),
-    (
-        "SubagentSpec",
-        "Step `subagent`",
-        """\
-subagent: {name: research, workflow: researcher, output: 400}
-""",
-        ("subagent",),
-    ),
-    (
-        "PipelineSpec",
-        "Step `pipeline`",
-        """\
-pipeline:                      # right after a call: starts once that call has streamed 50 tokens
-  after: {tokens: 50}          # or: first_sentence
-  steps:
-    - tool: {name: tts-warmup, latency: 0.2}
-""",
-        ("pipeline",),
-    ),
-    (
-        "AfterTokens",
-        "When a pipeline starts",
-        """\
-after: {tokens: 50}
-""",
-        ("after",),
     ),
     (
         "ConsumerSpec",
@@ -613,15 +522,6 @@ render: {tokens: 200}
 qoe: {expected_ttft: 1.0, tokens_per_s: 5}
 """,
         ("qoe",),
-    ),
-    (
-        "InterruptSpec",
-        "call.interrupt",
-        """\
-interrupt: {p: 0.2, after_first_token: {uniform: {low: 1, high: 5}}}
-# or: {p: 0.3, after_first_audio: 2}      (needs a speech consumer)
-""",
-        ("interrupt",),
     ),
     (
         "VariantSpec",
@@ -746,10 +646,7 @@ DIST_DRAW = {
 # Definitions documented inside another section rather than on their own.
 FOLDED = (
     {DIST, STEP}
-    | {
-        f"{k.capitalize()}Step"
-        for k in ("call", "tool", "wait", "parallel", "fanout", "repeat", "choose", "subagent", "pipeline", "fail")
-    }
+    | _step_models()
     | {
         f"{f.capitalize()}Dist"
         for f in ("uniform", "normal", "lognormal", "gamma", "exponential", "choice", "empirical")
@@ -837,8 +734,9 @@ def _doc(node: dict) -> str:
 
 def scenario_reference() -> str:
     """The Markdown page ``docs/scenarios.md``."""
-    from agentsim.model.scenario import STEP_KINDS
+    from agentsim.model.scenario import step_kind_names
 
+    STEP_KINDS = step_kind_names()
     schema = scenario_schema()
     defs = {**schema["$defs"], "Scenario": schema}
     out = [
@@ -912,26 +810,12 @@ def scenario_reference() -> str:
     return "\n".join(out).rstrip("\n") + "\n"
 
 
-_STEP_SPECS = {
-    "CallSpec",
-    "ToolSpec",
-    "WaitSpec",
-    "ParallelSpec",
-    "KJoin",
-    "FanoutSpec",
-    "RepeatSpec",
-    "ChooseSpec",
-    "ChooseOption",
-    "SubagentSpec",
-    "PipelineSpec",
-    "AfterTokens",
+_STEP_SPECS = {s[0] for s in STEP_SECTIONS} | {
     "ConsumerSpec",
     "ReaderSpec",
     "SpeechSpec",
     "RenderSpec",
     "QoeSpec",
-    "InterruptSpec",
-    "FailSpec",
     "ByModel",
     "ByModelCount",
 }

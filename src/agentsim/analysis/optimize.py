@@ -51,12 +51,7 @@ import pandas as pd
 from agentsim.analysis.sweeps import summary_rows
 from agentsim.analysis.tradeoffs import pareto_mask, per_success
 from agentsim.model.scenario import Scenario, VariantSpec, all_steps, step_name, suggest
-from agentsim.plan.compiler import (
-    CallNode,
-    Plan,
-    SeqNode,
-    compile_plan,
-)
+from agentsim.plan.compiler import Plan, compile_plan
 from agentsim.sim.simulation import simulate_plan
 
 __all__ = ["Optimum", "Option", "Unit", "critical_table", "decision_units", "optimize", "variant_for"]
@@ -131,12 +126,12 @@ def decision_units(
 
     def walk(node, chain: list[str]) -> None:  # chain: enclosing declared names, outermost first
         here = chain
-        if node.name in declared and not isinstance(node, SeqNode):
+        if node.name in declared and node.kind != "seq":
             here = [*chain, node.name]
             kinds.setdefault(node.name, node.kind)
             for outer in chain:
                 inner.setdefault(outer, set()).add(node.name)
-        if isinstance(node, CallNode):
+        if node.record == "call":
             if selected is None:
                 unit = here[0] if here else None
             else:

@@ -31,8 +31,8 @@ from agentsim.model.scenario import Scenario
 from agentsim.plan.compiler import FIRST_AUDIO, OUTPUT, Plan, compile_plan
 from agentsim.plan.sampling import block_spans
 from agentsim.plan.validation import load
+from agentsim.sim.call_timeline import CallSlot, timeline
 from agentsim.sim.records import DONE
-from agentsim.sim.rules import decode, duration, first_visible
 from agentsim.sim.simulation import choose_engine, simulate_block
 from agentsim.sim.streaming import first_audio_times, seen, sentence_ends, stall_draws, streams
 
@@ -72,9 +72,7 @@ def _timeline(plan: Plan, block, res, node, run: int) -> dict[str, np.ndarray]:
     if sd is not None:
         stall = _flat0(np.broadcast_to(sd[0], t["status"].shape))[runs]
         stall_u = _flat0(np.broadcast_to(sd[1], t["status"].shape))[runs]
-    end = send + duration(ttft, decode(N, reas, tps), stall)
-    a1 = first_visible(send, ttft, reas, tps)
-    sb = streams(tier, block, node, 0, runs, send, a1, end, N, stall, stall_u)
+    sb = streams(tier, CallSlot(block, node, 0, runs), timeline(send, ttft, N, reas, tps, stall), stall_u)
     interrupted = res.extra.get("interrupted", {}).get(node.id)
     hit = bool(interrupted is not None and _flat0(interrupted.reshape(block.n, width))[run])
     n = int(seen(sb, col("t_end"))[0]) if hit else int(N[0])

@@ -192,20 +192,12 @@ def _lanes(start: np.ndarray, end: np.ndarray, context: np.ndarray | None = None
 
 def branch_context(plan) -> dict[int, int]:
     """Node id -> id of the innermost parallel branch or fan-out body around it (-1: none)."""
-    from agentsim.plan.compiler import FanoutNode, ParNode, PipelineNode
-
     out: dict[int, int] = {}
 
     def walk(node, ctx: int) -> None:
         out[node.id] = ctx
-        if isinstance(node, ParNode):
-            for b in node.branches:
-                walk(b, b.id)
-        elif isinstance(node, FanoutNode | PipelineNode):  # a pipeline runs beside its call: a lane of its own
-            walk(node.body, node.body.id)
-        else:
-            for child in node.children():
-                walk(child, ctx)
+        for child in node.children():  # a node whose children run beside each other gives each a lane
+            walk(child, child.id if node.lanes else ctx)
 
     walk(plan.root, -1)
     return out

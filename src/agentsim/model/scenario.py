@@ -37,7 +37,7 @@ from agentsim.model.base import (
     number,
     suggest,
 )
-from agentsim.model.consumers import ConsumerSpec, InterruptSpec, QoeSpec, ReaderSpec, RenderSpec, SpeechSpec
+from agentsim.model.consumers import ConsumerSpec, QoeSpec, ReaderSpec, RenderSpec, SpeechSpec
 from agentsim.model.distributions import DIST_FAMILIES, ByModel, ByModelCount, Count, Dist, ModelProb, max_p
 from agentsim.model.models import (
     CacheSpec,
@@ -53,38 +53,8 @@ from agentsim.model.models import (
     UncertaintySpec,
 )
 from agentsim.model.prices import PRICE_FIELDS, PriceSpec, Rate, Tier, TieredPrice
-from agentsim.model.steps import (
-    STEP_KINDS,
-    AfterTokens,
-    Branch,
-    CallSpec,
-    CallStep,
-    ChooseOption,
-    ChooseSpec,
-    ChooseStep,
-    FailSpec,
-    FailStep,
-    FanoutSpec,
-    FanoutStep,
-    KJoin,
-    ParallelSpec,
-    ParallelStep,
-    PipelineSpec,
-    PipelineStep,
-    RepeatSpec,
-    RepeatStep,
-    Step,
-    SubagentSpec,
-    SubagentStep,
-    ToolSpec,
-    ToolStep,
-    WaitSpec,
-    WaitStep,
-    iter_steps,
-    sequences,
-    step_name,
-    walk_step,
-)
+from agentsim.model.registry import kind_of
+from agentsim.model.steps import Join, KJoin, Step, iter_steps, join_k, sequences, step_kind_names, step_name, walk_step
 from agentsim.model.workload import Arrivals, ClockTime, Duration, LimitSpec, Volume, Workload
 
 __all__ = [
@@ -92,19 +62,11 @@ __all__ = [
     "INT64_MAX",
     "MAX_SECONDS",
     "PRICE_FIELDS",
-    "STEP_KINDS",
-    "AfterTokens",
     "Agent",
     "Arrivals",
-    "Branch",
     "ByModel",
     "ByModelCount",
     "CacheSpec",
-    "CallSpec",
-    "CallStep",
-    "ChooseOption",
-    "ChooseSpec",
-    "ChooseStep",
     "ClockTime",
     "ConditionsSpec",
     "ConsumerSpec",
@@ -112,23 +74,15 @@ __all__ = [
     "Count",
     "Dist",
     "Duration",
-    "FailSpec",
-    "FailStep",
     "FallbackSpec",
-    "FanoutSpec",
-    "FanoutStep",
     "HourlyFactors",
-    "InterruptSpec",
+    "Join",
     "KJoin",
     "LimitSpec",
     "ModelProb",
     "ModelSpec",
     "NonNegNum",
     "Num",
-    "ParallelSpec",
-    "ParallelStep",
-    "PipelineSpec",
-    "PipelineStep",
     "PosNum",
     "PriceDate",
     "PriceSpec",
@@ -138,8 +92,6 @@ __all__ = [
     "Rate",
     "ReaderSpec",
     "RenderSpec",
-    "RepeatSpec",
-    "RepeatStep",
     "RetrySpec",
     "Scenario",
     "SpeechSpec",
@@ -148,21 +100,15 @@ __all__ = [
     "Step",
     "StreamSpec",
     "StrictModel",
-    "SubagentSpec",
-    "SubagentStep",
     "SweepRange",
     "SweepSpec",
     "Tier",
     "TieredPrice",
     "TimeOfDaySpec",
-    "ToolSpec",
-    "ToolStep",
     "UncertaintySpec",
     "ValueOfTime",
     "VariantSpec",
     "Volume",
-    "WaitSpec",
-    "WaitStep",
     "WarningsSpec",
     "Workflow",
     "Workload",
@@ -170,9 +116,12 @@ __all__ = [
     "check_references",
     "integer",
     "iter_steps",
+    "join_k",
+    "kind_of",
     "max_p",
     "number",
     "sequences",
+    "step_kind_names",
     "step_name",
     "suggest",
     "walk_step",
@@ -311,76 +260,34 @@ def all_steps(scenario: Scenario):
         yield from iter_steps(wf.steps, ("workflows", wname, "steps"))
 
 
+def each_step(scenario: Scenario):
+    """Every step of the agent and of every workflow: ``(path, step, previous step in its list or None)``."""
+    roots = [(("agent", "steps"), scenario.agent.steps)]
+    roots += [(("workflows", w, "steps"), wf.steps) for w, wf in scenario.workflows.items()]
+    for root_path, root in roots:
+        for steps, paths in sequences(root, root_path):
+            for i, (step, path) in enumerate(zip(steps, paths, strict=True)):
+                yield path, step, steps[i - 1] if i else None
+
+
 def check_references(scenario: Scenario) -> list[Problem]:
-    """Checks that need the whole scenario: names that must exist, tiers that must be offered."""
+    """Checks that need the whole scenario: names that must exist, tiers that must be offered.
+
+    Each step kind checks its own steps (its ``check``: a call's model and tier, a subagent's
+    workflow, a parallel's k, a pipeline that must follow a call); the rest is checked here.
+    """
     problems: list[Problem] = []
     models = scenario.models
     model_names = list(models)
     step_names: set[str] = set()
-
-    def tiers_of(model: str) -> list[str]:
-        return ["standard", *models[model].speeds]
-
-    for path, step in all_steps(scenario):
+    for path, step, previous in each_step(scenario):
         name = step_name(step)
         if name:
             step_names.add(name)
-        if isinstance(step, CallStep):
-            c = step.call
-            if c.model is None:
-                if len(models) != 1:
-                    problems.append(
-                        Problem(
-                            (*path, "call"),
-                            "this call names no model and the scenario has several",
-                            "add model: one of " + ", ".join(model_names),
-                        )
-                    )
-                    continue
-                model = model_names[0]
-            else:
-                model = c.model
-                if model not in models:
-                    problems.append(
-                        Problem(
-                            (*path, "call", "model"),
-                            f"model '{model}' is not defined under models",
-                            suggest(model, model_names) or "defined: " + ", ".join(model_names),
-                        )
-                    )
-                    continue
-            if c.speed is not None and c.speed not in tiers_of(model):
-                problems.append(
-                    Problem(
-                        (*path, "call", "speed"),
-                        f"model '{model}' has no speed tier '{c.speed}'",
-                        suggest(c.speed, tiers_of(model)) or "tiers: " + ", ".join(tiers_of(model)),
-                    )
-                )
-        elif isinstance(step, SubagentStep):
-            wf = step.subagent.workflow
-            if wf not in scenario.workflows:
-                problems.append(
-                    Problem(
-                        (*path, "subagent", "workflow"),
-                        f"workflow '{wf}' is not defined under workflows",
-                        suggest(wf, list(scenario.workflows))
-                        or ("defined: " + ", ".join(scenario.workflows) if scenario.workflows else "add it"),
-                    )
-                )
-        elif isinstance(step, ParallelStep):
-            spec = step.spec
-            if not isinstance(spec.join, str) and spec.join.k > len(spec.branches):
-                problems.append(
-                    Problem(
-                        (*path, "parallel", "join", "k"),
-                        f"join k={spec.join.k} but there are only {len(spec.branches)} branches",
-                        f"use a k from 1 to {len(spec.branches)}",
-                    )
-                )
-
+        check = kind_of(step).check
+        if check is not None:
+            problems.extend(check(scenario, step, path, previous))
     problems.extend(_check_subagent_cycles(scenario))
-    problems.extend(_check_streaming(scenario))
 
     start = scenario.workload.start if scenario.workload is not None else None
     for mname, m in models.items():
@@ -435,7 +342,8 @@ def check_references(scenario: Scenario) -> list[Problem]:
 def _check_subagent_cycles(scenario: Scenario) -> list[Problem]:
     calls: dict[str, set[str]] = {}
     for wname, wf in scenario.workflows.items():
-        calls[wname] = {s.subagent.workflow for _, s in iter_steps(wf.steps, ()) if isinstance(s, SubagentStep)}
+        # a step whose spec names a workflow runs it (a subagent)
+        calls[wname] = {w for _, s in iter_steps(wf.steps, ()) if (w := getattr(s.spec, "workflow", None))}
     problems = []
     for start in calls:
         stack, seen = [start], set()
@@ -455,35 +363,4 @@ def _check_subagent_cycles(scenario: Scenario) -> list[Problem]:
                 if nxt not in seen:
                     seen.add(nxt)
                     stack.append(nxt)
-    return problems
-
-
-def _check_streaming(scenario: Scenario) -> list[Problem]:
-    """A pipeline follows a call in the same sequence; after_first_audio needs a speech consumer."""
-    problems: list[Problem] = []
-    roots = [(("agent", "steps"), scenario.agent.steps)]
-    roots += [(("workflows", w, "steps"), wf.steps) for w, wf in scenario.workflows.items()]
-    for root_path, root in roots:
-        for path, steps in sequences(root, root_path):
-            for i, step in enumerate(steps):
-                if isinstance(step, PipelineStep) and (i == 0 or not isinstance(steps[i - 1], CallStep)):
-                    problems.append(
-                        Problem(
-                            (*path, i, "pipeline"),
-                            "a pipeline starts on the streamed output of the call just before it, "
-                            "but the step before it is not a call",
-                            "put the pipeline right after a call in the same list of steps",
-                        )
-                    )
-    for path, step in all_steps(scenario):
-        if isinstance(step, CallStep) and step.call.interrupt is not None:
-            consumer = step.call.consumer or scenario.consumer
-            if step.call.interrupt.after_first_audio is not None and (consumer is None or consumer.speech is None):
-                problems.append(
-                    Problem(
-                        (*path, "call", "interrupt", "after_first_audio"),
-                        "after_first_audio needs a speech consumer, and this call has none",
-                        "add consumer: {speech: {...}} to the call (or the scenario), or use after_first_token",
-                    )
-                )
     return problems

@@ -122,28 +122,9 @@ class Estimate:
     max_calls_per_run: float  # largest number of call instances of one run
 
 
-def _count_stats(node) -> tuple[float, float]:
-    """(mean, largest) count of a repeat or fanout node."""
-    s = getattr(node, "times", None) or getattr(node, "n", None)
-    if s is None:  # repeat with continue_p and max
-        p, cap = node.continue_p, node.max
-        mean = float(cap) if p >= 1 else (1 - p**cap) / (1 - p)
-        return mean, float(cap)
-    _, hi = s.support
-    if not math.isfinite(hi):
-        import numpy as np
-
-        hi = float(s.ppf(np.array([1 - 1e-9]))[0])
-    try:
-        mean = s.mean
-    except Exception:  # pragma: no cover - a mean that does not integrate: the largest count bounds it
-        mean = hi
-    return max(0.0, float(mean)), max(0.0, float(round(hi)) if math.isfinite(hi) else math.inf)
-
-
 def estimate(plan, runs: int) -> Estimate:
     """Calls, runs and memory a simulation of ``plan`` with ``runs`` runs per variant needs (see module doc)."""
-    counts = {n.id: _count_stats(n) for n in plan.nodes if getattr(n, "kind", "") in ("repeat", "fanout")}
+    counts = {n.id: n.count_bounds() for n in plan.nodes if n.axis is not None}
     per_run = largest = 0.0
     for node in plan.calls:
         mean = big = 1.0
@@ -162,7 +143,7 @@ def estimate(plan, runs: int) -> Estimate:
         if wl.kind == "open":
             started = wl.rate_per_s * horizon + BLOCK
         else:  # each agent starts about horizon / (mean run time + think time) runs (renewal theory)
-            cycle = mean_time_lower(plan.tiers, plan.root) + (wl.think.mean if wl.think is not None else 0.0)
+            cycle = plan.root.mean_time_lower(plan.tiers) + (wl.think.mean if wl.think is not None else 0.0)
             started = float(wl.concurrent) * (1.0 + (horizon / cycle if cycle > 0 else math.inf)) + BLOCK
         total_runs = started * nv
         held = started * largest  # a workload keeps every run's records until the end
@@ -250,72 +231,10 @@ def zero_time_reason(root, tiers, think=None) -> str:
     takes exactly zero simulated time; '' when some run can take time."""
     if _positive(think):
         return ""
-    if _can_take_time(tiers, root):
+    if root.can_take_time(tiers):
         return ""
     return "every step is skipped or lasts zero seconds"
 
 
 def _positive(s) -> bool:
     return s is not None and s.support[1] > 0
-
-
-def _count_positive(node) -> bool:
-    s = getattr(node, "times", None) or getattr(node, "n", None)
-    if s is None:
-        return True  # continue_p: at least one iteration
-    return s.support[1] >= 0.5  # counts are rounded
-
-
-def _can_take_time(tiers, node) -> bool:
-    kind = node.kind
-    if kind == "call":
-        used = [tiers[t] for t in node.tiers]
-        return (
-            any(_positive(t.ttft) or math.isfinite(t.prefill_tps) for t in used)
-            or _positive(node.output)
-            or _positive(node.reasoning)
-        )
-    if kind in ("tool", "wait"):
-        return _positive(node.latency)
-    if kind in ("seq",):
-        return any(_can_take_time(tiers, s) for s in node.steps)
-    if kind == "parallel":
-        return any(_can_take_time(tiers, b) for b in node.branches)
-    if kind in ("repeat", "fanout"):
-        return _count_positive(node) and _can_take_time(tiers, node.body)
-    if kind == "choose":
-        return any(_can_take_time(tiers, o) for o in node.options)
-    if kind == "subagent":
-        return _can_take_time(tiers, node.body)
-    return True  # a step kind this guard does not know: assume it takes time
-
-
-def mean_time_lower(tiers, node) -> float:
-    """A lower bound of the mean simulated time of ``node`` without queueing (for the closed-loop estimate).
-
-    A call lasts at least E[TTFT] + E[tokens] / E[TPS] on average (Jensen: E[1/X] >= 1/E[X]); a
-    sequence the sum of its steps; parallel branches the longest; a repeat E[count] x its body;
-    a fanout or parallel that joins on the first k copies contributes 0 (no cheap bound).
-    """
-    kind = node.kind
-    if kind == "call":
-        used = [tiers[t] for t in node.tiers]
-        tokens = node.output.mean + node.reasoning.mean
-        return min(t.ttft.mean * t.ttft_x + tokens / (t.output_tps.mean * t.tps_x) for t in used)
-    if kind in ("tool", "wait"):
-        return node.latency.mean
-    if kind == "seq":
-        return sum(mean_time_lower(tiers, s) for s in node.steps)
-    if kind == "parallel":
-        return 0.0 if node.k is not None else max(mean_time_lower(tiers, b) for b in node.branches)
-    if kind == "repeat":
-        return _count_stats(node)[0] * mean_time_lower(tiers, node.body)
-    if kind == "fanout":
-        return mean_time_lower(tiers, node.body) if node.join == "all" and _count_stats(node)[0] >= 1 else 0.0
-    if kind == "choose":
-        probs = [*node.cum.tolist(), 1.0]
-        weights = [b - a for a, b in zip([0.0, *probs[:-1]], probs, strict=True)]
-        return sum(w * mean_time_lower(tiers, o) for w, o in zip(weights, node.options, strict=True))
-    if kind == "subagent":
-        return mean_time_lower(tiers, node.body)
-    return 0.0

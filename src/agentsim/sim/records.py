@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from agentsim.plan.compiler import Plan, ToolNode, WaitNode
+from agentsim.plan.nodes import Plan
 from agentsim.plan.sampling import Block
 from agentsim.plan.time_of_day import scale_speeds
 from agentsim.pricing.rates import call_cost
@@ -47,8 +47,6 @@ CALL_FLOAT = ("t_submit", "t_start", "t_first", "t_end", "ttft")
 CALL_INT = ("input", "cache_read", "cache_write", "cache_write_1h", "output", "reasoning")
 CALL_FIELDS = ("status", *CALL_FLOAT, *CALL_INT)
 SPAN_FIELDS = ("status", "t_start", "t_end", "output")
-
-BREAKDOWN = ("queue", "ttft", "decode", "tool", "wait")
 
 
 @dataclass
@@ -191,10 +189,8 @@ def run_columns(plan: Plan, result: BlockResult) -> dict[str, np.ndarray]:
     }
     for k in CALL_INT:
         data[f"{k}_tokens"] = tot[f"{k}_tokens"]
-    for k in BREAKDOWN:
-        data[f"{k}_s"] = result.breakdown[k]
-    if "stall" in result.breakdown:  # streams that paused (only when the scenario has stalls)
-        data["stall_s"] = result.breakdown["stall"]
+    for k, seconds in result.breakdown.items():  # BREAKDOWN, then stall and listen when the plan has them
+        data[f"{k}_s"] = seconds
     data["status"] = result.extra.get("run_status", np.zeros(n, dtype=np.int8))
     if result.start is not None:
         data["start_s"] = result.start
@@ -297,9 +293,8 @@ def calls_frame(plan: Plan, result: BlockResult, variant_name: str) -> pd.DataFr
 
 def spans_frame(plan: Plan, result: BlockResult, variant_name: str) -> pd.DataFrame:
     """Tool and wait steps: one row per span that happened."""
-    nodes = [n for n in plan.nodes if isinstance(n, ToolNode | WaitNode)]
     parts = []
-    for node, col, runs, inst in _made(nodes, result.spans, result):
+    for node, col, runs, inst in _made(plan.spans, result.spans, result):
         parts.append(
             pd.DataFrame(
                 {

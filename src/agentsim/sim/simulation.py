@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from agentsim.model.registry import step_kinds
 from agentsim.model.scenario import Scenario
 from agentsim.plan.compiler import Plan, compile_plan
 from agentsim.plan.sampling import BLOCK_SIZE, block_spans, call_speeds, sample_block
@@ -66,10 +67,11 @@ def des_reasons(plan: Plan) -> list[str]:
         )
     if any(t.error_rate > 0 or t.timeout_s is not None for t in plan.tiers):
         reasons.append("its models can fail (error_rate or timeout) and be retried")
-    from agentsim.plan.compiler import FailNode
-
-    if any(isinstance(n, FailNode) and n.in_branch for n in plan.nodes):
-        reasons.append("a fail step sits inside a parallel, fanout or pipeline branch (it cancels the other branches)")
+    kinds = step_kinds()
+    for reason in dict.fromkeys(kinds[n.kind].des_only for n in plan.nodes if n.kind in kinds):
+        if reason:
+            reasons.append(reason)  # a step kind without a fast-path form
+    reasons.extend(dict.fromkeys(r for n in plan.nodes if (r := n.des_reason())))
     return reasons
 
 
@@ -199,14 +201,12 @@ def _call_samples(plan: Plan, res: BlockResult, room: int | None) -> tuple[np.nd
 
 
 def _est_call_instances(plan: Plan, runs: int) -> int:
-    """A rough count of call instances per run (product of mean counts), times runs."""
+    """A rough count of call instances per run (product of the mean counts around each call), times runs."""
     per_run = 0.0
     for node in plan.calls:
         mult = 1.0
         for m in node.scope:
-            mnode = plan.nodes[m]
-            s = getattr(mnode, "times", None) or getattr(mnode, "n", None)
-            mult *= s.mean if s is not None else (mnode.max or 10)
+            mult *= plan.nodes[m].count_bounds()[0]
         per_run += mult
     return int(per_run * runs)
 

@@ -56,7 +56,7 @@ import math
 import numpy as np
 from scipy import special
 
-from agentsim.plan.compiler import (
+from agentsim.plan.nodes import (
     CHUNKS,
     FIRST_AUDIO,
     GAPS,
@@ -67,12 +67,11 @@ from agentsim.plan.compiler import (
     STALL_AT,
     STALL_P,
     STALL_S,
-    CallNode,
     ConsumerCfg,
     Plan,
 )
 from agentsim.plan.sampling import Block
-from agentsim.sim.rules import decode, duration, first_visible
+from agentsim.sim.call_timeline import CallSlot, CallTimeline, timeline
 
 __all__ = [
     "METRICS",
@@ -168,7 +167,7 @@ def _columns(z: np.ndarray, runs: np.ndarray, n: int) -> np.ndarray:
     return z[:, runs].T
 
 
-def stall_draws(plan: Plan, block: Block, node: CallNode, tier_index: int):
+def stall_draws(plan: Plan, block: Block, node, tier_index: int):
     """``(seconds, u)`` per call instance of ``node`` on a tier (shape ``(n, *instances)``), or None.
 
     ``seconds`` is 0 where the stream does not stall; ``u`` (uniform) places the stall (see
@@ -208,22 +207,13 @@ class StreamBatch:
         self.A, self.D, self.N, self.chunk_start, self.send, self.end = A, D, N, chunk_start, send, end
 
 
-def streams(
-    tier,
-    block: Block,
-    node: CallNode,
-    flat: int,
-    runs: np.ndarray,
-    send: np.ndarray,
-    a1: np.ndarray,
-    end: np.ndarray,
-    N: np.ndarray,
-    stall: np.ndarray,
-    stall_u: np.ndarray,
-    *,
-    cache: bool = False,
-) -> StreamBatch:
-    """Token timelines of calls of ``node`` in instance slot ``flat`` (runs ``runs`` of the block), on ``tier``."""
+def streams(tier, slot: CallSlot, tl: CallTimeline, stall_u: np.ndarray, *, cache: bool = False) -> StreamBatch:
+    """Token timelines of the calls of ``slot`` (their timeline ``tl``: arrays over them), on ``tier``.
+
+    ``tl.stall`` is each call's stall (an array, 0 where none) and ``stall_u`` the uniform placing it.
+    """
+    block, node, flat, runs = slot.block, slot.node, slot.flat, slot.runs
+    send, a1, end, N, stall = tl.send, tl.first_visible, tl.end, tl.output, tl.stall
     C = len(runs)
     width = max(int(N.max()) if C else 1, 1)
     i = np.arange(width)
@@ -305,12 +295,13 @@ def first_audio_times(D, sent_tokens, fa):
     return np.take_along_axis(D, e1[:, None], axis=1)[:, 0] + fa
 
 
-def interruption(plan: Plan, block: Block, node: CallNode, tier, flat: int, runs, sb: StreamBatch, fa=None):
-    """Where each call is interrupted: ``(interrupted, t, billed visible tokens)`` arrays.
+def interruption(plan: Plan, slot: CallSlot, tier, sb: StreamBatch, fa=None):
+    """Where each call of ``slot`` is interrupted: ``(interrupted, t, billed visible tokens)`` arrays.
 
     ``t = a_1 + X`` (after_first_token) or ``first audio + X`` (after_first_audio); a call is
     interrupted when drawn (``u < p``) and ``t`` falls before its end.
     """
+    block, node, flat, runs = slot.block, slot.node, slot.flat, slot.runs
     cfg = node.interrupt
     shape_flat = np.asarray(runs) * _width(block, node) + flat
     u = special.ndtr(np.asarray(block.get(node.id, INTERRUPT_P)).reshape(-1)[shape_flat])
@@ -334,13 +325,14 @@ def stalled_by(sb: StreamBatch, stall: np.ndarray, stall_u: np.ndarray, t: np.nd
     return np.where(live, np.minimum(np.maximum(t - np.where(live, at, t), 0.0), stall), 0.0)
 
 
-def pipeline_offset(pnode, block: Block, flat: int, runs, sb: StreamBatch, cut=None) -> np.ndarray:
+def pipeline_offset(pnode, slot: CallSlot, sb: StreamBatch, cut=None) -> np.ndarray:
     """When a pipeline after this call starts: delivery of token ``tokens`` (or of the first sentence's last).
 
     ``cut`` (optional): when each call is interrupted (``inf``: not). A cut call ends at the cut with the
     tokens that arrived by then: the pipeline starts at the cut at the latest, and at the cut too when its
     token never arrived (even if its chunk, the first, was delivered at ``a_1``): the call has fewer tokens.
     """
+    block, flat, runs = slot.block, slot.flat, slot.runs
     N = sb.N
     if pnode.after_tokens is not None:
         m = np.minimum(pnode.after_tokens, N)
@@ -357,7 +349,7 @@ def pipeline_offset(pnode, block: Block, flat: int, runs, sb: StreamBatch, cut=N
     return np.where(N > 0, t, sb.end)
 
 
-def _width(block: Block, node: CallNode) -> int:
+def _width(block: Block, node) -> int:
     return int(np.prod(block.shape(node.scope), dtype=np.int64))
 
 
@@ -515,9 +507,8 @@ def _batch(plan, block, node, tid, flat, runs, t, width, out_drawn, interrupted)
     if sd is not None:
         stall = np.broadcast_to(sd[0], t["status"].shape).reshape(n_runs, width)[runs, flat]
         stall_u = np.broadcast_to(sd[1], t["status"].shape).reshape(n_runs, width)[runs, flat]
-    end = send + duration(ttft, decode(N, reas, tps), stall)
-    a1 = first_visible(send, ttft, reas, tps)
-    sb = streams(tier, block, node, flat, runs, send, a1, end, N, stall, stall_u, cache=True)
+    tl = timeline(send, ttft, N, reas, tps, stall)
+    sb = streams(tier, CallSlot(block, node, flat, runs), tl, stall_u, cache=True)
     hit = np.zeros(len(runs), dtype=bool) if interrupted is None else interrupted[runs, flat]
     cut = col("t_end")
     n = np.where(hit, seen(sb, cut), N)

@@ -25,12 +25,13 @@ from dataclasses import dataclass, field
 import numpy as np
 import simpy
 
-from agentsim.plan.compiler import ARRIVAL, THINK, Plan
 from agentsim.plan.limits import Account
+from agentsim.plan.nodes import ARRIVAL, THINK, Plan
 from agentsim.plan.sampling import BLOCK_SIZE, call_speeds, sample_block
 from agentsim.plan.sizeguard import max_workload_runs, workload_runaway
-from agentsim.sim.engine import RUN_UNFINISHED, Runner, finish_block
-from agentsim.sim.records import BlockResult
+from agentsim.sim.des_records import finish_block
+from agentsim.sim.engine import Runner
+from agentsim.sim.records import RUN_UNFINISHED, BlockResult
 
 __all__ = ["WorkloadOutcome", "run_workload"]
 
