@@ -84,13 +84,13 @@ def _walk(node: Any, fn) -> Any:
 
 def scenario_schema() -> dict:
     """The JSON Schema of a scenario file (see the module docstring for what is changed from pydantic's)."""
-    from agentsim.model.scenario import DIST_FAMILIES, Scenario, step_kind_names
+    from agentsim.model.registry import step_kinds
+    from agentsim.model.scenario import DIST_FAMILIES, Scenario
 
-    STEP_KINDS = step_kind_names()
     raw = Scenario.model_json_schema()
     defs = raw["$defs"]
     dist_options = [{"type": "number"}] + [_ref(f.capitalize() + "Dist") for f in DIST_FAMILIES]
-    step_options = [_ref(k.capitalize() + "Step") for k in STEP_KINDS]
+    step_options = [_ref(kind.step.__name__) for kind in step_kinds().values()]
 
     def tidy(node: dict) -> dict:
         for old, new in _KEYWORDS.items():  # constraints pydantic could not translate (after a BeforeValidator)
@@ -223,6 +223,11 @@ def unit_of(definition: str, key: str) -> str | None:
     """The unit of a numeric key (``None`` when unknown: the reference test then fails)."""
     if f"{definition}.{key}" in UNITS:
         return UNITS[f"{definition}.{key}"]
+    from agentsim.model.registry import step_kinds
+
+    for kind in step_kinds().values():  # a step kind's own keys
+        if f"{definition}.{key}" in kind.units:
+            return kind.units[f"{definition}.{key}"]
     if definition.endswith("Params") or definition.endswith("Dist"):
         return "the quantity's"  # distribution parameters carry the unit of what they describe
     if key in _BY_NAME:
@@ -734,9 +739,8 @@ def _doc(node: dict) -> str:
 
 def scenario_reference() -> str:
     """The Markdown page ``docs/scenarios.md``."""
-    from agentsim.model.scenario import step_kind_names
+    from agentsim.model.registry import step_kinds
 
-    STEP_KINDS = step_kind_names()
     schema = scenario_schema()
     defs = {**schema["$defs"], "Scenario": schema}
     out = [
@@ -790,13 +794,11 @@ def scenario_reference() -> str:
             out += [
                 "## Steps { #steps }",
                 "",
-                "A step is a mapping with exactly one of these keys: "
-                + ", ".join(f"`{k}`" for k in STEP_KINDS)
-                + ". Steps run in order; `parallel` and `fanout` run branches at the same time and join them; "
-                "`repeat` runs its steps several times; `choose` runs one option; `subagent` runs a named "
-                "workflow with its own context; `pipeline` (right after a call) starts its steps on that call's "
-                "partial output. Every step may have a `name`, used in the calls table and "
-                "by variants.",
+                "A step is a mapping with exactly one of these keys (steps run in order):",
+                "",
+                *(f"- `{name}`: {kind.summary}" for name, kind in step_kinds().items()),
+                "",
+                "Every step may have a `name`, used in the calls table and by variants.",
                 "",
             ]
         level = "###" if definition in _STEP_SPECS else "##"

@@ -103,8 +103,9 @@ def summary_table(doc: dict) -> Table:
     parts = time_unit([x for v in variants.values() for x in v["breakdown_s"].values()])
     for k, label in (("queue", "queue"), ("ttft", "TTFT"), ("decode", "decode"), ("tool", "tools"), ("wait", "waits")):
         trow(f"  {label}", lambda v, k=k: v["breakdown_s"][k], parts)
-    if "stall" in next(iter(variants.values()))["breakdown_s"]:
-        trow("  stalls", lambda v: v["breakdown_s"].get("stall"), parts)
+    for k, label in (("stall", "stalls"), ("listen", "listening")):  # only when the scenario has them
+        if k in next(iter(variants.values()))["breakdown_s"]:
+            trow(f"  {label}", lambda v, k=k: v["breakdown_s"].get(k), parts)
     base = next(iter(variants))
     dt_unit = time_unit([v["vs_baseline"]["delta_time_s"] for v in variants.values()])
     t.add_row(

@@ -57,7 +57,8 @@ class StepKind:
     * ``check(scenario, step, path, previous)``: cross-field problems (names that must exist, a step
       that must follow a call), a list of :class:`~agentsim.model.base.Problem`;
     * ``summary``: one line for the scenario reference, and ``docs`` its sections there:
-      ``(definition, heading, example, where)`` (see :mod:`agentsim.docs_gen`).
+      ``(definition, heading, example, where)`` (see :mod:`agentsim.docs_gen`), and ``units`` the unit of
+      each numeric key the reference cannot guess (``{"ListenSpec.stt": "s"}``).
 
     Size bounds, instance axes, records and lanes are the node's (``agentsim.plan.compiler.Node``).
     """
@@ -72,6 +73,7 @@ class StepKind:
     check: Callable | None = None
     summary: str = ""
     docs: tuple = ()
+    units: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.fast is None and not self.des_only:

@@ -14,6 +14,7 @@ instead of asking which kind it is:
 * ``ends_runs`` -- whether it can end a run as failed (the summary then reports success);
 * ``follows_call`` -- whether it starts on the partial output of the call just before it;
 * ``slot`` -- the breakdown slot its own time goes to (``tool``, ``wait``, ``listen``);
+* ``keeps_start`` -- whether the engines keep each instance's start (a listen: the end of the user's speech);
 * :meth:`Node.can_take_time` / :meth:`Node.mean_time_lower` -- the size guard's bounds on time;
 * :meth:`Node.des_reason` / :meth:`Node.summary_only_reason` -- why the fast path cannot run it, or
   must keep every call of it.
@@ -173,6 +174,7 @@ class Node:
     ends_runs: ClassVar[bool] = False  # it can end a run as failed
     follows_call: ClassVar[bool] = False  # it starts on the partial output of the call just before it
     slot: ClassVar[str | None] = None  # the breakdown slot its own time goes to (agentsim.sim.slots)
+    keeps_start: ClassVar[bool] = False  # a span whose start the engines keep per run (BlockResult.starts)
 
     def children(self) -> tuple[Node, ...]:
         """The nodes directly inside this one, in order (the one walk every tree reader uses)."""

@@ -174,6 +174,7 @@ def finish_block(plan: Plan, runner, block: Block, variant: int, start=None) -> 
         spans=_scatter_spans(plan, block, runner.span_recs),
         start=start,
     )
+    res.starts = {n.id: res.spans[n.id]["t_start"] for n in plan.spans if n.keeps_start}
     if runner.streamed:
         res.extra["interrupted"] = _interrupted(plan, block, runner.interrupt_recs)
     if plan.needs_attempts:

@@ -257,7 +257,8 @@ class Evaluator:
             self.calls = (
                 {c.id: _tensors(_sample_tensors, plan, block, c.scope) for c in plan.calls} if totals.samples else {}
             )
-            self.spans = {}
+            # only the spans whose start is kept (a listen's: the end of the user's speech)
+            self.spans = {s.id: _tensors(empty_span_tensors, plan, block, s.scope) for s in plan.spans if s.keeps_start}
         self._members: dict[int, list[Node]] = {}
         # The last step of the agent (or of a subagent, whose context ends with it): nothing reads the context
         # after it, so a parallel or fan-out there need not merge its branches' contexts.
@@ -586,7 +587,8 @@ def run_block_fast(
         wall=st.t,
         breakdown=breakdown,
         calls=ev.calls,
-        spans=ev.spans,
+        spans=ev.spans if totals is None else {},
+        starts={n.id: ev.spans[n.id]["t_start"] for n in plan.spans if n.keeps_start},
     )
     if totals is not None:
         res.extra["totals"] = totals.result()

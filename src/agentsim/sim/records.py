@@ -58,6 +58,8 @@ class BlockResult:
     calls: dict[int, dict[str, np.ndarray]]  # call node id -> field -> (n, *instances)
     spans: dict[int, dict[str, np.ndarray]]  # tool/wait node id -> field -> (n, *instances)
     start: np.ndarray | None = None  # (n,) start time of each run (workloads); None: all at 0
+    # span node that keeps its start (a listen) -> (n, *instances) start times (NaN: the instance did not happen)
+    starts: dict[int, np.ndarray] = field(default_factory=dict)
     extra: dict = field(default_factory=dict)
 
 

@@ -31,10 +31,12 @@ from scipy import special  # (not scipy.stats: its import alone costs ~0.5 s of 
 from agentsim.plan.compiler import Plan
 from agentsim.pricing.rates import prices_summary
 from agentsim.sim import payoff
+from agentsim.sim.slots import BREAKDOWN, NAMES
 
 __all__ = ["Results", "describe", "summary_frame", "version"]
 
 PERCENTILES = (50, 90, 95, 99)
+OPTIONAL_SLOTS = NAMES[len(BREAKDOWN) :]  # breakdown slots reported only when the plan has them
 PER_CALL_CAP = 1 << 20  # per-call percentiles use at most this many calls per variant (the first ones)
 
 
@@ -245,10 +247,11 @@ class Results:
                     "reasoning": _mean(col("reasoning_tokens")),
                     "cache_write_1h": _mean(col("cache_write_1h_tokens")),
                 },
-                "breakdown_s": {k: _mean(col(f"{k}_s")) for k in ("queue", "ttft", "decode", "tool", "wait")},
+                "breakdown_s": {k: _mean(col(f"{k}_s")) for k in BREAKDOWN},
             }
-            if "stall_s" in self.runs:  # streams that paused (contract v1.1; only when the scenario has stalls)
-                v["breakdown_s"]["stall"] = _mean(col("stall_s"))
+            for slot in OPTIONAL_SLOTS:  # stall (paused streams) and listen, only when the scenario has them
+                if f"{slot}_s" in self.runs:
+                    v["breakdown_s"][slot] = _mean(col(f"{slot}_s"))
             if base is None:
                 base = v
                 empty = wall["mean"] is None
