@@ -77,3 +77,43 @@ def test_every_registered_kind_has_one_module_with_its_forms(name):
     assert module.__name__ == f"agentsim.steps.{name}"
     assert (kind.fast is not None and kind.fast.__module__ == module.__name__) or kind.des_only
     assert module.__doc__ and f"``{name}:" in module.__doc__  # the module teaches its kind
+
+
+_CONSUMER_SCRIPT = """
+import json, sys
+sys.path.insert(0, TESTS)
+import toy_kinds  # registers the glance consumer
+import agentsim
+from agentsim.analysis.stream_timeline import token_timelines
+from agentsim.plan.validation import parse
+from agentsim.sim.streaming import table_rows
+
+doc = {
+    "name": "toy-consumer", "runs": 5, "seed": 3,
+    "models": {"m": {"price": {"input_mtok": 1, "output_mtok": 2}, "ttft": 1.0, "output_tps": 20}},
+    "agent": {"steps": [
+        {"call": {"name": "answer", "output": 40, "consumer": {"glance": {"tokens": 21}}}},
+    ]},
+}
+out = {}
+for e in ("des", "fastpath"):
+    out[e] = agentsim.simulate(doc, engine=e).summary_dict()["variants"]["baseline"]["streaming"]
+frame = token_timelines(parse(doc), "answer")
+out["glanced"] = frame["glanced_s"].dropna().tolist()
+out["rows"] = [label for _, label in table_rows()]
+print(json.dumps(out))
+"""
+
+
+def test_a_toy_consumer_from_its_own_module_reaches_the_summary_the_page_and_the_table():
+    code = _CONSUMER_SCRIPT.replace("TESTS", repr(str(TESTS)))
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    assert out["des"] == out["fastpath"]
+    # 40 tokens evenly from t = 1 s (TTFT) to 3 s (40 / 20 tok/s): token 21 at 1 + 20 x 2/39 s
+    glance = out["des"]["calls"]["answer"]["glance_s"]
+    assert glance["mean"] == pytest.approx(1 + 20 * 2 / 39)
+    assert out["des"]["calls"]["answer"]["ttft_s"]["mean"] == pytest.approx(1.0)
+    assert len(out["glanced"]) == 21 and out["glanced"][-1] == pytest.approx(1 + 20 * 2 / 39)
+    assert "glanced" in out["rows"]

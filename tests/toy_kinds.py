@@ -94,3 +94,53 @@ def nap_des(run, node, flow, flat):
 
 
 register_step(StepKind("nap", NapStep, compile_nap, nap_des, None, des_only="a nap has no fast-path form (a toy)"))
+
+
+# --------------------------------------------------------------------------- a toy consumer kind
+
+from agentsim.model.registry import ConsumerKind, register_consumer  # noqa: E402
+from agentsim.plan.nodes import ConsumerCfg  # noqa: E402
+
+
+class GlanceSpec(StrictModel):
+    tokens: int = Field(ge=1, description="Tokens the reader glances at.")
+
+
+@dataclass(frozen=True)
+class GlanceCfg(ConsumerCfg):
+    tokens: int = 1
+
+
+def compile_glance(c, spec, node, path, qoe):
+    return GlanceCfg("glance", 0.0, qoe_ttft=qoe[0], qoe_rate=qoe[1] or 5.0, tokens=spec.tokens)
+
+
+def glance_measure(cfg, sb, n, **draws):
+    """``glance_s``: when token ``tokens`` (or the last) was delivered, from the send."""
+    import numpy as np
+
+    m = np.minimum(cfg.tokens, n)
+    d = np.take_along_axis(sb.D, np.maximum(m - 1, 0)[:, None], axis=1)[:, 0]
+    return {"glance_s": np.where(m > 0, d - sb.send, np.nan)}
+
+
+def glance_timeline(cfg, sb, n, **draws):
+    import numpy as np
+
+    i = np.arange(sb.D.shape[1])
+    return {"glanced_s": np.where(i[None, :] < np.minimum(cfg.tokens, n)[:, None], sb.D, np.nan)}
+
+
+register_consumer(
+    ConsumerKind(
+        "glance",
+        GlanceSpec,
+        compile_glance,
+        ("glance_s",),
+        glance_measure,
+        timeline=glance_timeline,
+        columns={"glanced_s": ("glanced", "-.")},
+        labels={"glance_s": "glanced"},
+        summary="A toy consumer.",
+    )
+)

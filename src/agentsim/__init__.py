@@ -53,9 +53,10 @@ def __dir__() -> list[str]:
 
 
 def _builtin_kinds() -> None:
-    """Import the built-in step kinds, which register themselves (run by the registry on first use)."""
-    from agentsim import steps
+    """Import the built-in step and consumer kinds, which register themselves (run by the registry on first use)."""
+    from agentsim import consumers, steps
 
+    consumers.load()
     steps.load()
 
 

@@ -191,12 +191,6 @@ UNITS: dict[str, str] = {
     "StreamSpec.chunk_tokens": "tokens",
     "StreamSpec.jitter_cv": "× (sd / mean of a gap)",
     "StallSpec.seconds": "s",
-    "ReaderSpec.tokens_per_s": "tokens/s",
-    "ReaderSpec.words_per_min": "words / min",
-    "SpeechSpec.first_audio": "s",
-    "SpeechSpec.tokens_per_s": "tokens/s",
-    "SpeechSpec.sentence_tokens": "tokens",
-    "RenderSpec.tokens": "tokens",
     "QoeSpec.expected_ttft": "s",
     "QoeSpec.tokens_per_s": "tokens/s",
     "InterruptSpec.after_first_token": "s",
@@ -223,9 +217,9 @@ def unit_of(definition: str, key: str) -> str | None:
     """The unit of a numeric key (``None`` when unknown: the reference test then fails)."""
     if f"{definition}.{key}" in UNITS:
         return UNITS[f"{definition}.{key}"]
-    from agentsim.model.registry import step_kinds
+    from agentsim.model.registry import consumer_kinds, step_kinds
 
-    for kind in step_kinds().values():  # a step kind's own keys
+    for kind in (*step_kinds().values(), *consumer_kinds().values()):  # a kind's own keys
         if f"{definition}.{key}" in kind.units:
             return kind.units[f"{definition}.{key}"]
     if definition.endswith("Params") or definition.endswith("Dist"):
@@ -266,18 +260,31 @@ def _step_models() -> set[str]:
     return {kind.step.__name__ for kind in step_kinds().values()}
 
 
+def _consumer_sections() -> list[tuple[str, str, str, tuple]]:
+    """Each consumer kind's own sections (its module's ``docs``), in the vocabulary's order."""
+    from agentsim.model.registry import consumer_kinds
+
+    return [section for kind in consumer_kinds().values() for section in kind.docs]
+
+
 STEP_SECTIONS = _step_sections()
+CONSUMER_SECTIONS = _consumer_sections()
 
 
 def model_of(definition: str) -> type:
     """The pydantic model a schema definition is made from: the vocabulary's, or a step kind's module's."""
     from agentsim.model import scenario
-    from agentsim.model.registry import step_kinds
+    from agentsim.model.registry import consumer_kinds, step_kinds
 
     if hasattr(scenario, definition):
         return getattr(scenario, definition)
-    for kind in step_kinds().values():
-        found = getattr(sys.modules[kind.step.__module__], definition, None)
+    if definition == "ConsumerSpec":
+        from agentsim.model.consumers import consumer_model
+
+        return consumer_model()
+    kinds = [*(k.step for k in step_kinds().values()), *(k.spec for k in consumer_kinds().values())]
+    for model in kinds:
+        found = getattr(sys.modules[model.__module__], definition, None)
         if found is not None:
             return found
     raise KeyError(definition)
@@ -496,30 +503,7 @@ consumer: {reader: {words_per_min: 250}, qoe: {expected_ttft: 1, tokens_per_s: 5
 """,
         ("consumer",),
     ),
-    (
-        "ReaderSpec",
-        "consumer.reader",
-        """\
-reader: {words_per_min: 250}      # 1 token = 0.75 words: 5.56 tokens/s
-""",
-        ("reader",),
-    ),
-    (
-        "SpeechSpec",
-        "consumer.speech",
-        """\
-speech: {first_audio: 0.3, tokens_per_s: 3, sentence_tokens: {uniform: {low: 12, high: 30}}}
-""",
-        ("speech",),
-    ),
-    (
-        "RenderSpec",
-        "consumer.render",
-        """\
-render: {tokens: 200}
-""",
-        ("render",),
-    ),
+    *CONSUMER_SECTIONS,
     (
         "QoeSpec",
         "consumer.qoe (Andes QoE, arXiv 2404.16283)",
@@ -812,11 +796,8 @@ def scenario_reference() -> str:
     return "\n".join(out).rstrip("\n") + "\n"
 
 
-_STEP_SPECS = {s[0] for s in STEP_SECTIONS} | {
+_STEP_SPECS = {s[0] for s in (*STEP_SECTIONS, *CONSUMER_SECTIONS)} | {
     "ConsumerSpec",
-    "ReaderSpec",
-    "SpeechSpec",
-    "RenderSpec",
     "QoeSpec",
     "ByModel",
     "ByModelCount",

@@ -166,23 +166,21 @@ def summary_table(doc: dict) -> Table:
 
 
 # The streaming block of the table: a few headline metrics per call with a consumer (means).
-_STREAM_ROWS = (
-    ("ttft_s", "TTFT seen", _fmt_s),
-    ("reader_done_s", "reader done", _fmt_s),
-    ("reader_wait_s", "reader waits", _fmt_s),
-    ("first_audio_s", "first audio", _fmt_s),
-    ("silence_s", "silence", _fmt_s),
-    ("first_render_s", "first render", _fmt_s),
-    ("longest_gap_s", "longest gap", _fmt_s),
-    ("qoe", "QoE", lambda x: "–" if x is None else f"{x:.2f}"),
-    ("interrupted_share", "interrupted", lambda x: "–" if x is None else f"{x:.0%}"),
-)
+def _stream_rows() -> list[tuple]:
+    """(metric, label, format) of the streaming rows: the labels are the consumer kinds' (table_rows)."""
+    from agentsim.sim.streaming import table_rows
+
+    fmts = {
+        "qoe": lambda x: "–" if x is None else f"{x:.2f}",
+        "interrupted_share": lambda x: "–" if x is None else f"{x:.0%}",
+    }
+    return [(key, label, fmts.get(key, _fmt_s)) for key, label in table_rows()]
 
 
 def _streaming_rows(t: Table, row, first: dict, n_variants: int) -> None:
     t.add_row("streaming (mean per call)", *[""] * n_variants)
     for call, metrics in first["streaming"]["calls"].items():
-        for key, label, fmt in _STREAM_ROWS:
+        for key, label, fmt in _stream_rows():
             if key in metrics:
                 row(
                     f"  {call}: {label}",

@@ -88,9 +88,12 @@ class ConsumerKind:
     * ``spec``: the pydantic model of its keys;
     * ``compile(compiler, spec, call_node, path, qoe) -> ConsumerCfg``: its compiled form (and draws);
     * ``metrics``: the names of its own metrics, in the order of ``summary.json``, and
-      ``measure(cfg, stream) -> {metric: array}`` computing them over a batch of calls;
-    * ``timeline(cfg, stream) -> {column: matrix}``: its per-token times (``read_s``, ``spoken_s``),
-      the same rule ``measure`` reads its metrics from;
+      ``measure(cfg, stream, n, **draws) -> {metric: array}`` computing them over a batch of calls
+      (``stream``: their :class:`~agentsim.sim.streaming.StreamBatch`; ``n``: the tokens each delivered);
+    * ``draws(cfg, slot, n) -> dict``: the per-call or per-sentence numbers it needs, for a batch;
+    * ``timeline(cfg, stream, n, **draws) -> {column: matrix}``: its per-token times (``read_s``,
+      ``spoken_s``), the same rule ``measure`` reads its metrics from, and ``columns``: column ->
+      (label, line style) for the stream page and figure;
     * ``labels``: metric -> short label for tables (the CLI, the report);
     * ``pace(cfg)``: the tokens per second it consumes at, or ``None`` (the apparate point).
     """
@@ -100,10 +103,14 @@ class ConsumerKind:
     compile: Callable
     metrics: tuple[str, ...]
     measure: Callable
+    draws: Callable | None = None
     timeline: Callable | None = None
+    columns: dict[str, tuple[str, str]] = field(default_factory=dict)
     labels: dict[str, str] = field(default_factory=dict)
     pace: Callable | None = None
     summary: str = ""
+    docs: tuple = ()
+    units: dict[str, str] = field(default_factory=dict)
 
 
 _steps: dict[str, StepKind] = {}

@@ -37,7 +37,7 @@ from agentsim.model.base import (
     number,
     suggest,
 )
-from agentsim.model.consumers import ConsumerSpec, QoeSpec, ReaderSpec, RenderSpec, SpeechSpec
+from agentsim.model.consumers import ConsumerSpec, QoeSpec
 from agentsim.model.distributions import DIST_FAMILIES, ByModel, ByModelCount, Count, Dist, ModelProb, max_p
 from agentsim.model.models import (
     CacheSpec,
@@ -90,11 +90,8 @@ __all__ = [
     "Problem",
     "QoeSpec",
     "Rate",
-    "ReaderSpec",
-    "RenderSpec",
     "RetrySpec",
     "Scenario",
-    "SpeechSpec",
     "SpeedSpec",
     "StallSpec",
     "Step",

@@ -46,7 +46,7 @@ import simpy
 from simpy.events import Event, Timeout
 
 from agentsim.model.registry import step_kind
-from agentsim.plan.nodes import INPUT, OUTPUT, REASONING, U_TPS, U_TTFT, ContextCfg, Plan, SeqNode
+from agentsim.plan.nodes import FIRST_AUDIO, INPUT, OUTPUT, REASONING, U_TPS, U_TTFT, ContextCfg, Plan, SeqNode
 from agentsim.plan.sampling import Block, tier_speeds
 from agentsim.sim.attempts import LimitedCalls
 from agentsim.sim.call_timeline import CallSlot, Cut, timeline
@@ -475,9 +475,7 @@ class Runner(LimitedCalls):
         one = timeline(np.array([tl.send]), tl.ttft, np.array([tl.output], dtype=np.int64), tl.reasoning, tl.tps, stall)
         sb = streams(tier, slot, one, stall_u, cache=True)
         fa = None
-        if node.consumer is not None and node.consumer.kind == "speech":
-            from agentsim.plan.nodes import FIRST_AUDIO
-
+        if (node.id, FIRST_AUDIO) in self.tl:  # a consumer with a first-audio latency (speech)
             fa = np.array([self.value(node, FIRST_AUDIO, r, flat)])
         if node.interrupt is not None:
             hit, t_cut, billed = interruption(self.plan, slot, tier, sb, fa)

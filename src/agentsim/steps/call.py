@@ -28,11 +28,10 @@ from pydantic_core import PydanticCustomError
 from agentsim.model.base import Prob, Problem, StrictModel, suggest
 from agentsim.model.consumers import ConsumerSpec
 from agentsim.model.distributions import Dist
-from agentsim.model.registry import StepKind, register_step
+from agentsim.model.registry import StepKind, consumer_kind, register_step
 from agentsim.model.steps import StepModel
 from agentsim.plan.distributions import Sampler
 from agentsim.plan.nodes import (
-    FIRST_AUDIO,
     INPUT,
     INTERRUPT_P,
     INTERRUPT_X,
@@ -125,12 +124,10 @@ def compile_call(c, step: CallStep, scope, path) -> CallNode:
     c.draw(node, REASONING, scope, node.reasoning, integer=True)
     own = spec.consumer is not None
     node.consumer = compile_consumer(
-        c, spec.consumer if own else c.sc.consumer, (*p, "consumer") if own else ("consumer",)
+        c, spec.consumer if own else c.sc.consumer, node, (*p, "consumer") if own else ("consumer",)
     )
     if node.consumer is None and spec.interrupt is not None:
         node.consumer = ConsumerCfg("none", 0.0)  # an interruptible call still reports its stream
-    if node.consumer is not None and node.consumer.first_audio is not None:
-        c.draw(node, FIRST_AUDIO, scope, node.consumer.first_audio)
     if spec.interrupt is not None:
         it, ip = spec.interrupt, (*p, "interrupt")
         after = "first_token" if it.after_first_token is not None else "first_audio"
@@ -166,29 +163,13 @@ def _tiers(c, spec: CallSpec, declared: str, p: tuple) -> tuple[int, ...]:
     return tuple(tiers)
 
 
-def compile_consumer(c, spec, path) -> ConsumerCfg | None:
+def compile_consumer(c, spec, node, path) -> ConsumerCfg | None:
+    """The call's consumer, compiled by its kind (agentsim.consumers), with the QoE expectation."""
     if spec is None:
         return None
     q = spec.qoe
-    qoe_ttft = q.expected_ttft if q is not None else 1.0
-    qoe_rate = q.tokens_per_s if q is not None else None
-    if spec.reader is not None:
-        rate = spec.reader.rate
-        return ConsumerCfg("reader", rate, qoe_ttft=qoe_ttft, qoe_rate=qoe_rate or rate)
-    if spec.speech is not None:
-        sp, sp_path = spec.speech, (*path, "speech")
-        return ConsumerCfg(
-            "speech",
-            sp.tokens_per_s,
-            first_audio=c.sampler(sp.first_audio, (*sp_path, "first_audio"), "first audio"),
-            sentence=c.sampler(sp.sentence_tokens, (*sp_path, "sentence_tokens"), "sentence tokens", positive=True),
-            qoe_ttft=qoe_ttft,
-            qoe_rate=qoe_rate or sp.tokens_per_s,
-        )
-    tokens = spec.render.tokens
-    return ConsumerCfg(
-        "render", 0.0, render_tokens=None if tokens == "all" else tokens, qoe_ttft=qoe_ttft, qoe_rate=qoe_rate or 5.0
-    )
+    qoe = (q.expected_ttft if q is not None else 1.0, q.tokens_per_s if q is not None else None)
+    return consumer_kind(spec.kind).compile(c, spec.spec, node, path, qoe)
 
 
 def check(scenario, step: CallStep, path: tuple, previous) -> list[Problem]:
@@ -214,7 +195,7 @@ def _check_interrupt(scenario, c: CallSpec, path: tuple) -> list[Problem]:
     if c.interrupt is None or c.interrupt.after_first_audio is None:
         return []
     consumer = c.consumer or scenario.consumer
-    if consumer is not None and consumer.speech is not None:
+    if consumer is not None and consumer.kind == "speech":
         return []
     return [
         Problem(
