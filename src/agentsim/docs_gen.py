@@ -1,6 +1,6 @@
-"""Generated documentation: the scenario JSON Schema, the scenario reference and the CLI reference.
+"""Generated documentation: the scenario and summary.json JSON Schemas, the scenario and CLI references.
 
-Three files are written from the code itself, so they cannot drift from it:
+Four files are written from the code itself, so they cannot drift from it:
 
 * ``schema/scenario.schema.json``: the JSON Schema of a scenario file, for editors (the VS Code YAML
   extension completes keys and flags mistakes with it). It is pydantic's schema of
@@ -8,12 +8,14 @@ Three files are written from the code itself, so they cannot drift from it:
   distributions and steps become named definitions, pydantic's ``gt``/``ge`` become JSON Schema's
   ``exclusiveMinimum``/``minimum``, ``min``/``max`` may sit inside a distribution's family mapping,
   ``ttft`` and ``output_tps`` are only required when no ``profile`` gives them, and ``extends`` is allowed.
+* ``schema/summary.schema.json``: the JSON Schema of ``summary.json``, pydantic's schema of
+  :class:`agentsim.sim.summary_model.Summary` (the tests validate every bundled scenario's summary against it).
 * ``docs/scenarios.md``: every key of a scenario file with its type, unit, default and
   description, and an example per section (the examples are validated by the tests).
 * ``docs/cli.md``: every command and option, from the typer app (typer's own Markdown rendering,
   the one behind ``typer agentsim.cli.main utils docs``).
 
-Regenerate all three with ``python -m agentsim.docs_gen`` (``--check`` only reports stale files);
+Regenerate all four with ``python -m agentsim.docs_gen`` (``--check`` only reports stale files);
 ``tests/test_docs_gen.py`` fails when a committed file differs from what the code generates.
 """
 
@@ -30,6 +32,7 @@ __all__ = [
     "SCENARIO_REF_PATH",
     "SCHEMA_PATH",
     "SECTIONS",
+    "SUMMARY_SCHEMA_PATH",
     "cli_reference",
     "generated",
     "model_of",
@@ -41,6 +44,7 @@ __all__ = [
 ]
 
 SCHEMA_PATH = "schema/scenario.schema.json"
+SUMMARY_SCHEMA_PATH = "schema/summary.schema.json"
 SCENARIO_REF_PATH = "docs/scenarios.md"
 CLI_REF_PATH = "docs/cli.md"
 REGENERATE = "python -m agentsim.docs_gen"
@@ -149,6 +153,12 @@ def scenario_schema() -> dict:
 
 def schema_text() -> str:
     return json.dumps(scenario_schema(), indent=2, ensure_ascii=False) + "\n"
+
+
+def summary_schema_text() -> str:
+    from agentsim.sim.summary_model import summary_schema
+
+    return json.dumps(summary_schema(), indent=2, ensure_ascii=False) + "\n"
 
 
 # --------------------------------------------------------------------------- units
@@ -867,7 +877,12 @@ def cli_reference() -> str:
 
 def generated() -> dict[str, str]:
     """Path (relative to the repository root) -> the text it must have."""
-    return {SCHEMA_PATH: schema_text(), SCENARIO_REF_PATH: scenario_reference(), CLI_REF_PATH: cli_reference()}
+    return {
+        SCHEMA_PATH: schema_text(),
+        SUMMARY_SCHEMA_PATH: summary_schema_text(),
+        SCENARIO_REF_PATH: scenario_reference(),
+        CLI_REF_PATH: cli_reference(),
+    }
 
 
 def stale(root: str | Path) -> list[str]:

@@ -62,6 +62,7 @@ __all__ = [
     "INT64_MAX",
     "MAX_SECONDS",
     "PRICE_FIELDS",
+    "WARNING_KEYS",
     "Agent",
     "Arrivals",
     "ByModel",
@@ -189,6 +190,17 @@ class SweepSpec(StrictModel):
         return self
 
 
+# The plausibility warnings' keys (agentsim.plan.plausibility checks them), written once.
+WARNING_KEYS = (
+    "ttft_over_60s",
+    "speed_multiplier_over_20",
+    "price_multiplier_over_20",
+    "output_tps_over_50000",
+    "output_tps_under_1",
+    "run_over_a_day",
+)
+
+
 class WarningsSpec(StrictModel):
     """Values that are allowed but usually typing slips are warned about (not refused) by `validate` and, on
     stderr above the table, by `run`, each with file:line: `ttft_over_60s` (a median TTFT over 60 s: milliseconds
@@ -197,16 +209,9 @@ class WarningsSpec(StrictModel):
     (a median output speed outside 1 to 50,000 tokens/s) and, after simulating, `run_over_a_day` (a variant's
     mean wall time over 24 hours). List the keys a scenario means under `ignore` to silence them."""
 
-    ignore: list[
-        Literal[
-            "ttft_over_60s",
-            "speed_multiplier_over_20",
-            "price_multiplier_over_20",
-            "output_tps_over_50000",
-            "output_tps_under_1",
-            "run_over_a_day",
-        ]
-    ] = Field(default_factory=list, description="Warning keys not to show, e.g. [ttft_over_60s].")
+    ignore: list[Literal[WARNING_KEYS]] = Field(
+        default_factory=list, description="Warning keys not to show, e.g. [ttft_over_60s]."
+    )
 
 
 class Scenario(StrictModel):

@@ -176,17 +176,17 @@ def finish_block(plan: Plan, runner, block: Block, variant: int, start=None) -> 
     )
     res.starts = {n.id: res.spans[n.id]["t_start"] for n in plan.spans if n.keeps_start}
     if runner.streamed:
-        res.extra["interrupted"] = _interrupted(plan, block, runner.interrupt_recs)
+        res.interrupted = _interrupted(plan, block, runner.interrupt_recs)
     if plan.needs_attempts:
         att = attempts_frame(plan, block, variant, runner.attempt_recs)
         local = att["run"] - block.start
         extra = np.zeros(block.n)
         np.add.at(extra, local, att["cost"])
-        res.extra["failed_attempts_cost_usd"] = extra
-        res.extra["run_status"] = runner.status.copy()
-        res.extra["attempts"] = att
+        res.failed_attempts_cost = extra
+        res.status = runner.status.copy()
+        res.attempts = att
     elif plan.defines_success:
-        res.extra["run_status"] = runner.status.copy()
+        res.status = runner.status.copy()
     return res
 
 

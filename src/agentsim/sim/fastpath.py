@@ -563,7 +563,7 @@ def run_block_fast(
     """Evaluate every run of a block in one variant, vectorised.
 
     ``summary_only`` (a plan without :func:`summary_only_reasons`): no per-call or span tensors; the
-    result carries its per-run totals, priced (``extra["totals"]``, see :mod:`agentsim.sim.totals`),
+    result carries its per-run totals, priced (``totals``, see :mod:`agentsim.sim.totals`),
     and, when ``samples``, each call's ``status``, ``ttft`` and ``tps`` for the per-call statistics.
     """
     from agentsim.sim.slots import slot_names
@@ -591,11 +591,10 @@ def run_block_fast(
         starts={n.id: ev.spans[n.id]["t_start"] for n in plan.spans if n.keeps_start},
     )
     if totals is not None:
-        res.extra["totals"] = totals.result()
+        res.totals = totals.result()
         for nid, t in ev.calls.items():
             t["tps"] = speeds[nid][1]
-    if ev.interrupted:
-        res.extra["interrupted"] = ev.interrupted
+    res.interrupted = ev.interrupted
     if ev.alive is not None:
-        res.extra["run_status"] = np.where(ev.alive, RUN_OK, RUN_FAILED).astype(np.int8)
+        res.status = np.where(ev.alive, RUN_OK, RUN_FAILED).astype(np.int8)
     return res

@@ -60,7 +60,13 @@ class BlockResult:
     start: np.ndarray | None = None  # (n,) start time of each run (workloads); None: all at 0
     # span node that keeps its start (a listen) -> (n, *instances) start times (NaN: the instance did not happen)
     starts: dict[int, np.ndarray] = field(default_factory=dict)
-    extra: dict = field(default_factory=dict)
+    status: np.ndarray | None = None  # (n,) run status (RUN_OK, RUN_FAILED, RUN_UNFINISHED); None: all completed
+    interrupted: dict[int, np.ndarray] = field(default_factory=dict)  # call node -> (n, *instances) cut by the user
+    totals: dict[str, np.ndarray] | None = None  # summary-only blocks: per-run totals (agentsim.sim.totals)
+    attempts: dict[str, np.ndarray] | None = None  # DES with limits or failures: the attempts table's columns
+    failed_attempts_cost: np.ndarray | None = None  # (n,) USD of the failed attempts billed (timeouts)
+    counted: np.ndarray | None = None  # workloads: (n,) whether the run started inside the counting window
+    started: np.ndarray | None = None  # workloads: (n,) whether the run started at all
 
 
 def empty_call_tensors(shape: tuple[int, ...], fill: bool = True) -> dict[str, np.ndarray]:
@@ -159,10 +165,10 @@ def row_sum(x: np.ndarray) -> np.ndarray:
 def run_totals(plan: Plan, result: BlockResult) -> dict[str, np.ndarray]:
     """Per-run cost, call count and tokens by kind, summed in the canonical order.
 
-    A block simulated summary-only carries them already (``extra["totals"]``, see :mod:`agentsim.sim.totals`).
+    A block simulated summary-only carries them already (``totals``, see :mod:`agentsim.sim.totals`).
     """
-    if "totals" in result.extra:
-        return result.extra["totals"]
+    if result.totals is not None:
+        return result.totals
     n = result.block.n
     cost = np.zeros(n)
     calls = np.zeros(n, dtype=np.int64)
@@ -174,9 +180,9 @@ def run_totals(plan: Plan, result: BlockResult) -> dict[str, np.ndarray]:
         calls += row_sum(made.view(np.int8) if made.dtype == bool else made).astype(np.int64)
         for k in CALL_INT:
             tokens[k] += row_sum(t[k])
-    extra = result.extra.get("failed_attempts_cost_usd")
-    if extra is not None and extra.any():
-        cost = cost + extra  # timed-out attempts are billed too
+    failed = result.failed_attempts_cost
+    if failed is not None and failed.any():
+        cost = cost + failed  # timed-out attempts are billed too
     return {"cost": cost, "calls": calls, **{f"{k}_tokens": v for k, v in tokens.items()}}
 
 
@@ -193,11 +199,11 @@ def run_columns(plan: Plan, result: BlockResult) -> dict[str, np.ndarray]:
         data[f"{k}_tokens"] = tot[f"{k}_tokens"]
     for k, seconds in result.breakdown.items():  # BREAKDOWN, then stall and listen when the plan has them
         data[f"{k}_s"] = seconds
-    data["status"] = result.extra.get("run_status", np.zeros(n, dtype=np.int8))
+    data["status"] = result.status if result.status is not None else np.zeros(n, dtype=np.int8)
     if result.start is not None:
         data["start_s"] = result.start
-    if "counted" in result.extra:
-        data["counted"] = result.extra["counted"]
+    if result.counted is not None:
+        data["counted"] = result.counted
     return data
 
 

@@ -138,15 +138,16 @@ def _block_summary(plan: Plan, seed: int, span, engine: str, keep: bool, room: l
         results = simulate_block(plan, seed, span, engine, summary_only=True, samples=wanted)[1]
     else:
         results = _run_block(plan, seed, span, engine)
-    columns, samples = [], []
+    columns, samples, streams = [], [], []
     for res in results:
         columns.append(run_columns(plan, res))
         if plan.has_streaming:
             from agentsim.sim.streaming import block_metrics
 
-            res.extra["streaming"] = block_metrics(plan, res)
+            streams.append(block_metrics(plan, res))
+        else:
+            streams.append(None)
         samples.append(_call_samples(plan, res, None if room is None else room[res.variant]))
-    streams = [res.extra.pop("streaming", None) for res in results]
     return columns, samples, (results if keep else None), streams
 
 
@@ -311,11 +312,9 @@ def simulate_plan(
                 yield res.variant, calls_frame(plan, res, plan.variants[res.variant])
 
     calls_builder = build(calls_frame)
-    extra = {}
-    if plan.has_streaming:
-        extra["streaming"] = stream_stats
+    sections = {}
     if plan.needs_attempts:
-        extra["variant_sections"] = {"limits": _replication_limits_section(plan, runs_df, kept, calls_builder)}
+        sections["limits"] = _replication_limits_section(plan, runs_df, kept, calls_builder)
     return Results(
         plan,
         seed=seed,
@@ -325,7 +324,8 @@ def simulate_plan(
         call_stats=call_stats,
         calls_builder=calls_builder,
         spans_builder=build(spans_frame),
-        extra=extra,
+        stream_stats=stream_stats if plan.has_streaming else None,
+        sections=sections,
         calls_parts=calls_parts,
     )
 
@@ -342,7 +342,7 @@ def _replication_limits_section(plan: Plan, runs_df: pd.DataFrame, kept: list, c
             cache["calls"] = calls_builder()
         calls = cache["calls"]
         calls = calls[calls["variant"] == name]
-        attempts = _concat_attempts([results[v].extra.get("attempts") for results in kept])
+        attempts = _concat_attempts([results[v].attempts for results in kept])
         runs_v = runs_df[runs_df["variant"] == name]
         return {"queue_wait_s": queue_wait(calls), "attempts": attempt_counts(attempts, calls, runs_v, plan, v)}
 
@@ -362,12 +362,12 @@ def _simulate_workload(plan: Plan, seed: int) -> Results:
         for res in out.blocks:
             speeds = call_speeds(plan, res.block, v)
             price_calls(plan, res, speeds)
-            started = res.extra["started"]
+            started = res.started
             cols = run_columns(plan, res)
             n = res.block.n
             frame = pd.DataFrame({"variant": plan.variants[v], "run": res.block.start + np.arange(n), **cols})
             frames.append(frame[started])
-            counted_ok = res.extra["counted"] & (cols["status"] == 0)
+            counted_ok = res.counted & (cols["status"] == 0)
             if plan.has_streaming:  # streaming metrics of the calls of counted, completed runs
                 from agentsim.sim.streaming import block_metrics
 
@@ -441,7 +441,7 @@ def _simulate_workload(plan: Plan, seed: int) -> Results:
         runs_v = counted_runs(name)
         calls = calls_of(name)
         calls = calls[calls["run"].isin(runs_v["run"])]
-        attempts = _concat_attempts([b.extra.get("attempts") for b in out.blocks])
+        attempts = _concat_attempts([b.attempts for b in out.blocks])
         if attempts is not None:
             keep = np.isin(attempts["run"], runs_v["run"].to_numpy())
             attempts = {k: a[keep] for k, a in attempts.items()}
@@ -485,11 +485,9 @@ def _simulate_workload(plan: Plan, seed: int) -> Results:
         call_stats=call_stats,
         calls_builder=all_calls,
         spans_builder=build(spans_frame),
-        extra={
-            "variant_sections": sections,
-            "outcomes": outcomes,
-            **({"streaming": stream_stats} if plan.has_streaming else {}),
-        },
+        sections=sections,
+        outcomes=outcomes,
+        stream_stats=stream_stats if plan.has_streaming else None,
     )
     return res
 
@@ -554,5 +552,5 @@ def simulate(
             def one(p: Plan) -> dict:
                 return simulate_plan(p, runs, seed, engine=engine, **where).summary_dict()
 
-            res.extra["param_ci95"] = parameter_ci95(sc, plan, res.summary_dict(), runs, seed, one)
+            res.param_ci95 = parameter_ci95(sc, plan, res.summary_dict(), runs, seed, one)
     return res

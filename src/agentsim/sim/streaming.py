@@ -498,7 +498,7 @@ def recorded(plan: Plan, result, slot: CallSlot, tier_index: int, cache: bool = 
         stall, stall_u = pick(sd[0]), pick(sd[1])
     tl = timeline(pick(t["t_start"]), pick(t["ttft"]), N, pick(t["reasoning"]), pick(t["tps"]), stall)
     sb = streams(plan.tiers[tier_index], slot, tl, stall_u, cache=cache)
-    interrupted = result.extra.get("interrupted", {}).get(node.id)
+    interrupted = result.interrupted.get(node.id)
     hit = np.zeros(len(slot.runs), dtype=bool) if interrupted is None else pick(interrupted)
     return sb, np.where(hit, seen(sb, pick(t["t_end"])), N), hit
 

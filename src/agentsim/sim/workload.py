@@ -20,7 +20,7 @@ unfinished: the accounts cannot keep up).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import simpy
@@ -43,7 +43,6 @@ class WorkloadOutcome:
     end_s: float
     window: tuple[float, float]  # (warmup, duration)
     started: int = 0
-    extra: dict = field(default_factory=dict)
 
 
 SAME_INSTANT_MAX = 10_000  # events let happen at t = duration before the stop check
@@ -146,8 +145,8 @@ def run_workload(plan: Plan, seed: int, variant: int) -> WorkloadOutcome:
         res = finish_block(plan, rn, rn.block, variant, start=rn.start.copy())
         # always: without limits or failures finish_block leaves the status out, and an unfinished run
         # would read as completed (status 0) with its wall time cut at the stop
-        res.extra["run_status"] = rn.status.copy()
-        res.extra["counted"] = f["counted"].copy()
-        res.extra["started"] = f["started"].copy()
+        res.status = rn.status.copy()
+        res.counted = f["counted"].copy()
+        res.started = f["started"].copy()
         blocks.append(res)
     return WorkloadOutcome(blocks, accounts, env.now, (wl.warmup_s, wl.duration_s), started=state["next"])

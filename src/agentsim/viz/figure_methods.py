@@ -27,7 +27,7 @@ def results_plot_limits(self: Results):
     """Requests in flight and token-bucket levels per account over time (workloads)."""
     from agentsim.viz.plots_limits import limits_figure
 
-    outs = self.extra.get("outcomes")
+    outs = self.outcomes
     return limits_figure(self.limits_timeseries(), outs[0].window if outs else None)
 
 
