@@ -47,12 +47,30 @@ class StepModel(StrictModel):
 
     @property
     def spec(self) -> Any:
-        return getattr(self, next(iter(type(self).model_fields)))
+        cls = type(self)
+        field = _KIND_FIELD.get(cls)
+        if field is None:
+            field = _KIND_FIELD[cls] = next(iter(cls.model_fields))
+        return getattr(self, field)
+
+    @property
+    def name(self) -> str | None:
+        """The ``name`` the step was given, if any."""
+        return getattr(self.spec, "name", None)
+
+
+_KIND_FIELD: dict[type, str] = {}  # step model class -> its one field (the kind's key)
 
 
 def step_kind_names() -> tuple[str, ...]:
     """The keys a step can have, in the order the vocabulary lists them."""
-    return tuple(registry.step_kinds())
+    version = registry.version()
+    if _names[0] != version:
+        _names[:] = [version, tuple(registry.step_kinds())]
+    return _names[1]
+
+
+_names: list = [-1, ()]  # [registry version, the step kinds' names]
 
 
 def _check_step_shape(value: Any) -> Any:
@@ -162,4 +180,4 @@ def sequences(steps: list[Any], path: Path) -> Iterator[tuple[list[Any], list[Pa
 
 def step_name(step: Any) -> str | None:
     """The ``name`` a step was given, if any."""
-    return getattr(step.spec, "name", None)
+    return step.name

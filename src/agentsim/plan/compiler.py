@@ -34,9 +34,10 @@ from collections.abc import Callable
 from pathlib import Path
 from statistics import NormalDist
 
+from agentsim.model.base import gc_paused
 from agentsim.model.loading import ErrorItem, ScenarioError, line_of, source_of
 from agentsim.model.registry import kind_of
-from agentsim.model.scenario import Problem, Scenario, step_name
+from agentsim.model.scenario import Problem, Scenario
 from agentsim.plan.by_model import Resolver
 from agentsim.plan.distributions import DistError, Sampler, sampler
 from agentsim.plan.nodes import (  # the plan's vocabulary, importable from here too
@@ -150,6 +151,8 @@ class Compiler:
         self.groups: list[str] = []  # names of the enclosing named steps, outermost first
         self.branch_depth = 0  # parallel/fanout/pipeline branches around the step being compiled
         self._later: list[Callable[[Resolver], None]] = []
+        self._samplers: dict = {}  # distribution spec -> its sampler
+        self._tops: dict[int, float] = {}  # id(sampler) -> its practical maximum
 
     @property
     def tiers(self) -> list[Tier]:
@@ -162,12 +165,14 @@ class Compiler:
     def sampler(self, spec, path, what: str, *, positive=False, upper: float | None = None) -> Sampler:
         """A sampler of a distribution, checked: above zero (``positive``) or not negative, at most ``upper``."""
         try:
-            s = sampler(spec, self.base_dir)
+            s = self._sampler_of(spec)
         except DistError as exc:
             self.problem((*path, *exc.subpath), exc.message, exc.hint)
             return Sampler("constant", {"value": 1.0})
         if upper is not None:
-            top = _practical_max(s)
+            top = self._tops.get(id(s))
+            if top is None:
+                top = self._tops[id(s)] = _practical_max(s)
             if top > upper:
                 unit = "tokens" if upper == MAX_TOKENS else "s"
                 self.problem(
@@ -192,6 +197,16 @@ class Compiler:
                 "add min: 0" if s.family != "constant" else "use a number of at least 0",
             )
         return s
+
+    def _sampler_of(self, spec) -> Sampler:
+        """The sampler of a distribution, made once per distinct spec (a scenario repeats most of them)."""
+        try:
+            found = self._samplers.get(spec)
+        except TypeError:  # a spec holding a list (choice, empirical values) is not hashable: made each time
+            return sampler(spec, self.base_dir)
+        if found is None:
+            found = self._samplers[spec] = sampler(spec, self.base_dir)
+        return found
 
     def new_node(self, cls, name, scope, path, **kw) -> Node:
         node = cls(id=len(self.nodes), name=name, scope=scope, path=tuple(path), **kw)
@@ -229,7 +244,7 @@ class Compiler:
 
     def step(self, step, scope, path) -> Node:
         """Compile one step with its kind's ``compile``; its name is a group name for the calls inside it."""
-        name = step_name(step)
+        name = step.name
         if name:
             self.groups.append(name)
             try:
@@ -285,6 +300,11 @@ def _raise_problems(comp: Compiler, file: str | None, src: str | None, lines: di
 
 def compile_plan(scenario: Scenario, *, file: str | None = None, lines: dict | None = None) -> Plan:
     """Compile a validated scenario; raise :class:`ScenarioError` on problems found."""
+    with gc_paused():  # linear in the steps (agentsim.model.base.gc_paused)
+        return _compile(scenario, file, lines)
+
+
+def _compile(scenario: Scenario, file: str | None, lines: dict | None) -> Plan:
     src = source_of(scenario)
     comp = Compiler(scenario, Path(src).parent if src else None)
     ctx = ContextCfg.from_spec(scenario.agent.context)

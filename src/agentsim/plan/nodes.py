@@ -215,7 +215,7 @@ class SeqNode(Node):
         return sum(s.mean_time_lower(tiers) for s in self.steps)
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Draw:
     """One sampled quantity of a node: a stream of its own, an array per block.
 

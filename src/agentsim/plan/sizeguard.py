@@ -8,13 +8,15 @@ run with no progress until the memory is gone.
 
 :func:`check_plan` estimates, from the compiled plan alone (no draw is made):
 
-* **calls**: simulated model calls, all variants together: the expected calls of one
-  run (the product of the mean counts of the ``repeat``/``fanout`` steps around each
-  call) x runs x variants; for a workload, runs are what the arrivals or agents can
-  start in the simulated window and its drain (up to twice the duration);
-* **memory**: the runs table (one row per run and variant) plus the largest block of
-  call records held at once (the *largest* counts of the repeats and fanouts, not
-  their means, size the arrays).
+* **work**: simulated model calls and the other step instances (tools, waits, listens, fail
+  steps, the copies of a fan-out's body...), all variants together: the expected instances of one
+  run (the product of the mean counts of the ``repeat``/``fanout`` steps around each node)
+  x runs x variants; for a workload, runs are what the arrivals or agents can start in the
+  simulated window and its drain (up to twice the duration);
+* **memory**: the runs table (one row per run and variant) plus the largest block of records
+  and draws held at once: every node's instances (the *largest* counts of the repeats and
+  fanouts around it, not their means, size the arrays), a call's at :data:`BYTES_PER_CALL`,
+  any other step's at :data:`BYTES_PER_STEP`.
 
 Past the limits (:data:`DEFAULT_MAX_CALLS` calls, a share of the machine's memory) it
 raises :class:`SizeError` naming the estimate and the way out (fewer runs, or the CLI's
@@ -34,7 +36,7 @@ import math
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 __all__ = [
     "DEFAULT_MAX_CALLS",
@@ -51,6 +53,7 @@ __all__ = [
 DEFAULT_MAX_CALLS = 2_000_000_000  # simulated calls, all variants (the bundled benchmarks use < 2e8)
 DEFAULT_MAX_DES_CALLS = 20_000_000  # the same on the discrete-event engine (~10^4-10^5 calls/s)
 BYTES_PER_CALL = 512  # call records, draws and the DES's per-run lists, per call instance held at once
+BYTES_PER_STEP = 128  # the same for any other step instance (a span's record, its draws; a count, a pick)
 BYTES_PER_RUN = 160  # one row of the runs table (17 columns)
 BLOCK = 4096  # runs per block (agentsim.plan.sampling.BLOCK_SIZE; not imported to keep this module light)
 
@@ -120,24 +123,32 @@ class Estimate:
     runs: float  # runs simulated, all variants
     calls_per_run: float  # expected calls of one run
     max_calls_per_run: float  # largest number of call instances of one run
+    steps: float = 0.0  # simulated instances of the other steps (tools, waits, ...), all variants
+    max_steps_per_run: float = 0.0  # largest number of instances of the other steps of one run
 
 
 def estimate(plan, runs: int) -> Estimate:
     """Calls, runs and memory a simulation of ``plan`` with ``runs`` runs per variant needs (see module doc)."""
     counts = {n.id: n.count_bounds() for n in plan.nodes if n.axis is not None}
-    per_run = largest = 0.0
-    for node in plan.calls:
+    per_run = largest = steps_per_run = steps_largest = 0.0
+    for node in plan.nodes:
+        if node.kind == "seq":
+            continue  # a sequence is its steps
         mean = big = 1.0
         for m in node.scope:
             mean *= counts[m][0]
             big *= counts[m][1]
-        per_run += mean
-        largest += big
+        if node.record == "call":
+            per_run += mean
+            largest += big
+        else:  # held in memory (its draws: a count, a pick...); work when it is a leaf (a tool, a wait...)
+            steps_per_run += 0.0 if node.children() else mean
+            steps_largest += big
     nv = len(plan.variants)
     wl = plan.workload
     if wl is None:
         total_runs = float(runs) * nv
-        held = min(runs, BLOCK) * largest  # one block at a time
+        held_runs = min(runs, BLOCK)  # one block at a time
     else:
         horizon = 2.0 * wl.duration_s  # arrivals go on while counted runs drain
         if wl.kind == "open":
@@ -146,10 +157,10 @@ def estimate(plan, runs: int) -> Estimate:
             cycle = plan.root.mean_time_lower(plan.tiers) + (wl.think.mean if wl.think is not None else 0.0)
             started = float(wl.concurrent) * (1.0 + (horizon / cycle if cycle > 0 else math.inf)) + BLOCK
         total_runs = started * nv
-        held = started * largest  # a workload keeps every run's records until the end
-    calls = total_runs * per_run
-    memory = total_runs * BYTES_PER_RUN + held * BYTES_PER_CALL
-    return Estimate(calls, memory, total_runs, per_run, largest)
+        held_runs = started  # a workload keeps every run's records until the end
+    memory = total_runs * BYTES_PER_RUN + held_runs * (largest * BYTES_PER_CALL + steps_largest * BYTES_PER_STEP)
+    est = Estimate(total_runs * per_run, memory, total_runs, per_run, largest)
+    return replace(est, steps=total_runs * steps_per_run, max_steps_per_run=steps_largest)
 
 
 def _fmt(x: float) -> str:
@@ -189,16 +200,18 @@ def check_plan(plan, runs: int, engine: str = "des") -> Estimate:
     )
     des = engine == "des" or plan.workload is not None
     max_calls = lim.max_des_calls if des else lim.max_calls
-    if est.calls > max_calls:
+    if est.calls + est.steps > max_calls:
+        other = f" and {_fmt(est.steps)} other step instances" if est.steps >= 1 else ""
         raise SizeError(
-            f"this simulation is too large: {what}, about {_fmt(est.calls)} simulated calls, above the limit "
-            f"of {_fmt(max_calls)}{' on the discrete-event engine' if des else ''}; {_smaller(plan)}, "
+            f"this simulation is too large: {what}, about {_fmt(est.calls)} simulated calls{other}, above the "
+            f"limit of {_fmt(max_calls)}{' on the discrete-event engine' if des else ''}; {_smaller(plan)}, "
             "or raise the limit with --max-calls N (or --no-size-limit)"
         )
     if est.bytes > max_bytes:
+        held = f"{_fmt(est.max_calls_per_run)} calls and {_fmt(est.max_steps_per_run)} other step instances"
         raise SizeError(
             f"this simulation would need about {_gib(est.bytes)} of memory ({what}; the largest run holds "
-            f"up to {_fmt(est.max_calls_per_run)} calls at once), more than the {_gib(max_bytes)} allowed; "
+            f"up to {held} at once), more than the {_gib(max_bytes)} allowed; "
             f"{_smaller(plan)}, or lift the guard with --no-size-limit"
         )
     return est

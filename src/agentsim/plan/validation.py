@@ -14,6 +14,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from agentsim.model.base import gc_paused
 from agentsim.model.loading import ErrorItem, Lines, ScenarioError, errors_from_validation, line_of, load_data
 from agentsim.model.profiles import apply_profiles
 from agentsim.model.scenario import Problem, Scenario, check_references
@@ -30,7 +31,8 @@ def parse(
     base_dir = Path(source).parent if source is not None else None
     data = apply_profiles(data, file, lines, base_dir)
     try:
-        scenario = Scenario.model_validate(data)
+        with gc_paused():
+            scenario = Scenario.model_validate(data)
     except ValidationError as exc:
         items = errors_from_validation(exc, data, lines, file)
         raise ScenarioError(_with_price_problems(items, data, file, lines)) from None
@@ -98,9 +100,10 @@ def load(path: str | Path) -> Scenario:
 def load_with_lines(path: str | Path) -> tuple[Scenario, Lines]:
     """:func:`load`, also returning the line of every key of the file (for warnings that point at it),
     so that the command line reads each file once."""
-    data, lines = load_data(path)
-    scenario = parse(data, file=str(path), lines=lines, source=path)
-    # Compile once so that problems only visible to the compiler (empirical files,
-    # catalog prices, tiers) are reported at load time, with their place.
-    compile_plan(scenario, file=str(path), lines=lines)
+    with gc_paused():  # linear in the steps (agentsim.model.base.gc_paused)
+        data, lines = load_data(path)
+        scenario = parse(data, file=str(path), lines=lines, source=path)
+        # Compile once so that problems only visible to the compiler (empirical files,
+        # catalog prices, tiers) are reported at load time, with their place.
+        compile_plan(scenario, file=str(path), lines=lines)
     return scenario, lines

@@ -53,6 +53,18 @@ class ParallelStep(StepModel):
         return v
 
     @property
+    def name(self) -> str | None:
+        return None if isinstance(self.parallel, list) else self.parallel.name
+
+    @property
+    def branches(self) -> list:
+        return self.parallel if isinstance(self.parallel, list) else self.parallel.branches
+
+    @property
+    def join(self):
+        return "all" if isinstance(self.parallel, list) else self.parallel.join
+
+    @property
     def spec(self) -> ParallelSpec:
         if isinstance(self.parallel, ParallelSpec):
             return self.parallel
@@ -86,19 +98,18 @@ def _base(step: ParallelStep, here: tuple) -> tuple:
 
 
 def compile_parallel(c, step: ParallelStep, scope, path) -> ParNode:
-    spec = step.spec
-    node = c.new_node(ParNode, spec.name or f"parallel{len(c.nodes)}", scope, (*path, "parallel"))
+    node = c.new_node(ParNode, step.name or f"parallel{len(c.nodes)}", scope, (*path, "parallel"))
     bp = _base(step, path)
     c.branch_depth += 1
-    node.branches = tuple(c.branch(b, scope, (*bp, i)) for i, b in enumerate(spec.branches))
+    node.branches = tuple(c.branch(b, scope, (*bp, i)) for i, b in enumerate(step.branches))
     c.branch_depth -= 1
-    node.k = join_k(spec.join)
+    node.k = join_k(step.join)
     return node
 
 
 def sequences(step: ParallelStep, here: tuple):
     base = _base(step, here)
-    for b, branch in enumerate(step.spec.branches):
+    for b, branch in enumerate(step.branches):
         if isinstance(branch, list):
             yield in_order(branch, (*base, b))
         else:
@@ -106,13 +117,13 @@ def sequences(step: ParallelStep, here: tuple):
 
 
 def check(scenario, step: ParallelStep, path: tuple, previous) -> list[Problem]:
-    spec = step.spec
-    if not isinstance(spec.join, str) and spec.join.k > len(spec.branches):
+    join, n = step.join, len(step.branches)
+    if not isinstance(join, str) and join.k > n:
         return [
             Problem(
                 (*path, "parallel", "join", "k"),
-                f"join k={spec.join.k} but there are only {len(spec.branches)} branches",
-                f"use a k from 1 to {len(spec.branches)}",
+                f"join k={join.k} but there are only {n} branches",
+                f"use a k from 1 to {n}",
             )
         ]
     return []
