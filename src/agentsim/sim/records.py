@@ -31,6 +31,7 @@ __all__ = [
     "SPAN_FIELDS",
     "BlockResult",
     "calls_frame",
+    "concat_attempts",
     "empty_call_tensors",
     "price_calls",
     "row_sum",
@@ -320,3 +321,11 @@ def spans_frame(plan: Plan, result: BlockResult, variant_name: str) -> pd.DataFr
             )
         )
     return _frame(parts, SPAN_COLUMNS)
+
+
+def concat_attempts(parts: list) -> dict | None:
+    """The attempts tables of several blocks as one (None when none has attempts)."""
+    parts = [p for p in parts if p is not None]
+    if not parts:
+        return None
+    return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
