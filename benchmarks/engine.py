@@ -12,7 +12,7 @@ median of interleaved pairs), printed from wall time and from CPU time (``time.p
 which a busy shared machine disturbs less).
 
 The DES runs a fan-out or parallel branch that is one call whose timing is fixed before the run
-as a timeout with a callback, not a process (agentsim.sim.engine ``_join_calls``): on this agent it
+as a timeout with a callback, not a process (agentsim.sim.des_joins ``Joins.join_calls``): on this agent it
 schedules fewer events than the bare loop, which starts a process per branch.
 """
 
@@ -67,7 +67,7 @@ def bare_simpy(runs: int, seed: int = 1, lean: bool = False) -> None:
     """The reference agent in plain SimPy: one environment and process per run, a timeout per call.
 
     ``lean``: the fan-out's eight calls are eight timeouts joined by ``all_of`` (no process per branch),
-    the event structure agentsim's DES itself uses for one-call branches (``_join_calls``): the fairer
+    the event structure agentsim's DES itself uses for one-call branches (``Joins.join_calls``): the fairer
     yardstick for that shortcut.
     """
     rng = np.random.default_rng(seed)

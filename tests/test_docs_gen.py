@@ -145,7 +145,7 @@ def test_reference_examples_are_valid(section, validator):
         return
     for key in path:
         data = data[key]
-    TypeAdapter(getattr(scenario, definition)).validate_python(data)
+    TypeAdapter(docs_gen.model_of(definition)).validate_python(data)
     sub = jsonschema.Draft202012Validator(
         {"$defs": docs_gen.scenario_schema()["$defs"], "$ref": f"#/$defs/{definition}"}
     )

@@ -6,8 +6,8 @@ Classes: values that overflowed or divided by zero (huge or denormal token count
 values accepted that should be refused (durations past 10 years in stalls, speech, interrupts, back-off;
 token counts as text or booleans; a sweep step of 0; an uncertainty factor of 0; an empirical CSV holding
 inf); values that gave nonsense with a NumPy overflow (conditions, time of day, prefill, prices, reader
-pace); a NUL in a name. Cases whose fix lies in code another helper owns are marked ``xfail(strict=True)``
-with the owner, so they flip when it lands.
+pace); a NUL in a name; a fan-out of a billion waits that the size guard must count although it holds no
+model call.
 """
 
 from __future__ import annotations
@@ -95,8 +95,8 @@ CASES: dict[str, tuple[str, str]] = {
     "nul_name": (BASE.replace("name: hostile", 'name: "a\\0b"'), "name"),
 }
 
-# The classes whose root is in arch's files (the simulation core): the test is written, xfail until it lands.
-ARCH = {
+# The classes whose root is in the simulation core (the size guard counts every step instance, not only calls).
+CORE = {
     "fanout_of_waits": (
         BASE + "    - choose: {options: [{p: 1, steps: [{fanout: {n: 1000000000, steps: [{wait: {latency: 1}}]}}]}]}\n",
         "fanout",
@@ -132,10 +132,9 @@ def test_hostile_case_exits_2_with_its_place_everywhere(tmp_path, case):
     _check_case(tmp_path, *CASES[case])
 
 
-@pytest.mark.xfail(strict=True, reason="arch: the size guard counts calls only, not every step instance")
-@pytest.mark.parametrize("case", sorted(ARCH))
+@pytest.mark.parametrize("case", sorted(CORE))
 def test_hostile_case_in_the_simulation_core(tmp_path, case):
-    text, place = ARCH[case]
+    text, place = CORE[case]
     f = tmp_path / "s.yaml"
     f.write_text(text, encoding="utf-8")
     v = runner.invoke(app, ["validate", str(f)])

@@ -75,7 +75,7 @@ def test_token_bucket_under_overload_delivers_its_refill_rate():
         "agent": {"steps": [{"call": {"output": 0}}]},
     }
     res = simulate_plan(compile_plan(make(doc)), 1, 3)
-    out = res.extra["outcomes"][0]
+    out = res.outcomes[0]
     bucket = out.accounts[0].rpm
     times = np.array([t for t, _ in bucket.admitted])
     window = (times >= 600) & (times < 7200)
@@ -281,7 +281,7 @@ def _limited(limit: dict, workload: dict, error_rate: float = 0.0) -> dict:
 def test_workload_properties(doc):
     sc = make(doc)
     res = simulate_plan(compile_plan(sc), 1, sc.seed)
-    out = res.extra["outcomes"][0]
+    out = res.outcomes[0]
     acct = out.accounts[0]
     conc = doc["limits"]["acct"]["concurrency"]
     assert max((v for _, v in acct.inflight_log), default=0) <= conc

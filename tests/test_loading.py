@@ -131,7 +131,7 @@ def test_cross_field_errors(doc, words):
 def test_a_parallel_written_as_a_list_has_the_spec_of_its_mapping_form():
     # ParallelStep.spec wraps the validated branches without validating them again: it must equal the
     # spec pydantic builds from the mapping spelling {branches: [...]}, defaults and fields set included
-    from agentsim.model.scenario import ParallelSpec, ParallelStep
+    from agentsim.steps.parallel import ParallelSpec, ParallelStep
 
     call = {"call": {"name": "a", "model": "m", "output": 10}}
     branches = [call, [{"tool": {"latency": 1}}, {"wait": {"latency": 2}}]]

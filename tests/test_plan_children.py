@@ -12,21 +12,18 @@ from pathlib import Path
 import pytest
 
 from agentsim import load
-from agentsim.plan.compiler import (
-    CallNode,
-    ChooseNode,
-    FailNode,
-    FanoutNode,
-    ParNode,
-    PipelineNode,
-    RepeatNode,
-    SeqNode,
-    SubagentNode,
-    ToolNode,
-    WaitNode,
-    compile_plan,
-)
+from agentsim.plan.compiler import SeqNode, compile_plan
 from agentsim.plan.validation import parse
+from agentsim.steps.call import CallNode
+from agentsim.steps.choose import ChooseNode
+from agentsim.steps.fail import FailNode
+from agentsim.steps.fanout import FanoutNode
+from agentsim.steps.parallel import ParNode
+from agentsim.steps.pipeline import PipelineNode
+from agentsim.steps.repeat import RepeatNode
+from agentsim.steps.subagent import SubagentNode
+from agentsim.steps.tool import ToolNode
+from agentsim.steps.wait import WaitNode
 
 ROOT = Path(__file__).resolve().parents[1]
 SCENARIOS = sorted(p for p in (ROOT / "scenarios").glob("**/*.yaml") if "profiles" not in p.parts)

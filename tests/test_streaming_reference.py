@@ -11,7 +11,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from agentsim.plan.compiler import ConsumerCfg
+from agentsim.consumers.reader import ReaderCfg
+from agentsim.consumers.speech import SpeechCfg
 from agentsim.sim.streaming import StreamBatch, consumer_metrics
 
 
@@ -82,7 +83,7 @@ def _random_batch(rng, C=40, width=60):
 def test_reader_gaps_and_qoe_match_the_token_loop(seed):
     rng = np.random.default_rng(seed)
     sb, N = _random_batch(rng)
-    cons = ConsumerCfg("reader", 7.0, qoe_ttft=1.5, qoe_rate=6.0)
+    cons = ReaderCfg("reader", 7.0, qoe_ttft=1.5, qoe_rate=6.0)
     m = consumer_metrics(cons, sb, N)
     for c in range(len(N)):
         d = sb.D[c, : N[c]]
@@ -110,7 +111,7 @@ def test_speech_matches_the_sentence_loop(seed):
             s = min(int(rng.integers(1, 12)), left)
             sizes[c, k], left, k = s, left - s, k + 1
     fa = rng.uniform(0, 0.5, len(N))
-    m = consumer_metrics(ConsumerCfg("speech", 4.0), sb, N, sizes, fa)
+    m = consumer_metrics(SpeechCfg("speech", 4.0), sb, N, sizes, fa)
     for c in range(len(N)):
         sz = [int(x) for x in sizes[c] if x > 0]
         ref = _speech(sb.D[c, : N[c]], sb.send[c], sz, fa[c], 4.0)
@@ -124,7 +125,7 @@ def test_truncated_answers_use_only_the_delivered_tokens():
     rng = np.random.default_rng(9)
     sb, N = _random_batch(rng)
     n = np.maximum(N // 2, 1)
-    m = consumer_metrics(ConsumerCfg("reader", 3.0), sb, n)
+    m = consumer_metrics(ReaderCfg("reader", 3.0), sb, n)
     for c in range(len(N)):
         done, _ = _reader(sb.D[c, : n[c]], sb.send[c], 3.0)
         assert m["reader_done_s"][c] == pytest.approx(done, abs=1e-9)
@@ -135,6 +136,7 @@ def test_arrivals_stall_and_chunks_match_the_formulas():
 
     from agentsim.plan.compiler import StreamCfg
     from agentsim.plan.distributions import Sampler
+    from agentsim.sim.call_timeline import CallSlot, CallTimeline
     from agentsim.sim.streaming import stall_position, streams
 
     rng = np.random.default_rng(11)
@@ -148,7 +150,9 @@ def test_arrivals_stall_and_chunks_match_the_formulas():
     c = 3
     tier = SimpleNamespace(stream=StreamCfg(Sampler("constant", {"value": float(c)}), 0.0, 0.5, None))
     node = SimpleNamespace(id=0)
-    sb = streams(tier, None, node, 0, np.arange(C), send, a1, end, N, stall, u)
+    # the timeline as the engines hand it on: first visible token at a1 (no reasoning), the end given
+    tl = CallTimeline(send, a1 - send, N, 0.0, 1.0, None, stall, end)
+    sb = streams(tier, CallSlot(None, node, 0, np.arange(C)), tl, u)
     k = stall_position(u, N)
     for j in range(C):
         n = int(N[j])

@@ -167,7 +167,7 @@ def test_summary_only_blocks_hold_no_per_call_tensors_and_their_totals_match_the
     for a, b in zip(lean, full, strict=True):
         assert a.calls == {} and a.spans == {}
         expect = run_totals(plan, b)
-        got = a.extra["totals"]
+        got = a.totals
         assert sorted(got) == sorted(expect)
         for k in expect:
             assert np.array_equal(np.broadcast_to(got[k], expect[k].shape), expect[k]), k

@@ -50,3 +50,18 @@ def __getattr__(name: str):
 
 def __dir__() -> list[str]:
     return sorted([*globals(), *__all__, "__version__"])
+
+
+def _builtin_kinds() -> None:
+    """Import the built-in step and consumer kinds, which register themselves (run by the registry on first use)."""
+    from agentsim import consumers, steps
+
+    consumers.load()
+    steps.load()
+
+
+# The registry (agentsim.model.registry, the lowest layer) imports no kind; the package root, outside the
+# layers, tells it where the built-in ones are.
+from agentsim.model import registry as _registry  # noqa: E402
+
+_registry.set_loader(_builtin_kinds)

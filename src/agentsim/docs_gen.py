@@ -1,6 +1,6 @@
-"""Generated documentation: the scenario JSON Schema, the scenario reference and the CLI reference.
+"""Generated documentation: the scenario and summary.json JSON Schemas, the scenario and CLI references.
 
-Three files are written from the code itself, so they cannot drift from it:
+Four files are written from the code itself, so they cannot drift from it:
 
 * ``schema/scenario.schema.json``: the JSON Schema of a scenario file, for editors (the VS Code YAML
   extension completes keys and flags mistakes with it). It is pydantic's schema of
@@ -8,12 +8,14 @@ Three files are written from the code itself, so they cannot drift from it:
   distributions and steps become named definitions, pydantic's ``gt``/``ge`` become JSON Schema's
   ``exclusiveMinimum``/``minimum``, ``min``/``max`` may sit inside a distribution's family mapping,
   ``ttft`` and ``output_tps`` are only required when no ``profile`` gives them, and ``extends`` is allowed.
+* ``schema/summary.schema.json``: the JSON Schema of ``summary.json``, pydantic's schema of
+  :class:`agentsim.sim.summary_model.Summary` (the tests validate every bundled scenario's summary against it).
 * ``docs/scenarios.md``: every key of a scenario file with its type, unit, default and
   description, and an example per section (the examples are validated by the tests).
 * ``docs/cli.md``: every command and option, from the typer app (typer's own Markdown rendering,
   the one behind ``typer agentsim.cli.main utils docs``).
 
-Regenerate all three with ``python -m agentsim.docs_gen`` (``--check`` only reports stale files);
+Regenerate all four with ``python -m agentsim.docs_gen`` (``--check`` only reports stale files);
 ``tests/test_docs_gen.py`` fails when a committed file differs from what the code generates.
 """
 
@@ -30,8 +32,10 @@ __all__ = [
     "SCENARIO_REF_PATH",
     "SCHEMA_PATH",
     "SECTIONS",
+    "SUMMARY_SCHEMA_PATH",
     "cli_reference",
     "generated",
+    "model_of",
     "scenario_reference",
     "scenario_schema",
     "stale",
@@ -40,6 +44,7 @@ __all__ = [
 ]
 
 SCHEMA_PATH = "schema/scenario.schema.json"
+SUMMARY_SCHEMA_PATH = "schema/summary.schema.json"
 SCENARIO_REF_PATH = "docs/scenarios.md"
 CLI_REF_PATH = "docs/cli.md"
 REGENERATE = "python -m agentsim.docs_gen"
@@ -83,12 +88,13 @@ def _walk(node: Any, fn) -> Any:
 
 def scenario_schema() -> dict:
     """The JSON Schema of a scenario file (see the module docstring for what is changed from pydantic's)."""
-    from agentsim.model.scenario import DIST_FAMILIES, STEP_KINDS, Scenario
+    from agentsim.model.registry import step_kinds
+    from agentsim.model.scenario import DIST_FAMILIES, Scenario
 
     raw = Scenario.model_json_schema()
     defs = raw["$defs"]
     dist_options = [{"type": "number"}] + [_ref(f.capitalize() + "Dist") for f in DIST_FAMILIES]
-    step_options = [_ref(k.capitalize() + "Step") for k in STEP_KINDS]
+    step_options = [_ref(kind.step.__name__) for kind in step_kinds().values()]
 
     def tidy(node: dict) -> dict:
         for old, new in _KEYWORDS.items():  # constraints pydantic could not translate (after a BeforeValidator)
@@ -149,6 +155,12 @@ def schema_text() -> str:
     return json.dumps(scenario_schema(), indent=2, ensure_ascii=False) + "\n"
 
 
+def summary_schema_text() -> str:
+    from agentsim.sim.summary_model import summary_schema
+
+    return json.dumps(summary_schema(), indent=2, ensure_ascii=False) + "\n"
+
+
 # --------------------------------------------------------------------------- units
 
 UNITS: dict[str, str] = {
@@ -189,12 +201,6 @@ UNITS: dict[str, str] = {
     "StreamSpec.chunk_tokens": "tokens",
     "StreamSpec.jitter_cv": "× (sd / mean of a gap)",
     "StallSpec.seconds": "s",
-    "ReaderSpec.tokens_per_s": "tokens/s",
-    "ReaderSpec.words_per_min": "words / min",
-    "SpeechSpec.first_audio": "s",
-    "SpeechSpec.tokens_per_s": "tokens/s",
-    "SpeechSpec.sentence_tokens": "tokens",
-    "RenderSpec.tokens": "tokens",
     "QoeSpec.expected_ttft": "s",
     "QoeSpec.tokens_per_s": "tokens/s",
     "InterruptSpec.after_first_token": "s",
@@ -221,6 +227,11 @@ def unit_of(definition: str, key: str) -> str | None:
     """The unit of a numeric key (``None`` when unknown: the reference test then fails)."""
     if f"{definition}.{key}" in UNITS:
         return UNITS[f"{definition}.{key}"]
+    from agentsim.model.registry import consumer_kinds, step_kinds
+
+    for kind in (*step_kinds().values(), *consumer_kinds().values()):  # a kind's own keys
+        if f"{definition}.{key}" in kind.units:
+            return kind.units[f"{definition}.{key}"]
     if definition.endswith("Params") or definition.endswith("Dist"):
         return "the quantity's"  # distribution parameters carry the unit of what they describe
     if key in _BY_NAME:
@@ -242,8 +253,53 @@ def is_numeric(node: dict) -> bool:
 
 # --------------------------------------------------------------------------- the scenario reference
 
+
 # (definition, heading, example YAML, path of the example object inside it). Every definition of the
 # schema is either here or in FOLDED; tests/test_docs_gen.py checks that, and validates every example.
+def _step_sections() -> list[tuple[str, str, str, tuple]]:
+    """Each step kind's own sections (its module's ``docs``), in the vocabulary's order."""
+    from agentsim.model.registry import step_kinds
+
+    return [section for kind in step_kinds().values() for section in kind.docs]
+
+
+def _step_models() -> set[str]:
+    """The definitions of the steps themselves (``CallStep``...), folded into the Step union's section."""
+    from agentsim.model.registry import step_kinds
+
+    return {kind.step.__name__ for kind in step_kinds().values()}
+
+
+def _consumer_sections() -> list[tuple[str, str, str, tuple]]:
+    """Each consumer kind's own sections (its module's ``docs``), in the vocabulary's order."""
+    from agentsim.model.registry import consumer_kinds
+
+    return [section for kind in consumer_kinds().values() for section in kind.docs]
+
+
+STEP_SECTIONS = _step_sections()
+CONSUMER_SECTIONS = _consumer_sections()
+
+
+def model_of(definition: str) -> type:
+    """The pydantic model a schema definition is made from: the vocabulary's, or a step kind's module's."""
+    from agentsim.model import scenario
+    from agentsim.model.registry import consumer_kinds, step_kinds
+
+    if hasattr(scenario, definition):
+        return getattr(scenario, definition)
+    if definition == "ConsumerSpec":
+        from agentsim.model.consumers import consumer_model
+
+        return consumer_model()
+    kinds = [*(k.step for k in step_kinds().values()), *(k.spec for k in consumer_kinds().values())]
+    for model in kinds:
+        found = getattr(sys.modules[model.__module__], definition, None)
+        if found is not None:
+            return found
+    raise KeyError(definition)
+
+
 SECTIONS: list[tuple[str, str, str, tuple]] = [
     (
         "Scenario",
@@ -430,105 +486,7 @@ workflows:
 """,
         ("workflows", "researcher"),
     ),
-    (
-        "CallSpec",
-        "Step `call`",
-        """\
-call: {name: act, model: opus, input: 50, output: 250, reasoning: 300, speed: fast}
-""",
-        ("call",),
-    ),
-    (
-        "ToolSpec",
-        "Step `tool`",
-        """\
-tool: {name: run-tests, latency: {lognormal: {median: 1.5, p90: 6}}, output: 800}
-""",
-        ("tool",),
-    ),
-    (
-        "WaitSpec",
-        "Step `wait`",
-        """\
-wait: {name: human-review, latency: {lognormal: {median: 120, p90: 600}}}
-""",
-        ("wait",),
-    ),
-    (
-        "ParallelSpec",
-        "Step `parallel`",
-        """\
-parallel:
-  name: reviews
-  join: all            # or any, or {k: 2}
-  branches:
-    - call: {name: review-a, output: 500}
-    - [{tool: {name: lint, latency: 3}}, {call: {name: review-b, output: 500}}]
-""",
-        ("parallel",),
-    ),
-    (
-        "KJoin",
-        "Join on the first k branches",
-        """\
-join: {k: 2}
-""",
-        ("join",),
-    ),
-    (
-        "FanoutSpec",
-        "Step `fanout`",
-        """\
-fanout:
-  name: search
-  n: 8
-  steps:
-    - call: {name: query, output: 60}
-    - tool: {name: web-search, latency: 2.5, output: 3000}
-""",
-        ("fanout",),
-    ),
-    (
-        "RepeatSpec",
-        "Step `repeat`",
-        """\
-repeat:
-  name: act-observe
-  times: {uniform: {low: 30, high: 40}}     # or: continue_p: 0.9 with max: 60
-  steps:
-    - call: {name: act, output: 250}
-    - tool: {name: run, latency: 1.5, output: 800}
-""",
-        ("repeat",),
-    ),
-    (
-        "ChooseSpec",
-        "Step `choose`",
-        """\
-choose:
-  name: triage
-  options:
-    - {p: 0.7, steps: [{call: {name: quick-fix, output: 300}}]}
-    - {p: 0.3, name: escalate, steps: [{wait: {name: human, latency: 600}}]}
-""",
-        ("choose",),
-    ),
-    (
-        "ChooseOption",
-        "One option of `choose`",
-        """\
-option: {p: 0.3, name: escalate, steps: [{wait: {latency: 600}}]}
-""",
-        ("option",),
-    ),
-    (
-        "FailSpec",
-        "Step `fail`",
-        """\
-fail: {name: wrong-answer, p: {by: act, opus: 0.05, haiku: 0.15}}   # or a plain probability: {p: 0.1}
-""",
-        ("fail",),
-    ),
+    *STEP_SECTIONS,
     (
         "ByModel",
         "A probability that depends on a call's model (`continue_p`, `fail.p`, an option's `p`)",
@@ -546,33 +504,6 @@ times: {by: act, opus: 30, haiku: {uniform: {low: 35, high: 45}}, default: 40}
         ("times",),
     ),
     (
-        "SubagentSpec",
-        "Step `subagent`",
-        """\
-subagent: {name: research, workflow: researcher, output: 400}
-""",
-        ("subagent",),
-    ),
-    (
-        "PipelineSpec",
-        "Step `pipeline`",
-        """\
-pipeline:                      # right after a call: starts once that call has streamed 50 tokens
-  after: {tokens: 50}          # or: first_sentence
-  steps:
-    - tool: {name: tts-warmup, latency: 0.2}
-""",
-        ("pipeline",),
-    ),
-    (
-        "AfterTokens",
-        "When a pipeline starts",
-        """\
-after: {tokens: 50}
-""",
-        ("after",),
-    ),
-    (
         "ConsumerSpec",
         "Who consumes a call's answer (call.consumer, top-level consumer)",
         """\
@@ -582,30 +513,7 @@ consumer: {reader: {words_per_min: 250}, qoe: {expected_ttft: 1, tokens_per_s: 5
 """,
         ("consumer",),
     ),
-    (
-        "ReaderSpec",
-        "consumer.reader",
-        """\
-reader: {words_per_min: 250}      # 1 token = 0.75 words: 5.56 tokens/s
-""",
-        ("reader",),
-    ),
-    (
-        "SpeechSpec",
-        "consumer.speech",
-        """\
-speech: {first_audio: 0.3, tokens_per_s: 3, sentence_tokens: {uniform: {low: 12, high: 30}}}
-""",
-        ("speech",),
-    ),
-    (
-        "RenderSpec",
-        "consumer.render",
-        """\
-render: {tokens: 200}
-""",
-        ("render",),
-    ),
+    *CONSUMER_SECTIONS,
     (
         "QoeSpec",
         "consumer.qoe (Andes QoE, arXiv 2404.16283)",
@@ -613,15 +521,6 @@ render: {tokens: 200}
 qoe: {expected_ttft: 1.0, tokens_per_s: 5}
 """,
         ("qoe",),
-    ),
-    (
-        "InterruptSpec",
-        "call.interrupt",
-        """\
-interrupt: {p: 0.2, after_first_token: {uniform: {low: 1, high: 5}}}
-# or: {p: 0.3, after_first_audio: 2}      (needs a speech consumer)
-""",
-        ("interrupt",),
     ),
     (
         "VariantSpec",
@@ -746,10 +645,7 @@ DIST_DRAW = {
 # Definitions documented inside another section rather than on their own.
 FOLDED = (
     {DIST, STEP}
-    | {
-        f"{k.capitalize()}Step"
-        for k in ("call", "tool", "wait", "parallel", "fanout", "repeat", "choose", "subagent", "pipeline", "fail")
-    }
+    | _step_models()
     | {
         f"{f.capitalize()}Dist"
         for f in ("uniform", "normal", "lognormal", "gamma", "exponential", "choice", "empirical")
@@ -837,7 +733,7 @@ def _doc(node: dict) -> str:
 
 def scenario_reference() -> str:
     """The Markdown page ``docs/scenarios.md``."""
-    from agentsim.model.scenario import STEP_KINDS
+    from agentsim.model.registry import step_kinds
 
     schema = scenario_schema()
     defs = {**schema["$defs"], "Scenario": schema}
@@ -892,13 +788,11 @@ def scenario_reference() -> str:
             out += [
                 "## Steps { #steps }",
                 "",
-                "A step is a mapping with exactly one of these keys: "
-                + ", ".join(f"`{k}`" for k in STEP_KINDS)
-                + ". Steps run in order; `parallel` and `fanout` run branches at the same time and join them; "
-                "`repeat` runs its steps several times; `choose` runs one option; `subagent` runs a named "
-                "workflow with its own context; `pipeline` (right after a call) starts its steps on that call's "
-                "partial output. Every step may have a `name`, used in the calls table and "
-                "by variants.",
+                "A step is a mapping with exactly one of these keys (steps run in order):",
+                "",
+                *(f"- `{name}`: {kind.summary}" for name, kind in step_kinds().items()),
+                "",
+                "Every step may have a `name`, used in the calls table and by variants.",
                 "",
             ]
         level = "###" if definition in _STEP_SPECS else "##"
@@ -912,26 +806,9 @@ def scenario_reference() -> str:
     return "\n".join(out).rstrip("\n") + "\n"
 
 
-_STEP_SPECS = {
-    "CallSpec",
-    "ToolSpec",
-    "WaitSpec",
-    "ParallelSpec",
-    "KJoin",
-    "FanoutSpec",
-    "RepeatSpec",
-    "ChooseSpec",
-    "ChooseOption",
-    "SubagentSpec",
-    "PipelineSpec",
-    "AfterTokens",
+_STEP_SPECS = {s[0] for s in (*STEP_SECTIONS, *CONSUMER_SECTIONS)} | {
     "ConsumerSpec",
-    "ReaderSpec",
-    "SpeechSpec",
-    "RenderSpec",
     "QoeSpec",
-    "InterruptSpec",
-    "FailSpec",
     "ByModel",
     "ByModelCount",
 }
@@ -1001,7 +878,12 @@ def cli_reference() -> str:
 
 def generated() -> dict[str, str]:
     """Path (relative to the repository root) -> the text it must have."""
-    return {SCHEMA_PATH: schema_text(), SCENARIO_REF_PATH: scenario_reference(), CLI_REF_PATH: cli_reference()}
+    return {
+        SCHEMA_PATH: schema_text(),
+        SUMMARY_SCHEMA_PATH: summary_schema_text(),
+        SCENARIO_REF_PATH: scenario_reference(),
+        CLI_REF_PATH: cli_reference(),
+    }
 
 
 def stale(root: str | Path) -> list[str]:

@@ -51,12 +51,7 @@ import pandas as pd
 from agentsim.analysis.sweeps import summary_rows
 from agentsim.analysis.tradeoffs import pareto_mask, per_success
 from agentsim.model.scenario import Scenario, VariantSpec, all_steps, step_name, suggest
-from agentsim.plan.compiler import (
-    CallNode,
-    Plan,
-    SeqNode,
-    compile_plan,
-)
+from agentsim.plan.compiler import Plan, compile_plan
 from agentsim.sim.simulation import simulate_plan
 
 __all__ = ["Optimum", "Option", "Unit", "critical_table", "decision_units", "optimize", "variant_for"]
@@ -131,12 +126,12 @@ def decision_units(
 
     def walk(node, chain: list[str]) -> None:  # chain: enclosing declared names, outermost first
         here = chain
-        if node.name in declared and not isinstance(node, SeqNode):
+        if node.name in declared and node.kind != "seq":
             here = [*chain, node.name]
             kinds.setdefault(node.name, node.kind)
             for outer in chain:
                 inner.setdefault(outer, set()).add(node.name)
-        if isinstance(node, CallNode):
+        if node.record == "call":
             if selected is None:
                 unit = here[0] if here else None
             else:
@@ -155,38 +150,35 @@ def decision_units(
     units = []
     for name in order:
         calls = tuple(cid for cid, u in owner.items() if u == name)
-        tiers = [plan.tiers[plan.nodes[c].tiers[bv]] for c in calls]
-        base_models = list(dict.fromkeys(t.model for t in tiers))
-        speeds = [
-            s
-            for s in ["standard", *sc.models[base_models[0]].speeds]
-            if all(s == "standard" or s in sc.models[m].speeds for m in base_models)
-        ]
-        options = [Option(s) for s in speeds]
-        for m in models or []:
-            if len(base_models) == 1 and m == base_models[0]:
-                continue
-            options += [Option(s, m) for s in ["standard", *sc.models[m].speeds]]
-        same = len({(t.model, t.speed) for t in tiers}) == 1
-        if same and Option(tiers[0].speed) in options:
-            base_index = options.index(Option(tiers[0].speed))
-        else:
-            options.insert(0, AS_IS)
-            base_index = 0
+        options, base_index = _options(plan, bv, calls, models)
         if len(options) < 2:  # nothing to choose: it stays as it is
             uncovered.append(name)
             continue
-        units.append(
-            Unit(
-                name,
-                kinds.get(name, "call"),
-                calls,
-                tuple(sorted(inner.get(name, set()) - set(order))),
-                tuple(options),
-                base_index,
-            )
-        )
+        inside = tuple(sorted(inner.get(name, set()) - set(order)))
+        units.append(Unit(name, kinds.get(name, "call"), calls, inside, tuple(options), base_index))
     return units, list(dict.fromkeys(uncovered))
+
+
+def _options(plan: Plan, bv: int, calls: tuple[int, ...], models: list[str] | None) -> tuple[list[Option], int]:
+    """A unit's options (the speed tiers all its models offer, and the given models at each of theirs), and
+    the index of the one the base variant amounts to (``AS_IS`` first when none does)."""
+    sc = plan.scenario
+    tiers = [plan.tiers[plan.nodes[c].tiers[bv]] for c in calls]
+    base_models = list(dict.fromkeys(t.model for t in tiers))
+    speeds = [
+        s
+        for s in ["standard", *sc.models[base_models[0]].speeds]
+        if all(s == "standard" or s in sc.models[m].speeds for m in base_models)
+    ]
+    options = [Option(s) for s in speeds]
+    for m in models or []:
+        if len(base_models) == 1 and m == base_models[0]:
+            continue
+        options += [Option(s, m) for s in ["standard", *sc.models[m].speeds]]
+    same = len({(t.model, t.speed) for t in tiers}) == 1
+    if same and Option(tiers[0].speed) in options:
+        return options, options.index(Option(tiers[0].speed))
+    return [AS_IS, *options], 0
 
 
 def variant_for(base: VariantSpec, units: list[Unit], assignment: tuple[int, ...]) -> VariantSpec:
@@ -341,37 +333,8 @@ def optimize(
     ev = _Evaluator(scenario, base_spec, units, runs, seed, workers, tick)
     col = METRICS[metric]
     base_a = tuple(u.base for u in units)
-
-    def feasible(m: dict) -> bool:
-        return m["cost_mean_usd"] <= limit if mode == "budget" else m[col] <= limit
-
-    def changes(a) -> int:
-        return sum(k != b for k, b in zip(a, base_a, strict=True))
-
     if method == "exhaustive":
-        space = list(itertools.product(*[range(len(u.options)) for u in units]))
-        rows = ev(space)
-        key_time = [
-            (r[col], r["cost_mean_usd"], changes(a), i) for i, (a, r) in enumerate(zip(space, rows, strict=True))
-        ]
-        key_cost = [
-            (r["cost_mean_usd"], r[col], changes(a), i) for i, (a, r) in enumerate(zip(space, rows, strict=True))
-        ]
-        keys = key_time if mode == "budget" else key_cost
-        ok = [i for i, r in enumerate(rows) if feasible(r)]
-        if ok:
-            best = min(ok, key=lambda i: keys[i])
-        else:  # nothing meets the constraint: the closest to it
-            best = min(range(len(rows)), key=lambda i: key_cost[i] if mode == "budget" else key_time[i])
-        mask = pareto_mask([r[col] for r in rows], [r["cost_mean_usd"] for r in rows])
-        front = [
-            _row_of(units, space[i], rows[i], metric) | {"feasible": feasible(rows[i]), "chosen": i == best}
-            for i in range(len(rows))
-            if mask[i]
-        ]
-        frontier = pd.DataFrame(front).sort_values(["cost_mean_usd", "time_s"], kind="stable", ignore_index=True)
-        chosen_a, chosen = space[best], rows[best]
-        is_ok = feasible(chosen)
+        chosen_a, chosen, frontier, is_ok = _exhaustive(units, ev, base_a, mode, col, limit, metric)
     else:
         chosen_a, frontier, is_ok = _greedy(units, ev, base_a, mode, col, limit, metric)
         chosen = ev([chosen_a])[0]
@@ -382,6 +345,36 @@ def optimize(
         variant=variant_dict(variant_for(base_spec, units, chosen_a)), chosen=chosen, baseline=baseline,
         frontier=frontier, evaluated=len(ev.cache),
     )  # fmt: skip
+
+
+def _exhaustive(units, ev, base_a: tuple, mode: str, col: str, limit: float, metric: str):
+    """Every assignment simulated: the best feasible one (ties: lower cost, then fewer changes from the base;
+    none feasible: the closest to the constraint) and the Pareto frontier of all of them."""
+
+    def feasible(m: dict) -> bool:
+        return m["cost_mean_usd"] <= limit if mode == "budget" else m[col] <= limit
+
+    def changes(a) -> int:
+        return sum(k != b for k, b in zip(a, base_a, strict=True))
+
+    space = list(itertools.product(*[range(len(u.options)) for u in units]))
+    rows = ev(space)
+    key_time = [(r[col], r["cost_mean_usd"], changes(a), i) for i, (a, r) in enumerate(zip(space, rows, strict=True))]
+    key_cost = [(r["cost_mean_usd"], r[col], changes(a), i) for i, (a, r) in enumerate(zip(space, rows, strict=True))]
+    keys = key_time if mode == "budget" else key_cost
+    ok = [i for i, r in enumerate(rows) if feasible(r)]
+    if ok:
+        best = min(ok, key=lambda i: keys[i])
+    else:  # nothing meets the constraint: the closest to it
+        best = min(range(len(rows)), key=lambda i: key_cost[i] if mode == "budget" else key_time[i])
+    mask = pareto_mask([r[col] for r in rows], [r["cost_mean_usd"] for r in rows])
+    front = [
+        _row_of(units, space[i], rows[i], metric) | {"feasible": feasible(rows[i]), "chosen": i == best}
+        for i in range(len(rows))
+        if mask[i]
+    ]
+    frontier = pd.DataFrame(front).sort_values(["cost_mean_usd", "time_s"], kind="stable", ignore_index=True)
+    return space[best], rows[best], frontier, feasible(rows[best])
 
 
 def _greedy(units, ev, start, mode, col, limit, metric):

@@ -12,12 +12,12 @@ For each variant and visible token ``i = 1..n`` (``n``: the tokens delivered; fe
 the call was interrupted) the frame gives, in seconds from the moment the call was sent:
 
 * ``arrival_s`` (``a_i``) and ``delivered_s`` (``d_i``: with chunking, a chunk arrives with its last token);
-* ``read_s``: when a reader of pace ``r`` has read token ``i``, ``f_i = max(d_i, f_{i-1}) + 1/r``
-  (``f_0`` = the send time), computed as ``f_i = i/r + max(0, max_{j<=i} (d_j - (j-1)/r))``;
-* ``spoken_s``: when a speaker has said token ``i``: token ``j`` of sentence ``k`` at
-  ``s_k + j / rate`` (``s_k`` the sentence's start, ``s_k = max(d_{e_k} + first_audio, s_{k-1} + l_{k-1})``).
+* one column per consumer kind with a per-token form, its kind's own rule, the one its metrics in
+  ``summary.json`` are read from: ``read_s`` (:func:`agentsim.consumers.reader.read_times`: when a reader
+  has read token ``i``) and ``spoken_s`` (:func:`agentsim.consumers.speech.schedule`: when a speaker has
+  said it).
 
-Columns a consumer does not have are NaN.
+Columns a call's consumer does not have are NaN.
 """
 
 from __future__ import annotations
@@ -27,18 +27,19 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from agentsim.model.registry import consumer_kinds
 from agentsim.model.scenario import Scenario
-from agentsim.plan.compiler import FIRST_AUDIO, OUTPUT, Plan, compile_plan
+from agentsim.plan.compiler import Plan, compile_plan
 from agentsim.plan.sampling import block_spans
 from agentsim.plan.validation import load
+from agentsim.sim.call_timeline import CallSlot
 from agentsim.sim.records import DONE
-from agentsim.sim.rules import decode, duration, first_visible
 from agentsim.sim.simulation import choose_engine, simulate_block
-from agentsim.sim.streaming import first_audio_times, seen, sentence_ends, stall_draws, streams
+from agentsim.sim.streaming import consumer_timeline, recorded
 
-__all__ = ["COLUMNS", "StreamTimelineError", "token_timelines"]
+__all__ = ["COLUMNS", "StreamTimelineError", "timeline_columns", "token_timelines"]
 
-COLUMNS = ["variant", "run", "token", "arrival_s", "delivered_s", "read_s", "spoken_s"]
+COLUMNS = ["variant", "run", "token", "arrival_s", "delivered_s"]  # then each consumer kind's (timeline_columns)
 
 
 class StreamTimelineError(ValueError):
@@ -55,49 +56,24 @@ def _flat0(a: np.ndarray) -> np.ndarray:
 
 
 def _timeline(plan: Plan, block, res, node, run: int) -> dict[str, np.ndarray]:
-    t = res.calls[node.id]
-    runs = np.array([run])
-    width = int(np.prod(block.shape(node.scope), dtype=np.int64))
+    """The token timeline of ``node``'s first instance in ``run``, seconds from its send: rebuilt from its
+    records with the engines' rules (agentsim.sim.streaming.recorded) and its consumer's per-token times
+    (the consumer kind's ``timeline``, the rule its summary metrics are read from)."""
+    slot = CallSlot(block, node, 0, np.array([run]))
+    tier = int(res.calls[node.id]["tier"].reshape(block.n, -1)[run, 0])
+    sb, n_seen, _ = recorded(plan, res, slot, tier, cache=False)
+    n = int(n_seen[0])
+    send = sb.send[0]
+    cols = {"arrival_s": sb.A[0, :n] - send, "delivered_s": sb.D[0, :n] - send}
+    per_token = {} if node.consumer is None else consumer_timeline(node.consumer, sb, n_seen, slot)
+    for column in timeline_columns():
+        cols[column] = per_token[column][0, :n] - send if column in per_token else np.full(n, np.nan)
+    return cols
 
-    def col(name):
-        return _flat0(t[name])[runs]
 
-    tid = int(col("tier")[0])
-    tier = plan.tiers[tid]
-    send, ttft, tps, reas = col("t_start"), col("ttft"), col("tps"), col("reasoning")
-    N = _flat0(np.broadcast_to(block.get(node.id, OUTPUT), t["status"].shape))[runs].astype(np.int64)
-    stall = np.zeros(1)
-    stall_u = np.zeros(1)
-    sd = stall_draws(plan, block, node, tid)
-    if sd is not None:
-        stall = _flat0(np.broadcast_to(sd[0], t["status"].shape))[runs]
-        stall_u = _flat0(np.broadcast_to(sd[1], t["status"].shape))[runs]
-    end = send + duration(ttft, decode(N, reas, tps), stall)
-    a1 = first_visible(send, ttft, reas, tps)
-    sb = streams(tier, block, node, 0, runs, send, a1, end, N, stall, stall_u)
-    interrupted = res.extra.get("interrupted", {}).get(node.id)
-    hit = bool(interrupted is not None and _flat0(interrupted.reshape(block.n, width))[run])
-    n = int(seen(sb, col("t_end"))[0]) if hit else int(N[0])
-    A, D = sb.A[0, :n] - send[0], sb.D[0, :n] - send[0]
-    i = np.arange(1, n + 1)
-    read = spoken = np.full(n, np.nan)
-    cons = node.consumer
-    if cons is not None and cons.kind == "reader" and n:
-        read = i / cons.rate + np.maximum(0.0, np.maximum.accumulate(D - (i - 1) / cons.rate))
-    elif cons is not None and cons.kind == "speech" and n:
-        sent = sentence_ends(cons.sentence, block, node.id, 0, runs, np.array([n]))[0]
-        sent = sent[sent > 0]
-        fa = _flat0(np.broadcast_to(block.get(node.id, FIRST_AUDIO), t["status"].shape))[runs]
-        first = first_audio_times(sb.D[:, :n], sent[None, :], fa)[0] - send[0]
-        ends = np.cumsum(sent) - 1
-        spoken = np.empty(n)
-        s_prev = dur_prev = None
-        for k, (e, m) in enumerate(zip(ends, sent, strict=True)):
-            b = first if k == 0 else D[e] + fa[0]
-            s_k = b if k == 0 else max(b, s_prev + dur_prev)
-            spoken[e - m + 1 : e + 1] = s_k + np.arange(1, m + 1) / cons.rate
-            s_prev, dur_prev = s_k, m / cons.rate
-    return {"arrival_s": A, "delivered_s": D, "read_s": read, "spoken_s": spoken}
+def timeline_columns() -> list[str]:
+    """The per-token columns of the consumer kinds (``read_s``, ``spoken_s``), in registration order."""
+    return [c for kind in consumer_kinds().values() for c in kind.columns]
 
 
 def token_timelines(
@@ -144,7 +120,8 @@ def token_timelines(
         n = len(cols["arrival_s"])
         frames.append(
             pd.DataFrame(
-                {"variant": plan.variants[v], "run": run, "token": np.arange(1, n + 1), **cols}, columns=COLUMNS
+                {"variant": plan.variants[v], "run": run, "token": np.arange(1, n + 1), **cols},
+                columns=[*COLUMNS, *timeline_columns()],
             )
         )
     out = pd.concat(frames, ignore_index=True)

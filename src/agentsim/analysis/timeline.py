@@ -40,7 +40,7 @@ __all__ = [
     "summarised",
 ]
 
-SEGMENTS = ("queue", "ttft", "decode", "tool", "wait")  # the critical-path breakdown categories
+SEGMENTS = ("queue", "ttft", "decode", "tool", "wait")  # the critical-path breakdown categories every run has
 
 
 def summarised(runs: pd.DataFrame) -> pd.DataFrame:
@@ -58,7 +58,7 @@ def activities(calls: pd.DataFrame, spans: pd.DataFrame) -> pd.DataFrame:
     """Calls and tool/wait spans as one table of activities with their segments.
 
     Columns: ``variant, run, node, instance, step, kind, status, start, end`` and the
-    segment durations ``queue, ttft, decode, tool, wait`` (s); ``model``/``speed`` for calls.
+    segment durations ``queue, ttft, decode, tool, wait`` and ``listen`` (s); ``model``/``speed`` for calls.
     """
     c = pd.DataFrame(
         {
@@ -83,8 +83,8 @@ def activities(calls: pd.DataFrame, spans: pd.DataFrame) -> pd.DataFrame:
     c["queue"] = c["t_start"] - c["start"]
     c["ttft"] = first - c["t_start"]
     c["decode"] = c["end"] - first
-    c["tool"] = 0.0
-    c["wait"] = 0.0
+    for k in ("tool", "wait", "listen"):
+        c[k] = 0.0
     s = pd.DataFrame(
         {
             "variant": spans["variant"].to_numpy(),
@@ -105,8 +105,8 @@ def activities(calls: pd.DataFrame, spans: pd.DataFrame) -> pd.DataFrame:
     dur = (s["end"] - s["start"]).to_numpy()
     for k in ("queue", "ttft", "decode"):
         s[k] = 0.0
-    s["tool"] = np.where(s["kind"] == "tool", dur, 0.0)
-    s["wait"] = np.where(s["kind"] == "wait", dur, 0.0)
+    for k in ("tool", "wait", "listen"):  # a span's time is its kind's slot (a toy kind's: none of these)
+        s[k] = np.where(s["kind"] == k, dur, 0.0)
     parts = [p for p in (c, s) if len(p)]
     if not parts:
         return c
@@ -192,20 +192,12 @@ def _lanes(start: np.ndarray, end: np.ndarray, context: np.ndarray | None = None
 
 def branch_context(plan) -> dict[int, int]:
     """Node id -> id of the innermost parallel branch or fan-out body around it (-1: none)."""
-    from agentsim.plan.compiler import FanoutNode, ParNode, PipelineNode
-
     out: dict[int, int] = {}
 
     def walk(node, ctx: int) -> None:
         out[node.id] = ctx
-        if isinstance(node, ParNode):
-            for b in node.branches:
-                walk(b, b.id)
-        elif isinstance(node, FanoutNode | PipelineNode):  # a pipeline runs beside its call: a lane of its own
-            walk(node.body, node.body.id)
-        else:
-            for child in node.children():
-                walk(child, ctx)
+        for child in node.children():  # a node whose children run beside each other gives each a lane
+            walk(child, child.id if node.lanes else ctx)
 
     walk(plan.root, -1)
     return out

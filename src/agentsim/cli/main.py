@@ -127,8 +127,10 @@ def _breakdown_rows(rows: Rows) -> None:
     parts = [(f"  {label}", lambda v, k=k: v["breakdown_s"][k])
              for k, label in (("queue", "queue"), ("ttft", "TTFT"), ("decode", "decode"), ("tool", "tools"),
                               ("wait", "waits"))]  # fmt: skip
-    if "stall" in next(iter(rows.variants.values()))["breakdown_s"]:
-        parts.append(("  stalls", lambda v: v["breakdown_s"].get("stall")))
+    first = next(iter(rows.variants.values()))["breakdown_s"]
+    for k, label in (("stall", "stalls"), ("listen", "listening")):  # only when the scenario has them
+        if k in first:
+            parts.append((f"  {label}", lambda v, k=k: v["breakdown_s"].get(k)))
     rows.times(parts)
 
 

@@ -119,6 +119,9 @@ def _construct(node: yaml.Node, path: tuple, lines: _Lines, file: str) -> Any:
         return out
     if isinstance(node, yaml.SequenceNode):
         return [_construct(v, (*path, i), lines, file) for i, v in enumerate(node.value)]
+    key = (node.tag, node.value, node.style)
+    if key in _scalars:  # the same text with the same tag is the same (immutable) value
+        return _scalars[key]
     try:
         value = yaml.SafeLoader.construct_object(_scalar_loader, node)  # type: ignore[arg-type]
         if isinstance(value, str):
@@ -135,6 +138,8 @@ def _construct(node: yaml.Node, path: tuple, lines: _Lines, file: str) -> Any:
                         )
                     ]
                 )
+        if len(_scalars) < 100_000:
+            _scalars[key] = value
         return value
     except UnicodeEncodeError:
         raise ScenarioError(
@@ -166,16 +171,16 @@ def _check_size(root: yaml.Node, file: str) -> None:
     being expanded.
     """
     size: dict[int, int] = {}
-    # iterative depth-first walk: (node, depth, children done?)
-    stack: list[tuple[yaml.Node, int, bool]] = [(root, 1, False)]
+    # iterative depth-first walk: (node, depth, its children once they are done, else None)
+    stack: list[tuple[yaml.Node, int, list | None]] = [(root, 1, None)]
     on_path: set[int] = set()
+    scalar = yaml.ScalarNode
     while stack:
-        node, depth, done = stack.pop()
+        node, depth, kids = stack.pop()
         key = id(node)
-        if done:
+        if kids is not None:
             on_path.discard(key)
-            kids = _children(node)
-            size[key] = min(1 + sum(size[id(k)] for k in kids), MAX_NODES + 1)
+            size[key] = min(1 + sum(map(size.__getitem__, map(id, kids))), MAX_NODES + 1)
             if size[key] > MAX_NODES:
                 raise ScenarioError(
                     [
@@ -217,10 +222,15 @@ def _check_size(root: yaml.Node, file: str) -> None:
                 ]
             )
         on_path.add(key)
-        stack.append((node, depth, True))
-        for k in _children(node):
-            if id(k) not in size:
-                stack.append((k, depth + 1, False))
+        kids = _children(node)
+        stack.append((node, depth, kids))
+        for k in kids:
+            if id(k) in size:
+                continue
+            if type(k) is scalar and depth < MAX_DEPTH:  # a leaf within the depth limit: one value, no visit
+                size[id(k)] = 1
+            else:
+                stack.append((k, depth + 1, None))
 
 
 def _children(node: yaml.Node) -> list[yaml.Node]:
@@ -232,11 +242,24 @@ def _children(node: yaml.Node) -> list[yaml.Node]:
 
 
 _scalar_loader = yaml.SafeLoader("")
+_scalars: dict[tuple, Any] = {}  # (tag, text, style) -> the scalar it makes (a scenario repeats most of them)
+
+
+def _compose(text: str) -> yaml.Node:
+    """The YAML node tree, by libyaml's C parser when it is installed (ten times faster: a scenario of 100,000
+    steps); a file it refuses is read again by the pure-Python parser, whose messages are the ones reported."""
+    loader = getattr(yaml, "CSafeLoader", None)
+    if loader is not None:
+        try:
+            return yaml.compose(text, Loader=loader)
+        except yaml.YAMLError:
+            pass
+    return yaml.compose(text, Loader=yaml.SafeLoader)
 
 
 def _read_yaml(text: str, file: str) -> tuple[Any, _Lines]:
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        node = _compose(text)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else None

@@ -32,7 +32,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from agentsim.model.scenario import (
+from agentsim.model.distributions import (
     ChoiceDist,
     ConstantDist,
     Dist,
@@ -47,7 +47,7 @@ from agentsim.model.scenario import (
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["Z90", "DistError", "Sampler", "sampler"]
+__all__ = ["Z90", "DistError", "Sampler", "sampler", "uniform"]
 
 Z90 = 1.2815515655446004  # standard normal 90th percentile
 _CLOSED_FORM = ("normal", "lognormal")  # families whose draw is arithmetic of z (see Sampler._closed_form)
@@ -292,6 +292,13 @@ def _choice_index(cum: np.ndarray, z: np.ndarray) -> np.ndarray:
     for c in cuts:  # a few comparisons beat a binary search per draw
         idx += z >= c
     return idx
+
+
+def uniform(z: np.ndarray, draw=None, by_variant: dict | None = None) -> np.ndarray:
+    """Standard normals as uniforms on (0, 1): ``Phi(z)`` (a :class:`~agentsim.plan.nodes.Draw` transform)."""
+    from scipy import special
+
+    return special.ndtr(z)
 
 
 def sampler(spec: Dist, base_dir: Path | None = None) -> Sampler:

@@ -18,18 +18,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from agentsim.model.loading import ErrorItem, line_of
-from agentsim.model.scenario import Scenario
+from agentsim.model.scenario import WARNING_KEYS, Scenario
 
 __all__ = ["KEYS", "Warning_", "check_results", "check_scenario"]
 
-KEYS = (
-    "ttft_over_60s",
-    "speed_multiplier_over_20",
-    "price_multiplier_over_20",
-    "output_tps_over_50000",
-    "output_tps_under_1",
-    "run_over_a_day",
-)
+KEYS = WARNING_KEYS  # written once, with the scenario's warnings: {ignore: [...]} (agentsim.model.scenario)
 TTFT_MAX_S = 60.0
 MULTIPLIER_MAX = 20.0
 TPS_MAX, TPS_MIN = 50_000.0, 1.0

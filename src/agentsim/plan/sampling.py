@@ -35,28 +35,14 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy import special
 
 from agentsim.model.domain import KINDS
-from agentsim.plan.compiler import (
-    COND_TPS,
-    COND_TTFT,
-    COUNT,
-    FAIL,
-    PICK,
-    U_ERROR,
-    U_JITTER,
-    U_TPS,
-    U_TTFT,
-    ChooseNode,
-    Plan,
-    RepeatNode,
-)
 from agentsim.plan.memory import tune_malloc
+from agentsim.plan.nodes import COND_TPS, COND_TTFT, U_TPS, U_TTFT, Plan
 
 SPEED_FLOOR = KINDS["speed"].lo  # the slowest output speed a draw may take (tokens/s)
 
-__all__ = ["BLOCK_SIZE", "Block", "block_spans", "call_speeds", "constant_view", "sample_block"]
+__all__ = ["BLOCK_SIZE", "Block", "block_spans", "call_speeds", "constant_view", "per_variant", "sample_block"]
 
 BLOCK_SIZE = 4096
 
@@ -111,39 +97,19 @@ def sample_block(plan: Plan, seed: int, index: int, start: int, n: int) -> Block
             arr = _constant_array(s.constant_value, d.integer, (n, *shape))
         else:
             z = _normals(seed, index, d.node, d.purpose, shape, n)
-            node = plan.nodes[d.node] if d.node < len(plan.nodes) else None  # else the workload pseudo-node
             if s is not None:
                 arr = s.transform(z)
                 if d.integer:
                     arr = np.rint(arr).astype(np.int64)
-            elif d.purpose == COUNT and node.times_by is not None:  # times depends on a call's model
-                arr = _per_variant(
-                    z, node.times_by, lambda zz, s: np.rint(s.transform(zz)).astype(np.int64), d, by_variant
-                )
-            elif d.purpose == COUNT and node.continue_ps is not None:  # continue_p depends on a call's model
-                arr = _per_variant(
-                    z, node.continue_ps, lambda zz, p, cap=node.max: _continue_count(zz, p, cap), d, by_variant
-                )
-            elif d.purpose == COUNT:  # repeat with continue_p
-                assert isinstance(node, RepeatNode)
-                arr = _continue_count(z, node.continue_p, node.max)
-            elif d.purpose == PICK and node.cums is not None:  # an option's p depends on a call's model
-                u = special.ndtr(z)
-                arr = _per_variant(
-                    u, node.cums, lambda uu, cum: np.searchsorted(cum, uu, side="right").astype(np.int64), d, by_variant
-                )
-            elif d.purpose == PICK:
-                assert isinstance(node, ChooseNode)
-                arr = np.searchsorted(node.cum, special.ndtr(z), side="right").astype(np.int64)
-            elif d.purpose in (U_ERROR, U_JITTER, FAIL):  # uniforms (per attempt; per fail-step instance)
-                arr = special.ndtr(z)
+            elif d.transform is not None:  # a kind's own transform (a repeat's count, a choose's pick...)
+                arr = d.transform(z, d, by_variant)
             else:  # raw normals for TTFT and TPS, transformed per variant (instance-major memory, see tier_speeds)
                 arr = z
-        if d.purpose == COUNT:
+        if d.counts:  # the instance counts of a repeat or fanout: its axis is the block's largest count
             dims[d.node] = int(arr.max()) if arr.size else 0
             for own in by_variant.values():  # a block's instance axes fit every variant's counts
-                if (d.node, COUNT) in own and own[(d.node, COUNT)].size:
-                    dims[d.node] = max(dims[d.node], int(own[(d.node, COUNT)].max()))
+                if (d.node, d.purpose) in own and own[(d.node, d.purpose)].size:
+                    dims[d.node] = max(dims[d.node], int(own[(d.node, d.purpose)].max()))
         values[(d.node, d.purpose)] = arr
     return Block(index, start, n, dims, values, seed=seed, by_variant=by_variant)
 
@@ -166,7 +132,7 @@ def _view_of_bits(dtype: str, bits: bytes, shape: tuple[int, ...]) -> np.ndarray
     return np.broadcast_to(np.frombuffer(bits, dtype=dtype).reshape(()), shape)
 
 
-def _per_variant(x: np.ndarray, params: tuple, transform, d, by_variant: dict) -> np.ndarray:
+def per_variant(x: np.ndarray, params: tuple, transform, d, by_variant: dict) -> np.ndarray:
     """Variant 0's array of a count or pick whose parameter differs by variant; the others' arrays
     (only where their parameter differs) go to ``by_variant``. Every variant transforms the same
     draws ``x`` (common random numbers)."""
@@ -182,19 +148,6 @@ def _per_variant(x: np.ndarray, params: tuple, transform, d, by_variant: dict) -
         if v > 0 and k != key(params[0]):
             by_variant.setdefault(v, {})[(d.node, d.purpose)] = done[k]
     return done[key(params[0])]
-
-
-def _continue_count(z: np.ndarray, p: float, cap: int | None) -> np.ndarray:
-    """Iterations of a ``continue_p`` repeat: at least 1, P(count > k) = p**k, at most ``cap``."""
-    if p <= 0.0:
-        k = np.ones(z.shape, dtype=np.int64)
-    elif p >= 1.0:
-        k = np.full(z.shape, cap, dtype=np.int64)
-    else:  # u = Phi(z); count = 1 + floor(log u / log p)
-        k = 1 + np.floor(special.log_ndtr(z) / math.log(p)).astype(np.int64)
-    if cap is not None:
-        k = np.minimum(k, cap)
-    return k
 
 
 def call_speeds(plan: Plan, block: Block, variant: int) -> dict[int, tuple[np.ndarray, np.ndarray]]:
@@ -228,9 +181,8 @@ def tier_speeds(plan: Plan, block: Block, node, tier_index: int) -> tuple[np.nda
             shape = (block.n,) + (1,) * (ttft0.ndim - 1)
             ttft0 = ttft0 * block.get(cond, COND_TTFT).reshape(shape)
             tps = tps * block.get(cond, COND_TPS).reshape(shape)
-        # a positive distribution can still underflow to 0.0 (a gamma of tiny shape): draws are floored at the
-        # slowest speed of the domain table (agentsim.model.domain: 1e-3 tokens/s), so a decode time stays
-        # finite (tokens <= 1e9: at most 1e12 s) instead of overflowing to inf
+        # a positive distribution can still underflow to 0.0 (a gamma of tiny shape), and a speed below the
+        # domain table's slowest makes decode times overflow: floor it there (agentsim.model.domain)
         tps = np.maximum(tps, SPEED_FLOOR)
         cache[key] = (ttft0, tps)
     return cache[key]

@@ -8,13 +8,15 @@ run with no progress until the memory is gone.
 
 :func:`check_plan` estimates, from the compiled plan alone (no draw is made):
 
-* **calls**: simulated model calls, all variants together: the expected calls of one
-  run (the product of the mean counts of the ``repeat``/``fanout`` steps around each
-  call) x runs x variants; for a workload, runs are what the arrivals or agents can
-  start in the simulated window and its drain (up to twice the duration);
-* **memory**: the runs table (one row per run and variant) plus the largest block of
-  call records held at once (the *largest* counts of the repeats and fanouts, not
-  their means, size the arrays).
+* **work**: simulated model calls and the other step instances (tools, waits, listens, fail
+  steps, the copies of a fan-out's body...), all variants together: the expected instances of one
+  run (the product of the mean counts of the ``repeat``/``fanout`` steps around each node)
+  x runs x variants; for a workload, runs are what the arrivals or agents can start in the
+  simulated window and its drain (up to twice the duration);
+* **memory**: the runs table (one row per run and variant) plus the largest block of records
+  and draws held at once: every node's instances (the *largest* counts of the repeats and
+  fanouts around it, not their means, size the arrays), a call's at :data:`BYTES_PER_CALL`,
+  any other step's at :data:`BYTES_PER_STEP`.
 
 Past the limits (:data:`DEFAULT_MAX_CALLS` calls, a share of the machine's memory) it
 raises :class:`SizeError` naming the estimate and the way out (fewer runs, or the CLI's
@@ -34,7 +36,7 @@ import math
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 __all__ = [
     "DEFAULT_MAX_CALLS",
@@ -51,6 +53,7 @@ __all__ = [
 DEFAULT_MAX_CALLS = 2_000_000_000  # simulated calls, all variants (the bundled benchmarks use < 2e8)
 DEFAULT_MAX_DES_CALLS = 20_000_000  # the same on the discrete-event engine (~10^4-10^5 calls/s)
 BYTES_PER_CALL = 512  # call records, draws and the DES's per-run lists, per call instance held at once
+BYTES_PER_STEP = 128  # the same for any other step instance (a span's record, its draws; a count, a pick)
 BYTES_PER_RUN = 160  # one row of the runs table (17 columns)
 BLOCK = 4096  # runs per block (agentsim.plan.sampling.BLOCK_SIZE; not imported to keep this module light)
 
@@ -120,55 +123,44 @@ class Estimate:
     runs: float  # runs simulated, all variants
     calls_per_run: float  # expected calls of one run
     max_calls_per_run: float  # largest number of call instances of one run
-
-
-def _count_stats(node) -> tuple[float, float]:
-    """(mean, largest) count of a repeat or fanout node."""
-    s = getattr(node, "times", None) or getattr(node, "n", None)
-    if s is None:  # repeat with continue_p and max
-        p, cap = node.continue_p, node.max
-        mean = float(cap) if p >= 1 else (1 - p**cap) / (1 - p)
-        return mean, float(cap)
-    _, hi = s.support
-    if not math.isfinite(hi):
-        import numpy as np
-
-        hi = float(s.ppf(np.array([1 - 1e-9]))[0])
-    try:
-        mean = s.mean
-    except Exception:  # pragma: no cover - a mean that does not integrate: the largest count bounds it
-        mean = hi
-    return max(0.0, float(mean)), max(0.0, float(round(hi)) if math.isfinite(hi) else math.inf)
+    steps: float = 0.0  # simulated instances of the other steps (tools, waits, ...), all variants
+    max_steps_per_run: float = 0.0  # largest number of instances of the other steps of one run
 
 
 def estimate(plan, runs: int) -> Estimate:
     """Calls, runs and memory a simulation of ``plan`` with ``runs`` runs per variant needs (see module doc)."""
-    counts = {n.id: _count_stats(n) for n in plan.nodes if getattr(n, "kind", "") in ("repeat", "fanout")}
-    per_run = largest = 0.0
-    for node in plan.calls:
+    counts = {n.id: n.count_bounds() for n in plan.nodes if n.axis is not None}
+    per_run = largest = steps_per_run = steps_largest = 0.0
+    for node in plan.nodes:
+        if node.kind == "seq":
+            continue  # a sequence is its steps
         mean = big = 1.0
         for m in node.scope:
             mean *= counts[m][0]
             big *= counts[m][1]
-        per_run += mean
-        largest += big
+        if node.record == "call":
+            per_run += mean
+            largest += big
+        else:  # held in memory (its draws: a count, a pick...); work when it is a leaf (a tool, a wait...)
+            steps_per_run += 0.0 if node.children() else mean
+            steps_largest += big
     nv = len(plan.variants)
     wl = plan.workload
     if wl is None:
         total_runs = float(runs) * nv
-        held = min(runs, BLOCK) * largest  # one block at a time
+        held_runs = min(runs, BLOCK)  # one block at a time
     else:
         horizon = 2.0 * wl.duration_s  # arrivals go on while counted runs drain
         if wl.kind == "open":
             started = wl.rate_per_s * horizon + BLOCK
         else:  # each agent starts about horizon / (mean run time + think time) runs (renewal theory)
-            cycle = mean_time_lower(plan.tiers, plan.root) + (wl.think.mean if wl.think is not None else 0.0)
+            cycle = plan.root.mean_time_lower(plan.tiers) + (wl.think.mean if wl.think is not None else 0.0)
             started = float(wl.concurrent) * (1.0 + (horizon / cycle if cycle > 0 else math.inf)) + BLOCK
         total_runs = started * nv
-        held = started * largest  # a workload keeps every run's records until the end
-    calls = total_runs * per_run
-    memory = total_runs * BYTES_PER_RUN + held * BYTES_PER_CALL
-    return Estimate(calls, memory, total_runs, per_run, largest)
+        held_runs = started  # a workload keeps every run's records until the end
+    memory = total_runs * BYTES_PER_RUN + held_runs * (largest * BYTES_PER_CALL + steps_largest * BYTES_PER_STEP)
+    est = Estimate(total_runs * per_run, memory, total_runs, per_run, largest)
+    return replace(est, steps=total_runs * steps_per_run, max_steps_per_run=steps_largest)
 
 
 def _fmt(x: float) -> str:
@@ -208,16 +200,18 @@ def check_plan(plan, runs: int, engine: str = "des") -> Estimate:
     )
     des = engine == "des" or plan.workload is not None
     max_calls = lim.max_des_calls if des else lim.max_calls
-    if est.calls > max_calls:
+    if est.calls + est.steps > max_calls:
+        other = f" and {_fmt(est.steps)} other step instances" if est.steps >= 1 else ""
         raise SizeError(
-            f"this simulation is too large: {what}, about {_fmt(est.calls)} simulated calls, above the limit "
-            f"of {_fmt(max_calls)}{' on the discrete-event engine' if des else ''}; {_smaller(plan)}, "
+            f"this simulation is too large: {what}, about {_fmt(est.calls)} simulated calls{other}, above the "
+            f"limit of {_fmt(max_calls)}{' on the discrete-event engine' if des else ''}; {_smaller(plan)}, "
             "or raise the limit with --max-calls N (or --no-size-limit)"
         )
     if est.bytes > max_bytes:
+        held = f"{_fmt(est.max_calls_per_run)} calls and {_fmt(est.max_steps_per_run)} other step instances"
         raise SizeError(
             f"this simulation would need about {_gib(est.bytes)} of memory ({what}; the largest run holds "
-            f"up to {_fmt(est.max_calls_per_run)} calls at once), more than the {_gib(max_bytes)} allowed; "
+            f"up to {held} at once), more than the {_gib(max_bytes)} allowed; "
             f"{_smaller(plan)}, or lift the guard with --no-size-limit"
         )
     return est
@@ -250,72 +244,10 @@ def zero_time_reason(root, tiers, think=None) -> str:
     takes exactly zero simulated time; '' when some run can take time."""
     if _positive(think):
         return ""
-    if _can_take_time(tiers, root):
+    if root.can_take_time(tiers):
         return ""
     return "every step is skipped or lasts zero seconds"
 
 
 def _positive(s) -> bool:
     return s is not None and s.support[1] > 0
-
-
-def _count_positive(node) -> bool:
-    s = getattr(node, "times", None) or getattr(node, "n", None)
-    if s is None:
-        return True  # continue_p: at least one iteration
-    return s.support[1] >= 0.5  # counts are rounded
-
-
-def _can_take_time(tiers, node) -> bool:
-    kind = node.kind
-    if kind == "call":
-        used = [tiers[t] for t in node.tiers]
-        return (
-            any(_positive(t.ttft) or math.isfinite(t.prefill_tps) for t in used)
-            or _positive(node.output)
-            or _positive(node.reasoning)
-        )
-    if kind in ("tool", "wait"):
-        return _positive(node.latency)
-    if kind in ("seq",):
-        return any(_can_take_time(tiers, s) for s in node.steps)
-    if kind == "parallel":
-        return any(_can_take_time(tiers, b) for b in node.branches)
-    if kind in ("repeat", "fanout"):
-        return _count_positive(node) and _can_take_time(tiers, node.body)
-    if kind == "choose":
-        return any(_can_take_time(tiers, o) for o in node.options)
-    if kind == "subagent":
-        return _can_take_time(tiers, node.body)
-    return True  # a step kind this guard does not know: assume it takes time
-
-
-def mean_time_lower(tiers, node) -> float:
-    """A lower bound of the mean simulated time of ``node`` without queueing (for the closed-loop estimate).
-
-    A call lasts at least E[TTFT] + E[tokens] / E[TPS] on average (Jensen: E[1/X] >= 1/E[X]); a
-    sequence the sum of its steps; parallel branches the longest; a repeat E[count] x its body;
-    a fanout or parallel that joins on the first k copies contributes 0 (no cheap bound).
-    """
-    kind = node.kind
-    if kind == "call":
-        used = [tiers[t] for t in node.tiers]
-        tokens = node.output.mean + node.reasoning.mean
-        return min(t.ttft.mean * t.ttft_x + tokens / (t.output_tps.mean * t.tps_x) for t in used)
-    if kind in ("tool", "wait"):
-        return node.latency.mean
-    if kind == "seq":
-        return sum(mean_time_lower(tiers, s) for s in node.steps)
-    if kind == "parallel":
-        return 0.0 if node.k is not None else max(mean_time_lower(tiers, b) for b in node.branches)
-    if kind == "repeat":
-        return _count_stats(node)[0] * mean_time_lower(tiers, node.body)
-    if kind == "fanout":
-        return mean_time_lower(tiers, node.body) if node.join == "all" and _count_stats(node)[0] >= 1 else 0.0
-    if kind == "choose":
-        probs = [*node.cum.tolist(), 1.0]
-        weights = [b - a for a, b in zip([0.0, *probs[:-1]], probs, strict=True)]
-        return sum(w * mean_time_lower(tiers, o) for w, o in zip(weights, node.options, strict=True))
-    if kind == "subagent":
-        return mean_time_lower(tiers, node.body)
-    return 0.0

@@ -14,6 +14,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from agentsim.model.base import gc_paused
 from agentsim.model.field_kinds import kind_problems
 from agentsim.model.loading import ErrorItem, Lines, ScenarioError, errors_from_validation, line_of, load_data
 from agentsim.model.profiles import apply_profiles
@@ -39,7 +40,8 @@ def parse(
     items = [ErrorItem(file, line_of(lines, path), path, msg) for path, msg in kind_problems(data)]
     scenario: Scenario | None = None
     try:
-        scenario = Scenario.model_validate(data)
+        with gc_paused():
+            scenario = Scenario.model_validate(data)
         problems = check_references(scenario)
     except ValidationError as exc:
         schema = errors_from_validation(exc, data, lines, file)
@@ -198,9 +200,10 @@ def load(path: str | Path) -> Scenario:
 def load_with_lines(path: str | Path) -> tuple[Scenario, Lines]:
     """:func:`load`, also returning the line of every key of the file (for warnings that point at it),
     so that the command line reads each file once."""
-    data, lines = load_data(path)
-    scenario = parse(data, file=str(path), lines=lines, source=path)
-    # Compile once so that problems only visible to the compiler (empirical files,
-    # catalog prices, tiers) are reported at load time, with their place.
-    compile_plan(scenario, file=str(path), lines=lines)
+    with gc_paused():  # linear in the steps (agentsim.model.base.gc_paused)
+        data, lines = load_data(path)
+        scenario = parse(data, file=str(path), lines=lines, source=path)
+        # Compile once so that problems only visible to the compiler (empirical files,
+        # catalog prices, tiers) are reported at load time, with their place.
+        compile_plan(scenario, file=str(path), lines=lines)
     return scenario, lines

@@ -32,7 +32,7 @@ the same rules to whole arrays of runs (:mod:`agentsim.sim.fastpath`).
 
 from __future__ import annotations
 
-from agentsim.plan.compiler import ContextCfg
+from agentsim.plan.nodes import ContextCfg
 
 __all__ = ["ONE_HOUR", "Ctx"]
 

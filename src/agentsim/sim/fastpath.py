@@ -8,9 +8,11 @@ axis). ``repeat`` iterations and ``choose`` options are evaluated in turn under 
 boolean *active* mask: an instance that does not happen leaves every state
 array unchanged.
 
-A ``fail`` step (outside parallel/fanout branches; plans with one inside run on the DES) clears its
-failed runs from an evaluator-wide *alive* mask that every later mask is cut with, so a failed run's
-time, cost and context freeze where it failed.
+What each step kind does is its own module's vectorised form (:mod:`agentsim.steps`), dispatched
+through the registry and written with the evaluator's primitives: :meth:`Evaluator.values` (the
+pre-drawn arrays), :meth:`Evaluator.seq`, :meth:`Evaluator.span` (a step that only takes time),
+:meth:`Evaluator.call`, :meth:`Evaluator.live` (masks without the runs a ``fail`` step ended: an
+evaluator-wide *alive* mask), :meth:`Evaluator.cut` (a race's losers) and :class:`State`.
 
 It reproduces :mod:`agentsim.sim.engine` bit for bit, by construction:
 
@@ -28,52 +30,29 @@ from __future__ import annotations
 
 import numpy as np
 
-from agentsim.plan.compiler import (
-    COUNT,
-    FAIL,
-    FIRST_AUDIO,
-    INPUT,
-    LATENCY,
-    OUTPUT,
-    PICK,
-    REASONING,
-    CallNode,
-    ChooseNode,
-    ContextCfg,
-    FailNode,
-    FanoutNode,
-    Node,
-    ParNode,
-    PipelineNode,
-    Plan,
-    RepeatNode,
-    SeqNode,
-    SubagentNode,
-    ToolNode,
-    WaitNode,
-)
+from agentsim.model.registry import step_kind
 from agentsim.plan.memory import tune_malloc
+from agentsim.plan.nodes import FIRST_AUDIO, INPUT, OUTPUT, REASONING, ContextCfg, Node, Plan, SeqNode
 from agentsim.plan.sampling import Block, constant_view
 from agentsim.sim import rules
+from agentsim.sim.call_timeline import CallSlot, Cut, cut_array, timeline
 from agentsim.sim.context import ONE_HOUR
 from agentsim.sim.records import (
-    BREAKDOWN,
     CANCELLED,
     DONE,
     NOT_MADE,
     RUN_FAILED,
     RUN_OK,
     BlockResult,
-    clear,
     empty_call_tensors,
     empty_span_tensors,
 )
 from agentsim.sim.streaming import interruption, pipeline_offset, stall_draws, stalled_by, streams
 from agentsim.sim.totals import RunTotals, add_ints, lean
 
-__all__ = ["VecCtx", "run_block_fast", "summary_only_reasons"]
+__all__ = ["Evaluator", "State", "VecCtx", "run_block_fast", "summary_only_reasons"]
 
-TTFT, DEC, TOOL, WAIT, STALL = rules.TTFT, rules.DEC, rules.TOOL, rules.WAIT, rules.STALL  # breakdown slots
+TTFT, DEC, STALL = rules.TTFT, rules.DEC, rules.STALL  # breakdown slots
 _NONE_S = -1  # "no entry" marker for cache entry prefixes
 
 
@@ -225,7 +204,9 @@ def _compact(S: np.ndarray, T: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     )
 
 
-class _State:
+class State:
+    """Where a sequence of steps is, for every run at once: time, breakdown slots, context, active runs."""
+
     __slots__ = ("acc", "active", "ctx", "t")
 
     def __init__(self, t, acc, ctx, active):
@@ -241,11 +222,11 @@ def _tensors(make, plan: Plan, block: Block, scope: tuple[int, ...]) -> dict[str
     The evaluator writes a repeat one iteration at a time and a fan-out's copies all at once, so
     memory holds the repeat axes first, then runs, then the fan-out axes: every write is then
     contiguous instead of one element per row. Only the memory order changes (a transposed view),
-    never a value; :meth:`_Evaluator.to_c_order` copies them to C order at the end, which is cheaper
+    never a value; :meth:`Evaluator.to_c_order` copies them to C order at the end, which is cheaper
     than the strided writes and keeps readers (pricing, totals: 4x slower on transposed arrays) fast.
     """
     dims = block.shape(scope)
-    rep = [i for i, m in enumerate(scope) if isinstance(plan.nodes[m], RepeatNode)]
+    rep = [i for i, m in enumerate(scope) if plan.nodes[m].axis == "repeat"]
     if not rep:
         return make((block.n, *dims), fill=False)
     rest = [i for i in range(len(scope)) if i not in rep]
@@ -255,7 +236,9 @@ def _tensors(make, plan: Plan, block: Block, scope: tuple[int, ...]) -> dict[str
     return {k: a.transpose(perm) for k, a in make(tuple(full[a] for a in memory), fill=False).items()}
 
 
-class _Evaluator:
+class Evaluator:
+    """Evaluates the plan for every run of a block, in one variant (see the module doc)."""
+
     def __init__(self, plan: Plan, block: Block, variant: int, speeds: dict, totals: RunTotals | None = None):
         self.plan = plan
         self.totals = totals  # summary-only: per-run sums instead of per-call tensors (agentsim.sim.totals)
@@ -269,26 +252,26 @@ class _Evaluator:
         # every element is written below (masked), so the tensors start uninitialised
         if totals is None:
             self.calls = {c.id: _tensors(empty_call_tensors, plan, block, c.scope) for c in plan.calls}
-            self.spans = {
-                s.id: _tensors(empty_span_tensors, plan, block, s.scope)
-                for s in plan.nodes
-                if isinstance(s, ToolNode | WaitNode)
-            }
+            self.spans = {s.id: _tensors(empty_span_tensors, plan, block, s.scope) for s in plan.spans}
         else:  # summary-only: each call's status and TTFT for the per-call statistics, when asked for
             self.calls = (
                 {c.id: _tensors(_sample_tensors, plan, block, c.scope) for c in plan.calls} if totals.samples else {}
             )
-            self.spans = {}
+            # only the spans whose start is kept (a listen's: the end of the user's speech)
+            self.spans = {s.id: _tensors(empty_span_tensors, plan, block, s.scope) for s in plan.spans if s.keeps_start}
         self._members: dict[int, list[Node]] = {}
         # The last step of the agent (or of a subagent, whose context ends with it): nothing reads the context
         # after it, so a parallel or fan-out there need not merge its branches' contexts.
-        bodies = (plan.root, *(n.body for n in plan.nodes if isinstance(n, SubagentNode)))
-        self.last_steps = {b.steps[-1].id for b in bodies if b is not None and b.steps}
-        self.pipe_after = {n.call.id: n for n in plan.nodes if isinstance(n, PipelineNode) and n.call is not None}
+        bodies = (plan.root, *(n.children()[0] for n in plan.nodes if n.own_context is not None and n.children()))
+        self.last_steps = {b.steps[-1].id for b in bodies if b.steps}
+        self.pipe_after = {n.call.id: n for n in plan.nodes if n.follows_call and n.call is not None}
         self.pipe_state: dict[int, tuple] = {}
         self.interrupted = {
             c.id: np.zeros((block.n, *block.shape(c.scope)), dtype=bool) for c in plan.calls if c.interrupt is not None
         }
+        # node type -> its kind's vectorised form (plain functions: no reference cycle with the evaluator)
+        self.forms = {type(n): step_kind(n.kind).fast for n in plan.nodes if not isinstance(n, SeqNode)}
+        self.forms[SeqNode] = Evaluator.seq
 
     # ------------------------------------------------------------------ helpers
     def to_c_order(self) -> None:
@@ -298,100 +281,135 @@ class _Evaluator:
                 tensors[f] = np.ascontiguousarray(a)
 
     def members(self, node: Node) -> list[Node]:
-        """Call, tool and wait nodes inside ``node`` (for cancelling a lost branch)."""
+        """The recorded nodes (calls and spans) inside ``node`` (for cancelling a lost branch)."""
         if node.id not in self._members:
             out = []
             stack = [node]
             while stack:
                 x = stack.pop()
-                if isinstance(x, CallNode | ToolNode | WaitNode):
+                if x.record is not None:
                     out.append(x)
                 stack.extend(x.children())
             self._members[node.id] = out
         return self._members[node.id]
 
-    # ------------------------------------------------------------------ steps
-    def seq(self, node: SeqNode, st: _State, ix: tuple):
-        dispatch = _DISPATCH
-        for child in node.steps:
-            dispatch[type(child)](self, child, st, ix)
+    def values(self, node: Node, purpose: int, ix: tuple) -> np.ndarray:
+        """The pre-drawn values of ``node`` for ``purpose`` at instance index ``ix``, for every run."""
+        return self.V[(node.id, purpose)][(slice(None), *ix)]
 
-    def call(self, node: CallNode, st: _State, ix: tuple):
+    def live(self, mask: np.ndarray) -> np.ndarray:
+        """``mask`` without the runs that have failed at a fail step (``mask`` may have fanout copy axes)."""
+        if self.alive is None:
+            return mask
+        return mask & self.alive.reshape(self.alive.shape + (1,) * (mask.ndim - 1))
+
+    # ------------------------------------------------------------------ steps
+    def seq(self, node: SeqNode, st: State, ix: tuple) -> None:
+        forms = self.forms
+        for child in node.steps:
+            forms[type(child)](self, child, st, ix)
+
+    def span(self, node: Node, st: State, ix: tuple, slot: int, seconds: np.ndarray, out: np.ndarray | None) -> None:
+        """A step that only takes ``seconds`` (tool, wait, listen): its span rows, its slot; ``out`` tokens
+        (None: none) join the context."""
+        sl = (slice(None), *ix)
+        t0, active = st.t, st.active
+        on = bool(active.all())
+        t_end = t0 + seconds
+        r = self.spans.get(node.id)
+        if r is not None:  # (summary-only: no span tensors)
+            made = 0 if out is None else out
+            if on:
+                r["status"][sl] = DONE
+                r["t_start"][sl] = t0
+                r["t_end"][sl] = t_end
+                r["output"][sl] = made
+            else:
+                r["status"][sl] = np.where(active, DONE, NOT_MADE)
+                r["t_start"][sl] = np.where(active, t0, np.nan)
+                r["t_end"][sl] = np.where(active, t_end, np.nan)
+                r["output"][sl] = np.where(active, made, 0)
+        if on:
+            st.t = t_end
+            st.acc[slot] = st.acc[slot] + seconds
+        else:
+            st.t = np.where(active, t_end, t0)
+            st.acc[slot] = np.where(active, st.acc[slot] + seconds, st.acc[slot])
+        if out is not None:
+            st.ctx.add(out, active, on)
+
+    def call(self, node: Node, st: State, ix: tuple) -> None:
+        """A call of every run at instance ``ix``: its context and cache, its timeline, interruptions and the
+        pipeline it feeds, then its records (or its totals, summary-only) and its effect on the state."""
         nid, V = node.id, self.V
         sl = (slice(None), *ix)
         tier = self.tier_of[nid]
-        i_new = V[(nid, INPUT)][sl]
-        out = V[(nid, OUTPUT)][sl]
-        reas = V[(nid, REASONING)][sl]
-        ttft0 = self.speeds[nid][0][sl]
-        tps = self.speeds[nid][1][sl]
+        i_new, out, reas = V[(nid, INPUT)][sl], V[(nid, OUTPUT)][sl], V[(nid, REASONING)][sl]
+        ttft0, tps = self.speeds[nid][0][sl], self.speeds[nid][1][sl]
         t0, active = st.t, st.active
         on = bool(active.all())
         pipe = self.pipe_after.get(nid)
         if pipe is not None:  # the context and critical path before the call, for the pipeline's fork
             cfg = st.ctx.cfg
-            pre_ctx = st.ctx if (not cfg.grows and not cfg.cache) else st.ctx.fork()
-            pre_acc = list(st.acc)
+            pre = (st.ctx if (not cfg.grows and not cfg.cache) else st.ctx.fork(), list(st.acc))
         ttl = tier.ttl_s if tier.ttl_s is not None else st.ctx.cfg.ttl_s
-        inp, read, write, w1h = st.ctx.begin_call(tier.index, ttl, i_new, t0)
+        tokens = st.ctx.begin_call(tier.index, ttl, i_new, t0)
+        inp, read, write, _ = tokens
         # constants (broadcast views) are combined once, not per element: the same IEEE operations
         if st.ctx.cfg.cache:  # write = inp - read (begin_call): the uncached input, already computed
             ttft = rules.first_token(ttft0, lean(write), 0, tier.prefill_tps)
         else:
             ttft = rules.first_token(ttft0, lean(inp), lean(read), tier.prefill_tps)
-        dec = rules.decode(lean(out), lean(reas), tps)
         sd = stall_draws(self.plan, self.block, node, tier.index)
-        stall = None if sd is None else sd[0][sl]
-        t_end = t0 + rules.duration(ttft, dec, stall)
-        t_mark = t_end
-        hit = t_cut = None
-        if pipe is not None or node.interrupt is not None:
-            out_planned = out
-            stall_now = np.zeros(t0.shape) if sd is None else np.broadcast_to(stall, t0.shape)
+        tl = timeline(t0, ttft, lean(out), lean(reas), tps, None if sd is None else sd[0][sl])
+        planned = tl
         if node.interrupt is not None:  # the shared rule of agentsim.sim.streaming, as the DES applies it
-            hit, t_cut, billed, stalled = self._interrupt(node, tier, ix, t0, ttft, tps, out, reas, stall_now, active)
-            T = t0 + (t_cut - t0)
-            t_end = np.where(hit, T, t_end)
-            t_mark = np.where(hit, t_cut, t_end)
-            dec = np.where(hit, rules.cut_decode(T, t0, ttft, stalled), dec)
-            out = np.where(hit, billed, out)
-            if sd is not None:
-                stall = np.where(hit, stalled, stall)
+            hit, cut = self._interrupt(node, tier, ix, tl, active)
+            tl = cut_array(tl, hit, cut)
+            out = np.where(hit, cut.output, out)
             self.interrupted[nid][sl] = hit
+        t_mark = tl.end if node.interrupt is None else np.where(hit, cut.at, tl.end)
         if pipe is not None:
-            if hit is None:
-                hit, t_cut = np.zeros(t0.shape, dtype=bool), np.full(t0.shape, np.inf)
-            t_go, p_stalled = self._pipeline_start(
-                pipe, node, tier, ix, t0, ttft, tps, out_planned, reas, stall_now, active, hit, t_cut
-            )
-            self.pipe_state[pipe.id] = (pre_ctx, pre_acc, t0, t_go, ttft, p_stalled)
+            go = None if node.interrupt is None else (hit, cut.at)
+            t_go, p_stalled = self._pipeline_start(pipe, node, tier, ix, planned, active, go)
+            self.pipe_state[pipe.id] = (*pre, t0, t_go, ttft, p_stalled)
         if sd is not None:
-            st.acc[STALL] = st.acc[STALL] + np.where(active, stall, 0.0)
+            st.acc[STALL] = st.acc[STALL] + np.where(active, tl.stall, 0.0)
         st.ctx.mark(tier.index, inp, t_mark, active, on)
         if self.totals is not None:
-            # with a cache, write = inp - read (VecCtx.begin_call): the uncached count is 0 by construction
-            uncached = 0 if st.ctx.cfg.cache else None
-            self.totals.add(nid, sl, on, active, inp, read, write, w1h, out, reas, uncached)
-            r = self.calls.get(nid)
-            if r is not None:
-                r["status"][sl] = DONE if on else np.where(active, DONE, NOT_MADE)
-                r["ttft"][sl] = ttft if on else np.where(active, ttft, np.nan)
-            if on:
-                st.t = t_end
-                st.acc[TTFT] = st.acc[TTFT] + ttft
-                st.acc[DEC] = st.acc[DEC] + dec
-            else:
-                st.t = np.where(active, t_end, t0)
-                st.acc[TTFT] = np.where(active, st.acc[TTFT] + ttft, st.acc[TTFT])
-                st.acc[DEC] = np.where(active, st.acc[DEC] + dec, st.acc[DEC])
-            st.ctx.add(add_ints(i_new, out), active, on)
-            return
+            self._total(node, sl, on, active, tokens, out, reas, tl, st.ctx.cfg.cache)
+        else:
+            self._record(node, sl, on, active, tokens, out, reas, tl, tier)
+        if on:
+            st.t = tl.end
+            st.acc[TTFT] = st.acc[TTFT] + ttft
+            st.acc[DEC] = st.acc[DEC] + tl.decode
+        else:
+            st.t = np.where(active, tl.end, t0)
+            st.acc[TTFT] = np.where(active, st.acc[TTFT] + ttft, st.acc[TTFT])
+            st.acc[DEC] = np.where(active, st.acc[DEC] + tl.decode, st.acc[DEC])
+        st.ctx.add(add_ints(i_new, out) if self.totals is not None else i_new + out, active, on)
+
+    def _total(self, node, sl, on: bool, active, tokens: tuple, out, reas, tl, cached: bool) -> None:
+        """Summary-only: the call's cost and tokens into the per-run totals (and its status and TTFT, when sampled)."""
+        inp, read, write, w1h = tokens
+        # with a cache, write = inp - read (VecCtx.begin_call): the uncached count is 0 by construction
+        uncached = 0 if cached else None
+        self.totals.add(node.id, sl, on, active, inp, read, write, w1h, out, reas, uncached)
+        r = self.calls.get(node.id)
+        if r is not None:
+            r["status"][sl] = DONE if on else np.where(active, DONE, NOT_MADE)
+            r["ttft"][sl] = tl.ttft if on else np.where(active, tl.ttft, np.nan)
+
+    def _record(self, node, sl, on: bool, active, tokens: tuple, out, reas, tl, tier) -> None:
+        """The call's row of every run at ``sl`` in its tensors (not made where not ``active``)."""
+        inp, read, write, w1h = tokens
         fields = (
-            ("t_submit", t0),
-            ("t_start", t0),
-            ("t_first", t0 + ttft),
-            ("t_end", t_end),
-            ("ttft", ttft),
+            ("t_submit", tl.send),
+            ("t_start", tl.send),
+            ("t_first", tl.first_token),
+            ("t_end", tl.end),
+            ("ttft", tl.ttft),
             ("input", inp),
             ("cache_read", read),
             ("cache_write", write),
@@ -399,30 +417,23 @@ class _Evaluator:
             ("output", out),
             ("reasoning", reas),
         )
-        r = self.calls[nid]
+        r = self.calls[node.id]
         r["tier"][sl] = tier.index
         if on:
             r["status"][sl] = DONE
             for f, x in fields:
                 r[f][sl] = x
-            st.t = t_end
-            st.acc[TTFT] = st.acc[TTFT] + ttft
-            st.acc[DEC] = st.acc[DEC] + dec
         else:
             r["status"][sl] = np.where(active, DONE, NOT_MADE)
             for f, x in fields:
                 r[f][sl] = np.where(active, x, np.nan if r[f].dtype.kind == "f" else 0)
-            st.t = np.where(active, t_end, t0)
-            st.acc[TTFT] = np.where(active, st.acc[TTFT] + ttft, st.acc[TTFT])
-            st.acc[DEC] = np.where(active, st.acc[DEC] + dec, st.acc[DEC])
-        st.ctx.add(i_new + out, active, on)
 
-    def _stream_slots(self, node, tier, ix, t0, ttft, tps, out, reas, stall, active):
+    def _stream_slots(self, node, tier, ix: tuple, tl, active):
         """Token timelines (agentsim.sim.streaming.streams) of the active calls at ``ix``, one instance slot at a time.
 
-        Yields ``(idx, flat, runs, sb, stall, stall_u, first_audio)``; ``idx`` indexes arrays shaped like ``t0``.
+        Yields ``(idx, slot, sb, stall, stall_u, first_audio)``; ``idx`` indexes arrays shaped like ``tl.send``.
         """
-        shape = t0.shape
+        shape = tl.send.shape
         dims = self.block.shape(node.scope)
         slots = np.arange(max(1, int(np.prod(dims, dtype=np.int64)))).reshape(dims)[tuple(ix)]
         sd = stall_draws(self.plan, self.block, node, tier.index)
@@ -432,226 +443,64 @@ class _Evaluator:
         def full(x):
             return np.broadcast_to(x, shape)
 
-        t0f, ttftf, tpsf, outf, reasf, stallf, actf = map(full, (t0, ttft, tps, out, reas, stall, active))
+        stall = np.zeros(shape) if tl.stall is None else tl.stall
+        t0f, ttftf, tpsf, outf, reasf, stallf, actf = map(
+            full, (tl.send, tl.ttft, tl.tps, tl.output, tl.reasoning, stall, active)
+        )
         for pos in np.ndindex(np.shape(slots)):
             flat = int(np.asarray(slots)[pos])
             sub = (slice(None), *pos)
             runs = np.nonzero(actf[sub])[0]
             if not runs.size:
                 continue
-            send, tt, tp = t0f[sub][runs], ttftf[sub][runs], tpsf[sub][runs]
-            N, R, st_s = outf[sub][runs].astype(np.int64), reasf[sub][runs], stallf[sub][runs]
+            st_s = stallf[sub][runs]
             st_u = np.zeros(len(runs))
             if sd is not None:
                 st_u = np.broadcast_to(sd[1], (n, *dims)).reshape(n, -1)[runs, flat]
-            end = send + rules.duration(tt, rules.decode(N, R, tp), st_s)
-            a1 = rules.first_visible(send, tt, R, tp)
-            sb = streams(tier, self.block, node, flat, runs, send, a1, end, N, st_s, st_u, cache=True)
+            one = timeline(
+                t0f[sub][runs],
+                ttftf[sub][runs],
+                outf[sub][runs].astype(np.int64),
+                reasf[sub][runs],
+                tpsf[sub][runs],
+                st_s,
+            )
+            slot = CallSlot(self.block, node, flat, runs)
+            sb = streams(tier, slot, one, st_u, cache=True)
             fa = None if fa_all is None else np.broadcast_to(fa_all, (n, *dims)).reshape(n, -1)[runs, flat]
-            yield (runs, *pos), flat, runs, sb, st_s, st_u, fa
+            yield (runs, *pos), slot, sb, st_s, st_u, fa
 
-    def _interrupt(self, node, tier, ix, t0, ttft, tps, out, reas, stall, active):
-        """(hit, t, billed, stalled) of every active call instance at ``ix`` (agentsim.sim.streaming rules)."""
-        shape = t0.shape
+    def _interrupt(self, node, tier, ix: tuple, tl, active) -> tuple[np.ndarray, Cut]:
+        """Where every active call instance at ``ix`` is interrupted: ``(hit, Cut)`` (agentsim.sim.streaming rules)."""
+        shape = tl.send.shape
         hit = np.zeros(shape, dtype=bool)
         t_cut = np.full(shape, np.inf)
         billed = np.zeros(shape, dtype=np.int64)
         stalled = np.zeros(shape)
-        for idx, flat, runs, sb, st_s, st_u, fa in self._stream_slots(
-            node, tier, ix, t0, ttft, tps, out, reas, stall, active
-        ):
-            h, t, b = interruption(self.plan, self.block, node, tier, flat, runs, sb, fa)
+        for idx, slot, sb, st_s, st_u, fa in self._stream_slots(node, tier, ix, tl, active):
+            h, t, b = interruption(self.plan, slot, tier, sb, fa)
             hit[idx], t_cut[idx], billed[idx] = h, t, b
             stalled[idx] = np.where(h, stalled_by(sb, st_s, st_u, t), 0.0)
-        return hit, t_cut, billed, stalled
+        return hit, Cut(t_cut, billed, stalled)
 
-    def _pipeline_start(self, pipe, node, tier, ix, t0, ttft, tps, out, reas, stall, active, hit, t_cut):
-        """When the pipeline after ``node`` starts (``t_go``) and the stall spent by then, as the DES decides."""
-        shape = t0.shape
-        t_go = np.array(np.broadcast_to(t0, shape), dtype=np.float64)
+    def _pipeline_start(self, pipe, node, tier, ix: tuple, tl, active, cut) -> tuple[np.ndarray, np.ndarray]:
+        """When the pipeline after ``node`` starts (``t_go``) and the stall spent by then, as the DES decides.
+
+        ``tl``: the call's planned (uncut) timeline; ``cut``: ``(hit, t)`` where the call is interrupted, or None.
+        """
+        shape = tl.send.shape
+        hit, t_cut = (np.zeros(shape, dtype=bool), np.full(shape, np.inf)) if cut is None else cut
+        t_go = np.array(np.broadcast_to(tl.send, shape), dtype=np.float64)
         stalled = np.zeros(shape)
-        for idx, flat, runs, sb, st_s, st_u, _fa in self._stream_slots(
-            node, tier, ix, t0, ttft, tps, out, reas, stall, active
-        ):
-            go = pipeline_offset(pipe, self.block, flat, runs, sb, np.where(hit[idx], t_cut[idx], np.inf))
+        for idx, slot, sb, st_s, st_u, _fa in self._stream_slots(node, tier, ix, tl, active):
+            go = pipeline_offset(pipe, slot, sb, np.where(hit[idx], t_cut[idx], np.inf))
             go = np.maximum(go, sb.send)
             t_go[idx] = go
             stalled[idx] = stalled_by(sb, st_s, st_u, go)
         return t_go, stalled
 
-    def pipeline(self, node: PipelineNode, st: _State, ix: tuple):
-        """The pipeline after a call (agentsim.sim.engine._Runner.pipelined, vectorised): a fork, then a join."""
-        pre_ctx, pre_acc, t0, t_go, ttft, stalled = self.pipe_state.pop(node.id)
-        active = st.active
-        acc = list(pre_acc)
-        first, dec = rules.lead_in(t0, t_go, ttft, stalled)
-        acc[TTFT] = acc[TTFT] + first
-        acc[DEC] = acc[DEC] + dec
-        acc[STALL] = acc[STALL] + stalled
-        cfg = st.ctx.cfg
-        static = not cfg.grows and not cfg.cache
-        pst = _State(t0 + (t_go - t0), acc, pre_ctx if static else pre_ctx.fork(), active)
-        self.seq(node.body, pst, ix)
-        later = rules.critical_all_array(np.stack([st.t, pst.t], axis=-1)) == 1  # the call, then the pipeline
-        st.t = np.where(active, np.where(later, pst.t, st.t), st.t)
-        st.acc = [np.where(active & later, p, c) for p, c in zip(pst.acc, st.acc, strict=True)]
-        if not static:  # the call's additions, then the pipeline's (rows not running this are unchanged in both)
-            pre_ctx.join([st.ctx, pst.ctx], [np.ones(st.t.shape, dtype=bool)] * 2)
-            st.ctx = pre_ctx
-
-    def span(self, node, st: _State, ix: tuple):
-        sl = (slice(None), *ix)
-        lat = self.V[(node.id, LATENCY)][sl]
-        is_tool = isinstance(node, ToolNode)
-        out = self.V[(node.id, OUTPUT)][sl] if is_tool else 0
-        t0, active = st.t, st.active
-        on = bool(active.all())
-        t_end = t0 + lat
-        r = self.spans.get(node.id)
-        slot = TOOL if is_tool else WAIT
-        if r is None:  # summary-only: no span tensors
-            if on:
-                st.t = t_end
-                st.acc[slot] = st.acc[slot] + lat
-            else:
-                st.t = np.where(active, t_end, t0)
-                st.acc[slot] = np.where(active, st.acc[slot] + lat, st.acc[slot])
-        elif on:
-            r["status"][sl] = DONE
-            r["t_start"][sl] = t0
-            r["t_end"][sl] = t_end
-            r["output"][sl] = out
-            st.t = t_end
-            st.acc[slot] = st.acc[slot] + lat
-        else:
-            r["status"][sl] = np.where(active, DONE, NOT_MADE)
-            r["t_start"][sl] = np.where(active, t0, np.nan)
-            r["t_end"][sl] = np.where(active, t_end, np.nan)
-            r["output"][sl] = np.where(active, out, 0)
-            st.t = np.where(active, t_end, t0)
-            st.acc[slot] = np.where(active, st.acc[slot] + lat, st.acc[slot])
-        if is_tool:
-            st.ctx.add(out, active, on)
-
-    def repeat(self, node: RepeatNode, st: _State, ix: tuple):
-        count = self.V[(node.id, COUNT)][(slice(None), *ix)]
-        outer = st.active
-        dim = self.block.dims[node.id]
-        for i in range(dim):
-            act = self.live(outer & (count > i))
-            if not act.any():
-                # no run does iteration i or later: mark those instances "not made"
-                rest = (slice(None), *ix, slice(i, dim))
-                for member in self.members(node.body):
-                    tensors = (self.calls if isinstance(member, CallNode) else self.spans).get(member.id)
-                    if tensors is not None:  # (summary-only: only the sampled calls have tensors)
-                        clear(tensors, rest)
-                break
-            st.active = act
-            self.seq(node.body, st, (*ix, i))
-        st.active = self.live(outer)
-
-    def choose(self, node: ChooseNode, st: _State, ix: tuple):
-        pick = self.V[(node.id, PICK)][(slice(None), *ix)]
-        outer = st.active
-        for o, option in enumerate(node.options):
-            st.active = outer & (pick == o)
-            self.seq(option, st, ix)  # options are exclusive: masked updates never overlap
-        st.active = self.live(outer)
-
-    def subagent(self, node: SubagentNode, st: _State, ix: tuple):
-        sub = _State(st.t, st.acc, VecCtx.fresh(node.ctx, st.t.shape), st.active)
-        self.seq(node.body, sub, ix)
-        st.t, st.acc = sub.t, sub.acc
-        st.active = self.live(st.active)
-        st.ctx.add(self.V[(node.id, OUTPUT)][(slice(None), *ix)], st.active)
-
-    def live(self, mask: np.ndarray) -> np.ndarray:
-        """``mask`` without the runs that have failed at a fail step (``mask`` may have fanout copy axes)."""
-        if self.alive is None:
-            return mask
-        return mask & self.alive.reshape(self.alive.shape + (1,) * (mask.ndim - 1))
-
-    def fail(self, node: FailNode, st: _State, ix: tuple):
-        """Runs whose draw is below this variant's p fail here: they stop, their time and cost freeze.
-
-        Fail steps inside parallel/fanout branches never get here (the DES runs those plans), so
-        every array is one value per run.
-        """
-        u = self.V[(node.id, FAIL)][(slice(None), *ix)]
-        dead = st.active & (u < node.p[self.variant])
-        if dead.any():
-            self.alive = self.alive & ~dead
-            st.active = st.active & ~dead
-
-    def par(self, node: ParNode, st: _State, ix: tuple):
-        nb = len(node.branches)
-        kk = nb if node.k is None else min(node.k, nb)
-        t_fork, active = st.t, st.active
-        states = [_State(t_fork, list(st.acc), st.ctx.fork(), active) for _ in range(nb)]
-        for b, branch in enumerate(node.branches):
-            self.seq(branch, states[b], ix)
-        ends = np.stack([s.t for s in states], axis=-1)
-        if kk == nb:  # join all
-            critical = rules.critical_all_array(ends)[..., None]
-            winner = np.ones(ends.shape, dtype=bool)
-        else:
-            critical, winner = rules.race_array(ends, kk)
-        T = np.take_along_axis(ends, critical, axis=-1)[..., 0]
-        st.t = np.where(active, T, t_fork)
-        for slot in range(len(st.acc)):
-            if all(s.acc[slot] is st.acc[slot] for s in states):
-                continue  # no branch changed it: every branch, the critical one too, holds the fork's value
-            stacked = np.stack([s.acc[slot] for s in states], axis=-1)
-            st.acc[slot] = np.take_along_axis(stacked, critical, axis=-1)[..., 0]
-        if node.id not in self.last_steps:
-            st.ctx.join([s.ctx for s in states], [winner[..., b] | ~active for b in range(nb)])
-        if kk < nb:
-            for b, branch in enumerate(node.branches):
-                self.cut(branch, ix, T, active & ~winner[..., b])
-
-    def fanout(self, node: FanoutNode, st: _State, ix: tuple):
-        N = self.block.dims[node.id]
-        n = self.V[(node.id, COUNT)][(slice(None), *ix)]
-        t_fork, active = st.t, st.active
-        if N == 0:
-            return
-        shape = (*t_fork.shape, N)
-        # `full`: every run makes all N copies (the common case of a constant n) -- no masks needed
-        full = bool(active.all()) and int(n.min()) == N
-        act_c = np.ones(shape, dtype=bool) if full else active[..., None] & (np.arange(N) < n[..., None])
-        sub = _State(
-            np.broadcast_to(t_fork[..., None], shape),  # read-only views: the body replaces, never writes
-            [np.broadcast_to(a[..., None], shape) for a in st.acc],
-            st.ctx.expand(N),
-            act_c,
-        )
-        forked = list(sub.acc)  # a slot the body never replaced holds the fork's value in every copy
-        self.seq(node.body, sub, (*ix, slice(None)))
-        kk = n if node.join == "all" else np.minimum(n, node.join)
-        has = active & (kk > 0)
-        if node.join == "all":
-            ends = sub.t if full else np.where(act_c, sub.t, -np.inf)
-            critical = rules.critical_all_array(ends)[..., None]
-            winner = act_c
-        else:
-            ends = np.where(act_c, sub.t, np.inf)
-            critical, winner = rules.race_array(ends, kk)
-            winner = act_c & winner
-        T_raw = np.take_along_axis(ends, critical, axis=-1)[..., 0]
-        st.t = T_raw if full else np.where(has, T_raw, t_fork)
-        for slot in range(len(st.acc)):
-            if sub.acc[slot] is forked[slot]:
-                continue  # whichever copy is critical, its value is the fork's: unchanged
-            chosen = np.take_along_axis(sub.acc[slot], critical, axis=-1)[..., 0]
-            st.acc[slot] = chosen if full else np.where(has, chosen, st.acc[slot])
-        if node.id not in self.last_steps:
-            st.ctx.join_copies(sub.ctx, winner | ~act_c)
-        if node.join != "all":
-            self.cut(node.body, (*ix, slice(None)), st.t[..., None], act_c & ~winner)
-
     # ------------------------------------------------------------------ races
-    def cut(self, branch: Node, ix: tuple, T: np.ndarray, loser: np.ndarray):
+    def cut(self, branch: Node, ix: tuple, T: np.ndarray, loser: np.ndarray) -> None:
         """Cancel a lost branch at ``T`` where ``loser``: running calls are cut, later ones never happen."""
         if not loser.any():
             return
@@ -662,10 +511,7 @@ class _Evaluator:
             shape = loser.shape + (1,) * deeper
             m = loser.reshape(shape)
             Tm = np.broadcast_to(T, loser.shape).reshape(shape)
-            if isinstance(node, CallNode):
-                r = self.calls[node.id]
-            else:
-                r = self.spans[node.id]
+            r = self.calls[node.id] if node.record == "call" else self.spans[node.id]
             status = r["status"][sl]
             t_start, t_end = r["t_start"][sl], r["t_end"][sl]
             m = m & (status != NOT_MADE)
@@ -675,52 +521,33 @@ class _Evaluator:
             if not (cancel.any() or drop.any()):
                 continue
             Tfull = np.broadcast_to(Tm, status.shape)
-            if isinstance(node, CallNode):
-                tps = self.speeds[node.id][1][sl]
-                out, reas = r["output"][sl], r["reasoning"][sl]
-                vis, rb = rules.cut_tokens_array(Tfull, r["t_first"][sl], tps, out, reas)
-                r["output"][sl] = np.where(cancel, vis, np.where(drop, 0, out))
-                r["reasoning"][sl] = np.where(cancel, rb, np.where(drop, 0, reas))
-                for f in ("input", "cache_read", "cache_write", "cache_write_1h"):
-                    r[f][sl] = np.where(drop, 0, r[f][sl])
-                for f in ("t_submit", "t_start", "t_first", "ttft"):
-                    r[f][sl] = np.where(drop, np.nan, r[f][sl])
+            if node.record == "call":
+                self._cut_call(node, r, sl, Tfull, cancel, drop)
             else:
                 r["output"][sl] = np.where(cancel | drop, 0, r["output"][sl])
                 r["t_start"][sl] = np.where(drop, np.nan, r["t_start"][sl])
             r["t_end"][sl] = np.where(cancel, Tfull, np.where(drop, np.nan, t_end))
             r["status"][sl] = np.where(cancel, CANCELLED, np.where(drop, NOT_MADE, status))
 
-
-# Node type -> evaluator method (a class-level table: a per-instance dict of bound methods would make a
-# reference cycle that keeps a whole block's tensors alive until the cyclic garbage collector runs).
-_DISPATCH = {
-    CallNode: _Evaluator.call,
-    ToolNode: _Evaluator.span,
-    WaitNode: _Evaluator.span,
-    SeqNode: _Evaluator.seq,
-    ParNode: _Evaluator.par,
-    FanoutNode: _Evaluator.fanout,
-    RepeatNode: _Evaluator.repeat,
-    ChooseNode: _Evaluator.choose,
-    SubagentNode: _Evaluator.subagent,
-    PipelineNode: _Evaluator.pipeline,
-    FailNode: _Evaluator.fail,
-}
+    def _cut_call(self, node, r: dict, sl: tuple, T: np.ndarray, cancel: np.ndarray, drop: np.ndarray) -> None:
+        """A call of a lost branch: billed its input and what it generated by ``T`` (rules.cut_tokens), or dropped."""
+        tps = self.speeds[node.id][1][sl]
+        out, reas = r["output"][sl], r["reasoning"][sl]
+        vis, rb = rules.cut_tokens_array(T, r["t_first"][sl], tps, out, reas)
+        r["output"][sl] = np.where(cancel, vis, np.where(drop, 0, out))
+        r["reasoning"][sl] = np.where(cancel, rb, np.where(drop, 0, reas))
+        for f in ("input", "cache_read", "cache_write", "cache_write_1h"):
+            r[f][sl] = np.where(drop, 0, r[f][sl])
+        for f in ("t_submit", "t_start", "t_first", "ttft"):
+            r[f][sl] = np.where(drop, np.nan, r[f][sl])
 
 
 def summary_only_reasons(plan: Plan) -> list[str]:
     """Why a plan needs per-call tensors even for its summary (empty: :func:`run_block_fast` can run it
     ``summary_only``): races cut calls after the fact, and streaming metrics read every call."""
-    reasons = []
-    if any(isinstance(n, ParNode) and n.k is not None and n.k < len(n.branches) for n in plan.nodes) or any(
-        isinstance(n, FanoutNode) and n.join != "all" for n in plan.nodes
-    ):
-        reasons.append("a race (join: any / k) cancels calls")
+    reasons = list(dict.fromkeys(r for n in plan.nodes if (r := n.summary_only_reason())))
     if plan.has_streaming or plan.has_stalls or any(c.interrupt is not None for c in plan.calls):
         reasons.append("streaming consumers, stalls or interrupts read every call")
-    if any(isinstance(n, PipelineNode) for n in plan.nodes):
-        reasons.append("a pipeline starts from a call's token stream")
     return reasons
 
 
@@ -736,23 +563,23 @@ def run_block_fast(
     """Evaluate every run of a block in one variant, vectorised.
 
     ``summary_only`` (a plan without :func:`summary_only_reasons`): no per-call or span tensors; the
-    result carries its per-run totals, priced (``extra["totals"]``, see :mod:`agentsim.sim.totals`),
+    result carries its per-run totals, priced (``totals``, see :mod:`agentsim.sim.totals`),
     and, when ``samples``, each call's ``status``, ``ttft`` and ``tps`` for the per-call statistics.
     """
+    from agentsim.sim.slots import slot_names
+
     tune_malloc()
     totals = None
     if summary_only:
         totals = RunTotals(plan, block, variant, samples)
-    ev = _Evaluator(plan, block, variant, speeds, totals)
+    ev = Evaluator(plan, block, variant, speeds, totals)
     n = block.n
-    st = _State(
+    st = State(
         np.zeros(n), [np.zeros(n) for _ in range(rules.N_SLOTS)], VecCtx.fresh(plan.ctx, (n,)), np.ones(n, dtype=bool)
     )
     with np.errstate(divide="ignore", invalid="ignore"):
         ev.seq(plan.root, st, ())
-    breakdown = {k: st.acc[i] for i, k in enumerate(BREAKDOWN)}
-    if plan.has_stalls:
-        breakdown["stall"] = st.acc[STALL]
+    breakdown = {name: st.acc[i] for name, i in slot_names(plan).items()}
     ev.to_c_order()
     res = BlockResult(
         variant=variant,
@@ -760,14 +587,14 @@ def run_block_fast(
         wall=st.t,
         breakdown=breakdown,
         calls=ev.calls,
-        spans=ev.spans,
+        spans=ev.spans if totals is None else {},
+        starts={n.id: ev.spans[n.id]["t_start"] for n in plan.spans if n.keeps_start},
     )
     if totals is not None:
-        res.extra["totals"] = totals.result()
+        res.totals = totals.result()
         for nid, t in ev.calls.items():
             t["tps"] = speeds[nid][1]
-    if ev.interrupted:
-        res.extra["interrupted"] = ev.interrupted
+    res.interrupted = ev.interrupted
     if ev.alive is not None:
-        res.extra["run_status"] = np.where(ev.alive, RUN_OK, RUN_FAILED).astype(np.int8)
+        res.status = np.where(ev.alive, RUN_OK, RUN_FAILED).astype(np.int8)
     return res

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from agentsim.plan.compiler import Plan, ToolNode, WaitNode
+from agentsim.plan.nodes import Plan
 from agentsim.plan.sampling import Block
 from agentsim.plan.time_of_day import scale_speeds
 from agentsim.pricing.rates import call_cost
@@ -31,6 +31,7 @@ __all__ = [
     "SPAN_FIELDS",
     "BlockResult",
     "calls_frame",
+    "concat_attempts",
     "empty_call_tensors",
     "price_calls",
     "row_sum",
@@ -48,8 +49,6 @@ CALL_INT = ("input", "cache_read", "cache_write", "cache_write_1h", "output", "r
 CALL_FIELDS = ("status", *CALL_FLOAT, *CALL_INT)
 SPAN_FIELDS = ("status", "t_start", "t_end", "output")
 
-BREAKDOWN = ("queue", "ttft", "decode", "tool", "wait")
-
 
 @dataclass
 class BlockResult:
@@ -60,7 +59,15 @@ class BlockResult:
     calls: dict[int, dict[str, np.ndarray]]  # call node id -> field -> (n, *instances)
     spans: dict[int, dict[str, np.ndarray]]  # tool/wait node id -> field -> (n, *instances)
     start: np.ndarray | None = None  # (n,) start time of each run (workloads); None: all at 0
-    extra: dict = field(default_factory=dict)
+    # span node that keeps its start (a listen) -> (n, *instances) start times (NaN: the instance did not happen)
+    starts: dict[int, np.ndarray] = field(default_factory=dict)
+    status: np.ndarray | None = None  # (n,) run status (RUN_OK, RUN_FAILED, RUN_UNFINISHED); None: all completed
+    interrupted: dict[int, np.ndarray] = field(default_factory=dict)  # call node -> (n, *instances) cut by the user
+    totals: dict[str, np.ndarray] | None = None  # summary-only blocks: per-run totals (agentsim.sim.totals)
+    attempts: dict[str, np.ndarray] | None = None  # DES with limits or failures: the attempts table's columns
+    failed_attempts_cost: np.ndarray | None = None  # (n,) USD of the failed attempts billed (timeouts)
+    counted: np.ndarray | None = None  # workloads: (n,) whether the run started inside the counting window
+    started: np.ndarray | None = None  # workloads: (n,) whether the run started at all
 
 
 def empty_call_tensors(shape: tuple[int, ...], fill: bool = True) -> dict[str, np.ndarray]:
@@ -159,10 +166,10 @@ def row_sum(x: np.ndarray) -> np.ndarray:
 def run_totals(plan: Plan, result: BlockResult) -> dict[str, np.ndarray]:
     """Per-run cost, call count and tokens by kind, summed in the canonical order.
 
-    A block simulated summary-only carries them already (``extra["totals"]``, see :mod:`agentsim.sim.totals`).
+    A block simulated summary-only carries them already (``totals``, see :mod:`agentsim.sim.totals`).
     """
-    if "totals" in result.extra:
-        return result.extra["totals"]
+    if result.totals is not None:
+        return result.totals
     n = result.block.n
     cost = np.zeros(n)
     calls = np.zeros(n, dtype=np.int64)
@@ -174,9 +181,9 @@ def run_totals(plan: Plan, result: BlockResult) -> dict[str, np.ndarray]:
         calls += row_sum(made.view(np.int8) if made.dtype == bool else made).astype(np.int64)
         for k in CALL_INT:
             tokens[k] += row_sum(t[k])
-    extra = result.extra.get("failed_attempts_cost_usd")
-    if extra is not None and extra.any():
-        cost = cost + extra  # timed-out attempts are billed too
+    failed = result.failed_attempts_cost
+    if failed is not None and failed.any():
+        cost = cost + failed  # timed-out attempts are billed too
     return {"cost": cost, "calls": calls, **{f"{k}_tokens": v for k, v in tokens.items()}}
 
 
@@ -191,15 +198,13 @@ def run_columns(plan: Plan, result: BlockResult) -> dict[str, np.ndarray]:
     }
     for k in CALL_INT:
         data[f"{k}_tokens"] = tot[f"{k}_tokens"]
-    for k in BREAKDOWN:
-        data[f"{k}_s"] = result.breakdown[k]
-    if "stall" in result.breakdown:  # streams that paused (only when the scenario has stalls)
-        data["stall_s"] = result.breakdown["stall"]
-    data["status"] = result.extra.get("run_status", np.zeros(n, dtype=np.int8))
+    for k, seconds in result.breakdown.items():  # BREAKDOWN, then stall and listen when the plan has them
+        data[f"{k}_s"] = seconds
+    data["status"] = result.status if result.status is not None else np.zeros(n, dtype=np.int8)
     if result.start is not None:
         data["start_s"] = result.start
-    if "counted" in result.extra:
-        data["counted"] = result.extra["counted"]
+    if result.counted is not None:
+        data["counted"] = result.counted
     return data
 
 
@@ -297,9 +302,8 @@ def calls_frame(plan: Plan, result: BlockResult, variant_name: str) -> pd.DataFr
 
 def spans_frame(plan: Plan, result: BlockResult, variant_name: str) -> pd.DataFrame:
     """Tool and wait steps: one row per span that happened."""
-    nodes = [n for n in plan.nodes if isinstance(n, ToolNode | WaitNode)]
     parts = []
-    for node, col, runs, inst in _made(nodes, result.spans, result):
+    for node, col, runs, inst in _made(plan.spans, result.spans, result):
         parts.append(
             pd.DataFrame(
                 {
@@ -317,3 +321,11 @@ def spans_frame(plan: Plan, result: BlockResult, variant_name: str) -> pd.DataFr
             )
         )
     return _frame(parts, SPAN_COLUMNS)
+
+
+def concat_attempts(parts: list) -> dict | None:
+    """The attempts tables of several blocks as one (None when none has attempts)."""
+    parts = [p for p in parts if p is not None]
+    if not parts:
+        return None
+    return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}

@@ -31,10 +31,12 @@ from scipy import special  # (not scipy.stats: its import alone costs ~0.5 s of 
 from agentsim.plan.compiler import Plan
 from agentsim.pricing.rates import prices_summary
 from agentsim.sim import payoff
+from agentsim.sim.slots import BREAKDOWN, NAMES
 
 __all__ = ["Results", "describe", "summary_frame", "version"]
 
 PERCENTILES = (50, 90, 95, 99)
+OPTIONAL_SLOTS = NAMES[len(BREAKDOWN) :]  # breakdown slots reported only when the plan has them
 PER_CALL_CAP = 1 << 20  # per-call percentiles use at most this many calls per variant (the first ones)
 
 
@@ -147,7 +149,9 @@ class Results:
         call_stats: dict[str, CallStats],
         calls_builder,
         spans_builder,
-        extra: dict | None = None,
+        stream_stats: dict | None = None,
+        sections: dict | None = None,
+        outcomes: list | None = None,
         calls_parts=None,
     ):
         self.plan = plan
@@ -162,7 +166,10 @@ class Results:
         self._spans_builder = spans_builder
         self._calls: pd.DataFrame | None = None
         self._spans: pd.DataFrame | None = None
-        self.extra = extra or {}
+        self.stream_stats = stream_stats  # variant -> agentsim.sim.stream_stats.StreamStats (calls with consumers)
+        self.sections = sections or {}  # summary section -> fn(variant name) -> dict ("limits", "workload")
+        self.outcomes = outcomes or []  # workloads: each variant's agentsim.sim.workload.WorkloadOutcome
+        self.param_ci95: dict | None = None  # uncertainty: parameters -> variant -> [lo, hi] (param_uncertainty)
         self._calls_parts = calls_parts
 
     # ------------------------------------------------------------------ tables
@@ -200,7 +207,7 @@ class Results:
         """
         from agentsim.sim.stream_stats import streaming_frame
 
-        stats = self.extra.get("streaming", {})
+        stats = self.stream_stats or {}
         return streaming_frame({name: stats[name].section() for name in self.variants if name in stats})
 
     @property
@@ -229,8 +236,8 @@ class Results:
                 return self.runs[column].to_numpy()[mask]
 
             wall = describe(col("wall_time_s"))
-            if "param_ci95" in self.extra:  # agentsim.param_uncertainty (uncertainty: parameters)
-                wall["param_ci95"] = [_f(x) if x is not None else None for x in self.extra["param_ci95"][name]]
+            if self.param_ci95 is not None:  # agentsim.param_uncertainty (uncertainty: parameters)
+                wall["param_ci95"] = [_f(x) if x is not None else None for x in self.param_ci95[name]]
             cost_full = describe(col("cost_usd"))
             cost = {k: cost_full[k] for k in ("mean", "ci95", "p50", "p90", "p95", "p99")}
             v: dict[str, Any] = {
@@ -245,10 +252,11 @@ class Results:
                     "reasoning": _mean(col("reasoning_tokens")),
                     "cache_write_1h": _mean(col("cache_write_1h_tokens")),
                 },
-                "breakdown_s": {k: _mean(col(f"{k}_s")) for k in ("queue", "ttft", "decode", "tool", "wait")},
+                "breakdown_s": {k: _mean(col(f"{k}_s")) for k in BREAKDOWN},
             }
-            if "stall_s" in self.runs:  # streams that paused (contract v1.1; only when the scenario has stalls)
-                v["breakdown_s"]["stall"] = _mean(col("stall_s"))
+            for slot in OPTIONAL_SLOTS:  # stall (paused streams) and listen, only when the scenario has them
+                if f"{slot}_s" in self.runs:
+                    v["breakdown_s"][slot] = _mean(col(f"{slot}_s"))
             if base is None:
                 base = v
                 empty = wall["mean"] is None
@@ -268,10 +276,10 @@ class Results:
                     "value_of_time_usd_per_hour": vot,
                 }
             v["per_call"] = self._call_stats[name].summary()
-            for key, fn in self.extra.get("variant_sections", {}).items():
+            for key, fn in self.sections.items():
                 v[key] = fn(name)
-            if "streaming" in self.extra:
-                v["streaming"] = self.extra["streaming"][name].section()
+            if self.stream_stats is not None:
+                v["streaming"] = self.stream_stats[name].section()
             if self.plan.defines_success:
                 v["success"] = self._success(name)
             variants[name] = v
@@ -325,7 +333,7 @@ class Results:
     def limits_timeseries(self) -> pd.DataFrame:
         """In-flight requests and bucket levels of each account over time (workloads only; else empty)."""
         rows = []
-        for v, out in enumerate(self.extra.get("outcomes", [])):
+        for v, out in enumerate(self.outcomes):
             name = self.variants[v]
             for acc in out.accounts:
                 spec = acc.spec

@@ -67,6 +67,7 @@ import numpy as np
 
 __all__ = [
     "DEC",
+    "LISTEN",
     "N_SLOTS",
     "STALL",
     "TOOL",
@@ -82,14 +83,15 @@ __all__ = [
     "duration",
     "first_token",
     "first_visible",
+    "join_breakdown_array",
     "lead_in",
+    "pick_critical",
     "race",
     "race_array",
 ]
 
-# Breakdown slots, in the order of records.BREAKDOWN, then STALL
-Q, TTFT, DEC, TOOL, WAIT, STALL = range(6)
-N_SLOTS = 6
+# Breakdown slots (agentsim.sim.slots): queue, ttft, decode, tool, wait, stall, listen
+from agentsim.sim.slots import DEC, LISTEN, N_SLOTS, STALL, TOOL, TTFT, WAIT, Q
 
 
 # ---------------------------------------------------------------------------------------- timing
@@ -164,6 +166,22 @@ def race_array(ends: np.ndarray, k) -> tuple[np.ndarray, np.ndarray]:
     critical = np.take_along_axis(order, np.broadcast_to(np.maximum(k - 1, 0), ends.shape[:-1])[..., None], axis=-1)
     winner = np.argsort(order, axis=-1, kind="stable") < k[..., None]
     return critical, winner
+
+
+def pick_critical(stacked: np.ndarray, critical: np.ndarray) -> np.ndarray:
+    """The critical branch's value along the last axis (``critical`` with a trailing axis of 1)."""
+    return np.take_along_axis(stacked, critical, axis=-1)[..., 0]
+
+
+def join_breakdown_array(acc: list, branches: list[list], critical: np.ndarray) -> None:
+    """At a join, the parent's slots become the critical branch's (the array form of ``acc[:] = branch.acc``).
+
+    A slot no branch changed holds the fork's value in every branch (the critical one too): it stays.
+    """
+    for slot in range(len(acc)):
+        if all(b[slot] is acc[slot] for b in branches):
+            continue
+        acc[slot] = pick_critical(np.stack([b[slot] for b in branches], axis=-1), critical)
 
 
 # ------------------------------------------------------------------------------------ breakdown

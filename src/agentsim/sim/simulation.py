@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from agentsim.model.registry import step_kinds
 from agentsim.model.scenario import Scenario
 from agentsim.plan.compiler import Plan, compile_plan
 from agentsim.plan.sampling import BLOCK_SIZE, block_spans, call_speeds, sample_block
@@ -26,7 +27,7 @@ from agentsim.plan.sizeguard import check_plan
 from agentsim.plan.validation import load, parse
 from agentsim.sim.executors import check_executor, dask_client, ordered_chunks
 from agentsim.sim.packing import new_column, pack_columns, raw, unpack_into
-from agentsim.sim.records import DONE, BlockResult, calls_frame, price_calls, run_columns, spans_frame
+from agentsim.sim.records import DONE, BlockResult, calls_frame, concat_attempts, price_calls, run_columns, spans_frame
 from agentsim.sim.results import PER_CALL_CAP, CallStats, Results
 from agentsim.sim.stream_stats import StreamStats
 
@@ -66,10 +67,11 @@ def des_reasons(plan: Plan) -> list[str]:
         )
     if any(t.error_rate > 0 or t.timeout_s is not None for t in plan.tiers):
         reasons.append("its models can fail (error_rate or timeout) and be retried")
-    from agentsim.plan.compiler import FailNode
-
-    if any(isinstance(n, FailNode) and n.in_branch for n in plan.nodes):
-        reasons.append("a fail step sits inside a parallel, fanout or pipeline branch (it cancels the other branches)")
+    kinds = step_kinds()
+    for reason in dict.fromkeys(kinds[n.kind].des_only for n in plan.nodes if n.kind in kinds):
+        if reason:
+            reasons.append(reason)  # a step kind without a fast-path form
+    reasons.extend(dict.fromkeys(r for n in plan.nodes if (r := n.des_reason())))
     return reasons
 
 
@@ -136,15 +138,16 @@ def _block_summary(plan: Plan, seed: int, span, engine: str, keep: bool, room: l
         results = simulate_block(plan, seed, span, engine, summary_only=True, samples=wanted)[1]
     else:
         results = _run_block(plan, seed, span, engine)
-    columns, samples = [], []
+    columns, samples, streams = [], [], []
     for res in results:
         columns.append(run_columns(plan, res))
         if plan.has_streaming:
             from agentsim.sim.streaming import block_metrics
 
-            res.extra["streaming"] = block_metrics(plan, res)
+            streams.append(block_metrics(plan, res))
+        else:
+            streams.append(None)
         samples.append(_call_samples(plan, res, None if room is None else room[res.variant]))
-    streams = [res.extra.pop("streaming", None) for res in results]
     return columns, samples, (results if keep else None), streams
 
 
@@ -199,14 +202,12 @@ def _call_samples(plan: Plan, res: BlockResult, room: int | None) -> tuple[np.nd
 
 
 def _est_call_instances(plan: Plan, runs: int) -> int:
-    """A rough count of call instances per run (product of mean counts), times runs."""
+    """A rough count of call instances per run (product of the mean counts around each call), times runs."""
     per_run = 0.0
     for node in plan.calls:
         mult = 1.0
         for m in node.scope:
-            mnode = plan.nodes[m]
-            s = getattr(mnode, "times", None) or getattr(mnode, "n", None)
-            mult *= s.mean if s is not None else (mnode.max or 10)
+            mult *= plan.nodes[m].count_bounds()[0]
         per_run += mult
     return int(per_run * runs)
 
@@ -234,100 +235,128 @@ def simulate_plan(
     engine = choose_engine(plan, engine)
     check_plan(plan, runs, engine)  # refuses absurd sizes before any work starts
     if plan.workload is not None:
-        return _simulate_workload(plan, seed)
+        from agentsim.sim.workload_summary import simulate_workload
+
+        return simulate_workload(plan, seed)
     spans = block_spans(runs)
-    nv = len(plan.variants)
     # keep the blocks for .calls when they are small, unless the fast path can skip per-call tensors:
     # then .calls, .spans and --out re-simulate the blocks in full on demand (the same draws, the same bits)
     keep = plan.needs_attempts or keep_calls is True
     if keep_calls is None:
         keep = keep or (
-            _est_call_instances(plan, runs) * nv <= KEEP_CALLS_LIMIT and not summary_only_possible(plan, engine)
+            _est_call_instances(plan, runs) * len(plan.variants) <= KEEP_CALLS_LIMIT
+            and not summary_only_possible(plan, engine)
         )
-    call_stats = {name: CallStats() for name in plan.variants}
-    stream_stats = {name: StreamStats(plan) for name in plan.variants}
-    columns: dict[str, np.ndarray] = {}
-    kept = [] if keep else None
-
-    def consume(first: int, cols, samples, results, streams) -> None:
-        # Copy blocks (one, or a task's consecutive ones) into the zeroed columns: one copy of the table.
-        for v, block_cols in enumerate(cols):
-            for name, packed in block_cols.items():
-                if name not in columns:
-                    columns[name] = new_column(runs * nv, packed[0])
-                unpack_into(columns[name], v * runs + first, packed)
-            call_stats[plan.variants[v]].add(*samples[v])
-            if plan.has_streaming:
-                for block_streams in streams:
-                    stream_stats[plan.variants[v]].add(block_streams[v])
-        if kept is not None:
-            kept.extend(results)
-
+    got = _Collected(plan, runs, keep)
     if executor == "process" and (workers == 1 or len(spans) == 1):
         for s in spans:
-            room = [PER_CALL_CAP - call_stats[name].kept for name in plan.variants]
-            cols, samples, results, streams = _block_summary(plan, seed, s, engine, keep, room)
-            consume(s[1], [{k: raw(a) for k, a in c.items()} for c in cols], samples, [results], [streams])
+            cols, samples, results, streams = _block_summary(plan, seed, s, engine, keep, got.room())
+            got.consume(s[1], [{k: raw(a) for k, a in c.items()} for c in cols], samples, [results], [streams])
     else:  # blocks elsewhere (processes, a Dask cluster), handed back in order, several to a task
         sampled = _sampled_blocks(plan, spans, keep)
         shared = (plan, seed, engine, keep, sampled)
         where = {"workers": workers, "executor": executor, "scheduler": scheduler}
         for chunk, part in ordered_chunks(_chunk_task, shared, spans, **where):
-            consume(chunk[0][1], *part)
+            got.consume(chunk[0][1], *part)
         for s in spans[sampled:]:  # the estimate fell short: the missing samples, computed here
-            room = [PER_CALL_CAP - call_stats[name].kept for name in plan.variants]
+            room = got.room()
             if not any(r > 0 for r in room):
                 break
             for v, pair in enumerate(_block_summary(plan, seed, s, engine, False, room)[1]):
-                call_stats[plan.variants[v]].add(*pair)
+                got.call_stats[plan.variants[v]].add(*pair)
+    return got.results(seed, engine, spans)
 
-    codes = np.repeat(np.arange(nv, dtype=np.int8 if nv < 128 else np.int64), runs)  # the codes' own dtype
-    variant = pd.Categorical.from_codes(codes, categories=list(plan.variants))
-    run = np.arange(runs) if nv == 1 else np.tile(np.arange(runs), nv)  # (tile copies even once)
-    runs_df = pd.DataFrame({"variant": variant, "run": run, **columns}, copy=False)
 
-    def blocks():
-        if kept is not None:
-            yield from kept
+class _Collected:
+    """What a simulation's blocks hand in, gathered in block order: run columns, per-call samples,
+    streaming metrics, and (when kept) the blocks themselves."""
+
+    def __init__(self, plan: Plan, runs: int, keep: bool):
+        self.plan, self.runs = plan, runs
+        self.call_stats = {name: CallStats() for name in plan.variants}
+        self.stream_stats = {name: StreamStats(plan) for name in plan.variants}
+        self.columns: dict[str, np.ndarray] = {}
+        self.kept: list | None = [] if keep else None
+
+    def room(self) -> list[int]:
+        """How many more per-call samples each variant keeps."""
+        return [PER_CALL_CAP - self.call_stats[name].kept for name in self.plan.variants]
+
+    def consume(self, first: int, cols, samples, results, streams) -> None:
+        """Copy blocks (one, or a task's consecutive ones) into the zeroed columns: one copy of the table."""
+        plan, nv = self.plan, len(self.plan.variants)
+        for v, block_cols in enumerate(cols):
+            for name, packed in block_cols.items():
+                if name not in self.columns:
+                    self.columns[name] = new_column(self.runs * nv, packed[0])
+                unpack_into(self.columns[name], v * self.runs + first, packed)
+            self.call_stats[plan.variants[v]].add(*samples[v])
+            if plan.has_streaming:
+                for block_streams in streams:
+                    self.stream_stats[plan.variants[v]].add(block_streams[v])
+        if self.kept is not None:
+            self.kept.extend(results)
+
+    def results(self, seed: int, engine: str, spans: list) -> Results:
+        plan, runs, nv = self.plan, self.runs, len(self.plan.variants)
+        codes = np.repeat(np.arange(nv, dtype=np.int8 if nv < 128 else np.int64), runs)  # the codes' own dtype
+        variant = pd.Categorical.from_codes(codes, categories=list(plan.variants))
+        run = np.arange(runs) if nv == 1 else np.tile(np.arange(runs), nv)  # (tile copies even once)
+        runs_df = pd.DataFrame({"variant": variant, "run": run, **self.columns}, copy=False)
+        tables = _Tables(plan, seed, engine, spans, self.kept)
+        calls_builder = tables.builder(calls_frame)
+        sections = {}
+        if plan.needs_attempts:
+            sections["limits"] = _replication_limits_section(plan, runs_df, self.kept, calls_builder)
+        return Results(
+            plan,
+            seed=seed,
+            runs=runs,
+            engine=engine,
+            runs_df=runs_df,
+            call_stats=self.call_stats,
+            calls_builder=calls_builder,
+            spans_builder=tables.builder(spans_frame),
+            stream_stats=self.stream_stats if plan.has_streaming else None,
+            sections=sections,
+            calls_parts=tables.calls_parts,
+        )
+
+
+class _Tables:
+    """The calls and spans tables of a simulation, from its kept blocks or by simulating them again
+    (the same seeds, the same draws, the same bits)."""
+
+    def __init__(self, plan: Plan, seed: int, engine: str, spans: list, kept: list | None):
+        self.plan, self.seed, self.engine, self.spans, self.kept = plan, seed, engine, spans, kept
+
+    def blocks(self):
+        if self.kept is not None:
+            yield from self.kept
         else:
-            for s in spans:
-                yield _run_block(plan, seed, s, engine)
+            for s in self.spans:
+                yield _run_block(self.plan, self.seed, s, self.engine)
 
-    def build(frame_fn):
-        def _build():
-            frames = [[] for _ in range(nv)]
-            for results in blocks():
+    def builder(self, frame_fn):
+        """A function building one table (``frame_fn`` of each block's result), variant by variant."""
+        plan = self.plan
+
+        def build():
+            frames = [[] for _ in plan.variants]
+            for results in self.blocks():
                 for res in results:
                     frames[res.variant].append(frame_fn(plan, res, plan.variants[res.variant]))
             df = pd.concat([f for fs in frames for f in fs], ignore_index=True)
             df["variant"] = pd.Categorical(df["variant"], categories=list(plan.variants))
             return df
 
-        return _build
+        return build
 
-    def calls_parts():  # the calls table block by block, for writing it without holding it whole
-        for results in blocks():
+    def calls_parts(self):
+        """The calls table block by block, for writing it without holding it whole."""
+        for results in self.blocks():
             for res in results:
-                yield res.variant, calls_frame(plan, res, plan.variants[res.variant])
-
-    calls_builder = build(calls_frame)
-    extra = {}
-    if plan.has_streaming:
-        extra["streaming"] = stream_stats
-    if plan.needs_attempts:
-        extra["variant_sections"] = {"limits": _replication_limits_section(plan, runs_df, kept, calls_builder)}
-    return Results(
-        plan,
-        seed=seed,
-        runs=runs,
-        engine=engine,
-        runs_df=runs_df,
-        call_stats=call_stats,
-        calls_builder=calls_builder,
-        spans_builder=build(spans_frame),
-        extra=extra,
-        calls_parts=calls_parts,
-    )
+                yield res.variant, calls_frame(self.plan, res, self.plan.variants[res.variant])
 
 
 def _replication_limits_section(plan: Plan, runs_df: pd.DataFrame, kept: list, calls_builder):
@@ -342,163 +371,11 @@ def _replication_limits_section(plan: Plan, runs_df: pd.DataFrame, kept: list, c
             cache["calls"] = calls_builder()
         calls = cache["calls"]
         calls = calls[calls["variant"] == name]
-        attempts = _concat_attempts([results[v].extra.get("attempts") for results in kept])
+        attempts = concat_attempts([results[v].attempts for results in kept])
         runs_v = runs_df[runs_df["variant"] == name]
         return {"queue_wait_s": queue_wait(calls), "attempts": attempt_counts(attempts, calls, runs_v, plan, v)}
 
     return section
-
-
-def _simulate_workload(plan: Plan, seed: int) -> Results:
-    """Each variant as one long simulation of many agents sharing accounts (common random numbers)."""
-    from agentsim.sim.loadstats import attempt_counts, queue_wait, step_mean, window_admitted
-    from agentsim.sim.workload import run_workload
-
-    nv = len(plan.variants)
-    outcomes = [run_workload(plan, seed, v) for v in range(nv)]
-    frames, call_stats = [], {name: CallStats() for name in plan.variants}
-    stream_stats = {name: StreamStats(plan) for name in plan.variants}
-    for v, out in enumerate(outcomes):
-        for res in out.blocks:
-            speeds = call_speeds(plan, res.block, v)
-            price_calls(plan, res, speeds)
-            started = res.extra["started"]
-            cols = run_columns(plan, res)
-            n = res.block.n
-            frame = pd.DataFrame({"variant": plan.variants[v], "run": res.block.start + np.arange(n), **cols})
-            frames.append(frame[started])
-            counted_ok = res.extra["counted"] & (cols["status"] == 0)
-            if plan.has_streaming:  # streaming metrics of the calls of counted, completed runs
-                from agentsim.sim.streaming import block_metrics
-
-                per_node = block_metrics(plan, res)
-                stream_stats[plan.variants[v]].add(
-                    {nid: {k: a[counted_ok[m["_run"]]] for k, a in m.items()} for nid, m in per_node.items()}
-                )
-            for node in plan.calls:
-                t = res.calls[node.id]
-                done = (t["status"] == DONE) & counted_ok.reshape((-1,) + (1,) * (t["status"].ndim - 1))
-                call_stats[plan.variants[v]].add(t["ttft"][done], t["tps"][done])
-    runs_df = pd.concat(frames, ignore_index=True)
-    runs_df["variant"] = pd.Categorical(runs_df["variant"], categories=list(plan.variants))
-
-    def build(frame_fn):
-        def _build():
-            parts = [frame_fn(plan, res, plan.variants[v]) for v, out in enumerate(outcomes) for res in out.blocks]
-            df = pd.concat(parts, ignore_index=True)
-            df["variant"] = pd.Categorical(df["variant"], categories=list(plan.variants))
-            return df
-
-        return _build
-
-    calls_builder = build(calls_frame)
-    cache: dict = {}
-
-    def all_calls() -> pd.DataFrame:
-        if "calls" not in cache:
-            cache["calls"] = calls_builder()
-        return cache["calls"]
-
-    def calls_of(name: str) -> pd.DataFrame:
-        df = all_calls()
-        return df[df["variant"] == name]
-
-    def counted_runs(name: str) -> pd.DataFrame:
-        return runs_df[(runs_df["variant"] == name) & runs_df["counted"]]
-
-    def workload_section(name: str) -> dict:
-        out = outcomes[plan.variants.index(name)]
-        w0, w1 = out.window
-        hours = (w1 - w0) / 3600.0
-        r = runs_df[runs_df["variant"] == name]
-        end = r["start_s"] + r["wall_time_s"]
-        ok_in_window = (r["status"] == 0) & (end >= w0) & (end <= w1)
-        counted = r["counted"]
-        calls = calls_of(name)
-        in_window = calls[(calls["t_start"] >= w0) & (calls["t_start"] < w1)]
-        return {
-            "window_s": [w0, w1],
-            "simulated_until_s": out.end_s,
-            "runs_started": len(r),
-            "runs_counted": int(counted.sum()),
-            "runs_completed": int((counted & (r["status"] == 0)).sum()),
-            "runs_failed": int((counted & (r["status"] == 1)).sum()),
-            "runs_unfinished": int((counted & (r["status"] == 2)).sum()),
-            "runs_in_flight_at_end": int((r["status"] == 2).sum()),
-            "failed_share": float((counted & (r["status"] != 0)).sum() / max(1, counted.sum())),
-            "cost_of_failed_runs_usd": float(r.loc[counted & (r["status"] == 1), "cost_usd"].sum()),
-            "throughput_runs_per_hour": float(ok_in_window.sum() / hours),
-            "input_tokens_per_min": float(in_window["input_tokens"].sum() / (hours * 60)),
-            "output_tokens_per_min": float(
-                (in_window["output_tokens"] + in_window["reasoning_tokens"]).sum() / (hours * 60)
-            ),
-        }
-
-    def limits_section(name: str) -> dict:
-        v = plan.variants.index(name)
-        out = outcomes[v]
-        w0, w1 = out.window
-        runs_v = counted_runs(name)
-        calls = calls_of(name)
-        calls = calls[calls["run"].isin(runs_v["run"])]
-        attempts = _concat_attempts([b.extra.get("attempts") for b in out.blocks])
-        if attempts is not None:
-            keep = np.isin(attempts["run"], runs_v["run"].to_numpy())
-            attempts = {k: a[keep] for k, a in attempts.items()}
-        section = {
-            "queue_wait_s": queue_wait(calls),
-            "attempts": attempt_counts(attempts, calls, runs_v, plan, v),
-            "accounts": {},
-        }
-        for acc in out.accounts:
-            spec = acc.spec
-            a: dict = {"policy": spec.policy, "rejected_429": acc.rejections}
-            mean, peak = step_mean(acc.inflight_log, w0, w1)
-            a["concurrency"] = {
-                "limit": spec.concurrency,
-                "mean_in_flight": mean,
-                "max_in_flight": peak,
-                "utilisation": mean / spec.concurrency if spec.concurrency else None,
-            }
-            for attr, limit, label in (
-                ("rpm", spec.rpm, "rpm"),
-                ("itpm", spec.input_tpm, "input_tpm"),
-                ("otpm", spec.output_tpm, "output_tpm"),
-            ):
-                bucket = getattr(acc, attr)
-                if bucket is not None:
-                    per_min = window_admitted(bucket.admitted, w0, w1) / ((w1 - w0) / 60.0)
-                    a[label] = {"limit_per_min": limit, "admitted_per_min": per_min, "utilisation": per_min / limit}
-            section["accounts"][spec.name] = a
-        return section
-
-    sections = {"workload": workload_section}
-    if plan.accounts or plan.needs_attempts:
-        sections["limits"] = limits_section
-    base_counted = int(counted_runs(plan.variants[0]).shape[0])
-    res = Results(
-        plan,
-        seed=seed,
-        runs=base_counted,
-        engine="des",
-        runs_df=runs_df,
-        call_stats=call_stats,
-        calls_builder=all_calls,
-        spans_builder=build(spans_frame),
-        extra={
-            "variant_sections": sections,
-            "outcomes": outcomes,
-            **({"streaming": stream_stats} if plan.has_streaming else {}),
-        },
-    )
-    return res
-
-
-def _concat_attempts(parts: list) -> dict | None:
-    parts = [p for p in parts if p is not None]
-    if not parts:
-        return None
-    return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
 
 
 def simulate(
@@ -554,5 +431,5 @@ def simulate(
             def one(p: Plan) -> dict:
                 return simulate_plan(p, runs, seed, engine=engine, **where).summary_dict()
 
-            res.extra["param_ci95"] = parameter_ci95(sc, plan, res.summary_dict(), runs, seed, one)
+            res.param_ci95 = parameter_ci95(sc, plan, res.summary_dict(), runs, seed, one)
     return res

@@ -20,8 +20,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from agentsim.plan.compiler import Plan
-from agentsim.sim.streaming import METRICS
+from agentsim.model.registry import consumer_kinds
+from agentsim.plan.nodes import Plan
+from agentsim.sim.streaming import metrics_of
 
 __all__ = ["StreamStats", "streaming_frame"]
 
@@ -68,13 +69,15 @@ class StreamStats:
         apparate: dict[str, Any] = {}
         for name, metrics in self.values().items():
             cons = consumers[name]
-            calls[name] = {k: _stats(metrics[k]) for k in METRICS[cons.kind] if k in metrics}
-            if cons.kind in ("reader", "speech"):
+            calls[name] = {k: _stats(metrics[k]) for k in metrics_of(cons.kind) if k in metrics}
+            kind = consumer_kinds().get(cons.kind)
+            pace = kind.pace(cons) if kind is not None and kind.pace is not None else None
+            if pace is not None:  # a consumer with a pace of its own (a reader's, a speaker's)
                 tps = metrics.get("_tps", np.zeros(0))
                 apparate[name] = {
                     "consumer": cons.kind,
-                    "tokens_per_s": cons.rate,
-                    "faster_share": float(np.mean(tps >= cons.rate)) if tps.size else None,
+                    "tokens_per_s": pace,
+                    "faster_share": float(np.mean(tps >= pace)) if tps.size else None,
                 }
         return {"calls": calls, "apparate": apparate}
 

@@ -56,9 +56,9 @@ import math
 import numpy as np
 from scipy import special
 
-from agentsim.plan.compiler import (
+from agentsim.model.registry import consumer_kind, consumer_kinds
+from agentsim.plan.nodes import (
     CHUNKS,
-    FIRST_AUDIO,
     GAPS,
     INTERRUPT_P,
     INTERRUPT_X,
@@ -67,31 +67,35 @@ from agentsim.plan.compiler import (
     STALL_AT,
     STALL_P,
     STALL_S,
-    CallNode,
     ConsumerCfg,
     Plan,
 )
 from agentsim.plan.sampling import Block
-from agentsim.sim.rules import decode, duration, first_visible
+from agentsim.sim.call_timeline import CallSlot, CallTimeline, timeline
 
 __all__ = [
-    "METRICS",
+    "COMMON",
     "StreamBatch",
     "consumer_metrics",
+    "consumer_timeline",
+    "delivered",
     "interruption",
+    "metrics_of",
     "pipeline_offset",
+    "recorded",
     "seen",
     "stall_draws",
     "stall_position",
     "stalled_by",
     "streams",
+    "table_rows",
 ]
 
 BATCH_ELEMENTS = 1 << 21  # tokens per batch of calls (memory of one matrix: 16 MiB)
 CACHE_BYTES = 128 << 20  # per-token draws kept per block for the engines' repeated look-ups (beyond: redrawn)
 ARRIVED_TOL = 1e-9  # a token arriving within this many seconds after t counts as arrived by t
 
-# Metrics by consumer kind (the order of summary.json); COMMON ones apply to every consumer.
+# Metrics every consumer has (the order of summary.json): ttft_s, then the consumer kind's own, then the rest.
 COMMON = (
     "ttft_s",
     "longest_gap_s",
@@ -103,20 +107,28 @@ COMMON = (
     "interrupted_share",
     "wasted_usd",
 )
-METRICS = {
-    "reader": ("ttft_s", "reader_done_s", "reader_wait_s", *COMMON[1:]),
-    "speech": (
-        "ttft_s",
-        "first_sentence_s",
-        "first_audio_s",
-        "silence_s",
-        "longest_silence_s",
-        "speech_done_s",
-        *COMMON[1:],
-    ),
-    "render": ("ttft_s", "first_render_s", *COMMON[1:]),
-    "none": COMMON,  # a call without a consumer that can be interrupted
+# Labels of the common metrics the CLI table shows (a consumer kind labels its own: ConsumerKind.labels)
+COMMON_LABELS = {
+    "ttft_s": "TTFT seen",
+    "longest_gap_s": "longest gap",
+    "qoe": "QoE",
+    "interrupted_share": "interrupted",
 }
+
+
+def metrics_of(kind: str) -> tuple[str, ...]:
+    """The streaming metrics of a consumer kind, in the order of summary.json (``none``: the common ones)."""
+    if kind == "none":  # a call without a consumer that can be interrupted
+        return COMMON
+    return (COMMON[0], *consumer_kind(kind).metrics, *COMMON[1:])
+
+
+def table_rows() -> list[tuple[str, str]]:
+    """(metric, label) of the streaming rows of the CLI table: TTFT, each consumer kind's, then the others."""
+    rows = [("ttft_s", COMMON_LABELS["ttft_s"])]
+    for kind in consumer_kinds().values():
+        rows += list(kind.labels.items())
+    return rows + [(m, label) for m, label in COMMON_LABELS.items() if m != "ttft_s"]
 
 
 # --------------------------------------------------------------------------- random numbers
@@ -168,7 +180,7 @@ def _columns(z: np.ndarray, runs: np.ndarray, n: int) -> np.ndarray:
     return z[:, runs].T
 
 
-def stall_draws(plan: Plan, block: Block, node: CallNode, tier_index: int):
+def stall_draws(plan: Plan, block: Block, node, tier_index: int):
     """``(seconds, u)`` per call instance of ``node`` on a tier (shape ``(n, *instances)``), or None.
 
     ``seconds`` is 0 where the stream does not stall; ``u`` (uniform) places the stall (see
@@ -208,22 +220,13 @@ class StreamBatch:
         self.A, self.D, self.N, self.chunk_start, self.send, self.end = A, D, N, chunk_start, send, end
 
 
-def streams(
-    tier,
-    block: Block,
-    node: CallNode,
-    flat: int,
-    runs: np.ndarray,
-    send: np.ndarray,
-    a1: np.ndarray,
-    end: np.ndarray,
-    N: np.ndarray,
-    stall: np.ndarray,
-    stall_u: np.ndarray,
-    *,
-    cache: bool = False,
-) -> StreamBatch:
-    """Token timelines of calls of ``node`` in instance slot ``flat`` (runs ``runs`` of the block), on ``tier``."""
+def streams(tier, slot: CallSlot, tl: CallTimeline, stall_u: np.ndarray, *, cache: bool = False) -> StreamBatch:
+    """Token timelines of the calls of ``slot`` (their timeline ``tl``: arrays over them), on ``tier``.
+
+    ``tl.stall`` is each call's stall (an array, 0 where none) and ``stall_u`` the uniform placing it.
+    """
+    block, node, flat, runs = slot.block, slot.node, slot.flat, slot.runs
+    send, a1, end, N, stall = tl.send, tl.first_visible, tl.end, tl.output, tl.stall
     C = len(runs)
     width = max(int(N.max()) if C else 1, 1)
     i = np.arange(width)
@@ -305,12 +308,13 @@ def first_audio_times(D, sent_tokens, fa):
     return np.take_along_axis(D, e1[:, None], axis=1)[:, 0] + fa
 
 
-def interruption(plan: Plan, block: Block, node: CallNode, tier, flat: int, runs, sb: StreamBatch, fa=None):
-    """Where each call is interrupted: ``(interrupted, t, billed visible tokens)`` arrays.
+def interruption(plan: Plan, slot: CallSlot, tier, sb: StreamBatch, fa=None):
+    """Where each call of ``slot`` is interrupted: ``(interrupted, t, billed visible tokens)`` arrays.
 
     ``t = a_1 + X`` (after_first_token) or ``first audio + X`` (after_first_audio); a call is
     interrupted when drawn (``u < p``) and ``t`` falls before its end.
     """
+    block, node, flat, runs = slot.block, slot.node, slot.flat, slot.runs
     cfg = node.interrupt
     shape_flat = np.asarray(runs) * _width(block, node) + flat
     u = special.ndtr(np.asarray(block.get(node.id, INTERRUPT_P)).reshape(-1)[shape_flat])
@@ -334,20 +338,21 @@ def stalled_by(sb: StreamBatch, stall: np.ndarray, stall_u: np.ndarray, t: np.nd
     return np.where(live, np.minimum(np.maximum(t - np.where(live, at, t), 0.0), stall), 0.0)
 
 
-def pipeline_offset(pnode, block: Block, flat: int, runs, sb: StreamBatch, cut=None) -> np.ndarray:
+def pipeline_offset(pnode, slot: CallSlot, sb: StreamBatch, cut=None) -> np.ndarray:
     """When a pipeline after this call starts: delivery of token ``tokens`` (or of the first sentence's last).
 
     ``cut`` (optional): when each call is interrupted (``inf``: not). A cut call ends at the cut with the
     tokens that arrived by then: the pipeline starts at the cut at the latest, and at the cut too when its
     token never arrived (even if its chunk, the first, was delivered at ``a_1``): the call has fewer tokens.
     """
+    block, flat, runs = slot.block, slot.flat, slot.runs
     N = sb.N
     if pnode.after_tokens is not None:
         m = np.minimum(pnode.after_tokens, N)
     else:
-        call = pnode.call
-        speech = call.consumer is not None and call.consumer.kind == "speech"
-        sampler, key = (call.consumer.sentence, call.id) if speech else (pnode.sentence, pnode.id)
+        call = pnode.call  # the call's consumer's sentences (a speech consumer's), else the pipeline's own
+        own = getattr(call.consumer, "sentence", None)
+        sampler, key = (own, call.id) if own is not None else (pnode.sentence, pnode.id)
         m = sentence_ends(sampler, block, key, flat, np.asarray(runs), N, cache=True)[:, 0]
     m = np.maximum(m, 1) - 1
     t = np.take_along_axis(sb.D, m[:, None], axis=1)[:, 0]
@@ -357,7 +362,7 @@ def pipeline_offset(pnode, block: Block, flat: int, runs, sb: StreamBatch, cut=N
     return np.where(N > 0, t, sb.end)
 
 
-def _width(block: Block, node: CallNode) -> int:
+def _width(block: Block, node) -> int:
     return int(np.prod(block.shape(node.scope), dtype=np.int64))
 
 
@@ -365,14 +370,13 @@ def _width(block: Block, node: CallNode) -> int:
 
 
 def consumer_metrics(cons: ConsumerCfg, sb: StreamBatch, n: np.ndarray, sent_tokens=None, fa=None) -> dict:
-    """Per-call metrics of one consumer over the first ``n`` delivered tokens of each call (see module doc)."""
+    """Per-call metrics of one consumer over the first ``n`` delivered tokens of each call (see module doc):
+    the common ones here, the consumer kind's own from its ``measure`` (with its draws: a speech consumer's
+    sentence lengths ``sent_tokens`` and first-audio latencies ``fa``)."""
     D, send = sb.D, sb.send
     C, width = D.shape
     i = np.arange(width)
-    if np.array_equal(n, sb.N):
-        Dv = D  # NaN beyond each call's N already
-    else:
-        Dv = np.where(i[None, :] < n[:, None], D, np.nan)
+    Dv = delivered(sb, n)
     has = n > 0
     out: dict[str, np.ndarray] = {"ttft_s": np.where(has, D[:, 0] - send, np.nan)}
     # gaps between successive deliveries, as the client sees them (NaN: no gap there)
@@ -400,42 +404,26 @@ def consumer_metrics(cons: ConsumerCfg, sb: StreamBatch, n: np.ndarray, sent_tok
         whole = nf * T_end - np.nansum(x, axis=1)
         actual = nf * T_end - np.nansum(u, axis=1)
         out["qoe"] = np.where(~has, np.nan, np.where(whole > 0, np.maximum(actual, 0.0) / whole, 1.0))
-    if cons.kind == "reader":
-        r = cons.rate
-        best = np.fmax.reduce(Dv - i[None, :] / r, axis=1)
-        f_n = n / r + np.maximum(send, best)
-        out["reader_done_s"] = np.where(has, f_n - send, np.nan)
-        out["reader_wait_s"] = np.where(has, np.maximum((f_n - send) - n / r, 0.0), np.nan)
-    elif cons.kind == "render":
-        # an answer shorter than the tokens needed renders at its last token; a cut-off one before that, never
-        m = sb.N.copy() if cons.render_tokens is None else np.minimum(cons.render_tokens, sb.N)
-        ok = (n >= m) & (m >= 1)
-        idx = np.clip(m - 1, 0, width - 1)
-        out["first_render_s"] = np.where(ok, np.take_along_axis(D, idx[:, None], axis=1)[:, 0] - send, np.nan)
-    elif cons.kind == "speech":  # a loop over sentences, vectorised over calls
-        rate = cons.rate
-        K = sent_tokens.shape[1]
-        ends = np.cumsum(sent_tokens, axis=1) - 1
-        b = np.take_along_axis(D, np.clip(ends, 0, width - 1), axis=1) + fa[:, None]
-        dur = sent_tokens / rate
-        s_prev = b[:, 0]
-        out["first_sentence_s"] = np.where(has, b[:, 0] - fa - send, np.nan)
-        out["first_audio_s"] = np.where(has, s_prev - send, np.nan)
-        silence = np.zeros(C)
-        longest = np.zeros(C)
-        done = s_prev + dur[:, 0]
-        for k in range(1, K):
-            live = sent_tokens[:, k] > 0
-            s_k = np.maximum(b[:, k], s_prev + dur[:, k - 1])
-            gap = s_k - (s_prev + dur[:, k - 1])
-            silence = np.where(live, silence + gap, silence)
-            longest = np.where(live, np.maximum(longest, gap), longest)
-            s_prev = np.where(live, s_k, s_prev)
-            done = np.where(live, s_k + dur[:, k], done)
-        out["silence_s"] = np.where(has, silence, np.nan)
-        out["longest_silence_s"] = np.where(has, longest, np.nan)
-        out["speech_done_s"] = np.where(has, done - send, np.nan)
+    if cons.kind != "none":
+        draws = {} if sent_tokens is None else {"sentences": sent_tokens, "first_audio": fa}
+        out.update(consumer_kind(cons.kind).measure(cons, sb, n, **draws))
     return out
+
+
+def delivered(sb: StreamBatch, n: np.ndarray) -> np.ndarray:
+    """The delivery times of each call's first ``n`` tokens (calls x tokens; NaN beyond)."""
+    if np.array_equal(n, sb.N):
+        return sb.D  # NaN beyond each call's N already
+    i = np.arange(sb.D.shape[1])
+    return np.where(i[None, :] < n[:, None], sb.D, np.nan)
+
+
+def consumer_timeline(cons: ConsumerCfg, sb: StreamBatch, n: np.ndarray, slot: CallSlot) -> dict[str, np.ndarray]:
+    """The consumer kind's per-token times of a batch of calls (``read_s``, ``spoken_s``; none for some kinds)."""
+    kind = consumer_kind(cons.kind)
+    if kind.timeline is None:
+        return {}
+    return kind.timeline(cons, sb, n, **(kind.draws(cons, slot, n) if kind.draws else {}))
 
 
 def _row_quantiles(x: np.ndarray, qs) -> list[np.ndarray]:
@@ -462,35 +450,28 @@ def block_metrics(plan: Plan, result) -> dict[int, dict[str, np.ndarray]]:
 
     block = result.block
     out: dict[int, dict[str, np.ndarray]] = {}
-    interrupted_all = result.extra.get("interrupted", {})
     for node in plan.calls:
         cons = node.consumer
         if cons is None:
             continue
         t = result.calls[node.id]
-        n_runs = block.n
         width = _width(block, node)
-        status = t["status"].reshape(n_runs, width)
-        out_drawn = np.broadcast_to(block.get(node.id, OUTPUT), t["status"].shape).reshape(n_runs, width)
-        interrupted = interrupted_all.get(node.id)
-        if interrupted is not None:
-            interrupted = interrupted.reshape(n_runs, width)
-        parts: dict[str, list] = {k: [] for k in (*METRICS[cons.kind], "_tps")}
+        status = t["status"].reshape(block.n, width)
+        out_drawn = np.broadcast_to(block.get(node.id, OUTPUT), t["status"].shape).reshape(block.n, width)
+        parts: dict[str, list] = {k: [] for k in (*metrics_of(cons.kind), "_tps")}
         order: list[np.ndarray] = []
         for flat in range(width):
             done_runs = np.nonzero(status[:, flat] == DONE)[0]
-            if not done_runs.size:
-                continue
-            tiers = t["tier"].reshape(n_runs, width)[done_runs, flat]
+            tiers = t["tier"].reshape(block.n, width)[done_runs, flat]
             for tid in np.unique(tiers):
                 runs_t = done_runs[tiers == tid]
                 step = max(1, BATCH_ELEMENTS // max(1, int(out_drawn[runs_t, flat].max())))
                 for lo in range(0, len(runs_t), step):
-                    runs = runs_t[lo : lo + step]
-                    vals = _batch(plan, block, node, int(tid), flat, runs, t, width, out_drawn, interrupted)
+                    slot = CallSlot(block, node, flat, runs_t[lo : lo + step])
+                    vals = _batch(plan, result, slot, int(tid))
                     for k in parts:
                         parts[k].append(vals[k])
-                    order.append(runs * width + flat)
+                    order.append(slot.runs * width + flat)
         if not order:
             continue
         flat_index = np.concatenate(order)
@@ -500,34 +481,38 @@ def block_metrics(plan: Plan, result) -> dict[int, dict[str, np.ndarray]]:
     return out
 
 
-def _batch(plan, block, node, tid, flat, runs, t, width, out_drawn, interrupted):
-    n_runs = block.n
-    tier = plan.tiers[tid]
+def recorded(plan: Plan, result, slot: CallSlot, tier_index: int, cache: bool = True):
+    """The token timelines of recorded calls (a block's, of ``slot``, run on one tier), rebuilt from their
+    records with the engines' own rules: ``(stream, tokens the consumer got, interrupted)``."""
+    block, node = slot.block, slot.node
+    t = result.calls[node.id]
+    width = _width(block, node)
 
-    def col(name):
-        return t[name].reshape(n_runs, width)[runs, flat]
+    def pick(x):  # the slot's calls' values of a (runs, *instances) array (or one that broadcasts to it)
+        return np.broadcast_to(x, t["status"].shape).reshape(block.n, width)[slot.runs, slot.flat]
 
-    send, ttft, tps, reas = col("t_start"), col("ttft"), col("tps"), col("reasoning")
-    N = out_drawn[runs, flat].astype(np.int64)
-    stall = np.zeros(len(runs))
-    stall_u = np.zeros(len(runs))
-    sd = stall_draws(plan, block, node, tid)
+    N = pick(block.get(node.id, OUTPUT)).astype(np.int64)
+    stall = stall_u = np.zeros(len(slot.runs))
+    sd = stall_draws(plan, block, node, tier_index)
     if sd is not None:
-        stall = np.broadcast_to(sd[0], t["status"].shape).reshape(n_runs, width)[runs, flat]
-        stall_u = np.broadcast_to(sd[1], t["status"].shape).reshape(n_runs, width)[runs, flat]
-    end = send + duration(ttft, decode(N, reas, tps), stall)
-    a1 = first_visible(send, ttft, reas, tps)
-    sb = streams(tier, block, node, flat, runs, send, a1, end, N, stall, stall_u, cache=True)
-    hit = np.zeros(len(runs), dtype=bool) if interrupted is None else interrupted[runs, flat]
-    cut = col("t_end")
-    n = np.where(hit, seen(sb, cut), N)
-    cons = node.consumer
-    sent = fa = None
-    if cons.kind == "speech":
-        sent = sentence_ends(cons.sentence, block, node.id, flat, runs, n, cache=True)
-        fa = np.broadcast_to(block.get(node.id, FIRST_AUDIO), t["status"].shape).reshape(n_runs, width)[runs, flat]
-    vals = consumer_metrics(cons, sb, n, sent, fa)
-    vals["_tps"] = tps  # for the apparate point (agentsim.sim.stream_stats)
+        stall, stall_u = pick(sd[0]), pick(sd[1])
+    tl = timeline(pick(t["t_start"]), pick(t["ttft"]), N, pick(t["reasoning"]), pick(t["tps"]), stall)
+    sb = streams(plan.tiers[tier_index], slot, tl, stall_u, cache=cache)
+    interrupted = result.interrupted.get(node.id)
+    hit = np.zeros(len(slot.runs), dtype=bool) if interrupted is None else pick(interrupted)
+    return sb, np.where(hit, seen(sb, pick(t["t_end"])), N), hit
+
+
+def _batch(plan: Plan, result, slot: CallSlot, tier_index: int) -> dict[str, np.ndarray]:
+    """The consumer metrics of a batch of recorded calls (of one slot and tier)."""
+    cons = slot.node.consumer
+    sb, n, hit = recorded(plan, result, slot, tier_index)
+    kind = None if cons.kind == "none" else consumer_kind(cons.kind)
+    draws = kind.draws(cons, slot, n) if kind is not None and kind.draws else {}
+    vals = consumer_metrics(cons, sb, n, draws.get("sentences"), draws.get("first_audio"))
+    width = _width(slot.block, slot.node)
+    t = result.calls[slot.node.id]
+    vals["_tps"] = t["tps"].reshape(slot.block.n, width)[slot.runs, slot.flat]  # for the apparate point
     vals["interrupted_share"] = hit.astype(np.float64)
-    vals["wasted_usd"] = np.where(hit, col("cost"), 0.0)
+    vals["wasted_usd"] = np.where(hit, t["cost"].reshape(slot.block.n, width)[slot.runs, slot.flat], 0.0)
     return vals

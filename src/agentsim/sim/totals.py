@@ -25,7 +25,7 @@ import math
 
 import numpy as np
 
-from agentsim.plan.compiler import FanoutNode, Plan
+from agentsim.plan.nodes import Plan
 from agentsim.plan.sampling import constant_view
 from agentsim.pricing.rates import call_cost
 from agentsim.sim.records import CALL_INT, row_sum, running_row_sum
@@ -131,7 +131,7 @@ def _in_order(plan: Plan, scope: tuple[int, ...]) -> bool:
     once) only after every repeat axis (evaluated one iteration at a time)."""
     seen_fanout = False
     for m in scope:
-        if isinstance(plan.nodes[m], FanoutNode):
+        if plan.nodes[m].axis == "fanout":
             seen_fanout = True
         elif seen_fanout:
             return False

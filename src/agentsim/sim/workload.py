@@ -20,17 +20,18 @@ unfinished: the accounts cannot keep up).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import simpy
 
-from agentsim.plan.compiler import ARRIVAL, THINK, Plan
 from agentsim.plan.limits import Account
+from agentsim.plan.nodes import ARRIVAL, THINK, Plan
 from agentsim.plan.sampling import BLOCK_SIZE, call_speeds, sample_block
 from agentsim.plan.sizeguard import max_workload_runs, workload_runaway
-from agentsim.sim.engine import RUN_UNFINISHED, Runner, finish_block
-from agentsim.sim.records import BlockResult
+from agentsim.sim.des_records import finish_block
+from agentsim.sim.engine import Runner
+from agentsim.sim.records import RUN_UNFINISHED, BlockResult
 
 __all__ = ["WorkloadOutcome", "run_workload"]
 
@@ -42,79 +43,90 @@ class WorkloadOutcome:
     end_s: float
     window: tuple[float, float]  # (warmup, duration)
     started: int = 0
-    extra: dict = field(default_factory=dict)
 
 
 SAME_INSTANT_MAX = 10_000  # events let happen at t = duration before the stop check
 
 
 def run_workload(plan: Plan, seed: int, variant: int) -> WorkloadOutcome:
-    wl = plan.workload
-    assert wl is not None
-    env = simpy.Environment()
-    accounts = [Account.create(spec, env) for spec in plan.accounts]
-    runners: dict[int, Runner] = {}
-    flags: dict[int, dict[str, np.ndarray]] = {}
+    """One variant's workload in one SimPy environment (see the module doc)."""
+    return _Workload(plan, seed, variant).run()
 
-    def runner_for(i: int) -> tuple[Runner, int]:
+
+class _Workload:
+    """The runs of one variant's workload: their runners (one per block, made when a run of it starts),
+    the shared accounts, and the clock that ends the simulation."""
+
+    def __init__(self, plan: Plan, seed: int, variant: int):
+        assert plan.workload is not None
+        self.plan, self.seed, self.variant, self.wl = plan, seed, variant, plan.workload
+        self.env = simpy.Environment()
+        self.accounts = [Account.create(spec, self.env) for spec in plan.accounts]
+        self.runners: dict[int, Runner] = {}
+        self.flags: dict[int, dict[str, np.ndarray]] = {}
+        self.next = 0  # the next run's index
+        self.counted_in_flight = 0
+        self.past_duration = False
+        self.cap = max_workload_runs(plan)
+        self.stop = self.env.event()
+
+    def runner_for(self, i: int) -> tuple[Runner, int]:
+        """The runner of run ``i``'s block (sampled on first use) and the run's index in it."""
         b = i // BLOCK_SIZE
-        if b not in runners:
-            block = sample_block(plan, seed, b, b * BLOCK_SIZE, BLOCK_SIZE)
-            rn = Runner(plan, block, variant, call_speeds(plan, block, variant))
-            rn.share(env, accounts)
-            runners[b] = rn
-            flags[b] = {
-                "started": np.zeros(BLOCK_SIZE, bool),
-                "counted": np.zeros(BLOCK_SIZE, bool),
-                "finished": np.zeros(BLOCK_SIZE, bool),
-            }
-        return runners[b], i % BLOCK_SIZE
+        if b not in self.runners:
+            plan, v = self.plan, self.variant
+            block = sample_block(plan, self.seed, b, b * BLOCK_SIZE, BLOCK_SIZE)
+            rn = Runner(plan, block, v, call_speeds(plan, block, v))
+            rn.share(self.env, self.accounts)
+            self.runners[b] = rn
+            self.flags[b] = {k: np.zeros(BLOCK_SIZE, bool) for k in ("started", "counted", "finished")}
+        return self.runners[b], i % BLOCK_SIZE
 
-    state = {"next": 0, "counted_in_flight": 0, "past_duration": False}
-    cap = max_workload_runs(plan)
-    stop = env.event()
+    def maybe_stop(self) -> None:
+        if self.past_duration and self.counted_in_flight == 0 and not self.stop.triggered:
+            self.stop.succeed()
 
-    def maybe_stop() -> None:
-        if state["past_duration"] and state["counted_in_flight"] == 0 and not stop.triggered:
-            stop.succeed()
-
-    def run(i: int):
-        rn, r = runner_for(i)
-        f = flags[i // BLOCK_SIZE]
-        counted = wl.warmup_s <= env.now <= wl.duration_s
+    def one(self, i: int):
+        """The process of run ``i``: counted when it starts inside the window."""
+        rn, r = self.runner_for(i)
+        f = self.flags[i // BLOCK_SIZE]
+        counted = self.wl.warmup_s <= self.env.now <= self.wl.duration_s
         f["started"][r] = True
         f["counted"][r] = counted
         if counted:
-            state["counted_in_flight"] += 1
+            self.counted_in_flight += 1
         yield from rn.top(r)
         f["finished"][r] = True
         if counted:
-            state["counted_in_flight"] -= 1
-            maybe_stop()
+            self.counted_in_flight -= 1
+            self.maybe_stop()
 
-    def next_index() -> int:
-        i = state["next"]
-        if i >= cap:  # runs that take (almost) no time, or arrivals faster than anything can serve
+    def next_index(self) -> int:
+        i = self.next
+        if i >= self.cap:  # runs that take (almost) no time, or arrivals faster than anything can serve
             raise workload_runaway(i)
-        state["next"] += 1
+        self.next += 1
         return i
 
-    def arrivals():
+    def arrivals(self):
+        """Open loop: a run after each drawn gap (run ``i``'s own draw)."""
         while True:
-            i = next_index()
-            rn, r = runner_for(i)
-            yield env.timeout(rn.value_at(wl.node, ARRIVAL, r))
-            env.process(run(i))
+            i = self.next_index()
+            rn, r = self.runner_for(i)
+            yield self.env.timeout(rn.value_at(self.wl.node, ARRIVAL, r))
+            self.env.process(self.one(i))
 
-    def agent():
+    def agent(self):
+        """Closed loop: one agent's runs, one after the other, with its think time between them."""
         while True:
-            i = next_index()
-            yield env.process(run(i))
-            if wl.think is not None:
-                rn, r = runner_for(i)
-                yield env.timeout(rn.value_at(wl.node, THINK, r))
+            i = self.next_index()
+            yield self.env.process(self.one(i))
+            if self.wl.think is not None:
+                rn, r = self.runner_for(i)
+                yield self.env.timeout(rn.value_at(self.wl.node, THINK, r))
 
-    def clock():
+    def clock(self):
+        env, wl = self.env, self.wl
         yield env.timeout(wl.duration_s)
         # runs that start at exactly `duration` are counted (the window is closed): let every event of
         # this instant happen before asking whether the counted runs are all done
@@ -122,31 +134,33 @@ def run_workload(plan: Plan, seed: int, variant: int) -> WorkloadOutcome:
             if env.peek() != env.now:
                 break
             yield env.timeout(0)
-        state["past_duration"] = True
-        maybe_stop()
+        self.past_duration = True
+        self.maybe_stop()
         yield env.timeout(wl.duration_s)  # drain limit
-        if not stop.triggered:
-            stop.succeed()
+        if not self.stop.triggered:
+            self.stop.succeed()
 
-    if wl.kind == "open":
-        env.process(arrivals())
-    else:
-        for _ in range(wl.concurrent):
-            env.process(agent())
-    env.process(clock())
-    env.run(until=stop)
+    def run(self) -> WorkloadOutcome:
+        env, wl = self.env, self.wl
+        if wl.kind == "open":
+            env.process(self.arrivals())
+        else:
+            for _ in range(wl.concurrent):
+                env.process(self.agent())
+        env.process(self.clock())
+        env.run(until=self.stop)
+        blocks = [self._finish(b) for b in sorted(self.runners)]
+        return WorkloadOutcome(blocks, self.accounts, env.now, (wl.warmup_s, wl.duration_s), started=self.next)
 
-    blocks = []
-    for b in sorted(runners):
-        rn, f = runners[b], flags[b]
+    def _finish(self, b: int) -> BlockResult:
+        rn, f = self.runners[b], self.flags[b]
         unfinished = f["started"] & ~f["finished"]
         rn.status[unfinished] = RUN_UNFINISHED
-        rn.wall[unfinished] = env.now - rn.start[unfinished]
-        res = finish_block(plan, rn, rn.block, variant, start=rn.start.copy())
+        rn.wall[unfinished] = self.env.now - rn.start[unfinished]
+        res = finish_block(self.plan, rn, rn.block, self.variant, start=rn.start.copy())
         # always: without limits or failures finish_block leaves the status out, and an unfinished run
         # would read as completed (status 0) with its wall time cut at the stop
-        res.extra["run_status"] = rn.status.copy()
-        res.extra["counted"] = f["counted"].copy()
-        res.extra["started"] = f["started"].copy()
-        blocks.append(res)
-    return WorkloadOutcome(blocks, accounts, env.now, (wl.warmup_s, wl.duration_s), started=state["next"])
+        res.status = rn.status.copy()
+        res.counted = f["counted"].copy()
+        res.started = f["started"].copy()
+        return res

@@ -28,7 +28,7 @@ def results_plot_limits(self: Results):
     figure that says there is none)."""
     from agentsim.viz.plots_limits import limits_figure
 
-    outs = self.extra.get("outcomes")
+    outs = self.outcomes
     series = self.limits_timeseries()
     if not len(series):
         from agentsim.viz.plots import note_figure

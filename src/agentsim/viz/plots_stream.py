@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from agentsim.model.registry import consumer_kinds
 from agentsim.viz.plots import Figure, variant_colors
 
 __all__ = ["stream_figure"]
@@ -22,12 +23,13 @@ def stream_figure(frame: pd.DataFrame, title: str | None = None) -> Figure:
     fig = Figure(figsize=(7.5, 4.5), layout="constrained")
     ax = fig.subplots()
     names = list(dict.fromkeys(frame["variant"]))
+    columns = {c: label for kind in consumer_kinds().values() for c, label in kind.columns.items() if c in frame}
     colors = variant_colors(names)
     for name in names:
         g = frame[frame["variant"] == name]
         c = colors[name]
         ax.step(g["delivered_s"].to_numpy(), g["token"].to_numpy(), where="post", color=c, label=f"{name}: delivered")
-        for col, style, what in (("read_s", "--", "read"), ("spoken_s", ":", "spoken")):
+        for col, (what, style) in columns.items():  # each consumer kind's per-token times (read, spoken)
             done = g[col].notna()
             if done.any():
                 x, y = g.loc[done, col].to_numpy(), g.loc[done, "token"].to_numpy()

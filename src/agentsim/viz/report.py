@@ -100,7 +100,7 @@ def write_results(res: Results, out_dir: str | os.PathLike, extra: dict | None =
     }
     if res.plan.accounts or res.plan.workload is not None:
         writers["wait_cdf.png"] = fig_writer(res.plot_wait_cdf)
-        if res.extra.get("outcomes"):
+        if res.outcomes:
             writers["limits.png"] = fig_writer(res.plot_limits)
     writers.update(extra or {})
     return write_folder(out_dir, writers)

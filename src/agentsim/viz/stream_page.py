@@ -20,6 +20,7 @@ import os
 from pathlib import Path
 
 from agentsim.analysis.stream_timeline import token_timelines
+from agentsim.model.registry import consumer_kinds
 
 __all__ = ["SAMPLE_TEXT", "build_stream_page", "page_data"]
 
@@ -42,20 +43,17 @@ def _clean(values) -> list[float | None]:
 
 def page_data(frame) -> dict:
     """The timeline the page plays: per variant, delivery, reading and speaking times (JSON-ready)."""
+    columns = {c: label for kind in consumer_kinds().values() for c, (label, _) in kind.columns.items() if c in frame}
     variants = []
     for name in dict.fromkeys(frame["variant"]):
         g = frame[frame["variant"] == name]
-        read = g["read_s"].to_numpy()
-        spoken = g["spoken_s"].to_numpy()
-        variants.append(
-            {
-                "name": str(name),
-                "delivered": _clean(g["delivered_s"].to_numpy()),
-                "read": _clean(read) if len(read) and not all(map(math.isnan, read)) else None,
-                "spoken": _clean(spoken) if len(spoken) and not all(map(math.isnan, spoken)) else None,
-            }
-        )
-    ends = [max((x for x in (*v["delivered"], *(v["read"] or []), *(v["spoken"] or [])) if x is not None), default=0)
+        entry = {"name": str(name), "delivered": _clean(g["delivered_s"].to_numpy())}
+        for column, label in columns.items():  # a consumer kind's per-token times: "read", "spoken"
+            x = g[column].to_numpy()
+            entry[label] = _clean(x) if len(x) and not all(map(math.isnan, x)) else None
+        variants.append(entry)
+    labels = list(columns.values())
+    ends = [max((x for x in (*v["delivered"], *(y for k in labels for y in (v[k] or []))) if x is not None), default=0)
             for v in variants]  # fmt: skip
     return {
         "call": frame.attrs.get("call"),

@@ -1,0 +1,167 @@
+"""``consumer: {speech: {first_audio, tokens_per_s, sentence_tokens}}``: text-to-speech, sentence by sentence.
+
+The answer is cut into sentences of ``sentence_tokens`` tokens (drawn per sentence, rounded, at least 1;
+the last may be shorter) ending at tokens ``e_k``. A sentence can be spoken once its last token is
+delivered and ``first_audio`` seconds (drawn per call) have passed, and not before the previous one
+is said: sentence ``k`` plays from ``s_k = max(d_{e_k} + first_audio, s_{k-1} + l_{k-1})`` for
+``l_k = tokens_k / tokens_per_s`` (DESIGN.md §3.2). :func:`schedule` computes the ``s_k`` for a batch of
+calls; from them::
+
+    first_sentence_s = d_{e_1} - send          first_audio_s = s_1 - send
+    silence_s = sum_{k>=2} (s_k - s_{k-1} - l_{k-1})        longest_silence_s = its largest term
+    speech_done_s = s_K + l_K - send
+
+and token ``j`` of sentence ``k`` is said at ``s_k + j / tokens_per_s`` (``spoken_s``, the page's and
+the figure's). The speaking rate is the apparate point.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pydantic import Field
+
+from agentsim.model.base import PosNum, StrictModel
+from agentsim.model.distributions import Dist
+from agentsim.model.registry import ConsumerKind, register_consumer
+from agentsim.plan.distributions import Sampler
+from agentsim.plan.nodes import FIRST_AUDIO, ConsumerCfg
+
+__all__ = ["SpeechCfg", "SpeechSpec", "schedule"]
+
+
+class SpeechSpec(StrictModel):
+    """Text-to-speech: each complete sentence is spoken after the previous one."""
+
+    first_audio: Dist = Field(
+        0.0, description="Seconds from a sentence's last token to its first audio (drawn per call)."
+    )
+    tokens_per_s: PosNum = Field(description="Speaking rate in tokens per second.")
+    sentence_tokens: Dist = Field(20.0, description="Tokens per sentence, drawn per sentence (rounded, at least 1).")
+
+
+@dataclass(frozen=True)
+class SpeechCfg(ConsumerCfg):
+    """A voice speaking at ``rate`` tokens per second."""
+
+    first_audio: Sampler | None = None  # seconds from a sentence's last token to its audio (drawn per call)
+    sentence: Sampler | None = None  # tokens per sentence, drawn per sentence
+
+
+def compile_speech(c, spec: SpeechSpec, node, path, qoe: tuple) -> SpeechCfg:
+    qoe_ttft, qoe_rate = qoe
+    sp = (*path, "speech")
+    cfg = SpeechCfg(
+        "speech",
+        spec.tokens_per_s,
+        qoe_ttft=qoe_ttft,
+        qoe_rate=qoe_rate or spec.tokens_per_s,
+        first_audio=c.sampler(spec.first_audio, (*sp, "first_audio"), "first audio"),
+        sentence=c.sampler(spec.sentence_tokens, (*sp, "sentence_tokens"), "sentence tokens", positive=True),
+    )
+    c.draw(node, FIRST_AUDIO, node.scope, cfg.first_audio)
+    return cfg
+
+
+def draws(cfg: SpeechCfg, slot, n) -> dict:
+    """Each call's sentence lengths over its ``n`` tokens and its first-audio latency."""
+    import numpy as np
+
+    from agentsim.sim.streaming import sentence_ends
+
+    block, node = slot.block, slot.node
+    sentences = sentence_ends(cfg.sentence, block, node.id, slot.flat, slot.runs, n, cache=True)
+    shape = (block.n, *block.shape(node.scope))
+    fa = np.broadcast_to(block.get(node.id, FIRST_AUDIO), shape).reshape(block.n, -1)[slot.runs, slot.flat]
+    return {"sentences": sentences, "first_audio": fa}
+
+
+def schedule(cfg: SpeechCfg, sb, sentences, first_audio) -> dict:
+    """When each sentence plays (``starts``, calls x sentences, NaN for none), its seconds (``seconds``), and
+    per call the silence between sentences, the longest one, and the end of speech (absolute)."""
+    import numpy as np
+
+    D = sb.D
+    C, width = D.shape
+    K = sentences.shape[1]
+    ends = np.cumsum(sentences, axis=1) - 1
+    b = np.take_along_axis(D, np.clip(ends, 0, width - 1), axis=1) + first_audio[:, None]
+    dur = sentences / cfg.rate
+    starts = np.full((C, K), np.nan)
+    s_prev = starts[:, 0] = b[:, 0]
+    silence, longest, done = np.zeros(C), np.zeros(C), s_prev + dur[:, 0]
+    for k in range(1, K):  # a loop over sentences, vectorised over calls
+        live = sentences[:, k] > 0
+        s_k = np.maximum(b[:, k], s_prev + dur[:, k - 1])
+        gap = s_k - (s_prev + dur[:, k - 1])
+        silence = np.where(live, silence + gap, silence)
+        longest = np.where(live, np.maximum(longest, gap), longest)
+        s_prev = np.where(live, s_k, s_prev)
+        starts[:, k] = np.where(live, s_k, np.nan)
+        done = np.where(live, s_k + dur[:, k], done)
+    return {"b": b, "starts": starts, "seconds": dur, "silence": silence, "longest": longest, "done": done}
+
+
+def measure(cfg: SpeechCfg, sb, n, sentences=None, first_audio=None) -> dict:
+    """The speech metrics of every call of the batch, read from :func:`schedule`."""
+    import numpy as np
+
+    s = schedule(cfg, sb, sentences, first_audio)
+    has, send = n > 0, sb.send
+    return {
+        "first_sentence_s": np.where(has, s["b"][:, 0] - first_audio - send, np.nan),
+        "first_audio_s": np.where(has, s["starts"][:, 0] - send, np.nan),
+        "silence_s": np.where(has, s["silence"], np.nan),
+        "longest_silence_s": np.where(has, s["longest"], np.nan),
+        "speech_done_s": np.where(has, s["done"] - send, np.nan),
+    }
+
+
+def timeline(cfg: SpeechCfg, sb, n, sentences=None, first_audio=None) -> dict:
+    """``spoken_s``: when each token is said (calls x tokens; NaN beyond ``n``)."""
+    import numpy as np
+
+    s = schedule(cfg, sb, sentences, first_audio)
+    C, width = sb.D.shape
+    spoken = np.full((C, width), np.nan)
+    for c in range(C):  # token j (1-based) of sentence k: s_k + j / rate
+        sizes = sentences[c][sentences[c] > 0]
+        k = np.repeat(np.arange(len(sizes)), sizes)
+        j = np.arange(len(k)) - np.repeat(np.cumsum(sizes) - sizes, sizes) + 1
+        spoken[c, : len(k)] = s["starts"][c, k] + j / cfg.rate
+    return {"spoken_s": spoken}
+
+
+DOCS = (  # the kind's section of docs/scenarios.md: (definition, heading, example, where)
+    (
+        "SpeechSpec",
+        "consumer.speech",
+        """\
+speech: {first_audio: 0.3, tokens_per_s: 3, sentence_tokens: {uniform: {low: 12, high: 30}}}
+""",
+        ("speech",),
+    ),
+)
+
+
+KIND = register_consumer(
+    ConsumerKind(
+        "speech",
+        SpeechSpec,
+        compile_speech,
+        ("first_sentence_s", "first_audio_s", "silence_s", "longest_silence_s", "speech_done_s"),
+        measure,
+        draws=draws,
+        timeline=timeline,
+        columns={"spoken_s": ("spoken", ":")},
+        labels={"first_audio_s": "first audio", "silence_s": "silence"},
+        pace=lambda cfg: cfg.rate,
+        docs=DOCS,
+        units={
+            "SpeechSpec.first_audio": "s",
+            "SpeechSpec.tokens_per_s": "tokens/s",
+            "SpeechSpec.sentence_tokens": "tokens",
+        },
+        summary="Text-to-speech, sentence by sentence.",
+    )
+)

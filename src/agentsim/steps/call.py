@@ -1,0 +1,242 @@
+"""``call: {name, model, input, output, reasoning, speed, consumer, interrupt}``: one model request.
+
+``input`` is the new tokens the call adds on top of the context; ``output`` visible tokens (they join
+the context), ``reasoning`` hidden ones (decode time, billed, not in the context): all drawn per
+instance. The call runs on its model's tier in each variant: the variant's ``model``/``speed`` keys
+by the call's name, then by the names of the steps around it (innermost first), then by model name.
+
+A call's timing is the rule of :mod:`agentsim.sim.rules` (``ttft = ttft0 + uncached / prefill_tps``,
+``decode = (output + reasoning) / tps``, ``end = t0 + ((ttft + decode) + stall)``) and its timeline
+one typed value (:mod:`agentsim.sim.call_timeline`). Its seconds go to the ``queue``, ``ttft``,
+``decode`` and ``stall`` slots; each instance is a row of the calls table. A ``consumer`` (or the
+scenario's) streams the answer to a reader, a voice or a UI; an ``interrupt`` lets the user cut it off
+(:mod:`agentsim.sim.streaming`).
+
+The call is the engines' atom: its forms are the runner's and the evaluator's own call primitives
+(with admission, retries and fallbacks on the DES when the plan has limits or failures), which
+every other kind is built around.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from pydantic import Field, model_validator
+from pydantic_core import PydanticCustomError
+
+from agentsim.model.base import Prob, Problem, StrictModel, suggest
+from agentsim.model.consumers import ConsumerSpec
+from agentsim.model.distributions import Dist
+from agentsim.model.registry import StepKind, consumer_kind, register_step
+from agentsim.model.steps import StepModel
+from agentsim.plan.distributions import Sampler
+from agentsim.plan.nodes import (
+    INPUT,
+    INTERRUPT_P,
+    INTERRUPT_X,
+    MAX_TOKENS,
+    OUTPUT,
+    REASONING,
+    U_TPS,
+    U_TTFT,
+    ConsumerCfg,
+    InterruptCfg,
+    Node,
+    can_be_positive,
+)
+
+__all__ = ["CallNode", "CallSpec", "CallStep", "InterruptSpec"]
+
+
+class InterruptSpec(StrictModel):
+    """The user cuts the answer off (barge-in): with probability ``p``, a time after the first token or audio."""
+
+    p: Prob = Field(description="Probability that the call is interrupted.")
+    after_first_token: Dist | None = Field(None, description="Seconds after the first visible token.")
+    after_first_audio: Dist | None = Field(None, description="Or: seconds after the first audio (speech consumer).")
+
+    @model_validator(mode="after")
+    def _one(self) -> InterruptSpec:
+        if (self.after_first_token is None) == (self.after_first_audio is None):
+            raise PydanticCustomError(
+                "interrupt_when", "an interrupt takes one of after_first_token or after_first_audio", {}
+            )
+        return self
+
+
+class CallSpec(StrictModel):
+    name: str | None = Field(None, description="Step name, used in records and variant overrides.")
+    model: str | None = Field(None, description="A key of models; may be omitted when there is only one.")
+    input: Dist = Field(0.0, description="New tokens this call adds (on top of the context).")
+    output: Dist = Field(description="Output tokens (visible; joins the context).")
+    reasoning: Dist = Field(0.0, description="Reasoning tokens: decode time, billed, not in the context.")
+    speed: str | None = Field(None, description="Speed tier of the model for this call.")
+    consumer: ConsumerSpec | None = Field(
+        None, description="Who consumes the streamed answer (default: the scenario's consumer)."
+    )
+    interrupt: InterruptSpec | None = Field(None, description="The user may cut the answer off.")
+
+
+class CallStep(StepModel):
+    call: CallSpec
+
+
+@dataclass(eq=False)
+class CallNode(Node):
+    input: Sampler = None
+    output: Sampler = None
+    reasoning: Sampler = None
+    tiers: tuple[int, ...] = ()  # tier index per variant
+    consumer: ConsumerCfg | None = None
+    interrupt: InterruptCfg | None = None
+    kind = "call"
+    record = "call"
+
+    def can_take_time(self, tiers) -> bool:
+        used = [tiers[t] for t in self.tiers]
+        return (
+            any(can_be_positive(t.ttft) or math.isfinite(t.prefill_tps) for t in used)
+            or can_be_positive(self.output)
+            or can_be_positive(self.reasoning)
+        )
+
+    def mean_time_lower(self, tiers) -> float:
+        """E[TTFT] + E[tokens] / E[TPS] on the fastest tier it runs on (Jensen: E[1/X] >= 1/E[X])."""
+        used = [tiers[t] for t in self.tiers]
+        tokens = self.output.mean + self.reasoning.mean
+        return min(t.ttft.mean * t.ttft_x + tokens / (t.output_tps.mean * t.tps_x) for t in used)
+
+
+def compile_call(c, step: CallStep, scope, path) -> CallNode:
+    spec = step.call
+    p = (*path, "call")
+    declared = spec.model if spec.model is not None else next(iter(c.sc.models))
+    node = c.new_node(CallNode, spec.name or f"{declared}#{len(c.nodes)}", scope, p)
+    node.input = c.sampler(spec.input, (*p, "input"), "input tokens", upper=MAX_TOKENS)
+    node.output = c.sampler(spec.output, (*p, "output"), "output tokens", upper=MAX_TOKENS)
+    node.reasoning = c.sampler(spec.reasoning, (*p, "reasoning"), "reasoning tokens", upper=MAX_TOKENS)
+    node.tiers = _tiers(c, spec, declared, p)
+    for purpose in (U_TTFT, U_TPS):
+        c.draw(node, purpose, scope, None)
+    c.draw(node, INPUT, scope, node.input, integer=True)
+    c.draw(node, OUTPUT, scope, node.output, integer=True)
+    c.draw(node, REASONING, scope, node.reasoning, integer=True)
+    own = spec.consumer is not None
+    node.consumer = compile_consumer(
+        c, spec.consumer if own else c.sc.consumer, node, (*p, "consumer") if own else ("consumer",)
+    )
+    if node.consumer is None and spec.interrupt is not None:
+        node.consumer = ConsumerCfg("none", 0.0)  # an interruptible call still reports its stream
+    if spec.interrupt is not None:
+        it, ip = spec.interrupt, (*p, "interrupt")
+        after = "first_token" if it.after_first_token is not None else "first_audio"
+        delay = it.after_first_token if after == "first_token" else it.after_first_audio
+        node.interrupt = InterruptCfg(it.p, after, c.sampler(delay, (*ip, f"after_{after}"), "interrupt delay"))
+        c.draw(node, INTERRUPT_P, scope, None)
+        c.draw(node, INTERRUPT_X, scope, node.interrupt.delay)
+    return node
+
+
+def _tiers(c, spec: CallSpec, declared: str, p: tuple) -> tuple[int, ...]:
+    """The tier of the call in each variant: keys by its name, then the enclosing names, then its model."""
+    tiers = []
+    names = c.groups[::-1]  # the call's own name (when named), then the enclosing named steps, innermost first
+    for vname, v in c.variants.items():
+        vpath = ("variants", vname)
+        model = declared
+        by_name = next((n for n in names if n in v.model), None)
+        if by_name is not None:
+            model = v.model[by_name]
+        elif declared in v.model:
+            model = v.model[declared]
+        speed, where = spec.speed or "standard", (*p, "speed")
+        by_name = next((n for n in names if n in v.speed), None)
+        if by_name is not None:
+            speed, where = v.speed[by_name], (*vpath, "speed", by_name)
+        elif model in v.speed:
+            speed, where = v.speed[model], (*vpath, "speed", model)
+        elif spec.speed is not None and model != declared:
+            where = (*vpath, "model")
+        t = c.tier(model, speed, where)
+        tiers.append(t if t is not None else 0)
+    return tuple(tiers)
+
+
+def compile_consumer(c, spec, node, path) -> ConsumerCfg | None:
+    """The call's consumer, compiled by its kind (agentsim.consumers), with the QoE expectation."""
+    if spec is None:
+        return None
+    q = spec.qoe
+    qoe = (q.expected_ttft if q is not None else 1.0, q.tokens_per_s if q is not None else None)
+    return consumer_kind(spec.kind).compile(c, spec.spec, node, path, qoe)
+
+
+def check(scenario, step: CallStep, path: tuple, previous) -> list[Problem]:
+    """The model must exist (or be the only one) and offer the speed tier; after_first_audio needs speech."""
+    c, models = step.call, scenario.models
+    names = list(models)
+    problems = _check_interrupt(scenario, c, path)
+    if c.model is None and len(models) != 1:
+        hint = "add model: one of " + ", ".join(names)
+        return [Problem((*path, "call"), "this call names no model and the scenario has several", hint), *problems]
+    model = c.model if c.model is not None else names[0]
+    if model not in models:
+        hint = suggest(model, names) or "defined: " + ", ".join(names)
+        return [Problem((*path, "call", "model"), f"model '{model}' is not defined under models", hint), *problems]
+    tiers = ["standard", *models[model].speeds]
+    if c.speed is not None and c.speed not in tiers:
+        hint = suggest(c.speed, tiers) or "tiers: " + ", ".join(tiers)
+        problems.insert(0, Problem((*path, "call", "speed"), f"model '{model}' has no speed tier '{c.speed}'", hint))
+    return problems
+
+
+def _check_interrupt(scenario, c: CallSpec, path: tuple) -> list[Problem]:
+    if c.interrupt is None or c.interrupt.after_first_audio is None:
+        return []
+    consumer = c.consumer or scenario.consumer
+    if consumer is not None and consumer.kind == "speech":
+        return []
+    return [
+        Problem(
+            (*path, "call", "interrupt", "after_first_audio"),
+            "after_first_audio needs a speech consumer, and this call has none",
+            "add consumer: {speech: {...}} to the call (or the scenario), or use after_first_token",
+        )
+    ]
+
+
+def des(run, node: CallNode, flow, flat: int):
+    """The runner's call (admission, attempts and fallbacks when the plan has limits or failures)."""
+    return run.call_step(node, flow, flat)
+
+
+def fast(ev, node: CallNode, st, ix: tuple) -> None:
+    """The evaluator's call: every run's instance at ``ix`` at once."""
+    ev.call(node, st, ix)
+
+
+DOCS = (  # the kind's sections of docs/scenarios.md: (definition, heading, example, where it is written)
+    (
+        "CallSpec",
+        "Step `call`",
+        """\
+call: {name: act, model: opus, input: 50, output: 250, reasoning: 300, speed: fast}
+""",
+        ("call",),
+    ),
+    (
+        "InterruptSpec",
+        "call.interrupt",
+        """\
+interrupt: {p: 0.2, after_first_token: {uniform: {low: 1, high: 5}}}
+# or: {p: 0.3, after_first_audio: 2}      (needs a speech consumer)
+""",
+        ("interrupt",),
+    ),
+)
+
+
+KIND = register_step(
+    StepKind("call", CallStep, compile_call, des, fast, check=check, docs=DOCS, summary="one model request")
+)
