@@ -1,30 +1,42 @@
-"""Gap jitter from the *middle* of the gap distribution, matched by simulation.
+"""Gap jitter, told apart from the timing noise of the measurement, by matching simulated statistics.
 
 The simulator spaces a call's tokens by weights ``w`` (lognormal, mean 1, CV ``jitter_cv``) and
 delivers them in groups (:mod:`agentsim.sim.streaming`); a delivery gap is the sum of its group's
 token gaps. A moment estimate of ``jitter_cv`` (the squared CV of the gaps, corrected for the group
-sizes) is what the first version used; it is exact for that model but **not robust**: a squared
-deviation lets a few long gaps dominate, and a client on a busy machine sees exactly that, a
-scheduler hiccup delaying one event by a few ms and bunching the next. Measured against a server of
-known jitter 0.6 it gave 0.71-0.79 on quiet runs and 1.40 on a busy one (issue 28).
+sizes) was the first version; it is exact for that model but counts *everything* uneven as jitter.
+Measured against a loopback server of known jitter 0.6 it gave 0.71-0.79 on quiet runs and 1.40 on
+a busy one (issue 28), for two reasons:
 
-Here the statistic is the **interquartile range of the log gaps**, each call's gaps divided by their
-median first (removing the call's speed): half the gaps can be anything without moving it, and a
-hiccup moves at most one gap up and one down. What IQR a given ``jitter_cv`` produces depends on the
-group sizes (a group of ``m`` tokens averages ``m`` weights), on which gaps are partial groups, on
-how many gaps each call has (its median is estimated from them); rather than approximate that, it is
-**simulated** with the measured calls' own structure (each call's tokens per delivery, measured or
-drawn from the fitted ``chunk_tokens``), several copies of it, under the simulator's model, with the
-same random numbers for every trial value (so the simulated IQR is a smooth, increasing function of
-``jitter_cv``), and ``jitter_cv`` is the value whose simulated IQR equals the measured one (Brent's
-root finder). This is indirect inference: the estimator is consistent for the model the simulator
-draws from, whatever the chunking, and exact to the simulation's error (``SIM_TOKENS`` token draws:
-about 0.005 on the CV). A measured IQR below what the groups alone give (``jitter_cv = 0``) fits 0.
+* **outliers**: a scheduler hiccup delays one event by several ms and bunches the next; a squared
+  deviation lets a few of those dominate. Here every statistic is computed on the log gaps (each
+  call's over its median, removing the call's speed) *winsorised* at their 5th and 95th percentiles
+  (values beyond count as those percentiles), so a few per cent of gaps can be anything;
+* **timing noise**: every event is seen a little late, by the server's sleep overshoot and the
+  client's wake-up delay (``e_j >= 0``), so a measured gap is ``g_j + e_j − e_{j−1}``. That widens
+  every gap, and leaves a fingerprint the model's gaps do not have: consecutive gaps are negatively
+  correlated (a late event makes its gap longer and the next one shorter), while the model's gaps,
+  sums over disjoint tokens, are nearly independent.
 
-**Uncertainty.** ``BOOTSTRAP`` resamples of the calls (seeded) each give a measured IQR, turned into a
-``jitter_cv`` through the local slope of the simulated curve; their spread is written as a factor
-(lognormal, median 1, ``p90 = exp(1.2816 sd of the log ratios)``, as calibrate writes the TTFT's
-and the speed's) and as a 95% interval.
+So two statistics are matched: ``S = `` the winsorised variance of the log gaps, and ``ρ = `` their
+lag-1 autocorrelation (consecutive ordinary gaps of a call). They are simulated with the measured
+calls' own structure (each call's tokens per delivery, measured or drawn from the fitted
+``chunk_tokens``; its mean gap; the partial first and last gaps left out when groups hold several
+tokens; several copies of the calls, ``SIM_TOKENS`` token draws), under the simulator's model plus a
+timing noise that makes each event late by an exponential time of mean ``τ`` (an event seen before
+the previous one is seen with it: a gap of 0, left out of both statistics, as in the measurement).
+The same random numbers serve every trial value, so ``S`` and ``ρ`` are smooth functions of
+``(jitter_cv, τ)``. For each ``τ``, ``jitter_cv(τ)`` makes the simulated ``S`` equal the measured one
+(Brent's root finder); then ``τ`` makes ``ρ`` equal too (Brent again; ``τ = 0`` when the measured
+gaps are no more anti-correlated than the model's). This is indirect inference: consistent for the
+simulator's model whatever the chunking, exact to the simulation's error (about 0.005 on the CV).
+``τ`` is reported as the rig's timing noise; it is *not* part of the profile (the simulator draws
+what the provider does, not what a client's clock saw). A measured spread below what the groups
+alone give fits ``jitter_cv = 0``.
+
+**Uncertainty.** ``BOOTSTRAP`` resamples of the calls (seeded) each give measured statistics, mapped to
+``(jitter_cv, τ)`` through the local inverse of the simulated map; the spread of ``jitter_cv`` is
+written as a factor (lognormal, median 1, ``p90 = exp(1.2816 sd of the log ratios)``, as calibrate
+writes the TTFT's and the speed's) and as a 95% interval.
 """
 
 from __future__ import annotations
@@ -35,15 +47,15 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import optimize
 
-__all__ = ["MIN_GAPS", "JitterFit", "fit_jitter", "log_spread"]
+__all__ = ["MIN_GAPS", "JitterFit", "fit_jitter"]
 
 MIN_GAPS = 30  # ordinary gaps needed to fit a jitter (else 0)
-SIM_TOKENS = 150_000  # token weights drawn per trial value (copies of the measured calls)
+SIM_TOKENS = 80_000  # token weights drawn per trial value (copies of the measured calls)
 BOOTSTRAP = 100
 MAX_CV = 5.0
+TRIM = 0.05  # share of the pooled log gaps winsorised at either end
 Z90 = 1.2815515655446004
 SEED = 20281
-TRIM = 0.05  # share of the pooled log gaps left out at either end
 
 
 @dataclass(frozen=True)
@@ -53,29 +65,35 @@ class JitterFit:
     factor_p90: float | None  # the bootstrap spread as a factor's p90 (None: no spread to state)
 
 
-def _spread(x: np.ndarray) -> float:
-    """The winsorised variance: values beyond the TRIM and 1 - TRIM quantiles count as those quantiles."""
-    lo, hi = np.percentile(x, [100 * TRIM, 100 * (1 - TRIM)])
-    return float(np.var(np.clip(x, lo, hi)))
+def _centred(g: np.ndarray, use: np.ndarray) -> np.ndarray:
+    """``log(gap / its row's median)`` over the positive cells ``use`` of a matrix of gaps (rows: calls), else NaN."""
+    use = use & (g > 0)
+    lg = np.log(np.where(use, g, 1.0))
+    srt = np.sort(np.where(use, lg, np.inf), axis=1)
+    m = use.sum(axis=1)
+    rows = np.arange(len(m))
+    lo, hi = np.maximum((m - 1) // 2, 0), np.minimum(np.maximum(m // 2, 0), srt.shape[1] - 1)
+    med = np.where(m > 0, 0.5 * (srt[rows, lo] + srt[rows, hi]), 0.0)
+    return np.where(use, lg - med[:, None], np.nan)
 
 
-def log_spread(gaps: list[np.ndarray], keep: list[np.ndarray]) -> list[np.ndarray]:
-    """Each call's kept, positive gaps as ``log(gap / the call's median kept gap)``."""
-    out = []
-    for g, k in zip(gaps, keep, strict=True):
-        x = g[k & (g > 0)]
-        if x.size >= 2:
-            lx = np.log(x)
-            out.append(lx - np.median(lx))
-    return out
+def _pooled(r: np.ndarray) -> tuple[float, float]:
+    """``(S, ρ)``: winsorised variance and lag-1 autocorrelation of a NaN-padded matrix of centred log gaps."""
+    vals = r[~np.isnan(r)]
+    lo, hi = np.percentile(vals, [100 * TRIM, 100 * (1 - TRIM)])
+    w = np.clip(r, lo, hi) - float(np.mean(np.clip(vals, lo, hi)))
+    var = float(np.nanmean(w * w))
+    lag = w[:, 1:] * w[:, :-1]
+    rho = float(np.nanmean(lag) / var) if var > 0 and np.any(~np.isnan(lag)) else 0.0
+    return var, rho
 
 
 class _Simulated:
-    """Delivery gaps of copies of the measured calls under the simulator's model, for trial jitters."""
+    """Measured gaps of copies of the calls under the simulator's model plus timing noise, for trial values."""
 
-    def __init__(self, counts: list[np.ndarray], partial: bool, rng: np.random.Generator):
+    def __init__(self, counts: list[np.ndarray], scale: np.ndarray, partial: bool, rng: np.random.Generator):
         n_tok = int(sum(int(c.sum()) for c in counts))
-        copies = max(1, math.ceil(SIM_TOKENS / max(n_tok, 1)))
+        copies = max(2, math.ceil(SIM_TOKENS / max(n_tok, 1)))  # simulation error below the sampling error
         rows = [c for _ in range(copies) for c in counts]
         width = max(c.size for c in rows)
         idx = np.zeros((len(rows), width), dtype=np.int64)
@@ -89,75 +107,142 @@ class _Simulated:
             valid[r, : c.size] = True
             first[off] = True
             off += int(c.sum())
-        gap_ok = valid[:, 1:].copy()
+        self.gap = valid[:, 1:].copy()  # the gaps that exist
+        use = self.gap.copy()
         if partial:  # the first and the last gap span partial groups: left out, as in the measurement
-            gap_ok[np.arange(len(rows)), np.maximum(valid.sum(axis=1) - 2, 0)] = False
-            gap_ok[:, 0] = False
-        self.idx, self.ok, self.first = idx, gap_ok, first
+            use[np.arange(len(rows)), np.maximum(valid.sum(axis=1) - 2, 0)] = False
+            use[:, 0] = False
+        self.idx, self.use, self.first = idx, use, first
+        self.scale = np.tile(scale, copies)[:, None]
         self.z = rng.standard_normal(off)
+        self.late = rng.standard_exponential(idx.shape)
+        self.last: tuple = (None, (0.0, 0.0))
 
-    def spread(self, cv: float) -> float:
-        """The pooled IQR of the log gaps (each call over its median) at this ``jitter_cv``."""
+    def statistics(self, cv: float, tau: float) -> tuple[float, float]:
+        """The simulated ``(S, ρ)`` at this jitter and timing noise (the last answer is kept)."""
+        key = (float(cv), float(tau))
+        if key != self.last[0]:
+            self.last = (key, self._statistics(*key))
+        return self.last[1]
+
+    def _statistics(self, cv: float, tau: float) -> tuple[float, float]:
         s = math.sqrt(math.log1p(cv * cv))
         w = np.exp(s * self.z - 0.5 * s * s)
         w[self.first] = 0.0
         t = np.cumsum(w)[self.idx]
-        lg = np.log(np.where(self.ok, t[:, 1:] - t[:, :-1], 1.0))
-        srt = np.sort(np.where(self.ok, lg, np.inf), axis=1)  # each row's kept log gaps first, in order
-        m = self.ok.sum(axis=1)
-        rows = np.arange(len(m))
-        lo, hi = np.maximum((m - 1) // 2, 0), np.maximum(m // 2, 0)
-        med = np.where(m > 0, 0.5 * (srt[rows, lo] + srt[rows, np.minimum(hi, srt.shape[1] - 1)]), 0.0)
-        return _spread((lg - med[:, None])[self.ok])
+        g = np.where(self.gap, t[:, 1:] - t[:, :-1], 0.0)
+        mean = g.sum(axis=1, keepdims=True) / np.maximum(self.gap.sum(axis=1, keepdims=True), 1)
+        g = g * (self.scale / np.where(mean > 0, mean, 1.0))  # each call at its measured mean gap
+        if tau > 0:
+            d = np.concatenate([np.zeros((len(g), 1)), np.cumsum(g, axis=1)], axis=1) + tau * self.late
+            g = np.diff(np.maximum.accumulate(d, axis=1), axis=1)
+        return _pooled(_centred(g, self.use))
+
+
+def _matrix(gaps: list[np.ndarray], keep: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """The calls' gaps as a zero-padded matrix, and the cells to use."""
+    width = max(g.size for g in gaps)
+    g = np.zeros((len(gaps), width))
+    use = np.zeros((len(gaps), width), dtype=bool)
+    for i, (x, k) in enumerate(zip(gaps, keep, strict=True)):
+        g[i, : x.size], use[i, : x.size] = x, k
+    return g, use
+
+
+def _cv_at(sim: _Simulated, s_obs: float, tau: float) -> float:
+    """The ``jitter_cv`` whose simulated spread ``S`` at timing noise ``τ`` is ``s_obs`` (0 or MAX_CV at the ends)."""
+    f = lambda c: sim.statistics(c, tau)[0] - s_obs  # noqa: E731
+    if f(0.0) >= 0:
+        return 0.0
+    if f(MAX_CV) <= 0:
+        return MAX_CV
+    return float(optimize.brentq(f, 0.0, MAX_CV, xtol=2e-4))
+
+
+def _solve(sim: _Simulated, target: tuple[float, float], gap_s: float) -> tuple[float, float]:
+    """``(jitter_cv, τ)`` whose simulated ``(S, ρ)`` equal ``target``: ``τ = 0`` when the measured gaps are no
+    more anti-correlated than the model's at that spread; else Newton steps on ``(jitter_cv, τ²)`` (the noise
+    acts through its variance) from a moment guess, with a finite-difference Jacobian, kept inside the bounds."""
+    t = np.array(target)
+    cv = _cv_at(sim, t[0], 0.0)
+    rho0 = sim.statistics(cv, 0.0)[1]
+    if rho0 <= t[1] or cv == 0.0:
+        return cv, 0.0
+    x = np.array([cv, max((rho0 - t[1]) * t[0], 1e-8) * gap_s * gap_s])  # (cv, v = τ²)
+    vmax = gap_s * gap_s
+    for _ in range(12):
+        f = np.array(sim.statistics(x[0], math.sqrt(x[1]))) - t
+        if np.all(np.abs(f) <= np.array([1e-4 * max(t[0], 1e-3), 1e-4])):
+            break
+        h = np.array([max(0.01, 0.02 * x[0]), 0.05 * x[1]])
+        jac = np.column_stack(
+            [(np.array(sim.statistics(x[0] + h[0], math.sqrt(x[1]))) - t - f) / h[0],
+             (np.array(sim.statistics(x[0], math.sqrt(x[1] + h[1]))) - t - f) / h[1]]
+        )  # fmt: skip
+        try:
+            step = np.linalg.solve(jac, -f)
+        except np.linalg.LinAlgError:
+            break
+        x = np.array([min(max(x[0] + step[0], 0.0), MAX_CV), min(max(x[1] + step[1], 0.0), vmax)])
+    return float(x[0]), math.sqrt(float(x[1]))
 
 
 def fit_jitter(
-    gaps: list[np.ndarray], keep: list[np.ndarray], counts: list[np.ndarray], partial: bool, bootstrap: bool = True
+    gaps: list[np.ndarray],
+    keep: list[np.ndarray],
+    counts: list[np.ndarray],
+    partial: bool,
+    bootstrap: bool = True,
 ) -> JitterFit:
     """``jitter_cv`` from the calls' ``gaps`` (``keep``: the ordinary gaps to use; ``counts``: each call's
     tokens per delivery, for the simulation; ``partial``: groups of several tokens, whose first and last
     gaps are partial and left out of ``keep`` already; ``bootstrap``: also its uncertainty)."""
-    rows = log_spread(gaps, keep)
-    used = int(sum(r.size for r in rows))
+    g, use = _matrix(gaps, keep)
+    r = _centred(g, use)
+    used = int(np.count_nonzero(~np.isnan(r)))
     if used < MIN_GAPS:
         return JitterFit(0.0, {"cv": 0.0, "gaps_used": used, "note": f"fewer than {MIN_GAPS} ordinary gaps"}, None)
-    measured = _spread(np.concatenate(rows))
-    sim = _Simulated(counts, partial, np.random.default_rng(SEED))
-    at0 = sim.spread(0.0)
-    if measured <= at0:
-        cv, slope = 0.0, None
-    elif measured >= sim.spread(MAX_CV):
-        cv, slope = MAX_CV, None
-    else:
-        cv = float(optimize.brentq(lambda c: sim.spread(c) - measured, 0.0, MAX_CV, xtol=1e-4))
-        h = max(0.02, 0.05 * cv)
-        slope = (sim.spread(cv + h) - sim.spread(max(cv - h, 0.0))) / (cv + h - max(cv - h, 0.0))
+    measured = _pooled(r)
+    scale = np.array([float(np.mean(x[k])) if k.any() else float(np.mean(x)) for x, k in zip(gaps, keep, strict=True)])
+    sim = _Simulated(counts, scale, partial, np.random.default_rng(SEED))
+    cv, tau = _solve(sim, measured, gap_s=float(np.median(scale)))
+    fitted = sim.statistics(cv, tau)
     report = {
         "cv": cv,
-        "method": "winsorised variance of log(gap / call median), matched by simulating the calls' groups",
+        "method": "winsorised variance and lag-1 autocorrelation of log(gap / call median), matched by "
+        "simulating the calls' groups with a timing noise",
         "gaps_used": used,
-        "spread_log_gap": {"measured": measured, "with_no_jitter": at0},
+        "timing_noise_s": tau,
+        "statistics": {
+            "measured": list(measured),
+            "fitted": list(fitted),
+            "with_no_jitter": list(sim.statistics(0, 0)),
+        },
     }
-    factor = _bootstrap(rows, measured, cv, slope, report) if bootstrap else None
+    factor = _bootstrap(sim, r, measured, (cv, tau), report) if bootstrap and cv > 0 else None
     return JitterFit(cv, report, factor)
 
 
-def _bootstrap(rows: list[np.ndarray], measured: float, cv: float, slope, report: dict) -> float | None:
-    """Resample the calls; each resample's IQR through the local slope; the spread into ``report``."""
-    if slope is None or not slope > 0 or cv <= 0:
-        return None
+def _bootstrap(sim: _Simulated, r: np.ndarray, measured, sol: tuple[float, float], report: dict) -> float | None:
+    """Resample the calls; map each resample's statistics through the local inverse of the simulated map."""
+    cv, tau = sol
+    h_c, h_t = max(0.02, 0.05 * cv), max(1e-5, 0.1 * tau)
+    base = np.array(sim.statistics(cv, tau))
+    dc = (np.array(sim.statistics(cv + h_c, tau)) - base) / h_c
+    if tau > 0:
+        dt = (np.array(sim.statistics(cv, tau + h_t)) - base) / h_t
+        jac = np.column_stack([dc, dt])
+    else:  # τ at its bound: only the spread moves the estimate
+        jac = None
     rng = np.random.default_rng(SEED + 1)
-    n = len(rows)
-    cvs = []
+    n, cvs = len(r), []
     for _ in range(BOOTSTRAP):
-        pick = rng.integers(0, n, n)
-        b = _spread(np.concatenate([rows[i] for i in pick]))
-        cvs.append(max(cv + (b - measured) / slope, 1e-6))
+        b = np.array(_pooled(r[rng.integers(0, n, n)])) - np.array(measured)
+        step = np.linalg.lstsq(jac, b, rcond=None)[0][0] if jac is not None else b[0] / dc[0]
+        cvs.append(max(cv + step, 1e-6))
     arr = np.array(cvs)
     lo, hi = np.percentile(arr, [2.5, 97.5])
-    sd = float(np.std(np.log(arr / cv), ddof=1))
-    factor = math.exp(Z90 * sd)
     report["ci95"] = [float(lo), float(hi)]
     report["se"] = float(np.std(arr, ddof=1))
     report["bootstrap"] = BOOTSTRAP
-    return factor
+    return math.exp(Z90 * float(np.std(np.log(arr / cv), ddof=1)))

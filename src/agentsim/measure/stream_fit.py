@@ -30,10 +30,11 @@ number of pauses per call).
   ``uniform`` of mean ``m = Σ(N − ½) / Σ(k − ½)`` (the last group holds half a group on average) and
   standard deviation ``s``, ``s² = mean over calls of k (N/k − m)²`` (a call's mean group size
   varies by ``s² / k``), at least one token wide, narrowed (same mean) to start at one token;
-* **jitter** (:mod:`agentsim.measure.jitter_fit`): the interquartile range of the log ordinary gaps
-  (each call's over its median; when deliveries hold several tokens, each call's first and last gap,
-  partial groups, left out), matched by simulating the calls' own group structure: robust to the
-  scheduler's outliers, exact for the simulator's model.
+* **jitter** (:mod:`agentsim.measure.jitter_fit`): the winsorised variance and the lag-1
+  autocorrelation of the log ordinary gaps (each call's over its median; when deliveries hold several
+  tokens, each call's first and last gap, partial groups, left out), matched by simulating the calls'
+  own group structure with a timing noise: robust to the scheduler's outliers, and the noise of the
+  clocks (which makes consecutive gaps anti-correlated) is told apart from the provider's jitter.
 
 Uncertainty: the jitter's bootstrap (in :mod:`~agentsim.measure.jitter_fit`) and, from ``BOOTSTRAP``
 resamples of the calls, the stall rate's and mean length's, each a factor of median 1 whose ``p90``
