@@ -137,7 +137,8 @@ def test_arrivals_stall_and_chunks_match_the_formulas():
     from agentsim.plan.compiler import StreamCfg
     from agentsim.plan.distributions import Sampler
     from agentsim.sim.call_timeline import CallSlot, CallTimeline
-    from agentsim.sim.streaming import stall_position, streams
+    from agentsim.sim.stalls import stall_position
+    from agentsim.sim.streaming import streams
 
     rng = np.random.default_rng(11)
     C = 30

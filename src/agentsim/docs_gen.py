@@ -201,6 +201,9 @@ UNITS: dict[str, str] = {
     "StreamSpec.chunk_tokens": "tokens",
     "StreamSpec.jitter_cv": "× (sd / mean of a gap)",
     "StallSpec.seconds": "s",
+    "StallSpec.per_chunk": "probability per chunk",
+    "StallSpec.per_token": "probability per token",
+    "StallSpec.at_chunks": "chunk numbers",
     "QoeSpec.expected_ttft": "s",
     "QoeSpec.tokens_per_s": "tokens/s",
     "InterruptSpec.after_first_token": "s",
@@ -415,7 +418,9 @@ stream:
         "StallSpec",
         "models.NAME.stream.stall",
         """\
-stall: {p: 0.05, seconds: 2}
+stall: {p: 0.05, seconds: 2}                       # once per call, with probability 0.05
+stall: {per_chunk: 0.02, seconds: {uniform: {low: 0.3, high: 1.0}}}   # a process: any number per call
+stall: {at_chunks: [3, 7, 12], seconds: 0.5}       # a fixed schedule (chunks counted from 1)
 """,
         ("stall",),
     ),

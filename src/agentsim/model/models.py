@@ -34,10 +34,57 @@ __all__ = [
 
 
 class StallSpec(StrictModel):
-    """A pause in a model's stream: with probability ``p`` a call's stream stops once, for ``seconds``."""
+    """Pauses in a model's stream: the tokens after a pause arrive its length later, and so does the call's end.
+    Give one of ``p`` (one stall per call with that probability, contract v1.1), ``per_chunk`` or
+    ``per_token`` (a stall process: before each chunk, or token, after the first a stall with that
+    probability; on average ``(K - 1) * per_chunk`` stalls for ``K`` chunks) or ``at_chunks`` (a fixed
+    schedule: a stall before each listed chunk the answer has). ``seconds`` is drawn per stall."""
 
-    p: Prob = Field(0.0, description="Probability that a call's stream stalls (once).")
-    seconds: Dist = Field(0.0, description="Length of the stall, drawn per call; it adds to the call's time.")
+    p: Prob | None = Field(None, description="Probability that a call's stream stalls once (one stall per call).")
+    per_chunk: Prob | None = Field(
+        None, description="Or: a stall process, the probability of a stall before each chunk after the first."
+    )
+    per_token: Prob | None = Field(
+        None, description="Or: a stall process, the probability of a stall before each token after the first."
+    )
+    at_chunks: list[Annotated[int, BeforeValidator(integer)]] | None = Field(
+        None, description="Or: a stall before each of these chunks (1-based, at least 2), when the answer has it."
+    )
+    seconds: Dist = Field(0.0, description="Length of a stall, drawn per stall; it adds to the call's time.")
+
+    @model_validator(mode="after")
+    def _one_form(self) -> StallSpec:
+        given = [k for k in ("p", "per_chunk", "per_token", "at_chunks") if getattr(self, k) is not None]
+        if len(given) > 1:
+            raise PydanticCustomError(
+                "stall_form",
+                "a stall takes one of p (one stall per call), per_chunk, per_token or at_chunks; got {given}",
+                {"given": ", ".join(given)},
+            )
+        if self.at_chunks is not None and any(k < 2 for k in self.at_chunks):
+            raise PydanticCustomError(
+                "stall_chunks",
+                "at_chunks lists chunks before which the stream stalls, counted from 1; the first chunk "
+                "cannot stall (that is the TTFT): use numbers of at least 2",
+                {},
+            )
+        return self
+
+    @property
+    def form(self) -> str:
+        """``once`` (``p``), ``per_chunk``, ``per_token`` or ``at_chunks``."""
+        for k in ("per_chunk", "per_token", "at_chunks"):
+            if getattr(self, k) is not None:
+                return k
+        return "once"
+
+    @property
+    def rate(self) -> float:
+        """The probability of the form (1 for a schedule; 0 when none is given)."""
+        if self.at_chunks is not None:
+            return 1.0 if self.at_chunks else 0.0
+        value = {"once": self.p, "per_chunk": self.per_chunk, "per_token": self.per_token}[self.form]
+        return 0.0 if value is None else float(value)
 
 
 class StreamSpec(StrictModel):

@@ -62,16 +62,27 @@ U_TTFT, U_TPS, INPUT, OUTPUT, REASONING, LATENCY, COUNT, PICK, ARRIVAL, THINK, U
 # CHUNKS, GAPS and SENTENCES key the per-token streams of agentsim.sim.streaming (not drawn by sample_block).
 STALL_P, STALL_S, STALL_AT, INTERRUPT_P, INTERRUPT_X, FIRST_AUDIO, CHUNKS, GAPS, SENTENCES = range(12, 21)
 FAIL, COND_TTFT, COND_TPS = 21, 22, 23  # a fail step's uniform; a model's per-run condition factors
+# A stall process (contract v1.2; listen steps use 24 and 25 on their own nodes): per instance slot, the
+# k-th row of STALL_GAPS places a call's k-th stall (chunks or tokens after the previous one, geometric) and
+# the k-th row of STALL_LENS is its length; token-major, like CHUNKS (not drawn by sample_block).
+STALL_GAPS, STALL_LENS = 26, 27
 
 
 @dataclass(frozen=True)
 class StreamCfg:
-    """A tier's stream description (see agentsim.sim.streaming): chunk sizes, gap jitter, one possible stall."""
+    """A tier's stream description (see agentsim.sim.streaming): chunk sizes, gap jitter, stalls."""
 
     chunk: Sampler  # tokens per delivered chunk, drawn per chunk
     jitter_cv: float
-    stall_p: float
-    stall_s: Sampler  # seconds of the stall, drawn per call (from raw normals)
+    stall_p: float  # the stall form's probability (per call, per chunk or per token; 1 for a schedule)
+    stall_s: Sampler  # seconds of a stall, drawn per stall (from raw normals)
+    stall_form: str = "once"  # "once" (one stall with probability stall_p), "per_chunk", "per_token", "at_chunks"
+    stall_at: tuple[int, ...] = ()  # at_chunks: the chunks (1-based) before which the stream stalls
+
+    @property
+    def stall_process(self) -> bool:
+        """Whether stalls follow a process along the stream (any number per call), not one per call."""
+        return self.stall_form != "once" and self.stall_p > 0
 
 
 @dataclass(frozen=True)

@@ -123,8 +123,9 @@ class TierTable:
             return None
         comp = self.comp
         chunk = comp.sampler(spec.chunk_tokens, (*path, "chunk_tokens"), "chunk tokens", positive=True)
-        stall_p, stall_s = 0.0, Sampler("constant", {"value": 0.0})
-        if spec.stall is not None:
-            stall_p = spec.stall.p
-            stall_s = comp.sampler(spec.stall.seconds, (*path, "stall", "seconds"), "stall seconds")
-        return StreamCfg(chunk, spec.jitter_cv, stall_p, stall_s)
+        stall = spec.stall
+        if stall is None:
+            return StreamCfg(chunk, spec.jitter_cv, 0.0, Sampler("constant", {"value": 0.0}))
+        stall_s = comp.sampler(stall.seconds, (*path, "stall", "seconds"), "stall seconds", upper=MAX_SECONDS)
+        at = tuple(sorted(set(stall.at_chunks or ())))
+        return StreamCfg(chunk, spec.jitter_cv, stall.rate, stall_s, stall.form, at)

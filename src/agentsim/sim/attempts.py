@@ -29,7 +29,7 @@ from agentsim.sim.context import Ctx
 from agentsim.sim.flow import Flow, RunFailed
 from agentsim.sim.records import CANCELLED, DONE
 from agentsim.sim.rules import Q, cut_tokens, first_token
-from agentsim.sim.streaming import stall_draws
+from agentsim.sim.stalls import stall_draws
 
 __all__ = ["ATT_CANCELLED", "ATT_ERROR", "ATT_OK", "ATT_REJECTED", "ATT_TIMEOUT", "FAILED", "LimitedCalls"]
 

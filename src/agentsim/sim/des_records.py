@@ -29,7 +29,7 @@ from agentsim.sim.records import (
     empty_span_tensors,
 )
 from agentsim.sim.slots import slot_names
-from agentsim.sim.streaming import stall_draws
+from agentsim.sim.stalls import stall_draws
 
 __all__ = ["CALL_RECORD", "PLAIN_RECORD", "attempts_frame", "finish_block"]
 

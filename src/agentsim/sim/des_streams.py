@@ -16,7 +16,8 @@ from agentsim.plan.nodes import FIRST_AUDIO
 from agentsim.sim.call_timeline import CallSlot, Cut, timeline
 from agentsim.sim.flow import Flow
 from agentsim.sim.rules import DEC, STALL, TTFT, lead_in
-from agentsim.sim.streaming import interruption, pipeline_offset, stall_draws, stalled_by, streams
+from agentsim.sim.stalls import stall_draws, stalled_by
+from agentsim.sim.streaming import interruption, pipeline_offset, streams
 
 __all__ = ["StreamedCalls"]
 
@@ -27,13 +28,12 @@ class StreamedCalls:
     def _stream_cut(self, node, st: Flow, flat: int, tl, key: int) -> Cut | None:
         """Apply the streaming rules to a call: arm the pipeline it feeds (if any) and return where the user
         interrupts it (a :class:`~agentsim.sim.call_timeline.Cut`), or None."""
-        sb, stall_u, hit, t_cut, billed = self._stream_rule(node, flat, st.r, tl, key)
-        stall = np.array([tl.stall or 0.0])
+        sb, hit, t_cut, billed = self._stream_rule(node, flat, st.r, tl, key)
         if st.trigger is not None:
-            self._arm_pipeline(st, tl, sb, stall, stall_u, float(t_cut[0]) if hit[0] else None, flat)
+            self._arm_pipeline(st, tl, sb, float(t_cut[0]) if hit[0] else None, flat)
         if not hit[0]:
             return None
-        stalled = float(stalled_by(sb, stall, stall_u, t_cut)[0])
+        stalled = float(stalled_by(sb, t_cut)[0])
         return Cut(float(t_cut[0]), int(billed[0]), stalled)
 
     def _stream_rule(self, node, flat: int, r: int, tl, key: int):
@@ -55,9 +55,9 @@ class StreamedCalls:
             hit, t_cut, billed = interruption(self.plan, slot, tier, sb, fa)
         else:
             hit, t_cut, billed = np.zeros(1, dtype=bool), one.end, one.output
-        return sb, stall_u, hit, t_cut, billed
+        return sb, hit, t_cut, billed
 
-    def _arm_pipeline(self, st: Flow, tl, sb, stall, stall_u, t_cut: float | None, flat: int) -> None:
+    def _arm_pipeline(self, st: Flow, tl, sb, t_cut: float | None, flat: int) -> None:
         """Start the pipeline after the call once it has streamed enough (agentsim.sim.streaming.pipeline_offset)."""
         env = self.env
         event, pipe, pflow = st.trigger
@@ -67,7 +67,7 @@ class StreamedCalls:
         t_go = max(t_go, tl.send)
         # the pipeline's critical path so far: this call's TTFT, decode and stall up to t_go
         acc = list(st.acc)
-        stalled = float(stalled_by(sb, stall, stall_u, np.array([t_go]))[0])
+        stalled = float(stalled_by(sb, np.array([t_go]))[0])
         first, dec = lead_in(tl.send, t_go, tl.ttft, stalled)
         acc[TTFT] += float(first)
         acc[DEC] += float(dec)

@@ -68,7 +68,7 @@ from agentsim.sim.rules import (
     duration,
     first_token,
 )
-from agentsim.sim.streaming import stall_draws
+from agentsim.sim.stalls import stall_draws
 
 __all__ = ["Runner", "run_block_des"]
 

@@ -47,7 +47,8 @@ from agentsim.sim.records import (
     empty_call_tensors,
     empty_span_tensors,
 )
-from agentsim.sim.streaming import interruption, pipeline_offset, stall_draws, stalled_by, streams
+from agentsim.sim.stalls import stall_draws, stalled_by
+from agentsim.sim.streaming import interruption, pipeline_offset, streams
 from agentsim.sim.totals import RunTotals, add_ints, lean
 
 __all__ = ["Evaluator", "State", "VecCtx", "run_block_fast", "summary_only_reasons"]
@@ -431,7 +432,7 @@ class Evaluator:
     def _stream_slots(self, node, tier, ix: tuple, tl, active):
         """Token timelines (agentsim.sim.streaming.streams) of the active calls at ``ix``, one instance slot at a time.
 
-        Yields ``(idx, slot, sb, stall, stall_u, first_audio)``; ``idx`` indexes arrays shaped like ``tl.send``.
+        Yields ``(idx, slot, sb, first_audio)``; ``idx`` indexes arrays shaped like ``tl.send``.
         """
         shape = tl.send.shape
         dims = self.block.shape(node.scope)
@@ -468,7 +469,7 @@ class Evaluator:
             slot = CallSlot(self.block, node, flat, runs)
             sb = streams(tier, slot, one, st_u, cache=True)
             fa = None if fa_all is None else np.broadcast_to(fa_all, (n, *dims)).reshape(n, -1)[runs, flat]
-            yield (runs, *pos), slot, sb, st_s, st_u, fa
+            yield (runs, *pos), slot, sb, fa
 
     def _interrupt(self, node, tier, ix: tuple, tl, active) -> tuple[np.ndarray, Cut]:
         """Where every active call instance at ``ix`` is interrupted: ``(hit, Cut)`` (agentsim.sim.streaming rules)."""
@@ -477,10 +478,10 @@ class Evaluator:
         t_cut = np.full(shape, np.inf)
         billed = np.zeros(shape, dtype=np.int64)
         stalled = np.zeros(shape)
-        for idx, slot, sb, st_s, st_u, fa in self._stream_slots(node, tier, ix, tl, active):
+        for idx, slot, sb, fa in self._stream_slots(node, tier, ix, tl, active):
             h, t, b = interruption(self.plan, slot, tier, sb, fa)
             hit[idx], t_cut[idx], billed[idx] = h, t, b
-            stalled[idx] = np.where(h, stalled_by(sb, st_s, st_u, t), 0.0)
+            stalled[idx] = np.where(h, stalled_by(sb, t), 0.0)
         return hit, Cut(t_cut, billed, stalled)
 
     def _pipeline_start(self, pipe, node, tier, ix: tuple, tl, active, cut) -> tuple[np.ndarray, np.ndarray]:
@@ -492,11 +493,11 @@ class Evaluator:
         hit, t_cut = (np.zeros(shape, dtype=bool), np.full(shape, np.inf)) if cut is None else cut
         t_go = np.array(np.broadcast_to(tl.send, shape), dtype=np.float64)
         stalled = np.zeros(shape)
-        for idx, slot, sb, st_s, st_u, _fa in self._stream_slots(node, tier, ix, tl, active):
+        for idx, slot, sb, _fa in self._stream_slots(node, tier, ix, tl, active):
             go = pipeline_offset(pipe, slot, sb, np.where(hit[idx], t_cut[idx], np.inf))
             go = np.maximum(go, sb.send)
             t_go[idx] = go
-            stalled[idx] = stalled_by(sb, st_s, st_u, go)
+            stalled[idx] = stalled_by(sb, go)
         return t_go, stalled
 
     # ------------------------------------------------------------------ races

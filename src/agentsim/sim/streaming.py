@@ -13,9 +13,10 @@ Both engines call the same functions, so their streaming numbers agree to the la
 
 * ``jitter_cv``: the ``N - 1`` gaps are re-spaced by weights ``w_j`` (lognormal, mean 1, that CV),
   ``a_i = a_1 + (end - stall - a_1) * (w_1 + ... + w_{i-1}) / (w_1 + ... + w_{N-1})``; the end stays.
-* ``stall``: with probability ``p`` per call the stream pauses once, for ``seconds``, after token
-  ``k = 1 + floor(u * (N - 1))`` (``u`` uniform): tokens ``k+1..N`` arrive ``seconds`` later, and so
-  does the call's end (the engines add the stall to the call; the breakdown reports it as ``stall``).
+* ``stall``: the stream pauses, and every later token arrives that much later, and so does the call's
+  end (the engines add a call's total stall to it; the breakdown reports it as ``stall``): once per call
+  with probability ``p``, after token ``k = 1 + floor(u * (N - 1))`` (``u`` uniform), or as a process
+  (``per_chunk``, ``per_token``, ``at_chunks``), any number of times (:mod:`agentsim.sim.stalls`).
 * ``chunk_tokens``: tokens are delivered in groups (sizes drawn per group); a group is delivered at
   the arrival of its last token, the first group at ``a_1``. The consumer sees delivery times ``d_i``.
 
@@ -39,7 +40,7 @@ Both engines call the same functions, so their streaming numbers agree to the la
 the call's end. The call ends at ``t``; its reasoning and the visible tokens that have arrived by
 ``t`` (``a_i <= t``) are billed; only those join the context.
 
-**Engines.** The DES applies :func:`streams`, :func:`interruption`, :func:`stalled_by` and
+**Engines.** The DES applies :func:`streams`, :func:`interruption`, ``stalls.stalled_by`` and
 :func:`pipeline_offset` to one call at a time; the fast path to all the runs of one instance slot at
 once. Every operation is per row, so both get the same bits. :func:`block_metrics` then computes the
 consumer metrics from the records of either engine.
@@ -57,21 +58,11 @@ import numpy as np
 from scipy import special
 
 from agentsim.model.registry import consumer_kind, consumer_kinds
-from agentsim.plan.nodes import (
-    CHUNKS,
-    GAPS,
-    INTERRUPT_P,
-    INTERRUPT_X,
-    OUTPUT,
-    SENTENCES,
-    STALL_AT,
-    STALL_P,
-    STALL_S,
-    ConsumerCfg,
-    Plan,
-)
+from agentsim.plan.nodes import CHUNKS, GAPS, INTERRUPT_P, INTERRUPT_X, OUTPUT, SENTENCES, ConsumerCfg, Plan
 from agentsim.plan.sampling import Block
 from agentsim.sim.call_timeline import CallSlot, CallTimeline, timeline
+from agentsim.sim.stalls import one_token_chunks, stall_draws, stall_events
+from agentsim.sim.stream_draws import columns, group_sizes, sizes, token_rows
 
 __all__ = [
     "COMMON",
@@ -84,15 +75,11 @@ __all__ = [
     "pipeline_offset",
     "recorded",
     "seen",
-    "stall_draws",
-    "stall_position",
-    "stalled_by",
     "streams",
     "table_rows",
 ]
 
 BATCH_ELEMENTS = 1 << 21  # tokens per batch of calls (memory of one matrix: 16 MiB)
-CACHE_BYTES = 128 << 20  # per-token draws kept per block for the engines' repeated look-ups (beyond: redrawn)
 ARRIVED_TOL = 1e-9  # a token arriving within this many seconds after t counts as arrived by t
 
 # Metrics every consumer has (the order of summary.json): ttft_s, then the consumer kind's own, then the rest.
@@ -131,79 +118,6 @@ def table_rows() -> list[tuple[str, str]]:
     return rows + [(m, label) for m, label in COMMON_LABELS.items() if m != "ttft_s"]
 
 
-# --------------------------------------------------------------------------- random numbers
-
-
-def _rows(block: Block, key_node: int, purpose: int, flat: int, rows: int, cache: bool) -> np.ndarray:
-    """Standard normals ``(rows, block.n)`` of one instance slot, token-major (row j: j-th draw of each run)."""
-    key = (key_node, purpose, flat)
-    store = block.stream_cache
-    z = store.get(key)
-    if z is None or z.shape[0] < rows:
-        seq = np.random.SeedSequence(block.seed, spawn_key=(block.index, key_node, purpose, flat))
-        z = np.random.Generator(np.random.PCG64(seq)).standard_normal((max(rows, 1), block.n))
-        if cache:  # the same numbers either way: the cache only saves drawing them again
-            used = store.get("_bytes", 0) - (store[key].nbytes if key in store else 0)
-            if used + z.nbytes <= CACHE_BYTES:
-                store[key] = z
-                store["_bytes"] = used + z.nbytes
-    return z[:rows]
-
-
-def _sizes(sampler, block: Block, key_node: int, purpose: int, flat: int, runs: np.ndarray, rows: int, cache: bool):
-    """Group sizes (chunks or sentences), ``(len(runs), rows)`` whole numbers >= 1."""
-    if sampler.is_constant:
-        size = max(1, int(np.rint(sampler.constant_value)))
-        return np.full((len(runs), rows), size, dtype=np.int64)
-    z = _columns(_rows(block, key_node, purpose, flat, rows, cache), runs, block.n)
-    return np.maximum(np.rint(sampler.transform(z)), 1).astype(np.int64)
-
-
-def _group_sizes(sampler, block, key_node, purpose, flat, runs, N, cache) -> np.ndarray:
-    """Group sizes covering each call's ``N`` tokens: a first guess of rows from the mean, all rows if short.
-
-    Rows are drawn token-major, so drawing fewer or more of them never changes the first ones.
-    """
-    width = max(int(N.max()) if len(N) else 1, 1)
-    if not sampler.is_constant:
-        guess = min(width, 2 * math.ceil(width / max(sampler.mean, 1.0)) + 8)
-        sizes = _sizes(sampler, block, key_node, purpose, flat, runs, guess, cache)
-        if guess == width or bool(np.all(sizes.sum(axis=1) >= N)):
-            return sizes
-    return _sizes(sampler, block, key_node, purpose, flat, runs, width, cache)
-
-
-def _columns(z: np.ndarray, runs: np.ndarray, n: int) -> np.ndarray:
-    """``z[:, runs].T``, without a copy when ``runs`` is every run in order."""
-    if len(runs) == n and (n == 0 or (runs[0] == 0 and runs[-1] == n - 1)):
-        return z.T
-    return z[:, runs].T
-
-
-def stall_draws(plan: Plan, block: Block, node, tier_index: int):
-    """``(seconds, u)`` per call instance of ``node`` on a tier (shape ``(n, *instances)``), or None.
-
-    ``seconds`` is 0 where the stream does not stall; ``u`` (uniform) places the stall (see
-    :func:`stall_position`). Both engines add ``seconds`` to the call: ``end = t0 + ((ttft + dec) + stall)``.
-    """
-    st = plan.tiers[tier_index].stream
-    if st is None or st.stall_p <= 0 or (node.id, STALL_P) not in block.values:
-        return None
-    key = ("stall", node.id, tier_index)
-    if key not in block.stream_cache:
-        hit = special.ndtr(block.get(node.id, STALL_P)) < st.stall_p
-        secs = np.maximum(st.stall_s.transform(np.asarray(block.get(node.id, STALL_S), dtype=np.float64)), 0.0)
-        stall = np.where(hit, secs, 0.0)
-        block.stream_cache[key] = (stall, special.ndtr(block.get(node.id, STALL_AT)))
-    return block.stream_cache[key]
-
-
-def stall_position(u: np.ndarray, n: np.ndarray) -> np.ndarray:
-    """Token after which a stall happens: ``1 + floor(u (N - 1))`` in ``1..N-1`` (``N`` when N <= 1)."""
-    k = 1 + np.floor(u * np.maximum(n - 1, 0)).astype(np.int64)
-    return np.where(n >= 2, np.clip(k, 1, np.maximum(n - 1, 1)), n)
-
-
 # --------------------------------------------------------------------------- timelines
 
 
@@ -211,19 +125,22 @@ class StreamBatch:
     """Arrival (``A``) and delivery (``D``) times of the visible tokens of a batch of calls.
 
     Matrices are ``(calls, width)``; entries beyond a call's ``N`` are NaN. ``chunk_start[c, i]``
-    is True where token ``i`` (0-based) starts a new delivery (a gap the client sees).
+    is True where token ``i`` (0-based) starts a new delivery (a gap the client sees). ``stalls``: the
+    calls' :class:`~agentsim.sim.stalls.StallEvents` (None: no stall).
     """
 
-    __slots__ = ("A", "D", "N", "chunk_start", "end", "send")
+    __slots__ = ("A", "D", "N", "chunk_start", "end", "send", "stalls")
 
-    def __init__(self, A, D, N, chunk_start, send, end):
+    def __init__(self, A, D, N, chunk_start, send, end, stalls=None):
         self.A, self.D, self.N, self.chunk_start, self.send, self.end = A, D, N, chunk_start, send, end
+        self.stalls = stalls
 
 
 def streams(tier, slot: CallSlot, tl: CallTimeline, stall_u: np.ndarray, *, cache: bool = False) -> StreamBatch:
     """Token timelines of the calls of ``slot`` (their timeline ``tl``: arrays over them), on ``tier``.
 
-    ``tl.stall`` is each call's stall (an array, 0 where none) and ``stall_u`` the uniform placing it.
+    ``tl.stall`` is each call's total stall (an array, 0 where none) and ``stall_u`` the uniform placing a
+    single stall (the ``once`` form; a stall process draws its places, :mod:`agentsim.sim.stalls`).
     """
     block, node, flat, runs = slot.block, slot.node, slot.flat, slot.runs
     send, a1, end, N, stall = tl.send, tl.first_visible, tl.end, tl.output, tl.stall
@@ -234,7 +151,7 @@ def streams(tier, slot: CallSlot, tl: CallTimeline, stall_u: np.ndarray, *, cach
     st = tier.stream
     if st is not None and st.jitter_cv > 0 and width >= 2:
         sigma = math.sqrt(math.log1p(st.jitter_cv**2))
-        z = _columns(_rows(block, node.id, GAPS, flat, width - 1, cache), runs, block.n)
+        z = columns(token_rows(block, node.id, GAPS, flat, width - 1, cache), runs, block.n)
         w = np.exp(sigma * z - 0.5 * sigma * sigma)
         w = np.where(i[None, 1:] < N[:, None], w, 0.0)  # gap j (1-based) exists when j < N
         cum = np.concatenate([np.zeros((C, 1)), np.cumsum(w, axis=1)], axis=1)
@@ -245,19 +162,21 @@ def streams(tier, slot: CallSlot, tl: CallTimeline, stall_u: np.ndarray, *, cach
         denom = np.maximum(N - 1, 1).astype(np.float64)
         A = a1[:, None] + (span[:, None] * i[None, :]) / denom[:, None]
     A[:, 0] = a1
-    if stall.any():
-        k = stall_position(stall_u, N)
-        A = A + np.where(i[None, :] >= k[:, None], stall[:, None], 0.0)
+    ev = stall_events(st, slot, N, stall, stall_u, cache)
+    if ev is not None and ev.pos.size:  # each stall delays its token and every later one
+        S = np.zeros((C, width + 1))
+        np.put_along_axis(S, np.where(ev.pos >= 0, np.minimum(ev.pos, width), width), ev.length, axis=1)
+        A = A + np.cumsum(S[:, :width], axis=1)
     many = N >= 2
     A[many, N[many] - 1] = end[many]
     A[i[None, :] >= N[:, None]] = np.nan
     # chunks: a group is delivered when its last token arrives; the first group at a_1
-    if st is None or (st.chunk.is_constant and st.chunk.constant_value <= 1.5):
+    if one_token_chunks(st):
         D = A
         chunk_start = np.ones((C, width), dtype=bool)
     else:
-        sizes = _group_sizes(st.chunk, block, node.id, CHUNKS, flat, runs, N, cache)
-        ends = np.cumsum(sizes, axis=1) - 1  # 0-based index of each group's last token
+        sizes_ = group_sizes(st.chunk, block, node.id, CHUNKS, flat, runs, N, cache)
+        ends = np.cumsum(sizes_, axis=1) - 1  # 0-based index of each group's last token
         is_end = np.zeros((C, width + 1), dtype=bool)
         np.put_along_axis(is_end, np.minimum(ends, width), True, axis=1)
         is_end = is_end[:, :width]
@@ -270,7 +189,7 @@ def streams(tier, slot: CallSlot, tl: CallTimeline, stall_u: np.ndarray, *, cach
         D[i[None, :] >= N[:, None]] = np.nan
         chunk_start = np.ones((C, width), dtype=bool)
         chunk_start[:, 1:] = last[:, 1:] != last[:, :-1]
-    return StreamBatch(A, D, N, chunk_start, send, end)
+    return StreamBatch(A, D, N, chunk_start, send, end, ev)
 
 
 def arrived(A: np.ndarray, t: np.ndarray) -> np.ndarray:
@@ -291,10 +210,10 @@ def sentence_ends(sampler, block: Block, key_node: int, flat: int, runs: np.ndar
     if sampler.is_constant:
         L = max(1, int(np.rint(sampler.constant_value)))
         K = max(-(-int(n.max()) // L) if len(n) else 1, 1)
-        sizes = _sizes(sampler, block, key_node, SENTENCES, flat, runs, K, cache)
+        got = sizes(sampler, block, key_node, SENTENCES, flat, runs, K, cache)
     else:
-        sizes = _group_sizes(sampler, block, key_node, SENTENCES, flat, runs, n, cache)
-    cum = np.minimum(np.cumsum(sizes, axis=1), n[:, None])
+        got = group_sizes(sampler, block, key_node, SENTENCES, flat, runs, n, cache)
+    cum = np.minimum(np.cumsum(got, axis=1), n[:, None])
     start = np.concatenate([np.zeros((len(n), 1), dtype=np.int64), cum[:, :-1]], axis=1)
     return cum - start  # tokens per sentence; 0 once the answer is used up
 
@@ -327,15 +246,6 @@ def interruption(plan: Plan, slot: CallSlot, tier, sb: StreamBatch, fa=None):
         t = first_audio_times(sb.D, sent, fa) + x
     hit = (u < cfg.p) & (t < sb.end) & (sb.N > 0)
     return hit, t, np.where(hit, arrived(sb.A, t), sb.N)
-
-
-def stalled_by(sb: StreamBatch, stall: np.ndarray, stall_u: np.ndarray, t: np.ndarray) -> np.ndarray:
-    """Seconds of each call's stall already spent at ``t`` (it starts when token ``k`` arrives)."""
-    width = sb.A.shape[1]
-    k = stall_position(stall_u, sb.N)
-    at = np.take_along_axis(sb.A, np.clip(k - 1, 0, width - 1)[:, None], axis=1)[:, 0]
-    live = (stall > 0) & (sb.N > 0)
-    return np.where(live, np.minimum(np.maximum(t - np.where(live, at, t), 0.0), stall), 0.0)
 
 
 def pipeline_offset(pnode, slot: CallSlot, sb: StreamBatch, cut=None) -> np.ndarray:
@@ -492,7 +402,7 @@ def recorded(plan: Plan, result, slot: CallSlot, tier_index: int, cache: bool = 
         return np.broadcast_to(x, t["status"].shape).reshape(block.n, width)[slot.runs, slot.flat]
 
     N = pick(block.get(node.id, OUTPUT)).astype(np.int64)
-    stall = stall_u = np.zeros(len(slot.runs))
+    stall, stall_u = np.zeros(len(slot.runs)), np.zeros(len(slot.runs))
     sd = stall_draws(plan, block, node, tier_index)
     if sd is not None:
         stall, stall_u = pick(sd[0]), pick(sd[1])
