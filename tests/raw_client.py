@@ -13,10 +13,12 @@ benchmarks/stream_fidelity.py):
   by those bytes is stamped with that time: parsing (HTTP/1.1 chunked framing, SSE lines, JSON) comes
   after the stamp, so it adds nothing to the times.
 
-:func:`stream` returns the send time, the arrival time of every output event (a delta with text, in
-the OpenAI Chat Completions stream), tokens per event when the server reports a running usage count
-(``usage.completion_tokens`` on every chunk, as vLLM's ``continuous_usage_stats`` does), and the end.
-Plain ``http://`` only: the loopback server of the tests.
+:meth:`RawClient.stream` returns the send time, the arrival time of every output event (a delta with
+text, in the OpenAI Chat Completions stream), the tokens of each event (from a running usage count,
+``usage.completion_tokens`` on every chunk as vLLM's ``continuous_usage_stats`` gives, else the words
+of its text: the loopback server writes one word per token), and the end. Plain ``http://`` only:
+the loopback server of the tests. One connection, one request at a time: run several clients in
+several processes (never threads, whose interpreter lock would delay a stamp).
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ class RawStream:
 
     sent: float
     events: list[float] = field(default_factory=list)  # arrival of each output event
-    tokens: list[int] = field(default_factory=list)  # tokens per output event, when the server counts them
+    tokens: list[int] = field(default_factory=list)  # tokens per output event
     end: float = float("nan")
     completion_tokens: int | None = None
 
@@ -100,10 +102,10 @@ class _Parser:
             obj = json.loads(data)
             usage = obj.get("usage") or {}
             count = usage.get("completion_tokens")
-            if any((c.get("delta") or {}).get("content") for c in obj.get("choices") or []):
+            text = "".join((c.get("delta") or {}).get("content") or "" for c in obj.get("choices") or [])
+            if text:
                 self.out.events.append(now)
-                if count is not None:
-                    self.out.tokens.append(int(count) - self.seen)
+                self.out.tokens.append(int(count) - self.seen if count is not None else len(text.split()))
             if count is not None:
                 self.seen = int(count)
                 self.out.completion_tokens = int(count)

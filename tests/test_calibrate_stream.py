@@ -21,21 +21,21 @@ from typer.testing import CliRunner
 from agentsim.cli.main import app
 from agentsim.measure.calibrate import calibrate, profile_document
 from agentsim.measure.stream_fit import MIN_STREAM_REQUESTS, fit_stream, fit_table
-from agentsim.model.models import StallSpec
 from agentsim.traces.measurement_files import read_file
 from measurement_formats import FIXTURE_DIR, WRITERS
 from stream_measurements import StreamTruth, draw_stream
 
 runner = CliRunner()
-AWAITS = "awaits the simulator's stall process (DESIGN.md §3.3: stall: {per_chunk, seconds}) from main"
 N_OK = 400
 REPLICATES = 20
 
 
 def _chunk_mean_width(c) -> tuple[float, float]:
+    """Mean and width (sqrt(12 var), the width of a uniform of that variance) of a chunk size."""
     if isinstance(c, dict):
-        u = c["uniform"]
-        return (u["low"] + u["high"]) / 2, u["high"] - u["low"]
+        v, p = np.array(c["choice"]["values"], dtype=float), np.array(c["choice"]["p"])
+        mean = float(v @ p)
+        return mean, math.sqrt(12 * float(p @ (v - mean) ** 2))
     return float(c), 0.0
 
 
@@ -87,7 +87,7 @@ def test_calibrate_recovers_the_stream(tmp_path, fmt):
     if isinstance(st.chunk, tuple):  # whole sizes uniform on low..high: mean and the matching continuous width
         lo, hi = st.chunk
         want_m, want_w = (lo + hi) / 2, math.sqrt((hi - lo + 1) ** 2 - 1)  # width = sqrt(12 var)
-        assert doc["stream"]["chunk_tokens"]["uniform"]["low"] >= 1
+        assert min(doc["stream"]["chunk_tokens"]["choice"]["values"]) >= 1
     else:
         want_m, want_w = st.chunk, 0.0
         assert doc["stream"]["chunk_tokens"] == st.chunk  # a constant group size is found exactly
@@ -118,7 +118,6 @@ def _profile(data) -> dict:
     return profile_document(cal, "p", [str(data)], [found.source_format], dt.date(2026, 12, 1), "given")
 
 
-@pytest.mark.skipif("per_chunk" not in StallSpec.model_fields, reason=AWAITS)
 def test_calibrate_says_what_it_fitted(tmp_path):
     st = CASES["vllm"]
     sample, _ = draw_stream(st, N_OK, seed=7)
@@ -146,7 +145,6 @@ def test_stall_pauses_are_taken_out_of_the_output_speed(tmp_path):
     assert float(np.mean(sample.tps[ok])) < float(np.mean(true_tps)) - 8 * se
 
 
-@pytest.mark.skipif("per_chunk" not in StallSpec.model_fields, reason=AWAITS)
 def test_profile_with_a_stream_loads_and_runs(tmp_path):
     st = StreamTruth(chunk=4, jitter_cv=0.4, stall_per_chunk=0.01, stall_s=2.0)
     sample, _ = draw_stream(st, N_OK, seed=3)
@@ -208,7 +206,14 @@ def test_one_stall_per_call_is_a_rate_per_gap_and_lengths_that_vary_a_family():
 def test_deliveries_inconsistent_with_one_group_size_give_a_range():
     # groups of 3 tokens in one call, 5 in another: no single size explains both
     fit = fit_stream([[0.03] * 9, [0.05] * 9], output_tokens=[30, 50])
-    c = fit["chunk_tokens"]["uniform"]
+    ch = fit["chunk_tokens"]["choice"]
     mean = (29.5 + 49.5) / (9.5 + 9.5)  # sum(N - 1/2) / sum(k - 1/2)
-    assert c["low"] == 1.0  # the spread (sd 3.2 tokens) would reach below one token: narrowed to start at 1
-    assert (c["low"] + c["high"]) / 2 == pytest.approx(mean, abs=0.01)
+    # the spread (sd 3.2 tokens) would reach below one token: narrowed to [1, 2 mean - 1], and written as the
+    # whole sizes that uniform rounds to (each size's share of it)
+    high = 2 * mean - 1
+    ks = np.arange(1, round(high) + 1)
+    share = (np.minimum(ks + 0.5, high) - np.maximum(ks - 0.5, 1.0)) / (high - 1)
+    assert ch["values"] == ks.tolist()
+    assert ch["p"] == pytest.approx(share.tolist(), abs=len(ks) * 5e-5) and math.fsum(ch["p"]) == pytest.approx(
+        1, abs=1e-12
+    )

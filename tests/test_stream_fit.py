@@ -173,9 +173,10 @@ def test_even_stream_fits_zero_jitter_and_no_stall():
     assert fit == {"chunk_tokens": 1, "jitter_cv": 0.0}
 
 
-def test_varying_chunks_give_a_uniform_range():
-    fit = fit_stream([[0.1] * 5], [[3, 1, 2, 3, 5, 4]])
-    assert fit["chunk_tokens"] == {"uniform": {"low": 1.0, "high": 5.0}}
+def test_varying_chunks_give_their_frequencies():
+    # the first delivery (3) and the last (4) are partial groups: left out
+    fit = fit_stream([[0.1] * 5, [0.1] * 3], [[3, 1, 2, 3, 5, 4], [9, 2, 2, 1]])
+    assert fit["chunk_tokens"] == {"choice": {"values": [1, 2, 3, 5], "p": [0.1667, 0.5, 0.1667, 0.1666]}}
 
 
 def test_nothing_to_fit_is_a_clear_error():
@@ -189,7 +190,8 @@ def test_recorded_tokens_per_delivery_are_used():
         {"gaps_s": [list(g) for g in gaps], "output_tokens": [120.0] * len(gaps), "event_tokens": chunks}
     )
     fit = fit_table(table)
-    assert fit.stream["chunk_tokens"] == {"uniform": {"low": 3.0, "high": 5.0}}
+    ch = fit.stream["chunk_tokens"]["choice"]
+    assert ch["values"] == [3, 4, 5] and all(abs(q - 1 / 3) < 0.1 for q in ch["p"])
     assert "tokens per delivery as recorded" in fit.note
     table["event_tokens"] = [c[:-1] for c in chunks]  # not one count per delivery: the totals are used
     assert "as recorded" not in fit_table(table).note

@@ -24,12 +24,14 @@ number of pauses per call).
   time*; :func:`fit_table` returns it per row and calibration takes it out of the decode time before
   fitting the output speed. The simulator adds ``per_chunk x (k − 1) x mean length`` per call, which is
   that removed time in expectation: the fit section prints both.
-* **chunks**: with per-delivery counts, a constant when every delivery (the first excepted) has the
-  same count, else ``{uniform: {low, high}}`` over their 5th-95th percentiles. With totals only: a
-  constant ``c`` when every call's deliveries are ``ceil(N / c)``, as fixed groups give; else a
-  ``uniform`` of mean ``m = Σ(N − ½) / Σ(k − ½)`` (the last group holds half a group on average) and
-  standard deviation ``s``, ``s² = mean over calls of k (N/k − m)²`` (a call's mean group size
-  varies by ``s² / k``), at least one token wide, narrowed (same mean) to start at one token;
+* **chunks** (whole token counts, so a ``choice`` where they vary): with per-delivery counts, a
+  constant when every delivery (each call's first and last, partial groups, excepted) has the same
+  count, else ``{choice: {values, p}}`` of their frequencies. With totals only: a constant ``c`` when
+  every call's deliveries are ``ceil(N / c)``, as fixed groups give; else the whole sizes of a uniform
+  of mean ``m = Σ(N − ½) / Σ(k − ½)`` (the last group holds half a group on average) and standard
+  deviation ``s``, ``s² = mean over calls of k (N/k − m)²`` (a call's mean group size varies by
+  ``s² / k``), at least one token wide, narrowed (same mean) to start at one token: the ``choice``
+  whose probabilities are the shares of that uniform that round to each whole size;
 * **jitter** (:mod:`agentsim.measure.jitter_fit`): the winsorised variance and the lag-1
   autocorrelation of the log ordinary gaps (each call's over its median; when deliveries hold several
   tokens, each call's first and last gap, partial groups, left out), matched by simulating the calls'
@@ -102,13 +104,32 @@ def _marks(g: np.ndarray) -> _Marks:
 # --------------------------------------------------------------------------- chunks
 
 
+def _choice(values, probs) -> dict:
+    """``{choice: {values, p}}`` over whole token counts, ``p`` to 4 decimals and summing to 1."""
+    keep = [(int(v), float(q)) for v, q in zip(values, probs, strict=True) if q >= 5e-5]
+    total = math.fsum(q for _, q in keep)
+    p = [round(q / total, 4) for _, q in keep[:-1]]
+    return {"choice": {"values": [v for v, _ in keep], "p": [*p, round(1.0 - math.fsum(p), 4)]}}  # sum: 1 to 1e-15
+
+
 def _chunks_from_counts(chunk_tokens: Sequence[Sequence[int]]) -> tuple[Any, float, float]:
-    """(spec, mean, variance) of the tokens per delivery, the first delivery of each call excepted."""
-    m = np.concatenate([np.asarray(c, dtype=np.float64)[1:] for c in chunk_tokens if len(c) > 1] or [np.ones(1)])
+    """(spec, mean, variance) of the tokens per delivery: their frequencies, each call's first delivery and,
+    when it has three or more, its last (partial groups) excepted."""
+    m = np.concatenate(
+        [np.asarray(c, dtype=np.float64)[1 : -1 if len(c) > 2 else None] for c in chunk_tokens if len(c) > 1]
+        or [np.ones(1)]
+    )
     if np.all(m == m[0]):
         return int(m[0]), float(m[0]), 0.0
-    lo, hi = np.percentile(m, [5, 95])
-    return {"uniform": {"low": float(np.floor(lo)), "high": float(np.ceil(hi))}}, float(m.mean()), float(m.var())
+    values, counts = np.unique(np.rint(m).astype(np.int64), return_counts=True)
+    return _choice(values, counts / counts.sum()), float(m.mean()), float(m.var())
+
+
+def _uniform_as_choice(low: float, high: float) -> dict:
+    """The whole sizes ``rint(uniform(low, high))`` gives, as a ``choice`` (token counts are whole numbers)."""
+    ks = np.arange(max(1, math.floor(low + 0.5)), math.floor(high + 0.5) + 1)
+    widths = np.clip(np.minimum(ks + 0.5, high) - np.maximum(ks - 0.5, low), 0.0, None)
+    return _choice(ks, widths / widths.sum())
 
 
 def _chunks_from_totals(tokens: np.ndarray, deliveries: np.ndarray) -> tuple[Any, float, float]:
@@ -122,17 +143,16 @@ def _chunks_from_totals(tokens: np.ndarray, deliveries: np.ndarray) -> tuple[Any
     half = max(math.sqrt(3 * var), 0.5)  # rint of a uniform one token wide keeps its mean exactly
     half = min(half, max(mean - 1.0, 0.5))  # no group below one token: narrower, same mean
     low, high = max(1.0, mean - half), mean + half
-    spec = {"uniform": {"low": round(low, 2), "high": round(high, 2)}}
-    return spec, mean, (high - low) ** 2 / 12
+    return _uniform_as_choice(low, high), mean, (high - low) ** 2 / 12
 
 
 def _drawn_counts(spec: Any, tokens: np.ndarray, rng: np.random.Generator) -> list[np.ndarray]:
-    """Tokens per delivery of calls of ``tokens`` tokens, drawn as the simulator draws ``chunk_tokens``."""
+    """Tokens per delivery of calls of ``tokens`` tokens, drawn from the fitted ``chunk_tokens``."""
     out = []
     for n in tokens.astype(np.int64):
         if isinstance(spec, dict):
-            u = spec["uniform"]
-            sizes = np.maximum(np.rint(rng.uniform(u["low"], u["high"], int(n))), 1).astype(np.int64)
+            ch = spec["choice"]
+            sizes = rng.choice(np.asarray(ch["values"], dtype=np.int64), size=int(n), p=np.asarray(ch["p"]))
         else:
             sizes = np.full(int(n), int(spec), dtype=np.int64)
         ends = np.cumsum(sizes)
