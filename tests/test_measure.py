@@ -503,3 +503,31 @@ def test_a_refused_tunnel_and_a_non_http_answer_are_recorded(tmp_path, monkeypat
     (r,) = _requests(out)
     assert not r["ok"] and r["error"].startswith("connection failed: the proxy refused the tunnel")
     junk.close()
+
+
+def test_an_interim_response_and_a_body_up_to_the_close_are_read(tmp_path):
+    """``100 Continue`` before the response, and a body without length or chunks (it ends with the connection)."""
+    events = [
+        {"model": "m", "choices": [{"delta": {"role": "assistant"}}]},
+        {"model": "m", "choices": [{"delta": {"content": "Hello "}}]},
+        {"model": "m", "choices": [{"delta": {"content": "world"}}]},
+        {"model": "m", "choices": [], "usage": {"prompt_tokens": 5, "completion_tokens": 2}},
+    ]
+    body = "".join(f"data: {json.dumps(e)}\r\n\r\n" for e in events) + "data: [DONE]\r\n\r\n"
+    server = socket.create_server(("127.0.0.1", 0))
+
+    def answer():
+        c, _ = server.accept()
+        c.recv(65536)
+        c.sendall(b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\r\n")
+        time.sleep(0.05)
+        c.sendall(body.encode())
+        c.close()
+
+    threading.Thread(target=answer, daemon=True).start()
+    res, out = _measure(tmp_path, f"http://127.0.0.1:{server.getsockname()[1]}/v1", "--requests", "1")
+    server.close()
+    assert res.exit_code == 0, res.output
+    (r,) = _requests(out)
+    assert r["ok"] and r["status"] == 200 and r["chunks"] == 2 and r["output_tokens"] == 2
+    assert r["ttft_s"] >= 0.05 - 0.001 and r["headers_s"] < r["ttft_s"]
