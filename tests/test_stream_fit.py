@@ -158,6 +158,17 @@ def test_recovers_chunked_jitter_through_timing_noise_and_hiccups():
     assert _moment_jitter(clean, 4.0) > 0.6 + 4 * j["se"]  # outside the tolerance the fit meets
 
 
+def test_even_gaps_seen_through_timing_noise_are_no_jitter():
+    """Deliveries exactly 10 ms apart, each seen late by an exponential time: the noise is found, no jitter.
+    (A fit that reached the bounds c = 0 and tau = 0 once divided 0 by 0 here.)"""
+    for tau in (0.0005, 0.002):
+        gaps, _, _ = synthetic(30, 10, cv=0.0, seed=4, noise_s=tau, tps=(100, 100))
+        spec, rep = fit_stream_report(gaps)
+        naive = float(np.std(np.concatenate([g / g.mean() for g in gaps])))  # the gaps' CV: all noise
+        assert spec["jitter_cv"] <= 0.35 * naive  # 270 gaps leave a little spread unexplained, not the noise
+        assert abs(rep["jitter"]["timing_noise_s"] / tau - 1) <= 0.2
+
+
 def test_jitter_uncertainty_matches_independent_replicates():
     """The bootstrap standard error of one fit against the spread of fits of 12 independent samples."""
     samples = [synthetic(40, 200, cv=0.5, chunk=(2, 2), seed=100 + r) for r in range(12)]

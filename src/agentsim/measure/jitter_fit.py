@@ -160,31 +160,54 @@ def _cv_at(sim: _Simulated, s_obs: float, tau: float) -> float:
 
 
 def _solve(sim: _Simulated, target: tuple[float, float], gap_s: float) -> tuple[float, float]:
-    """``(jitter_cv, τ)`` whose simulated ``(S, ρ)`` equal ``target``: ``τ = 0`` when the measured gaps are no
+    """``(jitter_cv, τ)`` whose simulated ``(S, ρ)`` equal ``target``. ``τ = 0`` when the measured gaps are no
     more anti-correlated than the model's at that spread; else Newton steps on ``(jitter_cv, τ²)`` (the noise
-    acts through its variance) from a moment guess, with a finite-difference Jacobian, kept inside the bounds."""
+    acts through its variance) from a moment guess, and where they reach a bound or do not converge, the
+    nested root finding of :func:`_solve_nested`."""
     t = np.array(target)
     cv = _cv_at(sim, t[0], 0.0)
     rho0 = sim.statistics(cv, 0.0)[1]
-    if rho0 <= t[1] or cv == 0.0:
+    if rho0 <= t[1]:
         return cv, 0.0
-    x = np.array([cv, max((rho0 - t[1]) * t[0], 1e-8) * gap_s * gap_s])  # (cv, v = τ²)
-    vmax = gap_s * gap_s
-    for _ in range(12):
+    x = np.array([max(cv, 0.01), max((rho0 - t[1]) * t[0], 1e-8) * gap_s * gap_s])  # (cv, v = τ²)
+    tol = np.array([1e-4 * max(t[0], 1e-3), 1e-4])
+    for _ in range(8):
         f = np.array(sim.statistics(x[0], math.sqrt(x[1]))) - t
-        if np.all(np.abs(f) <= np.array([1e-4 * max(t[0], 1e-3), 1e-4])):
-            break
+        if np.all(np.abs(f) <= tol):
+            return float(x[0]), math.sqrt(float(x[1]))
         h = np.array([max(0.01, 0.02 * x[0]), 0.05 * x[1]])
         jac = np.column_stack(
             [(np.array(sim.statistics(x[0] + h[0], math.sqrt(x[1]))) - t - f) / h[0],
              (np.array(sim.statistics(x[0], math.sqrt(x[1] + h[1]))) - t - f) / h[1]]
         )  # fmt: skip
-        try:
-            step = np.linalg.solve(jac, -f)
-        except np.linalg.LinAlgError:
+        if abs(np.linalg.det(jac)) < 1e-12:
             break
-        x = np.array([min(max(x[0] + step[0], 0.0), MAX_CV), min(max(x[1] + step[1], 0.0), vmax)])
-    return float(x[0]), math.sqrt(float(x[1]))
+        x = x + np.linalg.solve(jac, -f)
+        if not (0 < x[0] < MAX_CV and 0 < x[1] < gap_s * gap_s):
+            break
+    return _solve_nested(sim, t, gap_s)
+
+
+def _solve_nested(sim: _Simulated, t: np.ndarray, gap_s: float) -> tuple[float, float]:
+    """The robust, slower way: for each ``τ`` the ``jitter_cv`` that matches ``S`` (0 once the noise alone
+    explains it, at ``τ_all``); then the ``τ`` in ``[0, τ_all]`` that matches ``ρ`` (a bound when none does)."""
+
+    def noise_only(tau: float) -> float:
+        return sim.statistics(0.0, tau)[0] - t[0]
+
+    if noise_only(0.0) >= 0:  # the groups alone give the measured spread: neither jitter nor noise
+        return 0.0, 0.0
+    tau_all = gap_s  # unless a lateness below a whole gap explains the spread alone
+    if noise_only(gap_s) >= 0:
+        tau_all = float(optimize.brentq(noise_only, 0.0, gap_s, xtol=1e-4 * gap_s))
+
+    def excess(tau: float) -> float:  # > 0: the simulated gaps are less anti-correlated than the measured
+        return sim.statistics(_cv_at(sim, t[0], tau), tau)[1] - t[1]
+
+    if excess(tau_all) > 0:
+        return _cv_at(sim, t[0], tau_all), tau_all
+    tau = float(optimize.brentq(excess, 0.0, tau_all, xtol=1e-3 * tau_all))
+    return _cv_at(sim, t[0], tau), tau
 
 
 def fit_jitter(
@@ -234,11 +257,13 @@ def _bootstrap(sim: _Simulated, r: np.ndarray, measured, sol: tuple[float, float
         jac = np.column_stack([dc, dt])
     else:  # τ at its bound: only the spread moves the estimate
         jac = None
+        if not dc[0] > 0:
+            return None
     rng = np.random.default_rng(SEED + 1)
     n, cvs = len(r), []
     for _ in range(BOOTSTRAP):
         b = np.array(_pooled(r[rng.integers(0, n, n)])) - np.array(measured)
-        step = np.linalg.lstsq(jac, b, rcond=None)[0][0] if jac is not None else b[0] / dc[0]
+        step = np.linalg.lstsq(jac, b, rcond=None)[0][0] if jac is not None else b[0] / dc[0]  # dc[0] > 0
         cvs.append(max(cv + step, 1e-6))
     arr = np.array(cvs)
     lo, hi = np.percentile(arr, [2.5, 97.5])
