@@ -206,7 +206,9 @@ def test_interruption_billed_to_the_exact_token(engine):
     s = stream_of(res, "a")
     assert s["interrupted_share"] == 1.0
     assert s["wasted_usd"] == pytest.approx(21 * 10e-6)
-    assert s["reader_done_s"] == pytest.approx(1 + 21 / 5)  # the reader reads the 21 delivered tokens
+    # the person stops reading when they interrupt (contract v1.2), at 3.05 s, mid-way through the 21 tokens
+    assert s["reader_done_s"] == pytest.approx(3.05)
+    assert s["cut_share"] == 1.0
     assert v["breakdown_s"]["ttft"] + v["breakdown_s"]["decode"] == pytest.approx(5.05)
 
 

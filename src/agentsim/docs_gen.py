@@ -207,6 +207,7 @@ UNITS: dict[str, str] = {
     "QoeSpec.expected_ttft": "s",
     "QoeSpec.tokens_per_s": "tokens/s",
     "InterruptSpec.after_first_token": "s",
+    "InterruptSpec.after_first_word": "s",
     "InterruptSpec.after_first_audio": "s",
     "AfterTokens.tokens": "tokens",
     "PipelineSpec.sentence_tokens": "tokens",

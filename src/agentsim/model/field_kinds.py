@@ -76,6 +76,7 @@ FIELD_KINDS: tuple[tuple[tuple[str, ...], str, bool], ...] = (
     (("qoe", "tokens_per_s"), "speed", True),
     (("interrupt", "p"), "prob", False),
     (("interrupt", "after_first_token"), "duration", False),
+    (("interrupt", "after_first_word"), "duration", False),
     (("interrupt", "after_first_audio"), "duration", False),
     (("tool", "latency"), "duration", False),
     (("tool", "output"), "tokens", False),

@@ -132,7 +132,7 @@ class ConsumerCfg:
 @dataclass(frozen=True)
 class InterruptCfg:
     p: float
-    after: str  # "first_token" or "first_audio"
+    after: str  # "first_token", "first_word" (the same instant: the first visible token delivered) or "first_audio"
     delay: Sampler
 
 

@@ -157,7 +157,9 @@ def stall_draws(comp: Compiler) -> None:
             continue
         used = set(node.tiers) | {tiers[t].fallback for t in node.tiers if tiers[t].fallback is not None}
         # a stall process draws per instance slot, token-major (agentsim.sim.streaming), not here
-        if any(tiers[t].stream is not None and tiers[t].stream.stall_p > 0 and not tiers[t].stream.stall_process
-               for t in used):
+        if any(
+            tiers[t].stream is not None and tiers[t].stream.stall_p > 0 and not tiers[t].stream.stall_process
+            for t in used
+        ):
             for purpose in (STALL_P, STALL_S, STALL_AT):
                 comp.draws.append(Draw(node.id, purpose, node.scope, None))

@@ -479,7 +479,7 @@ class Evaluator:
         billed = np.zeros(shape, dtype=np.int64)
         stalled = np.zeros(shape)
         for idx, slot, sb, fa in self._stream_slots(node, tier, ix, tl, active):
-            h, t, b = interruption(self.plan, slot, tier, sb, fa)
+            _drawn, t, h, b = interruption(self.plan, slot, tier, sb, fa)
             hit[idx], t_cut[idx], billed[idx] = h, t, b
             stalled[idx] = np.where(h, stalled_by(sb, t), 0.0)
         return hit, Cut(t_cut, billed, stalled)
