@@ -453,6 +453,15 @@ output_tps_x: {hourly: [1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0.5, 1, 1, 1, 
         ("output_tps_x",),
     ),
     (
+        "ContextSpeedSpec",
+        "models.NAME.context_speed (speed by context size; also speeds.TIER.context_speed and profiles)",
+        """\
+# piecewise linear in a call's whole input (context re-sent + new input, cached or not); flat outside the points
+context_speed: {tokens: [0, 200000, 800000], output_tps_x: [1, 0.9, 0.8], ttft_x: [1, 1.5, 2]}
+""",
+        ("context_speed",),
+    ),
+    (
         "UncertaintySpec",
         "models.NAME.uncertainty (parameter uncertainty)",
         """\

@@ -43,6 +43,7 @@ from agentsim.model.distributions import DIST_FAMILIES, ByModel, ByModelCount, C
 from agentsim.model.models import (
     CacheSpec,
     ConditionsSpec,
+    ContextSpeedSpec,
     FallbackSpec,
     HourlyFactors,
     ModelSpec,
@@ -73,6 +74,7 @@ __all__ = [
     "ConditionsSpec",
     "ConsumerSpec",
     "ContextSpec",
+    "ContextSpeedSpec",
     "Count",
     "Dist",
     "Duration",

@@ -122,7 +122,17 @@ class CallNode(Node):
         """E[TTFT] + E[tokens] / E[TPS] on the fastest tier it runs on (Jensen: E[1/X] >= 1/E[X])."""
         used = [tiers[t] for t in self.tiers]
         tokens = self.output.mean + self.reasoning.mean
-        return min(t.ttft.mean * t.ttft_x + tokens / (t.output_tps.mean * t.tps_x) for t in used)
+        return min(_lower(t, tokens) for t in used)
+
+
+def _lower(t, tokens: float) -> float:
+    """A lower bound of a call's mean time on tier ``t``: E[TTFT] + tokens / E[TPS] at its fastest context size."""
+    cs = t.context_speed
+    if cs is None:
+        return t.ttft.mean * t.ttft_x + tokens / (t.output_tps.mean * t.tps_x)
+    gx = cs.ttft.lowest if cs.ttft is not None else 1.0
+    fx = cs.tps.highest if cs.tps is not None else 1.0
+    return t.ttft.mean * t.ttft_x * gx + tokens / (t.output_tps.mean * t.tps_x * fx)
 
 
 def compile_call(c, step: CallStep, scope, path) -> CallNode:
