@@ -468,6 +468,7 @@ def summary_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
                     if "success" in v
                     else {}
                 ),
+                **{f"slo_{k}_share": e["share"] for k, e in v.get("slo", {}).items()},
             }
         )
     return rows
