@@ -225,11 +225,15 @@ def test_interruption_after_first_audio(engine):
 
 
 def test_interruption_probability_and_after_the_end():
-    # p = 0: never interrupted. A delay beyond the call's end: never interrupted either.
-    for spec in ({"p": 0, "after_first_token": 1}, {"p": 1, "after_first_token": 50}):
+    # p = 0: never interrupted. A delay beyond the call's end (and the reading's, 1 + 100/5 = 21 s): the person's
+    # interruption still happens (contract v1.2: it is theirs, whatever the model does), but it cuts nothing
+    # and stops nothing.
+    for spec, share in (({"p": 0, "after_first_token": 1}, 0), ({"p": 1, "after_first_token": 50}, 1)):
         res = run(one_call({"reader": {"tokens_per_s": 5}}, interrupt=spec))
         assert res.calls["output_tokens"].iloc[0] == 100
-        assert stream_of(res, "a")["interrupted_share"] == 0
+        s = stream_of(res, "a")
+        assert s["interrupted_share"] == share and s["cut_share"] == 0
+        assert s["reader_done_s"] == pytest.approx(21.0)
 
 
 def test_interruption_share_is_p():

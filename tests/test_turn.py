@@ -118,17 +118,19 @@ def test_a_barge_in_is_the_persons_whatever_the_model_speed(engine):
 
 
 @pytest.mark.parametrize("engine", ENGINES)
-def test_a_barge_in_after_the_voice_finished_interrupts_nothing(engine):
+def test_a_barge_in_after_the_voice_finished_cuts_and_stops_nothing(engine):
     # 3 tokens at 10 tok/s from 1 s: the call ends at 1 + 3/10 = 1.3 s with token 3; the one sentence of 3 tokens
-    # plays from 1.3 s for 3/30 = 0.1 s: done at 1.4 s. A barge-in 5 s after the first word comes after everything
-    # was said: not interrupted, not cut, nothing wasted.
+    # plays from 1.3 s for 3/30 = 0.1 s: done at 1.4 s. The person barges in 5 s after the first word (6 s):
+    # it is their interruption (counted), but nothing is left to cut or to stop: all 3 tokens billed, the voice
+    # done at 1.4 s.
     speech = {"speech": {"first_audio": 0.0, "tokens_per_s": 30, "sentence_tokens": 3}}
     call = {"name": "a", "output": 3, "consumer": speech, "interrupt": {"p": 1, "after_first_word": 5}}
-    s = streaming(
-        run(scenario([{"call": call}], models={"m": model(ttft=1.0, tps=10.0, price=PRICE)}), engine=engine), "a"
-    )
-    assert s["interrupted_share"] == 0 and s["cut_share"] == 0 and s["wasted_usd"] == 0
+    res = run(scenario([{"call": call}], models={"m": model(ttft=1.0, tps=10.0, price=PRICE)}), engine=engine)
+    s = streaming(res, "a")
+    assert s["interrupted_share"] == 1 and s["cut_share"] == 0
     assert s["speech_done_s"] == pytest.approx(1.4)
+    assert s["wasted_usd"] == pytest.approx(3 * 10e-6)
+    assert res.summary_dict()["variants"]["baseline"]["tokens"]["output"] == 3
 
 
 def test_after_first_word_and_after_first_token_are_the_same_instant():

@@ -19,11 +19,11 @@ call's token timeline is rebuilt from its records with the engines' rules
   ``voice_to_voice_s`` = first audio − the end of the person's speech (the start of the latest ``listen``
   step at or before the send; the ask when the scenario has none);
 * **interruptions**: the person barges in at ``t`` when drawn (:func:`agentsim.sim.streaming.interruption`),
-  whatever the model is doing; the consumer stops there (reading, speech: their kinds' ``stop``). A call
-  is *interrupted* when ``t`` comes before its consumer has consumed the whole answer (``_end``; without
-  a consumer of its own, before the last token), and *cut* when the model was still generating (the
-  engines end it at ``t``). ``interrupted_share`` counts the person's interruptions, ``cut_share`` the
-  cuts, ``wasted_usd`` the cost of the interrupted calls (0 for the others).
+  whatever the model is doing (contract v1.2): the call is *interrupted*. The consumer stops there
+  (reading, speech: their kinds' ``stop``; one that had consumed the whole answer by ``t`` has nothing
+  left to stop); the call is *cut* only when the model was still generating (the engines end it at
+  ``t``). ``interrupted_share`` counts the person's interruptions (the same share whatever the model's
+  speed), ``cut_share`` the cuts, ``wasted_usd`` the cost of the interrupted calls (0 for the others).
 
 :func:`block_metrics` gives, per call node, each metric's values over the block's completed calls (run
 order, then instance) and each call's run (``_run``); :func:`run_values` the runs table's columns
@@ -251,8 +251,8 @@ def _batch(plan: Plan, result, slot: CallSlot, tier_index: int) -> dict[str, np.
     start = np.zeros(block.n) if result.start is None else result.start
     ask = start[slot.runs]
     vals = consumer_metrics(cons, sb, n, draws.get("sentences"), draws.get("first_audio"), stop=stop, ask=ask)
-    end = vals.pop("_end")
-    interrupted = np.zeros(len(n), dtype=bool) if stop is None else stop < end
+    vals.pop("_end")
+    interrupted = np.zeros(len(n), dtype=bool) if stop is None else np.isfinite(stop)
     lead = sb.send - ask  # from the ask to the send
     vals["first_word_s"] = vals["ttft_s"] + lead
     for m in () if kind is None else kind.since_send:
