@@ -60,6 +60,14 @@ class Model:
     share: float
     ttft: LogN
     tps: LogN
+    # speed by context size: the speed falls linearly from x1 at 0 tokens to (x, at tokens), then holds
+    context_x: tuple[float, int] | None = None
+
+    def speed_at(self, tokens: int) -> float:
+        if self.context_x is None:
+            return 1.0
+        x, at = self.context_x
+        return 1.0 + (x - 1.0) * min(tokens, at) / at
 
 
 @dataclass(frozen=True)
@@ -111,7 +119,7 @@ class _Context:
         read = self.prev_input if start - self.prev_end <= agent.ttl_s else 0
         out = max(1, round(float(agent.output.draw(rng))))
         ttft = float(model.ttft.draw(rng))
-        end = start + ttft + out / float(model.tps.draw(rng))
+        end = start + ttft + out / (float(model.tps.draw(rng)) * model.speed_at(inp))
         self.prev_input, self.prev_end, self.size = inp, end, inp + out
         return Call(model.name, start, ttft, end, inp, read, inp - read, out)
 

@@ -1007,3 +1007,27 @@ def test_a_retry_line_moves_the_call_start_only_when_it_can_be_placed(tmp_path, 
     else:
         expected = 4.7 + 3 + 5.5
     assert doc["variants"]["fast"]["wall_time_s"] == pytest.approx(expected, abs=1e-6)
+
+
+def test_a_target_profiles_context_curve_reaches_the_replay(cc_file, prof, tmp_path):
+    """A profile's ``context_speed`` applies to the calls replayed on it. A flat curve of 0.5 on the output speed
+    and 2 on the TTFT (one knot) is the same as half the speed and twice the TTFT: the sonnet profile at 100
+    tokens/s and 0.5 s with that curve replays exactly as one at 50 tokens/s and 1 s without it."""
+    base = PROFILE.replace("prefill_tps: 1000", "prefill_tps: 2000")
+    (tmp_path / "curved.yaml").write_text(
+        base.replace("ttft: 1.0", "ttft: 0.5").replace("output_tps: 50", "output_tps: 100")
+        + "context_speed: {tokens: [0], output_tps_x: [0.5], ttft_x: [2]}\n"
+    )
+    (tmp_path / "plain.yaml").write_text(base)
+    docs = {}
+    for name in ("curved", "plain"):
+        cfg = tmp_path / f"{name}-replay.yaml"
+        cfg.write_text(
+            f"models:\n  claude-opus-4-8: {{profile: {prof}}}\n"
+            f"  anthropic/claude-sonnet-4-5: {{profile: {name}.yaml}}\n"
+            "variants:\n  sonnet: {model: anthropic/claude-sonnet-4-5}\n"
+        )
+        docs[name] = run_json(cc_file, "--config", cfg)["variants"]["sonnet"]
+    for key in ("ttft", "decode"):
+        assert docs["curved"]["time_s"][key] == pytest.approx(docs["plain"]["time_s"][key], rel=1e-12)
+    assert docs["curved"]["wall_time_s"] == pytest.approx(docs["plain"]["wall_time_s"], rel=1e-12)

@@ -101,9 +101,15 @@ agent:
     assert s["reader_done_s"] == pytest.approx(17.5)
     assert s["reader_wait_s"] == pytest.approx(2.5)
     assert s["longest_gap_s"] == pytest.approx(3 / 59)
-    # QoE with the defaults T = 1 s, v = the reader's 4 tok/s, from t0.
+    # QoE with the defaults T = 1.3 s, v = 4.8 tok/s (a reader's, Andes), from t0.
     d = [2.5 + i * 3 / 59 for i in range(60)]
-    assert s["qoe"] == pytest.approx(qoe_by_hand(d, 1.0, 4.0))
+    assert s["qoe"] == pytest.approx(qoe_by_hand(d, 1.3, 4.8))
+    # From the ask (the run's start, 7.5 s before the send): the first word at 7.5 + 2.5 = 10 s, the reader
+    # done at 7.5 + 17.5 = 25 s, waiting 7.5 + 2.5 = 10 s; the QoE's expected curve starts at the ask too.
+    assert s["first_word_s"] == pytest.approx(10.0)
+    assert s["reader_done_from_ask_s"] == pytest.approx(25.0)
+    assert s["reader_wait_from_ask_s"] == pytest.approx(10.0)
+    assert s["qoe_from_ask"] == pytest.approx(qoe_by_hand([7.5 + x for x in d], 1.3, 4.8))
     assert s["interrupted_share"] == 0 and s["wasted_usd"] == 0
     # a call without a consumer reports no streaming metrics
     assert "p" not in doc["variants"]["baseline"]["streaming"]["calls"]
@@ -416,10 +422,11 @@ agent:
     assert q["silence_s"] == pytest.approx(4.7 - a20 - 0.5)
     assert q["longest_silence_s"] == pytest.approx(4.7 - a20 - 0.5)
     assert q["speech_done_s"] == pytest.approx(4.9)
-    # QoE default pace for speech: the speaking rate. d: 10 tokens at 2, 10 at a_20, 5 at 4.5.
+    # QoE defaults for speech (Andes): T = 1.3 s and a listening pace of 3.3 tok/s, whatever the voice's rate.
+    # d: 10 tokens at 2, 10 at a_20, 5 at 4.5.
     d = [2.0] * 10 + [a20] * 10 + [4.5] * 5
-    assert s["qoe"] == pytest.approx(qoe_by_hand(d, 1.0, 5.0))
-    assert q["qoe"] == pytest.approx(qoe_by_hand(d, 1.0, 50.0))
+    assert s["qoe"] == pytest.approx(qoe_by_hand(d, 1.3, 3.3))
+    assert q["qoe"] == pytest.approx(qoe_by_hand(d, 1.3, 3.3))
 
 
 @pytest.mark.parametrize("engine", ENGINES)
@@ -443,15 +450,17 @@ agent:
     r = means(doc, "r")
     assert r["reader_done_s"] == pytest.approx(3.5)
     assert r["reader_wait_s"] == pytest.approx(0.5)
-    # QoE of the reader (T = 1, v = 20/3): x_i = 1 + 0.15 (i - 1) >= a_i everywhere, so u = x and qoe = 1.
+    # QoE of the reader (defaults T = 1.3, v = 4.8): x_i = 1.3 + (i - 1)/4.8 >= a_i everywhere: u = x, qoe = 1.
     assert r["qoe"] == pytest.approx(1.0)
     # u is sent at 0.52 s and has its own consumer (a render): 5 tokens from 3 s to 3 + 5/2 = 5.5 s after its
-    # send time, gap 0.625 s. Render QoE defaults: T = 1 s, v = 5 tok/s, x = 1, 1.2, ..., 1.8; u_i = a_i;
-    # T_end = 5.5: qoe = (2.5 + 1.875 + 1.25 + 0.625 + 0) / (4.5 + 4.3 + 4.1 + 3.9 + 3.7) = 6.25 / 20.5.
+    # send time, gap 0.625 s. Render QoE defaults: T = 1.3 s, v = 4.8 tok/s, x_i = 1.3 + (i - 1)/4.8 (1.3 to
+    # 2.133); u_i = a_i = 3 + 0.625 (i - 1); T_end = 5.5: qoe = (2.5 + 1.875 + 1.25 + 0.625 + 0) / sum(5.5 - x_i)
+    # = 6.25 / (27.5 - 6.5 - 10/4.8).
     u = means(doc, "u")
     assert "reader_done_s" not in u
     assert u["first_render_s"] == pytest.approx(3.0)
-    assert u["qoe"] == pytest.approx(6.25 / 20.5)
+    assert u["qoe"] == pytest.approx(6.25 / (27.5 - 6.5 - 10 / 4.8))
+    assert u["qoe"] == pytest.approx(qoe_by_hand([3 + 0.625 * i for i in range(5)], 1.3, 4.8))
     assert u["longest_gap_s"] == pytest.approx(0.625)
     assert u["gaps_over_250ms"] == 4
     app_r = doc["variants"]["baseline"]["streaming"]["apparate"]["r"]
@@ -484,9 +493,11 @@ agent:
     assert s["interrupted_share"] == 1.0
     assert s["wasted_usd"] == pytest.approx(0.0025)
     assert s["ttft_s"] == pytest.approx(3.0)
-    # The reader reads the 30 delivered tokens: f_30 = 3 + 30/5 = 9 s, waited 3 s.
-    assert s["reader_done_s"] == pytest.approx(9.0)
+    # The person interrupts at 6 s and stops reading there (contract v1.2): of the 30 delivered tokens they
+    # have read 15 (3 + 15/5 = 6 s); reader done at 6 s, having waited only the 3 s before the first token.
+    assert s["reader_done_s"] == pytest.approx(6.0)
     assert s["reader_wait_s"] == pytest.approx(3.0)
+    assert s["cut_share"] == 1.0
     # The call ends at 6 s; b (sent at 6 s, context 1000 + 30: reasoning does not join) ends 1 + 1 = 2 s later.
     v = doc["variants"]["baseline"]
     assert v["wall_time_s"]["mean"] == pytest.approx(8.0)
@@ -519,13 +530,14 @@ agent:
     assert doc["variants"]["baseline"]["tokens"]["output"] == pytest.approx(25)
     # The consumer only got whole groups by 5.5 s (docs: "the consumer's metrics describe the tokens
     # delivered by t"): tokens 1-10 at 3 s, 11-20 at a_20 = 3 + 190/99; 21-30 would come at a_30 > 5.5.
-    # Reader at 5 tok/s: 20 tokens, f_20 = 3 + 20/5 = 7 s; one delivery gap of 190/99 s.
-    assert s["reader_done_s"] == pytest.approx(7.0)
+    # Reader at 5 tok/s: 20 tokens would take it to f_20 = 3 + 20/5 = 7 s, but the person stops reading at the
+    # interruption (5.5 s), having waited 3 s; one delivery gap of 190/99 s.
+    assert s["reader_done_s"] == pytest.approx(5.5)
     assert s["reader_wait_s"] == pytest.approx(3.0)
     assert s["longest_gap_s"] == pytest.approx(190 / 99)
     assert s["gaps_over_1s"] == 1
     d = [3.0] * 10 + [3 + 190 / 99] * 10
-    assert s["qoe"] == pytest.approx(qoe_by_hand(d, 1.0, 5.0))
+    assert s["qoe"] == pytest.approx(qoe_by_hand(d, 1.3, 4.8))
 
 
 def test_random_interruptions_against_a_monte_carlo(tmp_path):
@@ -545,15 +557,17 @@ agent:
     s = metrics(doc["des"], "a")
     # With probability 1/2 the call is cut at t = a_1 + X, X ~ U(1, 5) (always before the end at 11 s):
     # n = #{i : (i - 1) 10/99 <= X} = 1 + floor(9.9 X) tokens arrived and are billed ($10/M, no input).
-    # Otherwise n = 100 and nothing is wasted. The reader at 5 tok/s never catches up: done 1 + n/5.
+    # Otherwise n = 100 and nothing is wasted. The reader at 5 tok/s never catches up (f_n = 1 + n/5 > 1 + X):
+    # interrupted, the person stops reading at 1 + X; else done at 1 + 100/5 = 21 s.
     rng = np.random.default_rng(17)
     k = 1_000_000
     cut = rng.random(k) < 0.5
-    n = np.where(cut, 1 + np.floor(9.9 * rng.uniform(1, 5, k) + 1e-9), 100)
+    x = rng.uniform(1, 5, k)
+    n = np.where(cut, 1 + np.floor(9.9 * x + 1e-9), 100)
     checks = {
         "interrupted_share": cut.astype(float),
         "wasted_usd": np.where(cut, n * 1e-5, 0.0),
-        "reader_done_s": 1 + n / 5,
+        "reader_done_s": np.where(cut, 1 + x, 21.0),
     }
     for name, sample in checks.items():
         se = sample.std() * math.sqrt(1 / 4000 + 1 / k)
@@ -586,17 +600,20 @@ agent:
     # s: a_1 = 1, the stall (after token 1, the only place for N = 2) holds token 2 until 1.2 + 3 = 4.2 s.
     # Cut at a_1 + 2 = 3 s, inside the stall: 1 token billed, the call ends at 3 s; the breakdown counts the
     # 1 s TTFT and the 2 s of stall before the cut (the stream "pauses after token k": from a_1 on, so no
-    # decode of token 2 happened by 3 s). Reader: f_1 = 1 + 1 = 2.
+    # decode of token 2 happened by 3 s). Reader: f_1 = 1 + 1 = 2, then it waits for a token that never comes
+    # until the person interrupts at 3 s: done at 3 s, waited 1 + 1 = 2 s.
     s = means(doc, "s")
-    assert s["reader_done_s"] == pytest.approx(2.0)
+    assert s["reader_done_s"] == pytest.approx(3.0)
+    assert s["reader_wait_s"] == pytest.approx(2.0)
     assert s["wasted_usd"] == pytest.approx(1e-5)
     assert s["longest_gap_s"] == 0  # one delivered token: no gap
     # x and y: 11 tokens from 1 s to 1 + 11/10 = 2.1 s, gap 0.11 s. Cut at a_1 + 0.33 = token 4 exactly
     # (3 gaps; "within 1e-9 s" counts it): 4 tokens; at a_1 + 0.77 = token 8 exactly: 8 tokens.
     v = doc["variants"]["baseline"]
     assert v["tokens"]["output"] == pytest.approx(1 + 4 + 8)
-    assert means(doc, "x")["reader_done_s"] == pytest.approx(1 + 4)
-    assert means(doc, "y")["reader_done_s"] == pytest.approx(1 + 8)
+    # the reader (1 tok/s) is still reading when the person interrupts: done at the interruption
+    assert means(doc, "x")["reader_done_s"] == pytest.approx(1.33)
+    assert means(doc, "y")["reader_done_s"] == pytest.approx(1.77)
     assert means(doc, "y")["wasted_usd"] == pytest.approx(8e-5)
     # wall = 3 + 1.33 + 1.77; stall slot 2 s, TTFT slots 3 x 1 s, the rest decode (0.33 + 0.77).
     assert v["wall_time_s"]["mean"] == pytest.approx(6.1)
@@ -632,9 +649,9 @@ agent:
     assert s["first_audio_s"] == pytest.approx(a20 + 0.3)
     assert s["wasted_usd"] == pytest.approx(32e-5)
     # Delivered by the cut: groups at a_1, a_20, a_30 (3.949 s; a_40 = 4.966 s is too late): 30 tokens, two
-    # 15-token sentences: s_2 = max(a_30 + 0.3, s_1 + 5) = s_1 + 5; speech (as the metrics describe the
-    # delivered tokens) ends s_1 + 10; two delivery gaps a_20 - a_1 and a_30 - a_20.
-    assert s["speech_done_s"] == pytest.approx(a20 + 0.3 + 10)
+    # 15-token sentences: s_2 = max(a_30 + 0.3, s_1 + 5) = s_1 + 5; but the voice stops when the person barges
+    # in (contract v1.2), 1 s into sentence 1: speech done at the cut; two delivery gaps a_20 - a_1, a_30 - a_20.
+    assert s["speech_done_s"] == pytest.approx(t_cut)
     assert s["silence_s"] == 0
     assert s["longest_gap_s"] == pytest.approx(a20 - 1)
     assert s["itl_p50_s"] == pytest.approx((a30 - 1) / 2)
@@ -678,15 +695,16 @@ agent:
     f = means(doc, "f")
     assert f["ttft_s"] == pytest.approx(2.01)
     assert f["wasted_usd"] == pytest.approx(1412.5e-6)
-    assert f["reader_done_s"] == pytest.approx(2.01 + 5 / 2)
+    # the reader (2 tok/s) has read 1 token when the person interrupts at 2.51 s, and stops there
+    assert f["reader_done_s"] == pytest.approx(2.51)
     assert f["reader_wait_s"] == pytest.approx(2.01)
     d = [2.01 + i / 9 for i in range(5)]
-    assert f["qoe"] == pytest.approx(qoe_by_hand(d, 1.0, 2.0))
+    assert f["qoe"] == pytest.approx(qoe_by_hand(d, 1.3, 4.8))  # the defaults: T = 1.3 s, reading 4.8 tok/s
     # The subagent (own context, no cache) is sent at 5.51 s with 500 + 500 tokens: ttft 2 s, done 3 s later.
     h = means(doc, "h")
     assert h["ttft_s"] == pytest.approx(2.0)
     assert h["first_render_s"] == pytest.approx(3.0)
-    assert h["qoe"] == pytest.approx(qoe_by_hand([2 + i / 9 for i in range(10)], 1.0, 5.0))  # = 5/11
+    assert h["qoe"] == pytest.approx(qoe_by_hand([2 + i / 9 for i in range(10)], 1.3, 4.8))
     v = doc["variants"]["baseline"]
     assert v["wall_time_s"]["mean"] == pytest.approx(8.51)
     # $: first 1000 x 1.25 + 100; three f 3 x 1412.5; h 1000 x 1 + 100
@@ -753,7 +771,7 @@ agent:
     assert a["interrupted_share"]["p50"] in (0.0, 0.5, 1.0) and a["interrupted_share"]["p95"] == 1.0
     assert metrics(doc, "a")["wasted_usd"]["p95"] == pytest.approx(10e-5)
     # b is always cut: no call has the metric -> null
-    assert metrics(doc, "b")["first_render_s"] == {"mean": None, "p50": None, "p95": None}
+    assert metrics(doc, "b")["first_render_s"] == {"mean": None, "p50": None, "p95": None, "p99": None}
     # c: 90 words/min = 2 tok/s: done 1 + 100/2 = 51 s; QoE with T = 0.5 s and v = 4 tok/s as given.
     c = means(doc, "c")
     assert c["reader_done_s"] == pytest.approx(51.0)
@@ -841,14 +859,15 @@ agent:
     # 1 + (i - 1) 10/99 <= 3: 20 (billed to the run, $0.0002). Back-off 0.5 x 2^0 = 0.5 s (no jitter), then
     # attempt 2 on the fallback `small`, sent at 3.5 s: a_1 = 0.5 s after it, 100 tokens over 1 s (gap 1/99).
     # The interruption applies to this attempt: cut at a_1 + 0.5 = 1 s after its send, tokens with
-    # (i - 1)/99 <= 0.5: 50. Wall 3.5 + 1 = 4.5 s. The reader (5 tok/s) reads 50 tokens: 0.5 + 10 s.
+    # (i - 1)/99 <= 0.5: 50. Wall 3.5 + 1 = 4.5 s. The reader (5 tok/s), reading from 0.5 s, stops at the
+    # interruption, 1 s after the send (contract v1.2).
     v = doc["variants"]["baseline"]
     assert v["wall_time_s"]["mean"] == pytest.approx(4.5)
     assert v["tokens"]["output"] == pytest.approx(50)
     assert v["cost_usd"]["mean"] == pytest.approx(70e-5)
     s = means(doc, "a")
     assert s["ttft_s"] == pytest.approx(0.5)
-    assert s["reader_done_s"] == pytest.approx(10.5)
+    assert s["reader_done_s"] == pytest.approx(1.0)
     assert s["reader_wait_s"] == pytest.approx(0.5)
     assert s["longest_gap_s"] == pytest.approx(1 / 99)
     # wasted_usd: the interrupted call's own bill (its 50 tokens); the timed-out attempt is the run's cost
@@ -919,14 +938,15 @@ def test_a_cut_inside_the_first_group_shows_only_the_tokens_that_exist(tmp_path,
     # (i - 1) 10/99 <= 0.5 -> 5 tokens have arrived; they are billed ($5e-5) and join the context (b's input
     # is 5); "the rest never happens". The consumer can then have 5 tokens, not the 10 of the first group
     # (before the fix it read 10: reader_done 1 + 10/5 = 3 s, tokens that were never generated or billed).
-    # Reader at 5 tok/s: f_5 = 1 + 5/5 = 2 s, one delivery, no gap.
+    # Reader at 5 tok/s: f_5 would be 1 + 5/5 = 2 s, but the person stops reading at the interruption, 1.5 s;
+    # one delivery, no gap.
     doc = summary(tmp_path, CUT_IN_FIRST_GROUP, engine)
     v = doc["variants"]["baseline"]
     assert v["tokens"]["input"] == pytest.approx(5)
     assert v["tokens"]["output"] == pytest.approx(5 + 1)
     s = means(doc, "a")
     assert s["wasted_usd"] == pytest.approx(5e-5)
-    assert s["reader_done_s"] == pytest.approx(2.0)
+    assert s["reader_done_s"] == pytest.approx(1.5)
     assert s["reader_wait_s"] == pytest.approx(1.0)
     assert s["longest_gap_s"] == 0
 
@@ -937,11 +957,12 @@ def test_a_cut_inside_the_first_group_in_the_token_timeline(tmp_path):
     path = tmp_path / "cut.yaml"
     path.write_text(CUT_IN_FIRST_GROUP)
     frame = token_timelines(path, "a")
-    # the 5 tokens that arrived, all delivered with the first group at a_1 = 1 s; read at 1 + 0.2 i
+    # the 5 tokens that arrived, all delivered with the first group at a_1 = 1 s; read at 1 + 0.2 i until the
+    # person stops reading at the interruption, 1.5 s: tokens 1 and 2 are read, the others never
     assert len(frame) == 5
     np.testing.assert_allclose(frame["arrival_s"], 1 + np.arange(5) * 10 / 99, rtol=1e-12)
     np.testing.assert_allclose(frame["delivered_s"], 1.0)
-    np.testing.assert_allclose(frame["read_s"], 1 + 0.2 * np.arange(1, 6), rtol=1e-12)
+    np.testing.assert_allclose(frame["read_s"], [1.2, 1.4, np.nan, np.nan, np.nan], rtol=1e-12)
 
 
 @pytest.mark.parametrize("engine", ENGINES)
@@ -1021,7 +1042,7 @@ agent:
     doc = summary(tmp_path, text, engine)
     # sub (inside a subagent) takes the scenario's consumer, a render of all tokens. Its one token arrives at
     # a_1 = ttft = 3 s (docs: "a one-token answer arrives at a_1"); the call ends at 3 + 1/10 = 3.1 s.
-    # QoE (T = 1, v = 5): x_1 = 1 < d_1 = 3, T_end = 3: (3 - 3) / (3 - 1) = 0. No gap.
+    # QoE (defaults T = 1.3, v = 4.8): x_1 = 1.3 < d_1 = 3, T_end = 3: (3 - 3) / (3 - 1.3) = 0. No gap.
     sub = means(doc, "sub")
     assert sub["first_render_s"] == pytest.approx(3.0)
     assert sub["qoe"] == 0
@@ -1031,7 +1052,7 @@ agent:
     racer = means(doc, "racer")
     assert racer["interrupted_share"] == 1
     assert racer["wasted_usd"] == pytest.approx(20e-5)
-    assert racer["reader_done_s"] == pytest.approx(3 + 20 / 5)
+    assert racer["reader_done_s"] == pytest.approx(5.0)  # reading stops at the interruption (contract v1.2)
     v = doc["variants"]["baseline"]
     assert v["wall_time_s"]["mean"] == pytest.approx(8.1)
     assert v["tokens"]["output"] == pytest.approx(1 + 20)

@@ -2,7 +2,7 @@
 
 For every bundled scenario with streaming consumers, the timeline the stream page plays
 (:func:`agentsim.analysis.stream_timeline.token_timelines`) is checked against the per-call metrics the
-summary is made of (:func:`agentsim.sim.streaming.block_metrics`) for the same call in the same run, and
+summary is made of (:func:`agentsim.sim.stream_metrics.block_metrics`) for the same call in the same run, and
 those against the summary itself: a reader's last ``read_s`` is its ``reader_done_s``, a speaker's last
 ``spoken_s`` its ``speech_done_s``, the first delivery the ``ttft_s``.
 """
@@ -19,7 +19,7 @@ from agentsim.analysis.stream_timeline import token_timelines
 from agentsim.plan.compiler import compile_plan
 from agentsim.plan.sampling import block_spans
 from agentsim.sim.simulation import choose_engine, simulate_block
-from agentsim.sim.streaming import block_metrics
+from agentsim.sim.stream_metrics import block_metrics
 
 ROOT = Path(__file__).resolve().parents[1]
 RUNS = 200
@@ -59,10 +59,17 @@ def test_the_page_timeline_and_the_summary_read_one_rule(path):
             at = int(np.argmax(values["_run"] == run))  # the run's first instance (the one the page shows)
             assert values["_run"][at] == run
             assert page["delivered_s"].iloc[0] == values["ttft_s"][at]
-            if "reader_done_s" in values:
-                assert page["read_s"].iloc[-1] == values["reader_done_s"][at]
-            if "speech_done_s" in values:
-                assert page["spoken_s"].iloc[-1] == values["speech_done_s"][at]
+            # the person's interruption (if any) stops reading and speech: done then, or at the last token consumed
+            stop = page["interrupt_s"].iloc[0]
+            for column, metric in (("read_s", "reader_done_s"), ("spoken_s", "speech_done_s")):
+                if metric not in values or np.isnan(values[metric][at]):
+                    continue
+                last = np.nanmax(page[column].to_numpy())
+                if values["interrupted_share"][at]:
+                    assert last <= values[metric][at] + 1e-12
+                    assert values[metric][at] <= stop + 1e-12
+                else:
+                    assert last == values[metric][at]
             stats = summary["variants"][variant]["streaming"]["calls"][name]
             for metric, st in stats.items():
                 x = values[metric][np.isfinite(values[metric])]

@@ -67,6 +67,16 @@ count = st.one_of(
     st.just({"choice": {"values": [1, 3], "p": [0.7, 0.3]}}),
 )
 join = st.sampled_from(["all", "any", {"k": 2}])
+# speed by context size (contract v1.2): knots within the context sizes these agents reach
+context_speed = st.sampled_from(
+    [
+        None,
+        None,
+        {"tokens": [0, 1000, 5000], "output_tps_x": [1.3, 0.9, 0.6], "ttft_x": [0.7, 1.2, 2.5]},
+        {"tokens": [800], "ttft_x": [1.9]},
+        {"tokens": [0, 3000], "output_tps_x": [1, 0.75]},
+    ]
+)
 
 
 def leaf(models):
@@ -132,6 +142,7 @@ def scenarios(draw):
             "output_tps": {"gamma": {"mean": 60, "sd": 20}},
             "prefill_tps": draw(st.sampled_from([1000, 20000])),
             "speeds": {"fast": {"output_tps_x": 2.5, "price_x": 6}},
+            **({"context_speed": curve} if (curve := draw(context_speed)) is not None else {}),
         },
         "b": {
             "price": {"input_mtok": 1, "output_mtok": 5},
@@ -263,6 +274,28 @@ def _kind_plan(kind: str):
         "agent": {"context": {"system": 500, "grows": True, "cache": True}, "steps": KIND_AGENTS[kind]},
     }
     return compile_plan(parse(doc))
+
+
+def test_context_speed_gives_the_same_numbers_on_both_engines():
+    # every kind's agent at once, on a model and a tier whose speed and TTFT follow the context size
+    m = {**_M, "output_tps": {"gamma": {"mean": 60, "sd": 15}}, "prefill_tps": 8000}
+    m["context_speed"] = {"tokens": [0, 600, 3000], "output_tps_x": [1.2, 0.9, 0.5], "ttft_x": [0.8, 1.4, 2.0]}
+    m["speeds"] = {
+        "fast": {"output_tps_x": 2, "price_x": 3, "context_speed": {"tokens": [0, 2000], "output_tps_x": [2, 1]}}
+    }
+    from agentsim.plan.validation import parse
+
+    steps = [s for kind, agent in KIND_AGENTS.items() if kind != "fail" for s in agent]
+    doc = {
+        "name": "context-speed",
+        "models": {"m": m},
+        "workflows": {"helper": {"context": {"grows": True}, "steps": [_CALL, _CALL]}},
+        "agent": {"context": {"system": 500, "grows": True, "cache": True}, "steps": steps},
+        "variants": {"standard": {}, "fast": {"speed": {"m": "fast"}}},
+    }
+    plan = compile_plan(parse(doc))
+    assert plan.tiers[0].context_speed is not None
+    assert_same(*both(plan, 120, 11))
 
 
 def _registered():

@@ -163,3 +163,56 @@ def test_a_race_cuts_a_fanout_of_one_call_branches(engine):
     assert cut["reasoning_tokens"].tolist() == [50] * 4
     assert cut["output_tokens"].tolist() == [50] * 4
     assert cut["cost_usd"].sum() == pytest.approx(4 * (10 * 3e-6 + 100 * 15e-6))
+
+
+# ---------------------------------------------------------------------------- speed by context size
+def _piecewise(knots, values):
+    from agentsim.plan.context_speed import Piecewise
+
+    return Piecewise(tuple(float(k) for k in knots), tuple(float(v) for v in values))
+
+
+def test_context_factor_by_hand():
+    curve = _piecewise([0, 200000, 800000], [1, 0.9, 0.8])
+    assert rules.context_factor(0, curve) == 1.0
+    assert rules.context_factor(100000, curve) == 1.0 + (0.9 - 1.0) * 0.5  # halfway along the first segment
+    assert rules.context_factor(200000, curve) == 0.9  # a knot: its own factor
+    assert rules.context_factor(500000, curve) == 0.9 + (0.8 - 0.9) * 0.5
+    assert rules.context_factor(800000, curve) == 0.8
+    assert rules.context_factor(10**9, curve) == 0.8  # beyond the last knot: the last factor holds
+    late = _piecewise([1000, 2000], [2, 3])
+    assert rules.context_factor(0, late) == 2.0  # before the first knot: the first factor
+    assert rules.context_factor(1500, late) == 2.5
+    one = _piecewise([5000], [0.7])
+    assert rules.context_factor(0, one) == 0.7 and rules.context_factor(10**6, one) == 0.7
+
+
+def test_context_factor_scalar_and_array_agree():
+    rng = np.random.default_rng(5)
+    for knots, values in (
+        ([0, 200000, 800000], [1, 0.9, 0.8]),
+        ([1000, 1700, 9000, 123457], [0.3, 1.7, 0.9, 2.2]),
+        ([5000], [0.7]),
+    ):
+        curve = _piecewise(knots, values)
+        n = np.concatenate([rng.integers(0, 10**6, 3000), np.array(knots, dtype=np.int64), [0, knots[-1] + 1]])
+        arr = rules.context_factor_array(n, curve)
+        assert arr.tolist() == [rules.context_factor(int(x), curve) for x in n]
+        ttft0, tps = rng.uniform(0.1, 5, n.size), rng.uniform(5, 200, n.size)
+        from agentsim.plan.context_speed import ContextSpeed
+
+        cs = ContextSpeed(curve, curve)
+        a0, a1 = rules.context_speeds(ttft0, tps, n, cs)
+        for i in range(0, n.size, 97):
+            s0, s1 = rules.context_speeds(float(ttft0[i]), float(tps[i]), int(n[i]), cs)
+            assert (s0, s1) == (a0[i], a1[i])
+
+
+def test_a_flat_curve_compiles_to_nothing():
+    from agentsim.model.scenario import ContextSpeedSpec
+    from agentsim.plan.context_speed import compile_context_speed
+
+    flat = ContextSpeedSpec(tokens=[0, 100000], output_tps_x=[1, 1], ttft_x=[1, 1])
+    assert compile_context_speed(flat) is None
+    half = compile_context_speed(ContextSpeedSpec(tokens=[0, 100000], output_tps_x=[1, 1], ttft_x=[1, 2]))
+    assert half is not None and half.tps is None and half.ttft.values == (1.0, 2.0)

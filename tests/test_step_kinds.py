@@ -86,7 +86,7 @@ import toy_kinds  # registers the glance consumer
 import agentsim
 from agentsim.analysis.stream_timeline import token_timelines
 from agentsim.plan.validation import parse
-from agentsim.sim.streaming import table_rows
+from agentsim.sim.stream_metrics import table_rows
 
 doc = {
     "name": "toy-consumer", "runs": 5, "seed": 3,

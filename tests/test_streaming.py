@@ -206,7 +206,9 @@ def test_interruption_billed_to_the_exact_token(engine):
     s = stream_of(res, "a")
     assert s["interrupted_share"] == 1.0
     assert s["wasted_usd"] == pytest.approx(21 * 10e-6)
-    assert s["reader_done_s"] == pytest.approx(1 + 21 / 5)  # the reader reads the 21 delivered tokens
+    # the person stops reading when they interrupt (contract v1.2), at 3.05 s, mid-way through the 21 tokens
+    assert s["reader_done_s"] == pytest.approx(3.05)
+    assert s["cut_share"] == 1.0
     assert v["breakdown_s"]["ttft"] + v["breakdown_s"]["decode"] == pytest.approx(5.05)
 
 
@@ -223,11 +225,15 @@ def test_interruption_after_first_audio(engine):
 
 
 def test_interruption_probability_and_after_the_end():
-    # p = 0: never interrupted. A delay beyond the call's end: never interrupted either.
-    for spec in ({"p": 0, "after_first_token": 1}, {"p": 1, "after_first_token": 50}):
+    # p = 0: never interrupted. A delay beyond the call's end (and the reading's, 1 + 100/5 = 21 s): the person's
+    # interruption still happens (contract v1.2: it is theirs, whatever the model does), but it cuts nothing
+    # and stops nothing.
+    for spec, share in (({"p": 0, "after_first_token": 1}, 0), ({"p": 1, "after_first_token": 50}, 1)):
         res = run(one_call({"reader": {"tokens_per_s": 5}}, interrupt=spec))
         assert res.calls["output_tokens"].iloc[0] == 100
-        assert stream_of(res, "a")["interrupted_share"] == 0
+        s = stream_of(res, "a")
+        assert s["interrupted_share"] == share and s["cut_share"] == 0
+        assert s["reader_done_s"] == pytest.approx(21.0)
 
 
 def test_interruption_share_is_p():

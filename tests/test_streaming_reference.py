@@ -13,7 +13,8 @@ import pytest
 
 from agentsim.consumers.reader import ReaderCfg
 from agentsim.consumers.speech import SpeechCfg
-from agentsim.sim.streaming import StreamBatch, consumer_metrics
+from agentsim.sim.stream_metrics import consumer_metrics
+from agentsim.sim.streaming import StreamBatch
 
 
 def _reader(d, t0, r):

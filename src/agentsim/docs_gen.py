@@ -207,6 +207,7 @@ UNITS: dict[str, str] = {
     "QoeSpec.expected_ttft": "s",
     "QoeSpec.tokens_per_s": "tokens/s",
     "InterruptSpec.after_first_token": "s",
+    "InterruptSpec.after_first_word": "s",
     "InterruptSpec.after_first_audio": "s",
     "AfterTokens.tokens": "tokens",
     "PipelineSpec.sentence_tokens": "tokens",
@@ -450,6 +451,15 @@ time_of_day:   # the clock starts at workload.start; a call reads the factor of 
 output_tps_x: {hourly: [1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0.5, 1, 1, 1, 1, 1, 1, 1, 1, 1], curve: steps}
 """,
         ("output_tps_x",),
+    ),
+    (
+        "ContextSpeedSpec",
+        "models.NAME.context_speed (speed by context size; also speeds.TIER.context_speed and profiles)",
+        """\
+# piecewise linear in a call's whole input (context re-sent + new input, cached or not); flat outside the points
+context_speed: {tokens: [0, 200000, 800000], output_tps_x: [1, 0.9, 0.8], ttft_x: [1, 1.5, 2]}
+""",
+        ("context_speed",),
     ),
     (
         "UncertaintySpec",

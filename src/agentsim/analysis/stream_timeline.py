@@ -12,10 +12,11 @@ For each variant and visible token ``i = 1..n`` (``n``: the tokens delivered; fe
 the call was interrupted) the frame gives, in seconds from the moment the call was sent:
 
 * ``arrival_s`` (``a_i``) and ``delivered_s`` (``d_i``: with chunking, a chunk arrives with its last token);
+* ``interrupt_s``: when the person interrupts the answer (NaN: they do not), where reading and speech stop;
 * one column per consumer kind with a per-token form, its kind's own rule, the one its metrics in
   ``summary.json`` are read from: ``read_s`` (:func:`agentsim.consumers.reader.read_times`: when a reader
   has read token ``i``) and ``spoken_s`` (:func:`agentsim.consumers.speech.schedule`: when a speaker has
-  said it).
+  said it); NaN for a token the person never read or heard (after their interruption).
 
 Columns a call's consumer does not have are NaN.
 """
@@ -35,11 +36,13 @@ from agentsim.plan.validation import load
 from agentsim.sim.call_timeline import CallSlot
 from agentsim.sim.records import DONE
 from agentsim.sim.simulation import choose_engine, simulate_block
-from agentsim.sim.streaming import consumer_timeline, recorded
+from agentsim.sim.stream_metrics import consumer_timeline, person_stop, recorded
 
 __all__ = ["COLUMNS", "StreamTimelineError", "timeline_columns", "token_timelines"]
 
-COLUMNS = ["variant", "run", "token", "arrival_s", "delivered_s"]  # then each consumer kind's (timeline_columns)
+# then each consumer kind's (timeline_columns); interrupt_s: when the person interrupts (NaN: never), the same on
+# every row of a variant
+COLUMNS = ["variant", "run", "token", "arrival_s", "delivered_s", "interrupt_s"]
 
 
 class StreamTimelineError(ValueError):
@@ -57,15 +60,20 @@ def _flat0(a: np.ndarray) -> np.ndarray:
 
 def _timeline(plan: Plan, block, res, node, run: int) -> dict[str, np.ndarray]:
     """The token timeline of ``node``'s first instance in ``run``, seconds from its send: rebuilt from its
-    records with the engines' rules (agentsim.sim.streaming.recorded) and its consumer's per-token times
+    records with the engines' rules (agentsim.sim.stream_metrics.recorded) and its consumer's per-token times
     (the consumer kind's ``timeline``, the rule its summary metrics are read from)."""
     slot = CallSlot(block, node, 0, np.array([run]))
     tier = int(res.calls[node.id]["tier"].reshape(block.n, -1)[run, 0])
     sb, n_seen, _ = recorded(plan, res, slot, tier, cache=False)
     n = int(n_seen[0])
     send = sb.send[0]
+    cons = node.consumer
+    kind = consumer_kinds().get(cons.kind) if cons is not None else None
+    fa = kind.draws(cons, slot, n_seen).get("first_audio") if kind is not None and kind.draws else None
+    stop = person_stop(plan, slot, tier, sb, fa)
     cols = {"arrival_s": sb.A[0, :n] - send, "delivered_s": sb.D[0, :n] - send}
-    per_token = {} if node.consumer is None else consumer_timeline(node.consumer, sb, n_seen, slot)
+    cols["interrupt_s"] = np.full(n, np.nan if stop is None or not np.isfinite(stop[0]) else stop[0] - send)
+    per_token = {} if cons is None else consumer_timeline(cons, sb, n_seen, slot, stop)
     for column in timeline_columns():
         cols[column] = per_token[column][0, :n] - send if column in per_token else np.full(n, np.nan)
     return cols

@@ -60,7 +60,7 @@ def summary_table(doc: dict) -> Table:
     _cost_rows(rows)
     _breakdown_rows(rows)
     _comparison_rows(rows, next(iter(variants)), doc.get("value_of_time_usd_per_hour"))
-    for make in (sections.success_section, sections.workload_section):
+    for make in (sections.success_section, sections.workload_section, sections.slo_section):
         section = make(doc)
         if section is not None:
             rows.section(section)
@@ -179,8 +179,8 @@ def _apparate(v: dict, call: str) -> str:
 
 # The streaming rows of the table: the headline metrics (the HTML report shows them all).
 _STREAM_ROWS = (
-    "ttft_s", "reader_done_s", "reader_wait_s", "first_audio_s", "silence_s", "first_render_s", "longest_gap_s",
-    "qoe", "interrupted_share",
+    "ttft_s", "first_word_s", "voice_to_voice_s", "reader_done_s", "reader_wait_s", "first_audio_s", "silence_s",
+    "first_render_s", "longest_gap_s", "qoe", "interrupted_share",
 )  # fmt: skip
 
 

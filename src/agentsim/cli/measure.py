@@ -193,6 +193,14 @@ def _fit_lines(cal) -> list[str]:
     ]
     if cal.conditions is not None:
         lines.append(cal.conditions.note)
+    if cal.context is not None and cal.context.bins:  # the requests span context sizes: say what was found
+        block = cal.context.block
+        curve = (
+            ", ".join(f"{k} {block[k]}" for k in ("output_tps_x", "ttft_x") if k in block) + f" at {block['tokens']}"
+            if block
+            else "no context_speed written"
+        )
+        lines.append(f"speed by context size: {curve} ({cal.context.note})")
     return lines
 
 

@@ -8,7 +8,9 @@ send time and ``d_i`` its delivery (DESIGN.md §3.2), which unrolls to::
 
 :func:`read_times` computes these per token for a batch of calls; the metrics are read from them:
 ``reader_done_s = f_n - send`` (``n``: the tokens delivered) and ``reader_wait_s = (f_n - send) - n / r``
-(time spent waiting for text, at least 0). The stream page and figure draw the same ``f_i`` (``read_s``).
+(time spent waiting for text, at least 0). When the person interrupts at ``t`` before finishing, reading
+stops there: ``reader_done_s = t - send`` (contract v1.2). The stream page and figure draw the same
+``f_i`` (``read_s``).
 The reader's pace is its *apparate point*: an output speed above it makes it wait for nothing after
 the first token.
 """
@@ -74,15 +76,30 @@ def read_times(cfg: ReaderCfg, sb, n):
     return np.where(np.isnan(Dv), np.nan, f)
 
 
-def measure(cfg: ReaderCfg, sb, n, **draws) -> dict:
-    """``reader_done_s`` and ``reader_wait_s`` of every call of the batch, read from :func:`read_times`."""
+def measure(cfg: ReaderCfg, sb, n, stop=None, **draws) -> dict:
+    """``reader_done_s`` and ``reader_wait_s`` of every call of the batch, read from :func:`read_times`.
+
+    ``stop`` (absolute, ``inf`` where the person does not interrupt): the person stops reading there. A
+    reader still reading, or waiting for more text, at ``stop`` is done at ``stop``, and waiting at the
+    end for text that never came counts as waiting. ``_end``: when the reader would finish the whole answer
+    (``inf`` when the answer was cut: it never comes), which decides whether ``stop`` interrupted anything.
+    """
     import numpy as np
 
     f_n = np.take_along_axis(read_times(cfg, sb, n), np.maximum(n - 1, 0)[:, None], axis=1)[:, 0]
     has, send, r = n > 0, sb.send, cfg.rate
+    whole = n >= sb.N
+    end = np.where(whole, f_n, np.inf)
+    done, wait = f_n, np.maximum((f_n - send) - n / r, 0.0)
+    if stop is not None:
+        interrupted = stop < end
+        tail = np.where(interrupted & ~whole, np.maximum(stop - f_n, 0.0), 0.0)  # waiting for text cut off
+        done = np.where(interrupted, stop, f_n)
+        wait = wait + tail
     return {
-        "reader_done_s": np.where(has, f_n - send, np.nan),
-        "reader_wait_s": np.where(has, np.maximum((f_n - send) - n / r, 0.0), np.nan),
+        "reader_done_s": np.where(has, done - send, np.nan),
+        "reader_wait_s": np.where(has, wait, np.nan),
+        "_end": end,
     }
 
 
@@ -109,6 +126,8 @@ KIND = register_consumer(
         compile_reader,
         ("reader_done_s", "reader_wait_s"),
         measure,
+        since_send=("reader_done_s", "reader_wait_s"),
+        qoe_pace=4.8,  # Andes (arXiv 2404.16283, §3.1): see docs/concepts.md#qoe
         timeline=timeline,
         columns={"read_s": ("read", "--")},
         labels={"reader_done_s": "reader done", "reader_wait_s": "reader waits"},

@@ -67,6 +67,8 @@ KIND = register_consumer(
         compile_render,
         ("first_render_s",),
         measure,
+        since_send=("first_render_s",),
+        qoe_pace=4.8,  # Andes (arXiv 2404.16283, §3.1): see docs/concepts.md#qoe
         labels={"first_render_s": "first render"},
         docs=DOCS,
         units={"RenderSpec.tokens": "tokens"},

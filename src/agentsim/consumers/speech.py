@@ -76,9 +76,13 @@ def draws(cfg: SpeechCfg, slot, n) -> dict:
     return {"sentences": sentences, "first_audio": fa}
 
 
-def schedule(cfg: SpeechCfg, sb, sentences, first_audio) -> dict:
+def schedule(cfg: SpeechCfg, sb, sentences, first_audio, stop=None) -> dict:
     """When each sentence plays (``starts``, calls x sentences, NaN for none), its seconds (``seconds``), and
-    per call the silence between sentences, the longest one, and the end of speech (absolute)."""
+    per call the silence between sentences, the longest one, and the end of speech (absolute).
+
+    ``stop`` (absolute, ``inf`` where the person does not interrupt): the voice stops there; a silence the
+    person is in at ``stop`` counts up to ``stop``, a sentence that would start at or after it never plays.
+    """
     import numpy as np
 
     D = sb.D
@@ -87,33 +91,50 @@ def schedule(cfg: SpeechCfg, sb, sentences, first_audio) -> dict:
     ends = np.cumsum(sentences, axis=1) - 1
     b = np.take_along_axis(D, np.clip(ends, 0, width - 1), axis=1) + first_audio[:, None]
     dur = sentences / cfg.rate
+    stop = np.full(C, np.inf) if stop is None else stop
     starts = np.full((C, K), np.nan)
     s_prev = starts[:, 0] = b[:, 0]
     silence, longest, done = np.zeros(C), np.zeros(C), s_prev + dur[:, 0]
     for k in range(1, K):  # a loop over sentences, vectorised over calls
         live = sentences[:, k] > 0
-        s_k = np.maximum(b[:, k], s_prev + dur[:, k - 1])
-        gap = s_k - (s_prev + dur[:, k - 1])
+        e_prev = s_prev + dur[:, k - 1]
+        s_k = np.maximum(b[:, k], e_prev)
+        gap = np.clip(np.minimum(s_k, stop) - e_prev, 0.0, s_k - e_prev)  # the silence before it, up to stop
         silence = np.where(live, silence + gap, silence)
         longest = np.where(live, np.maximum(longest, gap), longest)
         s_prev = np.where(live, s_k, s_prev)
-        starts[:, k] = np.where(live, s_k, np.nan)
-        done = np.where(live, s_k + dur[:, k], done)
+        played = live & (s_k < stop)
+        starts[:, k] = np.where(played, s_k, np.nan)
+        done = np.where(played, s_k + dur[:, k], done)
     return {"b": b, "starts": starts, "seconds": dur, "silence": silence, "longest": longest, "done": done}
 
 
-def measure(cfg: SpeechCfg, sb, n, sentences=None, first_audio=None) -> dict:
-    """The speech metrics of every call of the batch, read from :func:`schedule`."""
+def measure(cfg: SpeechCfg, sb, n, sentences=None, first_audio=None, stop=None) -> dict:
+    """The speech metrics of every call of the batch, read from :func:`schedule`.
+
+    ``stop``: where the person barges in (absolute; ``inf``: never). The voice stops there: no first audio
+    when it comes later, silence counted up to it (and from the last sentence to it when the answer was cut
+    off while the person waited for more), the speech done at ``stop`` at the latest. ``_end``: when the
+    voice would finish the whole answer (``inf`` when the answer was cut off).
+    """
     import numpy as np
 
-    s = schedule(cfg, sb, sentences, first_audio)
+    s = schedule(cfg, sb, sentences, first_audio, stop)
     has, send = n > 0, sb.send
+    whole = n >= sb.N
+    heard = has if stop is None else has & (s["starts"][:, 0] < stop)
+    silence, longest, done = s["silence"], s["longest"], s["done"]
+    if stop is not None:  # cut off while the person waited for the rest: silent from the last sentence on
+        tail = np.where(~whole & (done < stop), stop - done, 0.0)
+        tail = np.where(np.isfinite(tail), tail, 0.0)
+        silence, longest, done = silence + tail, np.maximum(longest, tail), np.minimum(done, stop)
     return {
         "first_sentence_s": np.where(has, s["b"][:, 0] - first_audio - send, np.nan),
-        "first_audio_s": np.where(has, s["starts"][:, 0] - send, np.nan),
-        "silence_s": np.where(has, s["silence"], np.nan),
-        "longest_silence_s": np.where(has, s["longest"], np.nan),
-        "speech_done_s": np.where(has, s["done"] - send, np.nan),
+        "first_audio_s": np.where(heard, s["starts"][:, 0] - send, np.nan),
+        "silence_s": np.where(heard, silence, np.nan),
+        "longest_silence_s": np.where(heard, longest, np.nan),
+        "speech_done_s": np.where(heard, done - send, np.nan),
+        "_end": np.where(whole, s["done"], np.inf),
     }
 
 
@@ -151,6 +172,8 @@ KIND = register_consumer(
         compile_speech,
         ("first_sentence_s", "first_audio_s", "silence_s", "longest_silence_s", "speech_done_s"),
         measure,
+        since_send=("first_sentence_s", "first_audio_s", "speech_done_s"),
+        qoe_pace=3.3,  # Andes (arXiv 2404.16283, §3.1): see docs/concepts.md#qoe
         draws=draws,
         timeline=timeline,
         columns={"spoken_s": ("spoken", ":")},

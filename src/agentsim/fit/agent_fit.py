@@ -94,6 +94,18 @@ def _speed_inputs(shapes: list[SessionShape]) -> dict[str, tuple[list, list, lis
 
 
 def _profile_doc(stem: str, model: str, fit: SpeedFit, inputs: list, outputs: list, n: int, date: str) -> dict:
+    doc = _speed_doc(stem, model, fit, inputs, outputs, n, date)
+    ctx = fit.context
+    if ctx is not None and ctx.block is not None:  # speed by context size (the rule calibrate uses)
+        at = list(doc).index("notes")  # beside the speeds it scales
+        items = list(doc.items())
+        doc = dict([*items[:at], ("context_speed", ctx.block), *items[at:]])
+        doc["notes"] += f" Speed by context size: {ctx.note}."
+        doc["fit"]["context_speed"] = ctx.details()
+    return doc
+
+
+def _speed_doc(stem: str, model: str, fit: SpeedFit, inputs: list, outputs: list, n: int, date: str) -> dict:
     return {
         "profile": f"{stem}.{model_key(model)}",
         "description": f"{model}: speeds calibrated from {fit.calls:,} recorded calls",
@@ -134,7 +146,7 @@ def _speeds_and_prices(shapes, stem: str, date: str, config, notes: list[str]):
                 f"model '{model}' is not in the genai-prices catalog: give its price in a replay config "
                 f"(--config FILE with models: {{{model}: {{price: {{input_mtok: ..., output_mtok: ...}}}}}})"
             )
-        fit = fit_speeds(durs, outs, ttfts)
+        fit = fit_speeds(durs, outs, ttfts, inputs)
         name = f"{stem}.{model_key(model)}.profile.yaml"
         if fit is not None:
             docs[name] = _profile_doc(stem, model, fit, inputs, outs, len(shapes), date)

@@ -2,7 +2,7 @@
 
 The fitted scenario times a call as agentsim does: ``duration = TTFT + (output + reasoning) / tps``
 with ``TTFT`` and ``tps`` lognormal (no prefill term: the recorded durations of coding agents do
-not separate it; context-dependent speed comes later). Two cases:
+not separate it). Two cases:
 
 * **TTFT recorded** (OTel ``time_to_first_chunk``, Langfuse ``completionStartTime``, LangSmith
   ``first_token_time``) for at least half the calls: the TTFT sample is the recorded one, the speed
@@ -18,6 +18,20 @@ not separate it; context-dependent speed comes later). Two cases:
   subsample), and ``scipy.optimize.least_squares`` minimises the squared errors. The start: a
   line through the bins' median durations (intercept = TTFT, slope = 1 / speed).
 
+**Speed by context size.** When the calls' context sizes (their whole input, cached included) span
+enough (:func:`agentsim.measure.context_fit.fit_context_speed`, the rule ``calibrate`` uses: log-spaced
+bins, medians relative to the smallest context, made monotone, written only for a clear log-log
+slope), the profile gets a ``context_speed`` block, and the speeds are refitted as at the smallest
+context so the effect is not counted twice:
+
+* TTFT recorded: the per-call speeds ``output / (duration - TTFT)`` and TTFTs (the profile has no
+  prefill term, so the whole TTFT is the residual) go to the rule; the lognormals are then refitted
+  to ``speed / f_tps(n)`` and ``TTFT / f_ttft(n)``.
+* Durations only: each call whose expected decode is at least twice the fitted TTFT gives an implied
+  speed ``output / (duration - TTFT median)``; only ``output_tps_x`` is fitted from them, and the
+  quantile matching is run again on the outputs scaled to the smallest context (``output / f_tps(n)``:
+  a call of ``o`` tokens at ``tps x f`` takes as long as ``o / f`` tokens at ``tps``).
+
 The fit's diagnostics (method, calls, the KS distance between the recorded durations and those the
 fitted profile gives the same calls) go in the profile's ``fit`` section.
 """
@@ -28,6 +42,8 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+
+from agentsim.measure.context_fit import ContextFit, fit_context_speed
 
 __all__ = ["BINS", "DRAWS", "SpeedFit", "fit_speeds"]
 
@@ -50,6 +66,7 @@ class SpeedFit:
     ks: float
     recorded: dict
     fitted: dict
+    context: ContextFit | None = None  # speed by context size (None: the calls' inputs were not given)
 
     def dist(self, which: str) -> dict:
         med, sigma = (self.ttft_median, self.ttft_sigma) if which == "ttft" else (self.tps_median, self.tps_sigma)
@@ -125,36 +142,86 @@ def _ks(a: np.ndarray, b: np.ndarray) -> float:
     return float(ks_2samp(a, b).statistic)
 
 
-def fit_speeds(durations, outputs, ttfts) -> SpeedFit | None:
-    """The speed profile of one model's calls (``ttfts`` holds None where no TTFT was recorded); None
-    when fewer than :data:`MIN_CALLS` calls have a positive duration."""
+def fit_speeds(durations, outputs, ttfts, inputs=None) -> SpeedFit | None:
+    """The speed profile of one model's calls (``ttfts`` holds None where no TTFT was recorded; ``inputs``:
+    each call's whole input, for speed by context size); None when fewer than :data:`MIN_CALLS` calls have
+    a positive duration."""
     dur = np.asarray(durations, dtype=float)
     out = np.asarray(outputs, dtype=float)
     ttft = np.array([np.nan if t is None else t for t in ttfts], dtype=float)
+    n = np.full(dur.shape, np.nan) if inputs is None else np.asarray(inputs, dtype=float)
     ok = (dur > 0) & np.isfinite(dur)
     if ok.sum() < MIN_CALLS:
         return None
-    dur, out, ttft = dur[ok], out[ok], ttft[ok]
+    dur, out, ttft, n = dur[ok], out[ok], ttft[ok], n[ok]
     have = np.isfinite(ttft)
     if have.mean() >= 0.5:
-        t = np.maximum(ttft[have], 1e-3)
-        decode = dur[have] - ttft[have]
-        speed = (out[have] / decode)[(decode > 0) & (out[have] > 0)]
-        if len(speed) >= MIN_CALLS:
-            t_med, t_sig = _lognormal_of(t)
-            r_med, r_sig = _lognormal_of(speed)
-            return _result(t_med, t_sig, r_med, r_sig, "recorded TTFT; lognormal through p50 and p90", out, dur)
+        fit = _from_recorded_ttft(dur[have], out[have], ttft[have], n[have], inputs is not None)
+        if fit is not None:
+            fit.recorded, fit.fitted, fit.ks = _compare(fit, out, dur, n)
+            return fit
+    return _from_durations(out, dur, n, inputs is not None)
+
+
+def _from_recorded_ttft(dur, out, ttft, n, with_inputs: bool) -> SpeedFit | None:
+    """Lognormals through the recorded TTFTs' and speeds' p50 and p90 (as at the smallest context, with a curve)."""
+    t = np.maximum(ttft, 1e-3)
+    decode = dur - ttft
+    use = (decode > 0) & (out > 0)
+    speed, n_speed = (out / np.where(use, decode, 1.0))[use], n[use]
+    if len(speed) < MIN_CALLS:
+        return None
+    ctx = None
+    if with_inputs:
+        base = np.where(use, t, np.nan)  # the TTFTs of the calls whose speed is known, beside their speeds
+        ctx = fit_context_speed(n_speed, speed, base[use])
+        speed, t = ctx.normalised_tps(n_speed, speed), ctx.normalised_base(n, t)
+    t_med, t_sig = _lognormal_of(t)
+    r_med, r_sig = _lognormal_of(speed)
+    return SpeedFit(t_med, t_sig, r_med, r_sig, "recorded TTFT; lognormal through p50 and p90", 0, 0.0, {}, {}, ctx)
+
+
+def _from_durations(out, dur, n, with_inputs: bool) -> SpeedFit:
+    """Simulated quantile matching (see the module doc), with the outputs scaled to the smallest context."""
     theta = _quantile_match(out, dur)
-    return _result(
-        math.exp(theta[0]),
-        math.exp(theta[1]),
-        math.exp(theta[2]),
-        math.exp(theta[3]),
+    method = (
         f"durations only: simulated quantile matching of duration = TTFT + output / tps ({len(_bins(out))} bins "
-        "by output tokens, p10-p90)",
-        out,
+        "by output tokens, p10-p90)"
+    )
+    ctx = None
+    if with_inputs:
+        t_med, r_med = math.exp(theta[0]), math.exp(theta[2])
+        decode_led = (out / r_med >= 2 * t_med) & (dur > t_med)  # calls whose time is mostly decode
+        implied = out[decode_led] / (dur[decode_led] - t_med)
+        ctx = fit_context_speed(n[decode_led], implied)
+        if ctx.block is not None:
+            theta = _quantile_match(_scaled_out(ctx, n, out), dur)
+            method += "; outputs scaled to the smallest context (context_speed)"
+    fit = SpeedFit(*(math.exp(x) for x in theta), method, 0, 0.0, {}, {}, ctx)
+    fit.recorded, fit.fitted, fit.ks = _compare(fit, out, dur, n)
+    return fit
+
+
+def _scaled_out(ctx: ContextFit | None, n: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """Outputs as at the smallest context: ``output / f_tps(n)`` (the same decode time at the base speed)."""
+    if ctx is None or ctx.block is None:
+        return out
+    return out * (ctx.normalised_tps(n, np.ones_like(out)))
+
+
+def _compare(fit: SpeedFit, out, dur, n) -> tuple[dict, dict, float]:
+    """(recorded, fitted) duration percentiles and their KS distance, the fitted profile run on the same calls."""
+    res = _result(
+        fit.ttft_median,
+        fit.ttft_sigma,
+        fit.tps_median,
+        fit.tps_sigma,
+        fit.method,
+        _scaled_out(fit.context, n, out),
         dur,
     )
+    fit.calls = res.calls
+    return res.recorded, res.fitted, res.ks
 
 
 def _result(t_med, t_sig, r_med, r_sig, method, out, dur) -> SpeedFit:

@@ -49,6 +49,11 @@ those three quantities to a table of measured requests (see
    over enough time windows (``--window``, default 10 minutes), the between-window spread of the log
    base TTFT and log speed becomes the profile's ``conditions:`` block (a factor per simulated run),
    and steps 1-2 are refitted with each window's effect taken out so the spread is not counted twice.
+9. **Speed by context size** (:mod:`agentsim.measure.context_fit`): when the requests' whole inputs
+   span at least 4x and the speed (or base TTFT) clearly changes with it, the profile gets a
+   ``context_speed:`` block (medians per log-spaced bin of context size, relative to the smallest,
+   made monotone), and steps 1-2 are refitted to the requests brought to the smallest context.
+   Requests that do not span context sizes leave the profile as it was.
 
 Failed and incomplete requests are counted and left out. Fewer than
 :data:`MIN_REQUESTS` usable requests is an error: the fits would be noise.
@@ -68,6 +73,7 @@ import pandas as pd
 from scipy import optimize, special, stats
 
 from agentsim.measure.conditions_fit import DEFAULT_WINDOW_S, ConditionsFit, fit_conditions
+from agentsim.measure.context_fit import ContextFit, fit_context_speed
 from agentsim.measure.measured_range import measured_range
 from agentsim.measure.queueing import find_queueing
 from agentsim.measure.stream_fit import StreamFit, fit_table
@@ -166,6 +172,7 @@ class Calibration:
     uncertainty: dict[str, Any] | None = None  # bootstrap spread of the estimates, as factor distributions
     conditions: ConditionsFit | None = None  # agentsim.measure.conditions_fit: the shared, per-window part
     stream: StreamFit | None = None  # the stream description fitted from per-gap timings (step 4)
+    context: ContextFit | None = None  # agentsim.measure.context_fit: speed by context size (step 9)
 
     def ttft_cdf(self, t, uncached_input) -> np.ndarray:
         """Fitted CDF of TTFT over requests with these uncached input sizes."""
@@ -219,6 +226,7 @@ def calibrate(table: pd.DataFrame, model: str | None = None, window_s: float = D
     measured = measured_range(use, dropped=None)
     ttft = fit_ttft(use["ttft_s"].to_numpy(float), use["uncached_input_tokens"].to_numpy(float))
     use, ttft, conditions = _shared_part(use, ttft, window_s)
+    use, ttft, context = _context_part(use, ttft)
     tps = fit_tps(use["tps"].to_numpy(float))
     goodness = {
         "ttft": _ttft_goodness(use, ttft),
@@ -236,6 +244,7 @@ def calibrate(table: pd.DataFrame, model: str | None = None, window_s: float = D
         notes=tuple(queue.warnings()),
         conditions=conditions,
         stream=stream,
+        context=context,
     )
 
 
@@ -249,6 +258,20 @@ def _shared_part(use: pd.DataFrame, ttft: TtftFit, window_s: float) -> tuple[pd.
         return use, ttft, cond
     use = use.assign(ttft_s=cond.centred_ttft(y, prefill_s), tps=cond.centred_tps(use["tps"].to_numpy(float)))
     return use, fit_ttft(use["ttft_s"].to_numpy(float), x), cond
+
+
+def _context_part(use: pd.DataFrame, ttft: TtftFit) -> tuple[pd.DataFrame, TtftFit, ContextFit]:
+    """Step 9: speed by context size; with a curve, the requests brought to the smallest context and TTFT refitted."""
+    n = use["input_tokens"].to_numpy(float)
+    x = use["uncached_input_tokens"].to_numpy(float)
+    prefill_s = ttft.slope_s_per_token * np.where(np.isfinite(x), x, 0.0)
+    y = use["ttft_s"].to_numpy(float)
+    tps = use["tps"].to_numpy(float)
+    ctx = fit_context_speed(n, tps, y - prefill_s)
+    if ctx.block is None:
+        return use, ttft, ctx
+    use = use.assign(ttft_s=prefill_s + ctx.normalised_base(n, y - prefill_s), tps=ctx.normalised_tps(n, tps))
+    return use, fit_ttft(use["ttft_s"].to_numpy(float), x), ctx
 
 
 def _bootstrap(use: pd.DataFrame, ttft: TtftFit, n: int = BOOTSTRAP) -> dict[str, Any] | None:
@@ -547,6 +570,9 @@ def profile_document(
     shared = cal.conditions if cal.conditions is not None and cal.conditions.block is not None else None
     if shared is not None:
         doc["conditions"] = shared.block
+    context = cal.context if cal.context is not None and cal.context.block is not None else None
+    if context is not None:
+        doc["context_speed"] = context.block
     stream_note = [cal.stream.note[0].upper() + cal.stream.note[1:] + "."] if fitted_stream else []
     doc["notes"] = " ".join(
         [
@@ -554,9 +580,12 @@ def profile_document(
             *stream_note,
             *(f"Warning: {w}." for w in cal.notes),
             *([shared.note + "."] if shared else []),
+            *([f"Speed by context size: {context.note}."] if context else []),
         ]
     )
     doc["fit"] = _fit_section(cal, sources, formats, date_source, notes, shared, fitted_stream)
+    if context is not None:
+        doc["fit"]["context_speed"] = _tidy(context.details())
     return doc
 
 

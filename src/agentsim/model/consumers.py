@@ -17,15 +17,66 @@ from pydantic_core import PydanticCustomError
 from agentsim.model import registry
 from agentsim.model.base import NonNegNum, PosNum, StrictModel
 
-__all__ = ["ConsumerBase", "ConsumerSpec", "QoeSpec", "consumer_model"]
+__all__ = [
+    "COMMON",
+    "QOE_TTFT",
+    "RUN_METRICS",
+    "VOICE",
+    "ConsumerBase",
+    "ConsumerSpec",
+    "QoeSpec",
+    "consumer_model",
+    "from_ask",
+    "metrics_of",
+]
+
+# The streaming metrics (summary.json's names, DESIGN.md §3.2-3.3; what they mean: agentsim.sim.stream_metrics).
+# Every consumer has these: the first two first, then the consumer kind's own and their from-ask twins, then the
+# rest (COMMON[2:]).
+COMMON = (
+    "ttft_s",
+    "first_word_s",
+    "longest_gap_s",
+    "gaps_over_250ms",
+    "gaps_over_1s",
+    "itl_p50_s",
+    "itl_p95_s",
+    "itl_p99_s",
+    "qoe",
+    "qoe_from_ask",
+    "interrupted_share",
+    "cut_share",
+    "wasted_usd",
+)
+VOICE = "voice_to_voice_s"  # of a kind with a first audio: from the end of the person's speech
+RUN_METRICS = ("wall_time_s", "cost_usd")  # per-run figures an slo target may name besides the streaming ones
+
+
+def from_ask(metric: str) -> str:
+    """The name of a since-the-send metric measured from the ask: ``first_audio_s`` -> ``first_audio_from_ask_s``."""
+    return metric[:-2] + "_from_ask_s"
+
+
+def metrics_of(kind: str) -> tuple[str, ...]:
+    """The streaming metrics of a consumer kind, in the order of summary.json (``none``: the common ones)."""
+    if kind == "none":  # a call without a consumer that can be interrupted
+        return COMMON
+    k = registry.consumer_kind(kind)
+    voice = (VOICE,) if "first_audio_s" in k.metrics else ()
+    return (*COMMON[:2], *k.metrics, *(from_ask(m) for m in k.since_send), *voice, *COMMON[2:])
+
+
+QOE_TTFT = 1.3  # s: the first token a person expects by default (Andes, arXiv 2404.16283; docs/concepts.md#qoe)
 
 
 class QoeSpec(StrictModel):
     """The user's expectation for the Andes QoE score (arXiv 2404.16283)."""
 
-    expected_ttft: NonNegNum = Field(1.0, description="Seconds the user expects to wait for the first token.")
+    expected_ttft: NonNegNum = Field(QOE_TTFT, description="Seconds the user expects to wait for the first token.")
     tokens_per_s: PosNum | None = Field(
-        None, description="Pace the user digests tokens at (default: the reader's or speaker's pace, else 5)."
+        None,
+        description="Pace the user digests tokens at (default by consumer kind: reading 4.8 tokens/s, "
+        "listening 3.3 tokens/s).",
     )
 
 

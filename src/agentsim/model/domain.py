@@ -53,6 +53,7 @@ __all__ = [
     "Duration",
     "Factor",
     "Kind",
+    "Number",
     "PosCount",
     "PosDuration",
     "Price",
@@ -314,6 +315,7 @@ PosCount = quantity("count", positive=True)
 CountRate = quantity("rate")
 Seed = quantity("seed")
 Timestamp = quantity("timestamp")
+Number = quantity("number")
 
 # --------------------------------------------------------------------------- distributions of a kind
 

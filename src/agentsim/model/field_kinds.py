@@ -54,6 +54,9 @@ FIELD_KINDS: tuple[tuple[tuple[str, ...], str, bool], ...] = (
     (("conditions", "ttft_x"), "factor", False),
     (("conditions", "output_tps_x"), "factor", False),
     (("hourly", "*"), "factor", False),
+    (("context_speed", "tokens", "*"), "tokens", False),
+    (("context_speed", "output_tps_x", "*"), "factor", False),
+    (("context_speed", "ttft_x", "*"), "factor", False),
     (("uncertainty", "ttft_x"), "factor", False),
     (("uncertainty", "output_tps_x"), "factor", False),
     (("uncertainty", "prefill_tps_x"), "factor", False),
@@ -76,6 +79,7 @@ FIELD_KINDS: tuple[tuple[tuple[str, ...], str, bool], ...] = (
     (("qoe", "tokens_per_s"), "speed", True),
     (("interrupt", "p"), "prob", False),
     (("interrupt", "after_first_token"), "duration", False),
+    (("interrupt", "after_first_word"), "duration", False),
     (("interrupt", "after_first_audio"), "duration", False),
     (("tool", "latency"), "duration", False),
     (("tool", "output"), "tokens", False),
@@ -118,7 +122,7 @@ FIELD_KINDS: tuple[tuple[tuple[str, ...], str, bool], ...] = (
 )
 
 # A profile's speed fields sit at its top level; checked as the fields of a model named "profile".
-PROFILE_ROOTS = ("ttft", "output_tps", "prefill_tps", "speeds", "stream", "conditions", "uncertainty")
+PROFILE_ROOTS = ("ttft", "output_tps", "prefill_tps", "speeds", "stream", "conditions", "uncertainty", "context_speed")
 
 _SCALE = {"minutes": 60.0, "hours": 3600.0, "days": 86400.0}
 _TIERED = {"input_mtok", "output_mtok", "cache_read_mtok", "cache_write_mtok", "cache_write_1h_mtok",

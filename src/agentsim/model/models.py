@@ -1,4 +1,4 @@
-"""The models a scenario calls: speed, prices, speed tiers, streams, caches, conditions, retries.
+"""The models a scenario calls: speed, prices, speed tiers, streams, caches, conditions, retries, context speed.
 
 A :class:`ModelSpec` is one model as the scenario declares it: its TTFT and output speed (drawn per
 call), an optional prefill speed, its price, its speed tiers (:class:`SpeedSpec`: ``fast``,
@@ -11,16 +11,18 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BeforeValidator, Field, field_validator, model_validator
+from pydantic import BeforeValidator, Field, ValidationInfo, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
 from agentsim.model.base import NonNegNum, PosNum, Prob, StrictModel, integer
 from agentsim.model.distributions import Dist
+from agentsim.model.domain import Factor, Tokens
 from agentsim.model.prices import PriceSpec
 
 __all__ = [
     "CacheSpec",
     "ConditionsSpec",
+    "ContextSpeedSpec",
     "FallbackSpec",
     "HourlyFactors",
     "ModelSpec",
@@ -101,6 +103,66 @@ class StreamSpec(StrictModel):
     stall: StallSpec | None = Field(None, description="A pause of the stream, with its probability per call.")
 
 
+class ContextSpeedSpec(StrictModel):
+    """Output speed and TTFT that depend on how much context a call sends (contract v1.2).
+
+    ``tokens`` are context sizes (a call's whole input: the context re-sent plus its own new input,
+    cached or not); ``output_tps_x`` and ``ttft_x`` give a factor at each. Between two points the
+    factor follows the straight line; before the first point the first factor holds, after the last
+    the last. ``output_tps_x`` multiplies the call's output speed, ``ttft_x`` its drawn TTFT (not the
+    prefill term); either may be left out (factor 1). Formula and a worked example: docs/concepts.md.
+    """
+
+    tokens: list[Tokens] = Field(
+        description="Context sizes in tokens (a call's whole input), strictly increasing, from 0 up."
+    )
+    output_tps_x: list[Factor] | None = Field(
+        None, description="Output-speed factor at each context size (one per point of tokens)."
+    )
+    ttft_x: list[Factor] | None = Field(
+        None, description="Factor on the drawn TTFT (not the prefill) at each context size (one per point)."
+    )
+
+    @field_validator("tokens")
+    @classmethod
+    def _increasing(cls, tokens: list[int]) -> list[int]:
+        if not tokens:
+            raise PydanticCustomError(
+                "context_speed_empty", "tokens needs at least one context size (e.g. tokens: [0, 200000])", {}
+            )
+        for i in range(1, len(tokens)):
+            if not tokens[i] > tokens[i - 1]:
+                raise PydanticCustomError(
+                    "context_speed_order",
+                    "tokens must increase strictly, but point {i} ({b}) does not come after point {p} ({a}) "
+                    "(list each context size once, from smallest to largest, and the factors in the same order)",
+                    {"i": i, "b": tokens[i], "p": i - 1, "a": tokens[i - 1]},
+                )
+        return tokens
+
+    @field_validator("output_tps_x", "ttft_x")
+    @classmethod
+    def _one_per_point(cls, factors: list[float] | None, info: ValidationInfo) -> list[float] | None:
+        tokens = info.data.get("tokens")
+        if factors is not None and tokens is not None and len(factors) != len(tokens):
+            raise PydanticCustomError(
+                "context_speed_length",
+                "{key} has {n} factors but tokens has {m} points (give one factor per context size in tokens)",
+                {"key": info.field_name, "n": len(factors), "m": len(tokens)},
+            )
+        return factors
+
+    @model_validator(mode="after")
+    def _some_factor(self) -> ContextSpeedSpec:
+        if self.output_tps_x is None and self.ttft_x is None:
+            raise PydanticCustomError(
+                "context_speed_factors",
+                "context_speed needs output_tps_x or ttft_x (or both): the factors at each point of tokens",
+                {},
+            )
+        return self
+
+
 class SpeedSpec(StrictModel):
     """A speed tier of a model (``fast``, ``priority``...): a speed effect and a price."""
 
@@ -111,6 +173,9 @@ class SpeedSpec(StrictModel):
     )
     price_x: PosNum | None = Field(None, description="Or: the model's price multiplied by this factor.")
     stream: StreamSpec | None = Field(None, description="How this tier streams (replaces the model's stream).")
+    context_speed: ContextSpeedSpec | None = Field(
+        None, description="How this tier's speed depends on context size (replaces the model's context_speed)."
+    )
 
     @model_validator(mode="after")
     def _priced(self) -> SpeedSpec:
@@ -244,6 +309,10 @@ class ModelSpec(StrictModel):
     )
     uncertainty: UncertaintySpec | None = Field(
         None, description="How uncertain the speeds are (factors per parameter set, for uncertainty: parameters)."
+    )
+    context_speed: ContextSpeedSpec | None = Field(
+        None,
+        description="Output speed and TTFT factors by context size (a call's whole input), piecewise linear.",
     )
 
     @field_validator("speeds")

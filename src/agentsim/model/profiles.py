@@ -2,8 +2,8 @@
 
 A scenario model can say ``profile: gemini-3-flash`` (a profile bundled with
 agentsim, see ``agentsim profiles``) or ``profile: ./measured.yaml`` (a file, for
-example written by ``agentsim calibrate``). The profile fills the model's
-``ttft``, ``prefill_tps``, ``output_tps``, ``stream``, ``conditions`` and ``speeds`` speed effects; anything
+example written by ``agentsim calibrate``). The profile fills the model's ``ttft``, ``prefill_tps``,
+``output_tps``, ``stream``, ``conditions``, ``context_speed`` and ``speeds`` speed effects; anything
 the scenario gives itself wins. Prices never come from a profile.
 
 A profile file::
@@ -20,6 +20,7 @@ A profile file::
     stream: {chunk_tokens: 4, jitter_cv: 0.3}     # optional: how it streams (scenario's stream wins)
     uncertainty: {ttft_x: {lognormal: {median: 1, p90: 1.05}}}   # optional: the speeds' uncertainty
     conditions: {ttft_x: {lognormal: {median: 1, p90: 1.3}}}     # optional: provider conditions (per run)
+    context_speed: {tokens: [0, 740000], output_tps_x: [1, 0.82]}  # optional: speed by context size
     measured:                                     # optional (agentsim calibrate): where the fit holds
       input_tokens: [500, 16000]                  #   prompt sizes measured; output_tokens likewise
       concurrency: 4                              #   most requests in flight; dropped: [prefill_tps]
@@ -41,7 +42,16 @@ from pydantic import Field, ValidationError
 
 from agentsim.model.field_kinds import PROFILE_ROOTS, kind_problems
 from agentsim.model.loading import ErrorItem, ScenarioError, errors_from_validation, line_of, load_data
-from agentsim.model.scenario import ConditionsSpec, Dist, PosNum, StreamSpec, StrictModel, UncertaintySpec, suggest
+from agentsim.model.scenario import (
+    ConditionsSpec,
+    ContextSpeedSpec,
+    Dist,
+    PosNum,
+    StreamSpec,
+    StrictModel,
+    UncertaintySpec,
+    suggest,
+)
 
 __all__ = ["PROFILE_KINDS", "Profile", "apply_profiles", "bundled_profiles", "load_profile"]
 
@@ -65,6 +75,7 @@ class Figure(StrictModel):
 class SpeedEffect(StrictModel):
     output_tps_x: PosNum = 1.0
     ttft_x: PosNum = 1.0
+    context_speed: ContextSpeedSpec | None = Field(None, description="This tier's speed by context size.")
 
 
 class QueueingFound(StrictModel):
@@ -105,6 +116,9 @@ class Profile(StrictModel):
     )
     conditions: ConditionsSpec | None = Field(
         None, description="Provider conditions: TTFT and speed factors shared by a run's calls (calibrate's windows)."
+    )
+    context_speed: ContextSpeedSpec | None = Field(
+        None, description="Output speed and TTFT factors by context size (calibrate's context bins, or a source's)."
     )
     notes: str | None = None
     fit: dict[str, Any] | None = None
@@ -152,7 +166,7 @@ def load_profile(ref: str, base_dir: Path | None = None) -> tuple[Profile, Path]
     return profile, path
 
 
-SPEED_KEYS = ("ttft", "output_tps", "prefill_tps", "stream", "uncertainty", "conditions")
+SPEED_KEYS = ("ttft", "output_tps", "prefill_tps", "stream", "uncertainty", "conditions", "context_speed")
 
 
 def apply_profiles(data: dict, file: str, lines: dict, base_dir: Path | None) -> dict:
@@ -204,7 +218,7 @@ def apply_profiles(data: dict, file: str, lines: dict, base_dir: Path | None) ->
             for tier, spec in merged["speeds"].items():
                 spec = dict(spec) if isinstance(spec, dict) else spec
                 if isinstance(spec, dict) and tier in prof.speeds:
-                    for k, v in prof.speeds[tier].model_dump().items():
+                    for k, v in prof.speeds[tier].model_dump(mode="json", exclude_none=True).items():
                         spec.setdefault(k, v)
                 tiers[tier] = spec
             merged["speeds"] = tiers

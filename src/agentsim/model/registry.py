@@ -95,7 +95,14 @@ class ConsumerKind:
       ``spoken_s``), the same rule ``measure`` reads its metrics from, and ``columns``: column ->
       (label, line style) for the stream page and figure;
     * ``labels``: metric -> short label for tables (the CLI, the report);
-    * ``pace(cfg)``: the tokens per second it consumes at, or ``None`` (the apparate point).
+    * ``pace(cfg)``: the tokens per second it consumes at, or ``None`` (the apparate point);
+    * ``since_send``: those of its metrics that are seconds since the call was sent; each also exists from
+      the person's ask as ``<name>_from_ask_s`` (contract v1.2), the time from the ask to the send added;
+    * ``qoe_pace``: the pace (tokens/s) the Andes QoE expects of this kind when the scenario gives none.
+
+    ``measure`` may take ``stop`` (absolute times, ``inf`` where none: the person interrupts there, and
+    consuming stops) and return ``_end``, when the consumer would have consumed the whole answer (``inf``
+    when it was cut off); an interruption at or after ``_end`` interrupted nothing.
     """
 
     name: str
@@ -103,6 +110,8 @@ class ConsumerKind:
     compile: Callable
     metrics: tuple[str, ...]
     measure: Callable
+    since_send: tuple[str, ...] = ()
+    qoe_pace: float = 4.8
     draws: Callable | None = None
     timeline: Callable | None = None
     columns: dict[str, tuple[str, str]] = field(default_factory=dict)

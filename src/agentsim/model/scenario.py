@@ -23,6 +23,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BeforeValidator, Field, PrivateAttr, model_validator
 from pydantic_core import PydanticCustomError
 
+from agentsim.model import domain
 from agentsim.model.base import (
     INT64_MAX,
     MAX_SECONDS,
@@ -37,11 +38,12 @@ from agentsim.model.base import (
     number,
     suggest,
 )
-from agentsim.model.consumers import ConsumerSpec, QoeSpec
+from agentsim.model.consumers import RUN_METRICS, ConsumerSpec, QoeSpec, metrics_of
 from agentsim.model.distributions import DIST_FAMILIES, ByModel, ByModelCount, Count, Dist, ModelProb, max_p
 from agentsim.model.models import (
     CacheSpec,
     ConditionsSpec,
+    ContextSpeedSpec,
     FallbackSpec,
     HourlyFactors,
     ModelSpec,
@@ -72,6 +74,7 @@ __all__ = [
     "ConditionsSpec",
     "ConsumerSpec",
     "ContextSpec",
+    "ContextSpeedSpec",
     "Count",
     "Dist",
     "Duration",
@@ -236,6 +239,14 @@ class Scenario(StrictModel):
         None, description="Default consumer of every call's streamed answer (a call's own consumer wins)."
     )
     warnings: WarningsSpec | None = Field(None, description="Plausibility warnings to silence: {ignore: [KEY, ...]}.")
+    slo: dict[str, domain.Number] | None = Field(
+        None,
+        description="Targets on what the person lives through, measured from the ask: {METRIC: target}. METRIC is a "
+        "streaming metric (the turn's: the first of its answers for first_word_s, ttft_s, first_* and "
+        "voice_to_voice_s, the last for the others), CALL.METRIC (that call's), wall_time_s or cost_usd. A run "
+        "meets a target when its value is at most the target (at least, for qoe and qoe_from_ask). summary.json "
+        "gives per variant the share of runs meeting each target and all of them, with a 95% interval.",
+    )
     uncertainty: Literal["parameters"] | None = Field(
         None,
         description="parameters: also report an interval of the mean wall time that includes the models' "
@@ -290,6 +301,7 @@ def check_references(scenario: Scenario) -> list[Problem]:
         if check is not None:
             problems.extend(check(scenario, step, path, previous))
     problems.extend(_check_subagent_cycles(scenario))
+    problems.extend(_check_slo(scenario))
 
     start = scenario.workload.start if scenario.workload is not None else None
     for mname, m in models.items():
@@ -338,6 +350,54 @@ def check_references(scenario: Scenario) -> list[Problem]:
                             suggest(value, model_names) or "defined: " + ", ".join(model_names),
                         )
                     )
+    return problems
+
+
+def slo_kind(metric: str) -> str:
+    """The domain kind of an slo target on ``metric`` (``answer.first_word_s`` or ``first_word_s``)."""
+    m = metric.rsplit(".", 1)[-1]
+    if m.startswith("qoe") or m.endswith("_share"):
+        return "prob"
+    return "duration" if m.endswith("_s") else "usd" if m.endswith("_usd") else "number"
+
+
+def streamed_calls(scenario: Scenario) -> dict[str, str]:
+    """Call name -> the kind of its consumer (``none``: interruptible, no consumer) for the calls that stream."""
+    out: dict[str, str] = {}
+    for _path, step, _previous in each_step(scenario):
+        spec = getattr(step, "call", None)
+        if spec is None or spec.name is None:
+            continue
+        cons = spec.consumer or scenario.consumer
+        if cons is not None:
+            out.setdefault(spec.name, cons.kind)
+        elif spec.interrupt is not None:
+            out.setdefault(spec.name, "none")
+    return out
+
+
+def _check_slo(scenario: Scenario) -> list[Problem]:
+    """Each slo target names a metric the scenario has, and its value is of the metric's kind."""
+    if not scenario.slo:
+        return []
+    calls = streamed_calls(scenario)
+    turn = {m for kind in set(calls.values()) for m in metrics_of(kind)}
+    known = [*RUN_METRICS, *sorted(turn), *(f"{c}.{m}" for c, k in calls.items() for m in metrics_of(k))]
+    problems = []
+    for metric, target in scenario.slo.items():
+        where = ("slo", metric)
+        if metric not in known:
+            if not calls and metric not in RUN_METRICS:
+                hint = "no named call streams to a consumer: add consumer: {...} (and name:) to the answer's call"
+            else:
+                hint = suggest(metric, known) or "targets: " + ", ".join(known[:12]) + (
+                    " ..." if len(known) > 12 else ""
+                )
+            problems.append(Problem(where, f"'{metric}' is not a metric of this scenario", hint))
+            continue
+        msg = domain.problem(slo_kind(metric), target)
+        if msg is not None:
+            problems.append(Problem(where, msg, "give the target in the metric's unit (seconds, USD, a share)"))
     return problems
 
 

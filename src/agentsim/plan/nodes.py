@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from agentsim.model.scenario import ContextSpec, Scenario
+from agentsim.plan.context_speed import ContextSpeed
 from agentsim.plan.distributions import Sampler
 from agentsim.pricing.rates import Rates
 
@@ -110,6 +111,7 @@ class Tier:
     fallback_after: int | None = None
     accounts: tuple[int, ...] = ()  # indices into Plan.accounts
     stream: StreamCfg | None = None  # how the answer arrives (None: evenly, one token at a time)
+    context_speed: ContextSpeed | None = None  # factors by context size (agentsim.plan.context_speed)
 
     @property
     def label(self) -> str:
@@ -132,7 +134,7 @@ class ConsumerCfg:
 @dataclass(frozen=True)
 class InterruptCfg:
     p: float
-    after: str  # "first_token" or "first_audio"
+    after: str  # "first_token", "first_word" (the same instant: the first visible token delivered) or "first_audio"
     delay: Sampler
 
 

@@ -3,8 +3,9 @@
 A call on model ``opus`` at tier ``fast`` is timed and billed by the :class:`~agentsim.plan.nodes.Tier`
 ``opus@fast``: the model's TTFT and output-speed samplers, the tier's multipliers (``ttft_x``,
 ``output_tps_x``), its price (its own table, ``price_x`` times the model's, or the model's), its
-stream (the tier's ``stream`` replaces the model's), its prompt-cache TTL and its retry policy. A
-model's fallback is the standard tier of the model it falls back to.
+stream (the tier's ``stream`` replaces the model's), its factors by context size (the tier's
+``context_speed`` replaces the model's: :mod:`agentsim.plan.context_speed`), its prompt-cache TTL
+and its retry policy. A model's fallback is the standard tier of the model it falls back to.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from agentsim.model.scenario import RetrySpec, suggest
+from agentsim.plan.context_speed import compile_context_speed
 from agentsim.plan.distributions import Sampler
 from agentsim.plan.nodes import MAX_SECONDS, TTL_SECONDS, StreamCfg, Tier
 from agentsim.pricing.rates import PriceError, Rates, compile_price
@@ -78,6 +80,9 @@ class TierTable:
         stream_spec, spath = mspec.stream, (*mpath, "stream")
         if speed != "standard" and mspec.speeds[speed].stream is not None:
             stream_spec, spath = mspec.speeds[speed].stream, (*mpath, "speeds", speed, "stream")
+        ctx_speed = mspec.context_speed  # a tier's own replaces the model's
+        if speed != "standard" and mspec.speeds[speed].context_speed is not None:
+            ctx_speed = mspec.speeds[speed].context_speed
         retry = mspec.retry or RetrySpec()
         return Tier(
             len(self.tiers),
@@ -98,6 +103,7 @@ class TierTable:
             full_jitter=retry.jitter == "full",
             honour_retry_after=retry.honour_retry_after,
             stream=self._stream(stream_spec, spath),
+            context_speed=compile_context_speed(ctx_speed),
         )
 
     def _tier_price(self, model: str, speed: str, mspec) -> tuple[Rates, float, float]:

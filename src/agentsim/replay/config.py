@@ -183,6 +183,7 @@ class SpeedModel:
     output_tps: float
     prefill_tps: float | None
     tiers: dict[str, tuple[float, float, str]]  # tier -> (output_tps_x, ttft_x, where it came from)
+    context: dict = field(default_factory=dict, compare=False)  # tier ("" = the model's) -> ContextSpeed
 
     def tier(self, name: str) -> tuple[float, float]:
         x = self.tiers.get(name)
@@ -190,14 +191,29 @@ class SpeedModel:
             return x[0], x[1]
         return DEFAULT_TIER_EFFECTS.get(name, (1.0, 1.0))
 
-    def expected_ttft(self, tier: str, uncached_input: int) -> float:
-        e = self.ttft_s * self.tier(tier)[1]
+    def context_x(self, tier: str, context_tokens: int) -> tuple[float, float]:
+        """(output speed, TTFT) factors of a call sending ``context_tokens`` (the profile's ``context_speed``,
+        a tier's replacing the model's; 1 without one): :func:`agentsim.sim.rules.context_speeds`."""
+        from agentsim.sim.rules import context_speeds
+
+        cs = self.context.get(tier, self.context.get(""))
+        if cs is None:
+            return 1.0, 1.0
+        ttft_x, tps_x = context_speeds(1.0, 1.0, float(context_tokens), cs)
+        return tps_x, ttft_x
+
+    def expected_ttft(self, tier: str, uncached_input: int, context_tokens: int = 0) -> float:
+        e = self.ttft_s * self.tier(tier)[1] * self.context_x(tier, context_tokens)[1]
         if self.prefill_tps:
             e += max(uncached_input, 0) / self.prefill_tps
         return e
 
-    def expected_decode(self, tier: str, output: int) -> float:
-        return output / (self.output_tps * self.tier(tier)[0])
+    def output_speed(self, tier: str, context_tokens: int = 0) -> float:
+        """The central output speed of a call on ``tier`` sending ``context_tokens``."""
+        return self.output_tps * self.tier(tier)[0] * self.context_x(tier, context_tokens)[0]
+
+    def expected_decode(self, tier: str, output: int, context_tokens: int = 0) -> float:
+        return output / self.output_speed(tier, context_tokens)
 
     def to_json(self) -> dict:
         return {
@@ -231,6 +247,12 @@ def speed_model(profile: Profile, tier_specs: dict[str, ReplayTierSpec]) -> Spee
         if name == "standard" and src == "default":
             continue
         tiers[name] = (float(x), float(y), src)
+    from agentsim.plan.context_speed import compile_context_speed
+
+    context = {"": compile_context_speed(profile.context_speed)}
+    for name, sp in profile.speeds.items():
+        if sp.context_speed is not None:
+            context[name] = compile_context_speed(sp.context_speed)
     return SpeedModel(
         profile.profile,
         profile.kind,
@@ -239,6 +261,7 @@ def speed_model(profile: Profile, tier_specs: dict[str, ReplayTierSpec]) -> Spee
         _median(profile.output_tps),
         profile.prefill_tps,
         dict(sorted(tiers.items())),
+        context,
     )
 
 

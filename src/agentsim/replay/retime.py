@@ -367,8 +367,8 @@ class _Planner:
             t, sm, rates, notes = decided[k]
             for note in notes:
                 self.notes.add(note)
-            e_ttft = sm.expected_ttft(c.tier, c.uncached_input_tokens)
-            e_decode = sm.expected_decode(c.tier, c.output_tokens)
+            e_ttft = sm.expected_ttft(c.tier, c.uncached_input_tokens, c.input_tokens)
+            e_decode = sm.expected_decode(c.tier, c.output_tokens, c.input_tokens)
             ttft, decode = split_call(n.duration, e_ttft, e_decode, c.ttft_s, self.config.split)
             out[key] = _Plan(t, sm, c.tier, ttft, decode, rates, e_ttft)
         return out
@@ -395,9 +395,11 @@ class _Planner:
             t, sm, tier, rates, notes = decided[k]
             for note in notes:
                 self.notes.add(note)
-            e_ttft = sm.expected_ttft(tier, c.uncached_input_tokens)
+            e_ttft = sm.expected_ttft(tier, c.uncached_input_tokens, c.input_tokens)
             ttft = r.ttft * (e_ttft / r.expected_ttft) if r.expected_ttft > 0 else r.ttft
-            decode = r.decode * r.speed.tier(r.tier)[0] / sm.tier(tier)[0] * (r.speed.output_tps / sm.output_tps)
+            # the ratio of the output speeds at this call's context size (context_speed, where a profile has it)
+            rec_tps = r.speed.output_speed(r.tier, c.input_tokens)
+            decode = r.decode * rec_tps / sm.output_speed(tier, c.input_tokens)
             out[key] = _Plan(t, sm, tier, ttft, decode, rates, e_ttft)
         return out
 

@@ -28,7 +28,7 @@ from agentsim.sim.call_timeline import timeline
 from agentsim.sim.context import Ctx
 from agentsim.sim.flow import Flow, RunFailed
 from agentsim.sim.records import CANCELLED, DONE
-from agentsim.sim.rules import Q, cut_tokens, first_token
+from agentsim.sim.rules import Q, context_speeds, cut_tokens, first_token
 from agentsim.sim.stalls import stall_draws
 
 __all__ = ["ATT_CANCELLED", "ATT_ERROR", "ATT_OK", "ATT_REJECTED", "ATT_TIMEOUT", "FAILED", "LimitedCalls"]
@@ -102,7 +102,7 @@ class LimitedCalls:
             return False, retry_after
         t0 = env.now
         tokens = ctx.begin_call(tkey, ttl, i_new, t0)
-        ttft0, tps = self._speeds_on(node, c, tier, job.j, t0)
+        ttft0, tps = self._speeds_on(node, c, tier, job.j, t0, tokens[0])
         ttft = first_token(ttft0, tokens[0], tokens[1], tier.prefill_tps)
         tl = timeline(t0, ttft, out, reas, tps, self._stall_on(node, tkey, job.j))
         error = u_err < tier.error_rate
@@ -130,8 +130,9 @@ class LimitedCalls:
         self.attempt_recs.extend((*where, attempt, tkey, outcome, t_try, t0, env.now, *billed))
         return False, None
 
-    def _speeds_on(self, node, c, tier, j: int, t0: float) -> tuple[float, float]:
-        """(drawn TTFT, TPS) of instance ``j`` on ``tier`` (a fallback's from the same draws), at the clock ``t0``."""
+    def _speeds_on(self, node, c, tier, j: int, t0: float, inp: int) -> tuple[float, float]:
+        """(drawn TTFT, TPS) of instance ``j`` on ``tier`` (a fallback's from the same draws), at the clock ``t0``,
+        with ``inp`` tokens of context (the call's whole input: agentsim.plan.context_speed)."""
         tkey = tier.index
         if tkey == c.key:
             ttft0, tps = c.ttft0[j], c.tps[j]
@@ -141,6 +142,8 @@ class LimitedCalls:
         if self.tod and tkey in self.tod:  # slow hours: factors of the clock at the attempt's start
             fx, fy = self.tod[tkey].factors(t0)
             ttft0, tps = ttft0 * fx, tps * fy
+        if tier.context_speed is not None:  # speed by context size, as Runner.call applies it
+            ttft0, tps = context_speeds(ttft0, tps, inp, tier.context_speed)
         return ttft0, tps
 
     def _succeeded(self, job: _Job, tl, tokens: tuple, tkey: int, attempt: int, t_try: float, i_new: int) -> None:

@@ -28,6 +28,7 @@ from agentsim.sim.records import (
     empty_call_tensors,
     empty_span_tensors,
 )
+from agentsim.sim.rules import context_factor_array
 from agentsim.sim.slots import slot_names
 from agentsim.sim.stalls import stall_draws
 
@@ -70,7 +71,8 @@ def _scatter_calls(plan: Plan, runner, variant: int) -> dict[int, dict[str, np.n
 
     A plain call that completed records only what depended on the run's history (start, TTFT,
     tokens) -- a fixed call only its start -- and the rest is rebuilt here with the rules the DES
-    applied (agentsim.sim.rules): ``t_first = t_start + ttft``, ``t_end = t_start + duration``.
+    applied (agentsim.sim.rules): ``t_first = t_start + ttft``, ``t_end = t_start + duration``, with
+    the speed the call ran at (time-of-day and context-size factors, in the DES's order).
     """
     block = runner.block
     out = _scatter(plan.calls, block, runner.plain_recs, PLAIN_RECORD, empty_call_tensors)
@@ -95,6 +97,9 @@ def _scatter_calls(plan: Plan, runner, variant: int) -> dict[int, dict[str, np.n
         tps_done = tps[done]
         if node.tiers[variant] in runner.tod:  # the speed the call ran at (agentsim.plan.time_of_day)
             tps_done = tps_done * runner.tod[node.tiers[variant]].factors(t0)[1]
+        cs = plan.tiers[node.tiers[variant]].context_speed
+        if cs is not None and cs.tps is not None:  # ... and at its context size (rules.context_speeds)
+            tps_done = tps_done * context_factor_array(t["input"][done], cs.tps)
         sd = stall_draws(plan, block, node, node.tiers[variant])
         tl = timeline(
             t0, ttft, output, reasoning, tps_done, None if sd is None else np.broadcast_to(sd[0], done.shape)[done]

@@ -52,7 +52,7 @@ class StreamedCalls:
         if (node.id, FIRST_AUDIO) in self.tl:  # a consumer with a first-audio latency (speech)
             fa = np.array([self.value(node, FIRST_AUDIO, r, flat)])
         if node.interrupt is not None:
-            hit, t_cut, billed = interruption(self.plan, slot, tier, sb, fa)
+            _drawn, t_cut, hit, billed = interruption(self.plan, slot, tier, sb, fa)
         else:
             hit, t_cut, billed = np.zeros(1, dtype=bool), one.end, one.output
         return sb, hit, t_cut, billed

@@ -11,9 +11,11 @@ The rules it applies -- a call's timing, what a cut call is billed, which branch
 is critical at a join, the breakdown slots -- live in :mod:`agentsim.sim.rules`,
 shared with the fast path::
 
-    ttft     = drawn TTFT x tier.ttft_x + uncached_input / prefill_tps
-    decode   = (output + reasoning) / (drawn TPS x tier.output_tps_x)
+    ttft     = drawn TTFT x tier.ttft_x [x f_ttft(input)] + uncached_input / prefill_tps
+    decode   = (output + reasoning) / (drawn TPS x tier.output_tps_x [x f_tps(input)])
     t_end    = t_start + ((ttft + decode) [+ stall])
+
+(``f_ttft``, ``f_tps``: the tier's factors by context size, :func:`agentsim.sim.rules.context_speeds`.)
 
 Races (``join: any`` or ``{k: N}``): the first ``k`` branches to finish win,
 ties broken by branch order. So that ties between branches finishing at the same
@@ -63,6 +65,7 @@ from agentsim.sim.rules import (
     N_SLOTS,
     STALL,
     TTFT,
+    context_speeds,
     cut_tokens,
     decode,
     duration,
@@ -99,6 +102,7 @@ class _CallInfo:
     """
 
     __slots__ = (
+        "ctx_speed",
         "d",
         "dec",
         "fixed",
@@ -123,20 +127,23 @@ class _CallInfo:
         tier = plan.tiers[c.tiers[runner.variant]]
         self.node, self.id, self.width = c, c.id, runner.width[c.id]
         self.key, self.ttl, self.prefill = tier.index, tier.ttl_s, tier.prefill_tps
+        self.ctx_speed = tier.context_speed  # factors by context size (None: none), applied per call
         self.streamed = c.interrupt is not None
         self.values = [(runner.tl[(c.id, p)], runner.const[(c.id, p)]) for p in (INPUT, OUTPUT, REASONING)]
         shape = (block.n, *block.shape(c.scope))
         ttft0, tps = runner.speeds[c.id]
         i_new, out, reas = (np.broadcast_to(values[(c.id, p)], shape) for p in (INPUT, OUTPUT, REASONING))
+        self.fixed = not (
+            cfg.grows or cfg.cache or self.streamed or feeds or plan.needs_attempts or self.key in runner.tod
+        )
+        if self.fixed and self.ctx_speed is not None:  # the context size is known before the run: scale now
+            ttft0, tps = context_speeds(ttft0, tps, cfg.system + i_new, self.ctx_speed)
         dec = decode(out, reas, tps)
         self.tps = tps.reshape(-1).tolist()
         self.dec = dec.reshape(-1).tolist()
         sd = stall_draws(plan, block, c, c.tiers[runner.variant])
         stall = None if sd is None else np.broadcast_to(sd[0], shape)
         self.stall = None if stall is None else stall.reshape(-1).tolist()
-        self.fixed = not (
-            cfg.grows or cfg.cache or self.streamed or feeds or plan.needs_attempts or self.key in runner.tod
-        )
         if self.fixed:
             inp = cfg.system + i_new
             ttft = first_token(ttft0, inp, 0, tier.prefill_tps)
@@ -359,14 +366,16 @@ class Runner(LimitedCalls, StreamedCalls, Joins):
             tokens = ctx.begin_call(c.key, c.ttl if c.ttl is not None else cfg.ttl_s, i_new, t0)
         else:
             tokens = (ctx.L + i_new, 0, 0, 0)
+        ttft0 = c.ttft0[j]
+        dec = c.dec[j]
         if self.tod and c.key in self.tod:  # slow hours: factors of the clock at the call's start
             fx, fy = self.tod[c.key].factors(t0)
-            tps = tps * fy
-            ttft = first_token(c.ttft0[j] * fx, tokens[0], tokens[1], c.prefill)
+            ttft0, tps = ttft0 * fx, tps * fy
             dec = None
-        else:
-            ttft = first_token(c.ttft0[j], tokens[0], tokens[1], c.prefill)
-            dec = c.dec[j]
+        if c.ctx_speed is not None:  # speed by context size: the call's whole input (rules.context_speeds)
+            ttft0, tps = context_speeds(ttft0, tps, tokens[0], c.ctx_speed)
+            dec = None
+        ttft = first_token(ttft0, tokens[0], tokens[1], c.prefill)
         stall = None if c.stall is None else c.stall[j]
         if c.streamed or st.trigger is not None:
             yield from self._streamed(node, st, flat, timeline(t0, ttft, out, reas, tps, stall, dec), tokens, i_new)

@@ -25,6 +25,7 @@ from agentsim.plan.nodes import Plan
 from agentsim.plan.sampling import Block
 from agentsim.plan.time_of_day import scale_speeds
 from agentsim.pricing.rates import call_cost
+from agentsim.sim.rules import context_factor_array
 
 __all__ = [
     "CALL_FIELDS",
@@ -110,7 +111,8 @@ def price_calls(plan: Plan, result: BlockResult, speeds: dict[int, tuple[np.ndar
     """Add ``cost`` (USD) and ``tps`` to every call tensor, in place.
 
     A call is priced (and its speed read) on the tier it actually ran on: a fallback
-    moves it to another model.
+    moves it to another model. ``tps`` is the speed the call ran at: the drawn one times the
+    time-of-day and context-size factors, where the tier has them.
     """
     from agentsim.plan.sampling import tier_speeds
 
@@ -132,7 +134,22 @@ def price_calls(plan: Plan, result: BlockResult, speeds: dict[int, tuple[np.ndar
         for tid in used:
             if int(tid) != static:
                 tps = np.where(t["tier"] == tid, tier_speeds(plan, result.block, node, int(tid))[1], tps)
-        t["tps"] = scale_speeds(plan, t["tier"], t["t_start"], tps, made)  # time-of-day conditions, if any
+        tps = scale_speeds(plan, t["tier"], t["t_start"], tps, made)  # time-of-day conditions, if any
+        t["tps"] = _context_scaled(plan, t["tier"], t["input"], tps, made, used)  # context-size factors, if any
+
+
+def _context_scaled(plan: Plan, tier_of, inp, tps: np.ndarray, made, used) -> np.ndarray:
+    """``tps`` times each made call's factor at its context size (its whole input), by the tier it ran on:
+    the speed it ran at (:func:`agentsim.sim.rules.context_speeds`, the engines' last multiplication)."""
+    curves = [(int(tid), plan.tiers[int(tid)].context_speed) for tid in used]
+    curves = [(tid, cs.tps) for tid, cs in curves if cs is not None and cs.tps is not None]
+    if not curves or not made.any():
+        return tps
+    out = np.array(np.broadcast_to(tps, made.shape), dtype=np.float64, copy=True)
+    for tid, curve in curves:
+        m = made & (tier_of == tid)
+        out[m] = out[m] * context_factor_array(inp[m], curve)
+    return out
 
 
 def running_row_sum(acc: np.ndarray | None, flat: np.ndarray) -> np.ndarray | None:

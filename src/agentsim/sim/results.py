@@ -276,12 +276,7 @@ class Results:
                     "value_of_time_usd_per_hour": vot,
                 }
             v["per_call"] = self._call_stats[name].summary()
-            for key, fn in self.sections.items():
-                v[key] = fn(name)
-            if self.stream_stats is not None:
-                v["streaming"] = self.stream_stats[name].section()
-            if self.plan.defines_success:
-                v["success"] = self._success(name)
+            v.update(self._sections_of(name))
             variants[name] = v
         doc = {
             "scenario": self.scenario.name,
@@ -296,6 +291,17 @@ class Results:
         doc["prices_as_of"] = self.plan.prices_as_of.isoformat() if self.plan.prices_as_of else None
         doc["prices"] = prices_summary(self.plan.tiers)
         return doc
+
+    def _sections_of(self, name: str) -> dict[str, Any]:
+        """A variant's sections that only some scenarios have: limits and workload, streaming, success, slo."""
+        out = {key: fn(name) for key, fn in self.sections.items()}
+        if self.stream_stats is not None:
+            out["streaming"] = self.stream_stats[name].section()
+        if self.plan.defines_success:
+            out["success"] = self._success(name)
+        if self.scenario.slo:
+            out["slo"] = self._slo(name)
+        return out
 
     def _success(self, name: str) -> dict[str, Any]:
         """Success share, cost per success and time to success of a variant (see docs/concepts.md).
@@ -321,6 +327,27 @@ class Results:
             "cost_per_success_usd": _f(cost / ok) if ok else None,
             "time_to_success_s": _f(wall / ok) if ok else None,
         }
+
+    def _slo(self, name: str) -> dict[str, Any]:
+        """The share of runs meeting each of the scenario's ``slo`` targets (agentsim.sim.slo), over the runs
+        whose outcome is known (completed or failed; in a workload, counted)."""
+        from agentsim.sim.slo import slo_section, turn_values
+
+        runs = self.runs
+        mask = (runs["variant"] == name).to_numpy().copy()
+        if "counted" in runs:
+            mask &= runs["counted"].to_numpy(dtype=bool)
+        if "status" in runs:
+            mask &= runs["status"].to_numpy() != 2  # an unfinished run (a workload's end) has no outcome yet
+        n = int(mask.sum())
+        streamed = {c: runs[c].to_numpy()[mask] for c in runs.columns if isinstance(c, str) and "." in c}
+
+        def value_of(metric: str) -> np.ndarray:
+            if metric in runs.columns:
+                return runs[metric].to_numpy(dtype=np.float64)[mask]
+            return turn_values(streamed, metric, n)
+
+        return slo_section(dict(self.scenario.slo), value_of, n)
 
     def to_json(self, indent: int = 2) -> str:
         """The summary document as JSON text (deterministic for a given scenario and seed)."""
@@ -441,6 +468,7 @@ def summary_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
                     if "success" in v
                     else {}
                 ),
+                **{f"slo_{k}_share": e["share"] for k, e in v.get("slo", {}).items()},
             }
         )
     return rows

@@ -21,6 +21,20 @@ drawn output speed ``tps`` (tokens/s), and ``stall`` seconds of paused streaming
     t_end    = t0 + duration
 
 (``prefill_tps`` is ``inf`` for a model without a prefill term: the second term is then 0.)
+
+Speed by context size
+---------------------
+A tier with ``context_speed`` (:mod:`agentsim.plan.context_speed`) scales a call's drawn TTFT and
+output speed by piecewise-linear factors of its context size ``n`` = its whole ``input`` (the
+context re-sent plus its own new input, cached or not), before the formulas above::
+
+    f(n)  = v_i + (v_{i+1} - v_i) * ((n - k_i) / (k_{i+1} - k_i))   k_i <= n < k_{i+1}
+            (v_0 below the first knot, v_m from the last on)           context_factor()
+    ttft0 = ttft0 * f_ttft(n)        tps = tps * f_tps(n)              context_speeds()
+
+The drawn speeds already carry the tier's ``output_tps_x``/``ttft_x``, the provider conditions and
+(DES) the time-of-day factors; the context factor is the last multiplication. A factor list that is
+all 1 is compiled to nothing, so the engines skip it (the same bits as no curve).
 While streaming, reasoning tokens come first and are invisible: the first *visible* token
 arrives at ``(t0 + ttft) + reasoning / tps`` (:func:`first_visible`).
 
@@ -62,6 +76,7 @@ parent's slots; at the join the parent takes the critical branch's slots.
 from __future__ import annotations
 
 import math
+from bisect import bisect_right
 
 import numpy as np
 
@@ -74,6 +89,9 @@ __all__ = [
     "TTFT",
     "WAIT",
     "Q",
+    "context_factor",
+    "context_factor_array",
+    "context_speeds",
     "critical_all",
     "critical_all_array",
     "cut_decode",
@@ -117,6 +135,40 @@ def duration(ttft, dec, stall=None):
 def first_visible(t0, ttft, reas, tps):
     """When the first visible token arrives: reasoning streams first, unseen."""
     return (t0 + ttft) + reas / tps
+
+
+# ---------------------------------------------------------------------------- speed by context size
+def context_factor(n, curve) -> float:
+    """The factor of a :class:`~agentsim.plan.context_speed.Piecewise` curve at context size ``n`` (one call)."""
+    knots, values = curve.knots, curve.values
+    i = bisect_right(knots, n) - 1
+    if i < 0:
+        return values[0]
+    if i >= len(knots) - 1:
+        return values[-1]
+    return values[i] + curve.rises[i] * ((n - knots[i]) / curve.runs[i])
+
+
+def context_factor_array(n, curve) -> np.ndarray:
+    """:func:`context_factor` over an array of context sizes (the same operations, element by element)."""
+    knots, values, rises, runs = curve.arrays
+    i = np.searchsorted(knots, n, side="right") - 1
+    if len(knots) == 1:
+        return np.broadcast_to(values[0], np.shape(i))
+    j = np.clip(i, 0, len(knots) - 2)
+    inside = values[j] + rises[j] * ((n - knots[j]) / runs[j])
+    return np.where(i < 0, values[0], np.where(i >= len(knots) - 1, values[-1], inside))
+
+
+def context_speeds(ttft0, tps, n, cs):
+    """``(ttft0 x f_ttft(n), tps x f_tps(n))`` of calls with context size ``n`` on a tier whose
+    :class:`~agentsim.plan.context_speed.ContextSpeed` is ``cs`` (floats for a Python number, else arrays)."""
+    factor = context_factor if isinstance(n, int | float) else context_factor_array
+    if cs.ttft is not None:
+        ttft0 = ttft0 * factor(n, cs.ttft)
+    if cs.tps is not None:
+        tps = tps * factor(n, cs.tps)
+    return ttft0, tps
 
 
 # ------------------------------------------------------------------------------ partial billing

@@ -142,9 +142,10 @@ def _block_summary(plan: Plan, seed: int, span, engine: str, keep: bool, room: l
     for res in results:
         columns.append(run_columns(plan, res))
         if plan.has_streaming:
-            from agentsim.sim.streaming import block_metrics
+            from agentsim.sim.stream_metrics import block_metrics, run_values
 
             streams.append(block_metrics(plan, res))
+            columns[-1].update(run_values(plan, streams[-1], res.block.n))
         else:
             streams.append(None)
         samples.append(_call_samples(plan, res, None if room is None else room[res.variant]))

@@ -1,9 +1,9 @@
 """The ``streaming`` section of ``summary.json``: consumer metrics per call, summarised per variant.
 
 Blocks of runs hand in, per call node with a consumer, one value per completed call of every
-metric (:func:`agentsim.sim.streaming.block_metrics`); this accumulator keeps them (in block order, so
+metric (:func:`agentsim.sim.stream_metrics.block_metrics`); this accumulator keeps them (in block order, so
 the result does not depend on the number of workers) and summarises each metric over the calls of
-a step name: ``{mean, p50, p95}`` of its finite values (a metric that does not exist for a call,
+a step name: ``{mean, p50, p95, p99}`` of its finite values (a metric that does not exist for a call,
 e.g. the first render of an answer interrupted before it had enough tokens, is left out; ``null``
 when no call has it).
 
@@ -22,7 +22,7 @@ import pandas as pd
 
 from agentsim.model.registry import consumer_kinds
 from agentsim.plan.nodes import Plan
-from agentsim.sim.streaming import metrics_of
+from agentsim.sim.stream_metrics import metrics_of
 
 __all__ = ["StreamStats", "streaming_frame"]
 
@@ -30,9 +30,13 @@ __all__ = ["StreamStats", "streaming_frame"]
 def _stats(x: np.ndarray) -> dict[str, float | None]:
     x = x[np.isfinite(x)]
     if not x.size:
-        return {"mean": None, "p50": None, "p95": None}
-    p50, p95 = np.percentile(x, [50, 95])
-    return {"mean": float(np.mean(x)), "p50": float(p50), "p95": float(p95)}
+        return {"mean": None, "p50": None, "p95": None, "p99": None}
+    p50, p95, p99 = np.percentile(x, [50, 95, 99])
+    return {"mean": float(np.mean(x)), "p50": float(p50), "p95": float(p95), "p99": float(p99)}
+
+
+# Metrics of the interruption itself: not repeated over the calls the person let finish
+_INTERRUPTION = ("interrupted_share", "cut_share", "wasted_usd")
 
 
 class StreamStats:
@@ -63,13 +67,21 @@ class StreamStats:
         return {node.name: node.consumer for node in self.plan.calls if node.consumer is not None}
 
     def section(self) -> dict[str, Any]:
-        """``{calls: {NAME: {METRIC: {mean, p50, p95}}}, apparate: {NAME: {...}}}``."""
+        """``{calls: {NAME: {METRIC: {mean, p50, p95, p99}}}, apparate: {NAME: {...}}}``, and for calls the
+        person can interrupt ``uninterrupted: {NAME: {METRIC: ...}}``: the same over the calls they let finish,
+        so that a model is compared on the answers people heard or read to the end."""
         consumers = self._consumers()
+        interruptible = {node.name for node in self.plan.calls if node.interrupt is not None}
         calls: dict[str, Any] = {}
         apparate: dict[str, Any] = {}
+        uninterrupted: dict[str, Any] = {}
         for name, metrics in self.values().items():
             cons = consumers[name]
-            calls[name] = {k: _stats(metrics[k]) for k in metrics_of(cons.kind) if k in metrics}
+            names = [k for k in metrics_of(cons.kind) if k in metrics]
+            calls[name] = {k: _stats(metrics[k]) for k in names}
+            if name in interruptible:
+                whole = metrics["interrupted_share"] == 0
+                uninterrupted[name] = {k: _stats(metrics[k][whole]) for k in names if k not in _INTERRUPTION}
             kind = consumer_kinds().get(cons.kind)
             pace = kind.pace(cons) if kind is not None and kind.pace is not None else None
             if pace is not None:  # a consumer with a pace of its own (a reader's, a speaker's)
@@ -79,14 +91,17 @@ class StreamStats:
                     "tokens_per_s": pace,
                     "faster_share": float(np.mean(tps >= pace)) if tps.size else None,
                 }
-        return {"calls": calls, "apparate": apparate}
+        out: dict[str, Any] = {"calls": calls, "apparate": apparate}
+        if uninterrupted:
+            out["uninterrupted"] = uninterrupted
+        return out
 
 
 def streaming_frame(sections: dict[str, dict[str, Any]]) -> pd.DataFrame:
-    """One row per variant, step and metric: ``mean``, ``p50``, ``p95``."""
+    """One row per variant, step and metric: ``mean``, ``p50``, ``p95``, ``p99``."""
     rows = []
     for variant, sec in sections.items():
         for name, metrics in sec["calls"].items():
             for metric, st in metrics.items():
                 rows.append({"variant": variant, "call": name, "metric": metric, **st})
-    return pd.DataFrame(rows, columns=["variant", "call", "metric", "mean", "p50", "p95"])
+    return pd.DataFrame(rows, columns=["variant", "call", "metric", "mean", "p50", "p95", "p99"])

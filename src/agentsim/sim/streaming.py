@@ -1,8 +1,9 @@
-"""Streaming: how a call's answer arrives, token by token, and what its consumer lives through.
+"""Streaming: how a call's answer arrives, token by token; where the person interrupts; when a pipeline starts.
 
 The engines decide when a call starts and ends; this module decides what happens in between,
 for any number of calls at once (NumPy arrays over calls, never a Python loop per token).
-Both engines call the same functions, so their streaming numbers agree to the last bit.
+Both engines call the same functions, so their streaming numbers agree to the last bit. What the
+consumers live through is :mod:`agentsim.sim.stream_metrics`.
 
 **Arrival of the visible tokens** (DESIGN.md §3.2). A call sent at ``t0`` with TTFT ``ttft``,
 ``N`` visible and ``R`` reasoning tokens at ``tps`` tokens/s::
@@ -20,34 +21,18 @@ Both engines call the same functions, so their streaming numbers agree to the la
 * ``chunk_tokens``: tokens are delivered in groups (sizes drawn per group); a group is delivered at
   the arrival of its last token, the first group at ``a_1``. The consumer sees delivery times ``d_i``.
 
-**Consumers** (times measured from the send time ``t0``):
-
-* reader at ``r`` tokens/s: ``f_i = max(d_i, f_{i-1}) + 1/r``, ``f_0 = t0``;
-  ``reader_done_s = f_N - t0``, ``reader_wait_s = sum max(0, d_i - f_{i-1}) = f_N - t0 - N / r``.
-* speech: sentences of ``sentence_tokens`` tokens (the last may be shorter) ending at tokens
-  ``e_k``; sentence ``k`` plays from ``s_k = max(d_{e_k} + first_audio, s_{k-1} + l_{k-1})`` for
-  ``l_k = tokens_k / tokens_per_s``; ``first_sentence_s = d_{e_1} - t0``, ``first_audio_s = s_1 - t0``,
-  ``silence_s = sum_{k>=2} (s_k - (s_{k-1} + l_{k-1}))``, ``longest_silence_s`` its largest term.
-* render needing ``m`` tokens: ``first_render_s = d_m - t0`` (``all``: ``m = N``).
-* every consumer: ``ttft_s = d_1 - t0``; the gaps between successive deliveries (chunk to chunk)
-  give ``longest_gap_s``, ``gaps_over_250ms``, ``gaps_over_1s``, ``itl_p50_s``, ``itl_p99_s``;
-  the Andes QoE (arXiv 2404.16283) with expected token times ``x_i = t0 + T + (i - 1) / v`` and
-  digested times ``u_i = max(d_i, x_i)``: ``qoe = sum (T_end - u_i) / sum (T_end - x_i)`` with
-  ``T_end = max u_i`` (1 when both sums are 0), i.e. 1 - (area between the expected and the actual
-  token curves) / (area under the expected curve).
-
-**Interruption** (:func:`interruption`): at ``t = a_1 + X`` (or first audio + X) if that is before
-the call's end. The call ends at ``t``; its reasoning and the visible tokens that have arrived by
-``t`` (``a_i <= t``) are billed; only those join the context.
+**Interruption** (:func:`interruption`, contract v1.2): the person barges in at ``t = d_1 + X`` (or first
+audio + X), whatever the model is doing then. If that is before the call's end the call is *cut*: it
+ends at ``t``; its reasoning and the visible tokens that have arrived by ``t`` (``a_i <= t``) are billed;
+only those join the context. Reading and speech stop at ``t`` either way (:mod:`~agentsim.sim.stream_metrics`).
 
 **Engines.** The DES applies :func:`streams`, :func:`interruption`, ``stalls.stalled_by`` and
 :func:`pipeline_offset` to one call at a time; the fast path to all the runs of one instance slot at
-once. Every operation is per row, so both get the same bits. :func:`block_metrics` then computes the
-consumer metrics from the records of either engine.
+once. Every operation is per row, so both get the same bits.
 
-Per-token random numbers (jitter weights, chunk and sentence sizes) come from streams keyed like
-every other draw (``SeedSequence(seed, spawn_key=(block, node, purpose, instance))``), filled
-token-major so a call's numbers do not depend on the other calls.
+Per-token random numbers (jitter weights, chunk and sentence sizes, stall places) come from streams
+keyed like every other draw (:mod:`agentsim.sim.stream_draws`), filled token-major so a call's numbers
+do not depend on the other calls.
 """
 
 from __future__ import annotations
@@ -57,66 +42,28 @@ import math
 import numpy as np
 from scipy import special
 
-from agentsim.model.registry import consumer_kind, consumer_kinds
-from agentsim.plan.nodes import CHUNKS, GAPS, INTERRUPT_P, INTERRUPT_X, OUTPUT, SENTENCES, ConsumerCfg, Plan
+from agentsim.plan.nodes import CHUNKS, GAPS, INTERRUPT_P, INTERRUPT_X, SENTENCES, Plan
 from agentsim.plan.sampling import Block
-from agentsim.sim.call_timeline import CallSlot, CallTimeline, timeline
-from agentsim.sim.stalls import one_token_chunks, stall_draws, stall_events
+from agentsim.sim.call_timeline import CallSlot, CallTimeline
+from agentsim.sim.stalls import one_token_chunks, stall_events
 from agentsim.sim.stream_draws import columns, group_sizes, sizes, token_rows
 
 __all__ = [
-    "COMMON",
+    "BATCH_ELEMENTS",
     "StreamBatch",
-    "consumer_metrics",
-    "consumer_timeline",
+    "arrived",
     "delivered",
+    "first_audio_times",
     "interruption",
-    "metrics_of",
     "pipeline_offset",
-    "recorded",
     "seen",
+    "sentence_ends",
+    "slot_width",
     "streams",
-    "table_rows",
 ]
 
 BATCH_ELEMENTS = 1 << 21  # tokens per batch of calls (memory of one matrix: 16 MiB)
 ARRIVED_TOL = 1e-9  # a token arriving within this many seconds after t counts as arrived by t
-
-# Metrics every consumer has (the order of summary.json): ttft_s, then the consumer kind's own, then the rest.
-COMMON = (
-    "ttft_s",
-    "longest_gap_s",
-    "gaps_over_250ms",
-    "gaps_over_1s",
-    "itl_p50_s",
-    "itl_p99_s",
-    "qoe",
-    "interrupted_share",
-    "wasted_usd",
-)
-# Labels of the common metrics the CLI table shows (a consumer kind labels its own: ConsumerKind.labels)
-COMMON_LABELS = {
-    "ttft_s": "TTFT seen",
-    "longest_gap_s": "longest gap",
-    "qoe": "QoE",
-    "interrupted_share": "interrupted",
-}
-
-
-def metrics_of(kind: str) -> tuple[str, ...]:
-    """The streaming metrics of a consumer kind, in the order of summary.json (``none``: the common ones)."""
-    if kind == "none":  # a call without a consumer that can be interrupted
-        return COMMON
-    return (COMMON[0], *consumer_kind(kind).metrics, *COMMON[1:])
-
-
-def table_rows() -> list[tuple[str, str]]:
-    """(metric, label) of the streaming rows of the CLI table: TTFT, each consumer kind's, then the others."""
-    rows = [("ttft_s", COMMON_LABELS["ttft_s"])]
-    for kind in consumer_kinds().values():
-        rows += list(kind.labels.items())
-    return rows + [(m, label) for m, label in COMMON_LABELS.items() if m != "ttft_s"]
-
 
 # --------------------------------------------------------------------------- timelines
 
@@ -228,24 +175,28 @@ def first_audio_times(D, sent_tokens, fa):
 
 
 def interruption(plan: Plan, slot: CallSlot, tier, sb: StreamBatch, fa=None):
-    """Where each call of ``slot`` is interrupted: ``(interrupted, t, billed visible tokens)`` arrays.
+    """Where the person interrupts each call of ``slot``: ``(drawn, t, cut, billed visible tokens)`` arrays.
 
-    ``t = a_1 + X`` (after_first_token) or ``first audio + X`` (after_first_audio); a call is
-    interrupted when drawn (``u < p``) and ``t`` falls before its end.
+    The person barges in at ``t = d_1 + X`` (``after_first_word`` / ``after_first_token``: the first visible
+    token, as delivered) or ``first audio + X`` (``after_first_audio``) when drawn (``u < p``, an answer
+    with tokens), whatever the model is doing then (contract v1.2). The call is ``cut`` -- it ends at ``t``
+    with its reasoning and the visible tokens that have arrived by ``t`` (``a_i <= t``) billed -- only when
+    ``t`` falls before its end.
     """
     block, node, flat, runs = slot.block, slot.node, slot.flat, slot.runs
     cfg = node.interrupt
-    shape_flat = np.asarray(runs) * _width(block, node) + flat
+    shape_flat = np.asarray(runs) * slot_width(block, node) + flat
     u = special.ndtr(np.asarray(block.get(node.id, INTERRUPT_P)).reshape(-1)[shape_flat])
     x = np.broadcast_to(block.get(node.id, INTERRUPT_X), block.get(node.id, INTERRUPT_P).shape).reshape(-1)[shape_flat]
-    if cfg.after == "first_token":
-        t = sb.A[:, 0] + x
-    else:
+    if cfg.after == "first_audio":
         cons = node.consumer
         sent = sentence_ends(cons.sentence, block, node.id, flat, np.asarray(runs), sb.N)
         t = first_audio_times(sb.D, sent, fa) + x
-    hit = (u < cfg.p) & (t < sb.end) & (sb.N > 0)
-    return hit, t, np.where(hit, arrived(sb.A, t), sb.N)
+    else:  # first_token, first_word: the first visible token, delivered at a_1
+        t = sb.D[:, 0] + x
+    drawn = (u < cfg.p) & (sb.N > 0)
+    cut = drawn & (t < sb.end)
+    return drawn, t, cut, np.where(cut, arrived(sb.A, t), sb.N)
 
 
 def pipeline_offset(pnode, slot: CallSlot, sb: StreamBatch, cut=None) -> np.ndarray:
@@ -272,52 +223,9 @@ def pipeline_offset(pnode, slot: CallSlot, sb: StreamBatch, cut=None) -> np.ndar
     return np.where(N > 0, t, sb.end)
 
 
-def _width(block: Block, node) -> int:
+def slot_width(block: Block, node) -> int:
+    """The instance slots of ``node`` in one run (the product of its repeat and fan-out counts)."""
     return int(np.prod(block.shape(node.scope), dtype=np.int64))
-
-
-# --------------------------------------------------------------------------- consumer metrics
-
-
-def consumer_metrics(cons: ConsumerCfg, sb: StreamBatch, n: np.ndarray, sent_tokens=None, fa=None) -> dict:
-    """Per-call metrics of one consumer over the first ``n`` delivered tokens of each call (see module doc):
-    the common ones here, the consumer kind's own from its ``measure`` (with its draws: a speech consumer's
-    sentence lengths ``sent_tokens`` and first-audio latencies ``fa``)."""
-    D, send = sb.D, sb.send
-    C, width = D.shape
-    i = np.arange(width)
-    Dv = delivered(sb, n)
-    has = n > 0
-    out: dict[str, np.ndarray] = {"ttft_s": np.where(has, D[:, 0] - send, np.nan)}
-    # gaps between successive deliveries, as the client sees them (NaN: no gap there)
-    with np.errstate(invalid="ignore"):
-        if width >= 2:
-            gaps = Dv[:, 1:] - Dv[:, :-1]
-            if not sb.chunk_start.all():
-                gaps[~sb.chunk_start[:, 1:]] = np.nan
-            longest = np.fmax.reduce(gaps, axis=1)
-            out["longest_gap_s"] = np.where(np.isnan(longest), 0.0, longest)
-            out["gaps_over_250ms"] = np.count_nonzero(gaps > 0.25, axis=1).astype(np.float64)
-            out["gaps_over_1s"] = np.count_nonzero(gaps > 1.0, axis=1).astype(np.float64)
-            out["itl_p50_s"], out["itl_p99_s"] = _row_quantiles(gaps, (0.5, 0.99))
-        else:
-            out["longest_gap_s"] = np.zeros(C)
-            out["gaps_over_250ms"] = out["gaps_over_1s"] = np.zeros(C)
-            out["itl_p50_s"] = out["itl_p99_s"] = np.full(C, np.nan)
-    # Andes QoE: expected x_i, digested u_i = max(d_i, x_i) over the delivered tokens
-    x = send[:, None] + cons.qoe_ttft + i[None, :] / cons.qoe_rate
-    u = np.maximum(Dv, x)  # NaN beyond n
-    T_end = np.fmax.reduce(u, axis=1)
-    x[np.isnan(u)] = np.nan
-    nf = n.astype(np.float64)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        whole = nf * T_end - np.nansum(x, axis=1)
-        actual = nf * T_end - np.nansum(u, axis=1)
-        out["qoe"] = np.where(~has, np.nan, np.where(whole > 0, np.maximum(actual, 0.0) / whole, 1.0))
-    if cons.kind != "none":
-        draws = {} if sent_tokens is None else {"sentences": sent_tokens, "first_audio": fa}
-        out.update(consumer_kind(cons.kind).measure(cons, sb, n, **draws))
-    return out
 
 
 def delivered(sb: StreamBatch, n: np.ndarray) -> np.ndarray:
@@ -326,103 +234,3 @@ def delivered(sb: StreamBatch, n: np.ndarray) -> np.ndarray:
         return sb.D  # NaN beyond each call's N already
     i = np.arange(sb.D.shape[1])
     return np.where(i[None, :] < n[:, None], sb.D, np.nan)
-
-
-def consumer_timeline(cons: ConsumerCfg, sb: StreamBatch, n: np.ndarray, slot: CallSlot) -> dict[str, np.ndarray]:
-    """The consumer kind's per-token times of a batch of calls (``read_s``, ``spoken_s``; none for some kinds)."""
-    kind = consumer_kind(cons.kind)
-    if kind.timeline is None:
-        return {}
-    return kind.timeline(cons, sb, n, **(kind.draws(cons, slot, n) if kind.draws else {}))
-
-
-def _row_quantiles(x: np.ndarray, qs) -> list[np.ndarray]:
-    """Quantiles (linear interpolation) of each row's non-NaN values; NaN for a row without any."""
-    srt = np.sort(x, axis=1)  # NaN last
-    m = np.count_nonzero(~np.isnan(x), axis=1)
-    out = []
-    for q in qs:
-        pos = q * np.maximum(m - 1, 0)
-        lo = np.floor(pos).astype(np.int64)
-        hi = np.minimum(lo + 1, np.maximum(m - 1, 0))
-        a = np.take_along_axis(srt, lo[:, None], axis=1)[:, 0]
-        b = np.take_along_axis(srt, hi[:, None], axis=1)[:, 0]
-        out.append(np.where(m > 0, a + (b - a) * (pos - lo), np.nan))
-    return out
-
-
-# --------------------------------------------------------------------------- a block's metrics
-
-
-def block_metrics(plan: Plan, result) -> dict[int, dict[str, np.ndarray]]:
-    """Per call node with a consumer: metric -> values over its completed calls (run order, then instance)."""
-    from agentsim.sim.records import DONE
-
-    block = result.block
-    out: dict[int, dict[str, np.ndarray]] = {}
-    for node in plan.calls:
-        cons = node.consumer
-        if cons is None:
-            continue
-        t = result.calls[node.id]
-        width = _width(block, node)
-        status = t["status"].reshape(block.n, width)
-        out_drawn = np.broadcast_to(block.get(node.id, OUTPUT), t["status"].shape).reshape(block.n, width)
-        parts: dict[str, list] = {k: [] for k in (*metrics_of(cons.kind), "_tps")}
-        order: list[np.ndarray] = []
-        for flat in range(width):
-            done_runs = np.nonzero(status[:, flat] == DONE)[0]
-            tiers = t["tier"].reshape(block.n, width)[done_runs, flat]
-            for tid in np.unique(tiers):
-                runs_t = done_runs[tiers == tid]
-                step = max(1, BATCH_ELEMENTS // max(1, int(out_drawn[runs_t, flat].max())))
-                for lo in range(0, len(runs_t), step):
-                    slot = CallSlot(block, node, flat, runs_t[lo : lo + step])
-                    vals = _batch(plan, result, slot, int(tid))
-                    for k in parts:
-                        parts[k].append(vals[k])
-                    order.append(slot.runs * width + flat)
-        if not order:
-            continue
-        flat_index = np.concatenate(order)
-        perm = np.argsort(flat_index, kind="stable")
-        out[node.id] = {k: np.concatenate(v)[perm] for k, v in parts.items()}
-        out[node.id]["_run"] = flat_index[perm] // width  # the block-local run of each call
-    return out
-
-
-def recorded(plan: Plan, result, slot: CallSlot, tier_index: int, cache: bool = True):
-    """The token timelines of recorded calls (a block's, of ``slot``, run on one tier), rebuilt from their
-    records with the engines' own rules: ``(stream, tokens the consumer got, interrupted)``."""
-    block, node = slot.block, slot.node
-    t = result.calls[node.id]
-    width = _width(block, node)
-
-    def pick(x):  # the slot's calls' values of a (runs, *instances) array (or one that broadcasts to it)
-        return np.broadcast_to(x, t["status"].shape).reshape(block.n, width)[slot.runs, slot.flat]
-
-    N = pick(block.get(node.id, OUTPUT)).astype(np.int64)
-    stall, stall_u = np.zeros(len(slot.runs)), np.zeros(len(slot.runs))
-    sd = stall_draws(plan, block, node, tier_index)
-    if sd is not None:
-        stall, stall_u = pick(sd[0]), pick(sd[1])
-    tl = timeline(pick(t["t_start"]), pick(t["ttft"]), N, pick(t["reasoning"]), pick(t["tps"]), stall)
-    sb = streams(plan.tiers[tier_index], slot, tl, stall_u, cache=cache)
-    interrupted = result.interrupted.get(node.id)
-    hit = np.zeros(len(slot.runs), dtype=bool) if interrupted is None else pick(interrupted)
-    return sb, np.where(hit, seen(sb, pick(t["t_end"])), N), hit
-
-
-def _batch(plan: Plan, result, slot: CallSlot, tier_index: int) -> dict[str, np.ndarray]:
-    """The consumer metrics of a batch of recorded calls (of one slot and tier)."""
-    cons = slot.node.consumer
-    sb, n, hit = recorded(plan, result, slot, tier_index)
-    kind = None if cons.kind == "none" else consumer_kind(cons.kind)
-    draws = kind.draws(cons, slot, n) if kind is not None and kind.draws else {}
-    vals = consumer_metrics(cons, sb, n, draws.get("sentences"), draws.get("first_audio"))
-    width = _width(slot.block, slot.node)
-    t = result.calls[slot.node.id]
-    vals["_tps"] = t["tps"].reshape(slot.block.n, width)[slot.runs, slot.flat]  # for the apparate point
-    vals["interrupted_share"] = hit.astype(np.float64)
-    vals["wasted_usd"] = np.where(hit, t["cost"].reshape(slot.block.n, width)[slot.runs, slot.flat], 0.0)
-    return vals

@@ -156,6 +156,15 @@ class WorkloadSection(_Part):
     output_tokens_per_min: float
 
 
+class StreamSpread(_Part):
+    """Mean and percentiles of a streaming metric over a step's calls."""
+
+    mean: Num
+    p50: Num
+    p95: Num
+    p99: Num
+
+
 class Apparate(_Part):
     consumer: str
     tokens_per_s: float
@@ -165,8 +174,20 @@ class Apparate(_Part):
 class Streaming(_Part):
     """Per call name, each streaming metric of its consumer (docs/metrics.md); per reader or speaker, its pace."""
 
-    calls: dict[str, dict[str, Spread]]
+    calls: dict[str, dict[str, StreamSpread]]
     apparate: dict[str, Apparate]
+    uninterrupted: dict[str, dict[str, StreamSpread]] | None = Field(
+        None, description="Calls the person can interrupt: the same metrics over the calls they let finish."
+    )
+
+
+class SloTarget(_Part):
+    """One target of the scenario's ``slo``: the share of runs meeting it (the ``all`` entry: every target)."""
+
+    target: float | None = Field(None, description="The target (absent for all).")
+    share: Num
+    ci95: list[Num] = Field(min_length=2, max_length=2, description="Wilson score interval of the share.")
+    runs: int = Field(description="The runs the share is over.")
 
 
 class Success(_Part):
@@ -190,6 +211,7 @@ class Variant(_Part):
     workload: WorkloadSection | None = None
     streaming: Streaming | None = None
     success: Success | None = None
+    slo: dict[str, SloTarget] | None = None
 
 
 class TieredRate(_Part):

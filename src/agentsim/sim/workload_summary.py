@@ -66,15 +66,16 @@ class _WorkloadSummary:
         plan = self.plan
         price_calls(plan, res, call_speeds(plan, res.block, v))
         cols = run_columns(plan, res)
-        frame = pd.DataFrame({"variant": plan.variants[v], "run": res.block.start + np.arange(res.block.n), **cols})
         counted_ok = res.counted & (cols["status"] == 0)
         if plan.has_streaming:  # streaming metrics of the calls of counted, completed runs
-            from agentsim.sim.streaming import block_metrics
+            from agentsim.sim.stream_metrics import block_metrics, run_values
 
             per_node = block_metrics(plan, res)
+            cols.update(run_values(plan, per_node, res.block.n))
             self.stream_stats[plan.variants[v]].add(
                 {nid: {k: a[counted_ok[m["_run"]]] for k, a in m.items()} for nid, m in per_node.items()}
             )
+        frame = pd.DataFrame({"variant": plan.variants[v], "run": res.block.start + np.arange(res.block.n), **cols})
         for node in plan.calls:
             t = res.calls[node.id]
             done = (t["status"] == DONE) & counted_ok.reshape((-1,) + (1,) * (t["status"].ndim - 1))

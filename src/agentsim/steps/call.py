@@ -26,7 +26,7 @@ from pydantic import Field, model_validator
 from pydantic_core import PydanticCustomError
 
 from agentsim.model.base import Prob, Problem, StrictModel, suggest
-from agentsim.model.consumers import ConsumerSpec
+from agentsim.model.consumers import QOE_TTFT, ConsumerSpec
 from agentsim.model.distributions import Dist
 from agentsim.model.registry import StepKind, consumer_kind, register_step
 from agentsim.model.steps import StepModel
@@ -48,21 +48,38 @@ from agentsim.plan.nodes import (
 
 __all__ = ["CallNode", "CallSpec", "CallStep", "InterruptSpec"]
 
+INTERRUPT_AFTER = ("first_token", "first_word", "first_audio")  # what an interruption's delay counts from
+
 
 class InterruptSpec(StrictModel):
-    """The user cuts the answer off (barge-in): with probability ``p``, a time after the first token or audio."""
+    """The person barges in: with probability ``p``, a time after the first word (token) or the first audio.
 
-    p: Prob = Field(description="Probability that the call is interrupted.")
+    The interruption is the person's (contract v1.2): it happens at its time whether or not the model is
+    still generating. Reading and speech stop there; the call is cut (billing stops, the call ends) only
+    if it is still running then."""
+
+    p: Prob = Field(description="Probability that the person interrupts the answer.")
     after_first_token: Dist | None = Field(None, description="Seconds after the first visible token.")
+    after_first_word: Dist | None = Field(
+        None, description="Or: seconds after the first word the person sees (the first visible token delivered)."
+    )
     after_first_audio: Dist | None = Field(None, description="Or: seconds after the first audio (speech consumer).")
 
     @model_validator(mode="after")
     def _one(self) -> InterruptSpec:
-        if (self.after_first_token is None) == (self.after_first_audio is None):
+        given = [k for k in INTERRUPT_AFTER if getattr(self, f"after_{k}") is not None]
+        if len(given) != 1:
             raise PydanticCustomError(
-                "interrupt_when", "an interrupt takes one of after_first_token or after_first_audio", {}
+                "interrupt_when",
+                "an interrupt takes one of after_first_word, after_first_token or after_first_audio; got {got}",
+                {"got": ", ".join(f"after_{k}" for k in given) or "none"},
             )
         return self
+
+    @property
+    def after(self) -> str:
+        """``first_token``, ``first_word`` or ``first_audio``."""
+        return next(k for k in INTERRUPT_AFTER if getattr(self, f"after_{k}") is not None)
 
 
 class CallSpec(StrictModel):
@@ -105,7 +122,17 @@ class CallNode(Node):
         """E[TTFT] + E[tokens] / E[TPS] on the fastest tier it runs on (Jensen: E[1/X] >= 1/E[X])."""
         used = [tiers[t] for t in self.tiers]
         tokens = self.output.mean + self.reasoning.mean
-        return min(t.ttft.mean * t.ttft_x + tokens / (t.output_tps.mean * t.tps_x) for t in used)
+        return min(_lower(t, tokens) for t in used)
+
+
+def _lower(t, tokens: float) -> float:
+    """A lower bound of a call's mean time on tier ``t``: E[TTFT] + tokens / E[TPS] at its fastest context size."""
+    cs = t.context_speed
+    if cs is None:
+        return t.ttft.mean * t.ttft_x + tokens / (t.output_tps.mean * t.tps_x)
+    gx = cs.ttft.lowest if cs.ttft is not None else 1.0
+    fx = cs.tps.highest if cs.tps is not None else 1.0
+    return t.ttft.mean * t.ttft_x * gx + tokens / (t.output_tps.mean * t.tps_x * fx)
 
 
 def compile_call(c, step: CallStep, scope, path) -> CallNode:
@@ -127,11 +154,11 @@ def compile_call(c, step: CallStep, scope, path) -> CallNode:
         c, spec.consumer if own else c.sc.consumer, node, (*p, "consumer") if own else ("consumer",)
     )
     if node.consumer is None and spec.interrupt is not None:
-        node.consumer = ConsumerCfg("none", 0.0)  # an interruptible call still reports its stream
+        node.consumer = ConsumerCfg("none", 0.0, qoe_ttft=QOE_TTFT, qoe_rate=4.8)  # still reports its stream
     if spec.interrupt is not None:
         it, ip = spec.interrupt, (*p, "interrupt")
-        after = "first_token" if it.after_first_token is not None else "first_audio"
-        delay = it.after_first_token if after == "first_token" else it.after_first_audio
+        after = it.after
+        delay = getattr(it, f"after_{after}")
         node.interrupt = InterruptCfg(it.p, after, c.sampler(delay, (*ip, f"after_{after}"), "interrupt delay"))
         c.draw(node, INTERRUPT_P, scope, None)
         c.draw(node, INTERRUPT_X, scope, node.interrupt.delay)
@@ -167,9 +194,10 @@ def compile_consumer(c, spec, node, path) -> ConsumerCfg | None:
     """The call's consumer, compiled by its kind (agentsim.consumers), with the QoE expectation."""
     if spec is None:
         return None
-    q = spec.qoe
-    qoe = (q.expected_ttft if q is not None else 1.0, q.tokens_per_s if q is not None else None)
-    return consumer_kind(spec.kind).compile(c, spec.spec, node, path, qoe)
+    q, kind = spec.qoe, consumer_kind(spec.kind)
+    pace = q.tokens_per_s if q is not None and q.tokens_per_s is not None else kind.qoe_pace
+    qoe = (q.expected_ttft if q is not None else QOE_TTFT, pace)
+    return kind.compile(c, spec.spec, node, path, qoe)
 
 
 def check(scenario, step: CallStep, path: tuple, previous) -> list[Problem]:
@@ -229,8 +257,8 @@ call: {name: act, model: opus, input: 50, output: 250, reasoning: 300, speed: fa
         "InterruptSpec",
         "call.interrupt",
         """\
-interrupt: {p: 0.2, after_first_token: {uniform: {low: 1, high: 5}}}
-# or: {p: 0.3, after_first_audio: 2}      (needs a speech consumer)
+interrupt: {p: 0.2, after_first_word: {uniform: {low: 1, high: 5}}}
+# or: {p: 0.3, after_first_audio: 2}      (needs a speech consumer); after_first_token: as after_first_word
 """,
         ("interrupt",),
     ),

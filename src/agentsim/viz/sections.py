@@ -27,6 +27,7 @@ __all__ = [
     "accounts_section",
     "format_metric",
     "limits_section",
+    "slo_section",
     "streaming_sections",
     "success_section",
     "workload_section",
@@ -166,9 +167,34 @@ def success_section(doc: dict) -> Section | None:
     ))  # fmt: skip
 
 
+def slo_section(doc: dict) -> Section | None:
+    """The share of runs meeting each of the scenario's ``slo`` targets, and all of them (``slo:``)."""
+    slo = _first(doc).get("slo")
+    if not slo:
+        return None
+    metrics = []
+    for key, entry in slo.items():
+        if key == "all":
+            continue
+        op = "≥" if key.rsplit(".", 1)[-1].startswith("qoe") else "≤"
+        metrics.append(Metric(f"{key} {op} {_target_text(key, entry['target'])}", "share", _dig("slo", key, "share")))
+    metrics.append(Metric("all targets met", "share", _dig("slo", "all", "share")))
+    return Section("slo", "Targets (share of runs meeting them)", metrics)
+
+
+def _target_text(metric: str, target: float) -> str:
+    if metric.endswith("_s"):
+        return fmt.durations([target])[0]
+    if metric.endswith("_usd"):
+        return fmt.usd(target)
+    return f"{target:g}"
+
+
 # Streaming metrics (summary.json's ``streaming.calls.CALL``), in reading order, with their labels.
 STREAM_LABELS = {
     "ttft_s": "TTFT seen",
+    "first_word_s": "first word from ask",
+    "voice_to_voice_s": "voice to voice",
     "first_sentence_s": "first sentence",
     "first_audio_s": "first audio",
     "first_render_s": "first render",
@@ -181,8 +207,10 @@ STREAM_LABELS = {
     "gaps_over_250ms": "gaps over 250 ms",
     "gaps_over_1s": "gaps over 1 s",
     "itl_p50_s": "ITL p50",
+    "itl_p95_s": "ITL p95",
     "itl_p99_s": "ITL p99",
     "qoe": "QoE",
+    "qoe_from_ask": "QoE from ask",
     "interrupted_share": "interrupted",
     "cut_share": "cut while generating",
     "wasted_usd": "wasted",
