@@ -18,8 +18,10 @@ after the first, with a probability, a pause of a drawn length). agentsim is tol
    allows: ``4 sd sqrt(1 / reference_streams + 1 / measure_requests)`` (the measured mean's own error,
    and the calibration's, a plug-in estimate from ``measure_requests`` requests).
 
-The interrupted share is computed on the measured side in expectation (each stream interrupted with
-probability ``P(X < end − first token)`` for the drawn ``X``), so it carries no draw of its own.
+The person always interrupts (``p = 1``); whether that *cuts* the answer depends on the stream: it does
+when ``first token + X`` comes before the end. The cut share is computed on the measured side in
+expectation (each stream cut with probability ``P(X < end − first token)``), so it carries no draw of
+its own.
 
 Used by tests/test_stream_fidelity.py at a small size and by benchmarks/stream_fidelity.py at full size.
 ``python tests/stream_rig.py reference URL N WORKERS INPUT TOKENS OUT`` streams the reference answers
@@ -140,7 +142,7 @@ def stream_metrics(streams: list[dict], c: Consumers) -> dict[str, np.ndarray]:
             "fast_reader_wait_s": _reader_wait(d, c.fast_reader),
             "speech_silence_s": silence,
             "speech_first_audio_s": first,
-            "interrupted_share": min(max((s["end"] - e[0] - lo) / (hi - lo), 0.0), 1.0),
+            "cut_share": min(max((s["end"] - e[0] - lo) / (hi - lo), 0.0), 1.0),
         }
         for k, v in vals.items():
             rows.setdefault(k, []).append(float(v))
@@ -179,7 +181,7 @@ PREDICTED = {
     "fast_reader_wait_s": ("fast", "reader_wait_s", "mean"),
     "speech_silence_s": ("speech", "silence_s", "mean"),
     "speech_first_audio_s": ("speech", "first_audio_s", "p95"),
-    "interrupted_share": ("cut", "interrupted_share", "mean"),
+    "cut_share": ("cut", "cut_share", "mean"),
 }
 LABELS = {
     "ttft_s": "TTFT (s)",
@@ -192,7 +194,7 @@ LABELS = {
     "fast_reader_wait_s": "fast reader wait (s)",
     "speech_silence_s": "speech silence (s)",
     "speech_first_audio_s": "speech first audio p95 (s)",
-    "interrupted_share": "interrupted share",
+    "cut_share": "cut share (interrupted while streaming)",
 }
 
 
