@@ -180,10 +180,9 @@ async def _closed(cl: Client, sizes: Sizes, seed: int) -> list[float]:
 
 async def run_workflows(url: str, sizes: Sizes, seed: int = 0) -> dict[str, list[float]]:
     """Measured wall times (seconds) of every run of the three workflows."""
-    import httpx
+    from agentsim.measure.http_stream import Pool
 
-    limits = httpx.Limits(max_connections=64, max_keepalive_connections=64)
-    async with httpx.AsyncClient(timeout=httpx.Timeout(300.0, connect=10.0), limits=limits) as http:
+    async with Pool(64) as http:
         cl = Client(url, http)
         chain = await _runs(cl, _chain, sizes.chain_runs, sizes.cap)  # one stream per chain: within the cap
         fanout = await _runs(cl, _fanout, sizes.fanout_runs, 1)  # eight streams at most

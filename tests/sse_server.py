@@ -22,10 +22,18 @@ tests/test_fidelity_loopback.py and benchmarks/fidelity.py): every request draws
 (lognormal, median ``tps_median``, log-sd ``tps_sigma``), sends as many tokens as the request's
 ``max_tokens``, spaced by gaps ``w_j / tps`` with weights ``w`` of mean 1 and CV ``jitter_cv``
 scaled so the ``N`` gaps (the last one before the closing chunk) add up to ``N / tps``: a request
-lasts ``ttft + N / tps``, the model agentsim calibrates. With ``cap`` set, at most that many streams
-are served at once; the others wait (FIFO by arrival) before their response headers, as behind a
-gateway, and their TTFT clock starts when they are admitted. The draws come from one seeded
-generator, in the order requests are admitted.
+lasts ``ttft + N / tps``, the model agentsim calibrates. Tokens go out in SSE events of ``chunk``
+tokens (whole numbers uniform on ``low..high``; the last event takes what is left), each event when
+its last token is due, the first at the TTFT. Before each event after the first, with probability
+``stall_per_chunk``, the stream pauses for a time drawn from ``stall`` (``("uniform", low, high)``,
+``("exponential", mean, 0)``, ``("lognormal", median, log_sd)``, ``("gamma", shape, scale)`` or
+``("constant", seconds, 0)``): that event and every later one, and the end, move by the pause (a stall
+process: any number per request). ``running_usage`` adds a running ``usage.completion_tokens`` to every
+chunk, as vLLM's ``continuous_usage_stats`` does, so a client can count the tokens of each event. With
+``cap`` set, at most that many streams are served at once; the others wait (FIFO by arrival) before
+their response headers, as behind a gateway, and their TTFT clock starts when they are admitted. The
+draws come from one seeded generator, in the order requests are admitted; :meth:`_Draws.request`
+returns every time and pause of a response, so a test can compare with what was sent.
 
 ``SSEServer`` runs it in a separate Python process (``python sse_server.py ...``), so that its
 timing does not compete for the test process's interpreter lock; the requests it received
@@ -62,30 +70,72 @@ class Hidden:
     jitter_cv: float = 0.3
     cap: int | None = None  # streams served at once
     seed: int = 0
+    chunk: tuple[int, int] = (1, 1)  # tokens per SSE event: whole numbers uniform on low..high
+    stall_per_chunk: float = 0.0  # before each event after the first: the probability of a pause
+    stall: tuple[str, float, float] = ("uniform", 0.3, 1.0)  # a pause's family and parameters (STALL_FAMILIES)
+    running_usage: bool = False  # a running completion-token count in every chunk (vLLM continuous_usage_stats)
 
     def args(self) -> list[str]:
         return ["--hidden", json.dumps({k: getattr(self, k) for k in self.__dataclass_fields__})]
 
 
+# A pause's family: (name, a, b) -> seconds, from a random.Random
+STALL_FAMILIES = {
+    "constant": lambda rng, a, b: a,
+    "uniform": lambda rng, a, b: rng.uniform(a, b),  # low, high
+    "exponential": lambda rng, a, b: rng.expovariate(1 / a),  # mean
+    "lognormal": lambda rng, a, b: rng.lognormvariate(math.log(a), b),  # median, log-sd
+    "gamma": lambda rng, a, b: rng.gammavariate(a, b),  # shape, scale
+}
+
+
+@dataclass(frozen=True)
+class Response:
+    """When a hidden response's events go out: seconds after the request, and tokens in each."""
+
+    ttft: float
+    at: list[float]  # send offset of each event after the TTFT (the first: 0)
+    tokens: list[int]
+    end: float  # offset of the closing chunk
+    pauses: list[float]  # the stall pauses drawn (seconds)
+
+
 class _Draws:
-    """Per-request TTFT, speed and gap weights from one seeded generator (thread-safe)."""
+    """Per-request TTFT, speed, gap weights, groups and pauses from one seeded generator (thread-safe)."""
 
     def __init__(self, h: Hidden):
         self.h, self.rng, self.lock = h, random.Random(h.seed), threading.Lock()
         self.sigma_w = math.sqrt(math.log1p(h.jitter_cv**2))
 
-    def request(self, words: int, n: int) -> tuple[float, list[float]]:
-        """TTFT and the times after it of tokens 2..N and of the closing chunk (``N`` offsets)."""
-        h, s = self.h, self.sigma_w
+    def request(self, words: int, n: int) -> Response:
+        """Token ``k`` (0-based) comes ``cum(w)_k / sum(w) x n / tps`` after the TTFT, the closing chunk after
+        all ``n`` gaps; an event goes out with its group's last token (the first at the TTFT); a pause
+        before an event delays it and everything after it."""
+        h, s, rng = self.h, self.sigma_w, self.rng
         with self.lock:
-            ttft = h.ttft_s * math.exp(h.ttft_sigma * self.rng.gauss(0, 1)) + words / h.prefill_tps
-            tps = h.tps_median * math.exp(h.tps_sigma * self.rng.gauss(0, 1))
-            w = [math.exp(s * self.rng.gauss(0, 1) - 0.5 * s * s) if s > 0 else 1.0 for _ in range(n)]
-        total, acc, out = sum(w), 0.0, []
+            ttft = h.ttft_s * math.exp(h.ttft_sigma * rng.gauss(0, 1)) + words / h.prefill_tps
+            tps = h.tps_median * math.exp(h.tps_sigma * rng.gauss(0, 1))
+            w = [math.exp(s * rng.gauss(0, 1) - 0.5 * s * s) if s > 0 else 1.0 for _ in range(n)]
+            sizes, left = [], n  # (no draw when the size is fixed or nothing stalls: older seeds keep their streams)
+            while left > 0:
+                sizes.append(min(left, rng.randint(*h.chunk) if h.chunk[0] != h.chunk[1] else h.chunk[0]))
+                left -= sizes[-1]
+            family, a, b = h.stall
+            stalls = h.stall_per_chunk > 0
+            pauses = [
+                STALL_FAMILIES[family](rng, a, b) if k and stalls and rng.random() < h.stall_per_chunk else 0.0
+                for k in range(len(sizes))
+            ]
+        total, acc, arrive = sum(w), 0.0, []
         for x in w:
+            arrive.append(acc / total * n / tps)  # token k after k gaps
             acc += x
-            out.append(acc / total * n / tps)
-        return ttft, out
+        at, last, shift = [], -1, 0.0
+        for k, (m, pause) in enumerate(zip(sizes, pauses, strict=True)):
+            last += m
+            shift += pause
+            at.append(shift + (arrive[last] if k else 0.0))
+        return Response(ttft, at, sizes, shift + n / tps, [p for p in pauses if p > 0])
 
 
 class _Gate:
@@ -117,6 +167,7 @@ class _Server:
     def __init__(self, ttft_s: float, delay_s: float, tokens: int, prefill_tps: float | None, log: Path, hidden=None):
         self.ttft_s, self.delay_s, self.tokens, self.prefill_tps = ttft_s, delay_s, tokens, prefill_tps
         self.draws = _Draws(hidden) if hidden is not None else None
+        self.hidden = hidden
         self.gate = _Gate(hidden.cap if hidden is not None else None)
         server = self
 
@@ -205,20 +256,22 @@ class _Server:
                 t_request = time.monotonic()
                 words = len(body["messages"][0]["content"].split())
                 n = max(1, int(body.get("max_tokens") or server.tokens))
-                ttft, offsets = server.draws.request(words, n)
+                r = server.draws.request(words, n)
                 self.send_response(200)
                 self.send_header("content-type", "text/event-stream")
                 self.send_header("transfer-encoding", "chunked")
                 self.end_headers()
                 model = body.get("model", "m")
                 self._event(None, self._start("openai", model, words))
-                at = [0.0, *offsets[:-1]]
-                for k in range(n):
-                    wait = t_request + ttft + at[k] - time.monotonic()
+                sent = 0
+                for at, m in zip(r.at, r.tokens, strict=True):
+                    wait = t_request + r.ttft + at - time.monotonic()
                     if wait > 0:
                         time.sleep(wait)
-                    self._event(*self._token("openai", model, k))
-                wait = t_request + ttft + offsets[-1] - time.monotonic()
+                    sent += m
+                    usage = (words + CACHED, sent) if server.hidden.running_usage else None
+                    self._event(*self._token("openai", model, sent - m, m, usage))
+                wait = t_request + r.ttft + r.end - time.monotonic()
                 if wait > 0:
                     time.sleep(wait)
                 for event in self._end("openai", model, words, n):
@@ -264,18 +317,21 @@ class _Server:
                 )
 
             @staticmethod
-            def _token(api, model, k):
+            def _token(api, model, k, m=1, usage=None):
+                """An event with tokens ``k .. k+m-1`` (with a running usage count ``(prompt, completion)``)."""
+                text = "".join(f"tok{j} " for j in range(k, k + m))
                 if api == "openai":
-                    return None, json.dumps(
-                        {
-                            "id": "c1",
-                            "object": "chat.completion.chunk",
-                            "model": model,
-                            "choices": [{"index": 0, "delta": {"content": f"tok{k} "}}],
-                        }
-                    )
+                    chunk = {
+                        "id": "c1",
+                        "object": "chat.completion.chunk",
+                        "model": model,
+                        "choices": [{"index": 0, "delta": {"content": text}}],
+                    }
+                    if usage is not None:
+                        chunk["usage"] = {"prompt_tokens": usage[0], "completion_tokens": usage[1]}
+                    return None, json.dumps(chunk)
                 return "content_block_delta", json.dumps(
-                    {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": f"tok{k} "}}
+                    {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": text}}
                 )
 
             @staticmethod
@@ -379,7 +435,10 @@ def main() -> None:
     ap.add_argument("--log", type=Path, required=True)
     ap.add_argument("--hidden", type=str, default=None, help="a Hidden provider, as JSON")
     a = ap.parse_args()
-    hidden = Hidden(**json.loads(a.hidden)) if a.hidden else None
+    hidden = None
+    if a.hidden:
+        fields = json.loads(a.hidden)
+        hidden = Hidden(**{k: tuple(v) if isinstance(v, list) else v for k, v in fields.items()})
     server = _Server(a.ttft, a.delay, a.tokens, a.prefill_tps, a.log, hidden)
     print(f"http://127.0.0.1:{server.httpd.server_address[1]}", flush=True)
     server.httpd.serve_forever()

@@ -19,12 +19,14 @@ token); under the load above it stayed within 2%. Medians over 8 requests absorb
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -36,7 +38,8 @@ from agentsim.cli.main import app
 from agentsim.measure.calibrate import calibrate
 from agentsim.measure.probe import MeasureConfig, build_prompt, input_sizes
 from agentsim.traces.measurement_files import read_file
-from sse_server import CACHED, SSEServer
+from measurement_formats import FIXTURE_DIR as FIXTURE
+from sse_server import CACHED, Hidden, SSEServer
 
 runner = CliRunner()
 KEY = "sk-test-0123456789abcdefSECRET"
@@ -370,3 +373,161 @@ def test_progress_bar_on_a_terminal(tmp_path, monkeypatch):
     assert res.exit_code == 0, res.output
     assert "measuring" in screen.getvalue() and "4/4" in screen.getvalue()
     assert len(_requests(out)) == 4
+
+
+# --------------------------------------------------------------------------- per-event times, connections, proxies
+
+
+def test_per_event_times_and_tokens_are_recorded(tmp_path):
+    """A server that counts the tokens of each event (a running usage count): measure records both."""
+    hidden = Hidden(ttft_s=0.05, ttft_sigma=0.0, tps_median=2000, tps_sigma=0.0, chunk=(2, 4), running_usage=True)
+    with SSEServer(hidden=hidden) as srv:
+        res, out = _measure(tmp_path, f"{srv.url}/v1", "--requests", "3", "--output-tokens", "30")
+    assert res.exit_code == 0, res.output
+    recs = _requests(out)
+    assert all(r["ok"] for r in recs)
+    for r in recs:
+        ev = np.array(r["events_s"])
+        assert len(ev) == r["chunks"] == len(r["gaps_s"]) + 1 and ev[0] == r["ttft_s"]
+        assert np.allclose(np.diff(ev), r["gaps_s"], atol=2e-6)
+        assert sum(r["event_tokens"]) == r["output_tokens"] == 30 and all(2 <= c <= 4 for c in r["event_tokens"][:-1])
+    # one connection, kept alive: only the first request opened it, and its set-up is outside the clock
+    assert "connect_s" in recs[0] and not any("connect_s" in r for r in recs[1:])
+    table, _ = read_file(out)
+    assert list(table["event_tokens"][0]) == recs[0]["event_tokens"]
+
+
+def test_servers_that_do_not_count_leave_event_tokens_out(tmp_path):
+    with SSEServer(ttft_s=0.02, delay_s=0.005, tokens=6) as srv:
+        res, out = _measure(tmp_path, f"{srv.url}/ok/v1", "--requests", "2", "--concurrency", "2")
+    assert res.exit_code == 0, res.output
+    recs = _requests(out)
+    assert all("event_tokens" not in r and len(r["events_s"]) == 6 for r in recs)
+    assert all("connect_s" in r for r in recs)  # two at once: two connections
+
+
+def test_bad_event_tokens_in_a_file_exit_2(tmp_path):
+    good = FIXTURE / "agentsim_measure.jsonl"
+    lines = good.read_text().splitlines()
+    rec = json.loads(lines[1])
+    for bad, fragment in (("3", "event_tokens must be a list"), ([-1, 2], "event_tokens")):
+        rec["event_tokens"] = bad
+        path = tmp_path / "m.jsonl"
+        path.write_text("\n".join([lines[0], json.dumps(rec), *lines[2:]]) + "\n")
+        res = runner.invoke(app, ["calibrate", str(path), "-o", str(tmp_path / "p.yaml")])
+        assert res.exit_code == 2 and fragment in res.output and "m.jsonl:2" in res.output, res.output
+        assert "Traceback" not in res.output
+
+
+class _ConnectProxy:
+    """An HTTP CONNECT proxy on 127.0.0.1 (threads relaying bytes), recording the tunnels it opened."""
+
+    def __init__(self):
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://user:pw@127.0.0.1:{self.sock.getsockname()[1]}"
+        self.tunnels: list[tuple[str, str | None]] = []
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self):
+        while True:
+            try:
+                client, _ = self.sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._tunnel, args=(client,), daemon=True).start()
+
+    def _tunnel(self, client):
+        head = b""
+        while b"\r\n\r\n" not in head:
+            head += client.recv(4096)
+        lines = head.decode().split("\r\n")
+        auth = next((x.split(": ", 1)[1] for x in lines if x.lower().startswith("proxy-authorization")), None)
+        target = lines[0].split()[1]
+        self.tunnels.append((target, auth))
+        host, port = target.rsplit(":", 1)
+        upstream = socket.create_connection((host, int(port)))
+        client.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
+        for a, b in ((client, upstream), (upstream, client)):
+            threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pipe(a, b):
+        try:
+            while data := a.recv(65536):
+                b.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for s in (a, b):
+                with contextlib.suppress(OSError):
+                    s.shutdown(socket.SHUT_RDWR)
+
+
+def test_requests_go_through_the_environment_proxy(tmp_path, monkeypatch):
+    proxy = _ConnectProxy()
+    for var in ("NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("HTTP_PROXY", proxy.url)
+    monkeypatch.setenv("NO_PROXY", "example.org")
+    with SSEServer(ttft_s=0.02, delay_s=0.005, tokens=5) as srv:
+        res, out = _measure(tmp_path, f"{srv.url}/ok/v1", "--requests", "2")
+    assert res.exit_code == 0, res.output
+    assert all(r["ok"] for r in _requests(out))
+    port = srv.url.rsplit(":", 1)[1]
+    assert proxy.tunnels == [(f"127.0.0.1:{port}", "Basic dXNlcjpwdw==")]  # one tunnel, kept alive; user:pw
+
+
+def test_a_refused_tunnel_and_a_non_http_answer_are_recorded(tmp_path, monkeypatch):
+    junk = socket.create_server(("127.0.0.1", 0))  # answers anything with a line that is not HTTP
+
+    def answer():
+        while True:
+            try:
+                c, _ = junk.accept()
+            except OSError:
+                return
+            c.recv(65536)
+            c.sendall(b"SSH-2.0-OpenSSH\r\n\r\n")
+            c.close()
+
+    threading.Thread(target=answer, daemon=True).start()
+    base = f"http://127.0.0.1:{junk.getsockname()[1]}/v1"
+    res, out = _measure(tmp_path, base, "--requests", "1")
+    assert res.exit_code == 0, res.output
+    (r,) = _requests(out)
+    assert not r["ok"] and r["error"].startswith("invalid response: not an HTTP/1.1 response")
+    for var in ("NO_PROXY", "no_proxy"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{junk.getsockname()[1]}")  # not a proxy either
+    res, out = _measure(tmp_path, "http://127.0.0.1:9/v1", "--requests", "1", name="p.jsonl")
+    (r,) = _requests(out)
+    assert not r["ok"] and r["error"].startswith("connection failed: the proxy refused the tunnel")
+    junk.close()
+
+
+def test_an_interim_response_and_a_body_up_to_the_close_are_read(tmp_path):
+    """``100 Continue`` before the response, and a body without length or chunks (it ends with the connection)."""
+    events = [
+        {"model": "m", "choices": [{"delta": {"role": "assistant"}}]},
+        {"model": "m", "choices": [{"delta": {"content": "Hello "}}]},
+        {"model": "m", "choices": [{"delta": {"content": "world"}}]},
+        {"model": "m", "choices": [], "usage": {"prompt_tokens": 5, "completion_tokens": 2}},
+    ]
+    body = "".join(f"data: {json.dumps(e)}\r\n\r\n" for e in events) + "data: [DONE]\r\n\r\n"
+    server = socket.create_server(("127.0.0.1", 0))
+
+    def answer():
+        c, _ = server.accept()
+        c.recv(65536)
+        c.sendall(b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\r\n")
+        time.sleep(0.05)
+        c.sendall(body.encode())
+        c.close()
+
+    threading.Thread(target=answer, daemon=True).start()
+    res, out = _measure(tmp_path, f"http://127.0.0.1:{server.getsockname()[1]}/v1", "--requests", "1")
+    server.close()
+    assert res.exit_code == 0, res.output
+    (r,) = _requests(out)
+    assert r["ok"] and r["status"] == 200 and r["chunks"] == 2 and r["output_tokens"] == 2
+    assert r["ttft_s"] >= 0.05 - 0.001 and r["headers_s"] < r["ttft_s"]

@@ -213,8 +213,15 @@ def _stream_line(fit) -> str:
     """What calibrate says of the stream description: what it wrote, or why it wrote none."""
     if fit.stream is None:
         return "stream: " + fit.note
-    st = fit.stream
-    return f"stream: chunk_tokens {st['chunk_tokens']}, jitter_cv {st['jitter_cv']}, stall {st['stall']} ({fit.note})"
+    st, rep = fit.stream, fit.report
+    ci = rep.get("jitter", {}).get("ci95")
+    jitter = f"jitter_cv {st['jitter_cv']}" + (f" (95% {ci[0]:.3g}-{ci[1]:.3g})" if ci else "")
+    stall = "no stall"
+    if "stall" in st:
+        length = rep["stalls"]["length"]
+        how = f"{length['chosen']} by BIC, KS {length['ks']:.3f}" if "bic" in length else length["why"]
+        stall = f"stall per_chunk {st['stall']['per_chunk']}, seconds {st['stall']['seconds']} ({how})"
+    return f"stream: chunk_tokens {st['chunk_tokens']}, {jitter}, {stall} ({fit.note})"
 
 
 def _input_range(text: str) -> tuple[int, int]:

@@ -27,9 +27,11 @@ those three quantities to a table of measured requests (see
    parameters estimated from the same data its usual p-value does not apply.
 4. **Inter-token jitter** (when the files have every gap): how uneven the gaps
    within a request are, reported under ``fit.itl``; and the ``stream:`` description the
-   simulator uses (chunks, gap jitter, stalls; :mod:`agentsim.measure.stream_fit`). A stall's
-   pause is taken out of its request's decode time before step 2, since the simulator adds
-   stalls on top of the output speed. Files without per-gap timings give no ``stream:``.
+   simulator uses (chunks, gap jitter, a stall process; :mod:`agentsim.measure.stream_fit`), with
+   its rule, family choice, goodness of fit and bootstrap uncertainty under ``fit.stream``. The
+   pause time the stall process accounts for is taken out of each request's decode time before
+   step 2, since the simulator adds stalls on top of the output speed. Files without per-gap
+   timings give no ``stream:``.
 5. **Where the fit holds** (:mod:`agentsim.measure.measured_range`): the input and output token
    ranges and the concurrency the requests were measured at, and the terms dropped for
    lack of spread. The profile records them under ``measured:``; ``validate`` and ``run``
@@ -626,7 +628,12 @@ def _fit_section(cal: Calibration, sources, formats, date_source: str, notes, sh
     if shared is not None:
         fit["conditions"] = shared.details()
     if fitted_stream:
-        fit["stream"] = {"requests": cal.stream.requests, "gaps": cal.stream.gaps, "note": cal.stream.note}
+        fit["stream"] = {
+            "requests": cal.stream.requests,
+            "gaps": cal.stream.gaps,
+            "note": cal.stream.note,
+            **cal.stream.report,
+        }
     if notes:
         fit["notes"] = list(notes)
     return _tidy(fit)

@@ -6,11 +6,18 @@ an Anthropic Messages endpoint, and writes one JSON line per finished request:
 
 * ``ttft_s``: seconds from sending the request to the first output event (text,
   reasoning or tool-call delta);
-* ``gaps_s``: every gap between consecutive output events after the first;
+* ``events_s``: the arrival of every output event, in seconds from sending, and
+  ``gaps_s``, the gaps between consecutive ones (``chunks`` of them in all);
+* ``event_tokens``: the tokens in each output event, only when the server says (a running
+  ``usage.completion_tokens`` on every chunk, as vLLM's ``continuous_usage_stats``, or one
+  ``logprobs.content`` entry per token);
 * ``latency_s``: seconds from sending to the end of the stream;
 * ``headers_s``: seconds from sending to the response headers (the server accepted the
   request; ``ttft_s - headers_s`` is the server's own time to the first token, without
-  connection set-up and request upload);
+  the request's upload);
+* ``connect_s``: when the request opened a new connection, the seconds that took (TCP and
+  TLS handshakes); they come *before* the clock starts, as in an application whose HTTP
+  client keeps connections alive;
 * ``input_tokens`` (cached ones included), ``cached_input_tokens`` and
   ``output_tokens`` from the usage block (OpenAI: ``stream_options.include_usage``;
   Anthropic: ``message_start`` and ``message_delta``); when a server sends no
@@ -18,6 +25,11 @@ an Anthropic Messages endpoint, and writes one JSON line per finished request:
 * ``status``, ``ok`` and ``error``: a refused connection, an HTTP error (401,
   429, 500...), a timeout, an error event, or a stream that ends before the
   response is complete are recorded as failed requests, not raised.
+
+**Timing.** "Sending" is the moment the encoded request is handed to an open connection, and an
+event arrives when the event loop delivers its bytes (:mod:`agentsim.measure.http_stream`): the
+client adds under 1 ms to a time to first token against a plain-socket client (docs/measure.md says
+how that was measured), where a general HTTP client (httpx) added 1.8-7 ms.
 
 The first line of the file records the settings (``kind: run``). Lines are
 written and flushed one at a time as requests finish, so the file is valid
@@ -44,7 +56,7 @@ import json
 import re
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -175,6 +187,9 @@ class _Stream:
     complete: bool = False
     error: str | None = None
     model: str | None = None
+    end: float | None = None  # arrival of the last event read
+    event_tokens: list[int | None] = field(default_factory=list)  # tokens per output event, when the server says
+    counted: int = 0  # the running completion-token count of the usage blocks seen so far
 
 
 def _openai_event(s: _Stream, data: str, now: float) -> None:
@@ -189,17 +204,31 @@ def _openai_event(s: _Stream, data: str, now: float) -> None:
         s.error = f"error event: {e.get('message') if isinstance(e, dict) else e}"
         return
     s.model = obj.get("model") or s.model
+    usage = obj.get("usage")
+    running = usage.get("completion_tokens") if isinstance(usage, dict) else None
     for choice in obj.get("choices") or []:
         delta = choice.get("delta") or {}
         if any(delta.get(k) for k in ("content", "reasoning_content", "reasoning", "tool_calls", "refusal")):
             s.token_times.append(now)
-    usage = obj.get("usage")
+            s.event_tokens.append(_event_tokens(choice, running, s.counted))
+    if isinstance(running, int | float):
+        s.counted = int(running)
     if isinstance(usage, dict):
         s.input_tokens = usage.get("prompt_tokens", s.input_tokens)
         s.output_tokens = usage.get("completion_tokens", s.output_tokens)
         details = usage.get("prompt_tokens_details") or {}
         if isinstance(details, dict) and details.get("cached_tokens") is not None:
             s.cached_input_tokens = details["cached_tokens"]
+
+
+def _event_tokens(choice: dict, running, counted: int) -> int | None:
+    """Tokens in one output event, when the server says: a running usage count on every chunk (vLLM's
+    ``continuous_usage_stats``) or one log-probability entry per token; else None."""
+    if isinstance(running, int | float):
+        return int(running) - counted
+    lp = choice.get("logprobs")
+    content = lp.get("content") if isinstance(lp, dict) else None
+    return len(content) if isinstance(content, list) else None
 
 
 def _anthropic_event(s: _Stream, event: str, data: str, now: float) -> None:
@@ -218,6 +247,7 @@ def _anthropic_event(s: _Stream, event: str, data: str, now: float) -> None:
             s.output_tokens = u["output_tokens"]
     elif kind == "content_block_delta":
         s.token_times.append(now)
+        s.event_tokens.append(None)
     elif kind == "message_delta":
         u = obj.get("usage") or {}
         if u.get("output_tokens") is not None:
@@ -229,11 +259,10 @@ def _anthropic_event(s: _Stream, event: str, data: str, now: float) -> None:
         s.error = f"error event: {e.get('type', '')}: {e.get('message', '')}".strip(": ")
 
 
-async def stream_request(client, config: MeasureConfig, i: int, n_input: int, api_key: str | None) -> dict:
-    """Send request ``i`` (a prompt of about ``n_input`` tokens) on an ``httpx.AsyncClient`` and
-    return its record (the JSON line ``measure`` writes): one streamed request, timed."""
-    import httpx
-    from httpx_sse import SSEError, aconnect_sse
+async def stream_request(pool, config: MeasureConfig, i: int, n_input: int, api_key: str | None) -> dict:
+    """Send request ``i`` (a prompt of about ``n_input`` tokens) on a :class:`~agentsim.measure.http_stream.Pool`
+    and return its record (the JSON line ``measure`` writes): one streamed request, timed."""
+    from agentsim.measure.http_stream import HTTPStreamError, post
 
     rec: dict[str, Any] = {
         "agentsim_measure": FORMAT_VERSION,
@@ -244,54 +273,26 @@ async def stream_request(client, config: MeasureConfig, i: int, n_input: int, ap
         "input_tokens_requested": n_input,
     }
     s = _Stream(token_times=[])
-    body = _body(config, build_prompt(i, n_input, config.output_tokens, config.seed))
-    status = t_headers = None
+    body = json.dumps(_body(config, build_prompt(i, n_input, config.output_tokens, config.seed))).encode()
+    headers = _headers(config, api_key)
+    status = resp = None
     rec["start_s"] = round(time.time(), 6)
-    t0 = time.perf_counter()
     try:
-        async with aconnect_sse(client, "POST", config.url, json=body, headers=_headers(config, api_key)) as src:
-            t_headers = time.perf_counter()
-            status = src.response.status_code
-            if status != 200:
-                text = (await src.response.aread()).decode("utf-8", "replace")
-                s.error = f"HTTP {status}: {_error_message(text)}"
-                if src.response.headers.get("retry-after"):
-                    rec["retry_after"] = src.response.headers["retry-after"]
-            else:
-                async for sse in src.aiter_sse():
-                    now = time.perf_counter()
-                    if config.api == "openai":
-                        _openai_event(s, sse.data, now)
-                    else:
-                        _anthropic_event(s, sse.event, sse.data, now)
-                    if s.error:
-                        break
-                if not s.error and not s.complete:
-                    s.error = "the stream ended before the response was complete"
-    except httpx.ConnectError as exc:
-        s.error = f"connection failed: {exc or type(exc).__name__}"
-    except httpx.TimeoutException:
-        s.error = f"timed out after {config.timeout_s:g} s"
-    except (httpx.RemoteProtocolError, httpx.ReadError) as exc:
-        s.error = f"the stream was cut: {exc or type(exc).__name__}"
-    except (httpx.HTTPError, SSEError) as exc:
-        s.error = f"{type(exc).__name__}: {exc}"
+        async with post(pool, config.url, headers, body, config.timeout_s) as resp:
+            status = resp.status
+            await _read_response(resp, s, config, rec)
+    except HTTPStreamError as exc:
+        s.error = _transport_error(exc, config)
     except json.JSONDecodeError as exc:
         s.error = f"an event is not valid JSON: {exc}"
-    end = time.perf_counter()
-    times = s.token_times
+    rec.update(_timings(resp, s))
     rec.update(
         status=status,
         ok=s.error is None,
         error=_scrub(s.error, api_key) if s.error else None,
-        headers_s=round(t_headers - t0, 6) if t_headers is not None else None,
-        ttft_s=round(times[0] - t0, 6) if times else None,
-        latency_s=round(end - t0, 6),
-        gaps_s=[round(b - a, 6) for a, b in itertools.pairwise(times)],
-        chunks=len(times),
         input_tokens=s.input_tokens,
         cached_input_tokens=s.cached_input_tokens,
-        output_tokens=s.output_tokens if s.output_tokens is not None else (len(times) or None),
+        output_tokens=s.output_tokens if s.output_tokens is not None else (len(s.token_times) or None),
         tokens_source="usage" if s.output_tokens is not None else "chunks",
     )
     if s.model:
@@ -299,19 +300,71 @@ async def stream_request(client, config: MeasureConfig, i: int, n_input: int, ap
     return rec
 
 
+async def _read_response(resp, s: _Stream, config: MeasureConfig, rec: dict) -> None:
+    """Read one response into ``s``: an error body, or the stream's events with their arrival times."""
+    from agentsim.measure.http_stream import sse_events
+
+    if resp.status != 200:
+        text = (await resp.read_all()).decode("utf-8", "replace")
+        s.error = f"HTTP {resp.status}: {_error_message(text)}"
+        if resp.headers.get("retry-after"):
+            rec["retry_after"] = resp.headers["retry-after"]
+        return
+    async for now, event, data in sse_events(resp.body()):
+        if config.api == "openai":
+            _openai_event(s, data, now)
+        else:
+            _anthropic_event(s, event, data, now)
+        if s.error:
+            return
+        s.end = now
+    if not s.complete:
+        s.error = "the stream ended before the response was complete"
+
+
+def _transport_error(exc, config: MeasureConfig) -> str:
+    if exc.kind == "connect":
+        return f"connection failed: {exc}"
+    if exc.kind == "timeout":
+        return f"timed out after {config.timeout_s:g} s"
+    if exc.kind == "cut":
+        return f"the stream was cut: {exc}"
+    return f"invalid response: {exc}"
+
+
+def _timings(resp, s: _Stream) -> dict[str, Any]:
+    """The record's times, in seconds from the moment the request was handed to the connection."""
+    if resp is None:  # no connection: nothing was sent
+        return {"headers_s": None, "ttft_s": None, "latency_s": None, "gaps_s": [], "chunks": 0}
+    t0, times = resp.sent, s.token_times
+    end = s.end if s.end is not None else time.perf_counter()
+    out: dict[str, Any] = {
+        "headers_s": round(resp.headers_at - t0, 6) if resp.status else None,
+        "ttft_s": round(times[0] - t0, 6) if times else None,
+        "latency_s": round(end - t0, 6),
+        "gaps_s": [round(b - a, 6) for a, b in itertools.pairwise(times)],
+        "chunks": len(times),
+        "events_s": [round(t - t0, 6) for t in times],
+    }
+    counts = s.event_tokens
+    if times and len(counts) == len(times) and all(c is not None and c >= 0 for c in counts) and sum(counts) > 0:
+        out["event_tokens"] = counts
+    if resp.connect_s is not None:
+        out["connect_s"] = round(resp.connect_s, 6)
+    return out
+
+
 async def measure(config: MeasureConfig, api_key: str | None, on_record: Callable[[dict], None]) -> None:
     """Send the requests; call ``on_record`` with each finished request's record, in finishing order."""
-    import httpx
+    from agentsim.measure.http_stream import Pool
 
     sizes = input_sizes(config)
     gate = asyncio.Semaphore(config.concurrency)
-    limits = httpx.Limits(max_connections=config.concurrency, max_keepalive_connections=config.concurrency)
-    timeout = httpx.Timeout(config.timeout_s, connect=min(10.0, config.timeout_s))
-    async with httpx.AsyncClient(timeout=timeout, limits=limits) as client:
+    async with Pool(config.concurrency, connect_timeout_s=min(10.0, config.timeout_s)) as pool:
 
         async def task(i: int) -> None:
             async with gate:
-                rec = await stream_request(client, config, i, sizes[i], api_key)
+                rec = await stream_request(pool, config, i, sizes[i], api_key)
             on_record(rec)
 
         await asyncio.gather(*(task(i) for i in range(config.requests)))

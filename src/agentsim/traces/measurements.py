@@ -27,6 +27,7 @@ and reads it with its importer):
 ``source_file``, ``place``    where the row came from (for messages)
 ``gaps_s``                    every inter-token gap (list), when the file has them
 ``headers_s``                 seconds from sending the request to the response headers (NaN when unknown)
+``event_tokens``              tokens in each delivery (list, one per gap + 1), when the file records them
 ============================  ================================================================
 
 **Why ``tps = output_tokens / decode_s``.** agentsim simulates a call as
@@ -87,6 +88,7 @@ COLUMNS = (
     "place",
     "gaps_s",
     "headers_s",
+    "event_tokens",
 )
 
 #: the formats ``--format`` accepts (``auto`` detects one of these from the content)
@@ -224,6 +226,7 @@ FIELD_KINDS = {
     "itl_s": "duration",
     "gaps_s": "duration",
     "headers_s": "duration",
+    "event_tokens": "tokens",
     "tps": "speed",
     "input_tokens": "tokens",
     "cached_input_tokens": "tokens",

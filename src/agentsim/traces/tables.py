@@ -26,7 +26,9 @@ is an error rather than a guess.
 "run", ...}`` with the settings, then one line per finished request
 ``{"agentsim_measure": 1, "kind": "request", "ttft_s", "latency_s", "gaps_s",
 "input_tokens", "cached_input_tokens", "output_tokens", "status", "ok",
-"error", "start_s", "model", ...}`` (see :mod:`agentsim.measure.probe`).
+"error", "start_s", "model", ...}`` (see :mod:`agentsim.measure.probe`); files written since
+issue 28 add ``events_s`` (each output event's arrival) and, when the server counted them,
+``event_tokens`` (tokens per event), which is read too. Older files read as before.
 """
 
 from __future__ import annotations
@@ -184,9 +186,10 @@ def read_measure_jsonl(path: Path) -> Rows:
             run = rec
             continue
         where = lambda key, line=line: (line, (key,))  # noqa: E731
-        gaps = rec.get("gaps_s")
-        if gaps is not None and not isinstance(gaps, list):
-            raise fail(file, "gaps_s must be a list", line=line, path=("gaps_s",))
+        gaps, counts = rec.get("gaps_s"), rec.get("event_tokens")
+        for key, value in (("gaps_s", gaps), ("event_tokens", counts)):
+            if value is not None and not isinstance(value, list):
+                raise fail(file, f"{key} must be a list", line=line, path=(key,))
         rows.append(
             {
                 "ttft_s": number(rec.get("ttft_s"), file, *where("ttft_s")),
@@ -197,6 +200,7 @@ def read_measure_jsonl(path: Path) -> Rows:
                 "output_tokens": number(rec.get("output_tokens"), file, *where("output_tokens")),
                 "start_s": number(rec.get("start_s"), file, *where("start_s")),
                 "headers_s": number(rec.get("headers_s"), file, *where("headers_s")),
+                "event_tokens": [number(c, file, *where("event_tokens")) for c in counts] if counts else None,
                 "ok": bool(rec.get("ok")),
                 "error": rec.get("error"),
                 "model": rec.get("model") or run.get("model"),
