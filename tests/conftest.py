@@ -66,3 +66,27 @@ def assert_frames_identical(a, b):
 
 
 __all__ = ["agentsim", "assert_frames_identical", "make", "model", "run", "scenario"]
+
+
+def barge_in_turn(runs: int = 1) -> dict:
+    """A voice-style turn with every phase before the answer and a barge-in, timed by hand (seconds from the ask).
+
+    The person stops speaking at 0 (the ask); end-pointing 0.2 s + STT 0.3 s: listen 0 -> 0.5. Retrieval 0.6 s:
+    0.5 -> 1.1. A routing call (TTFT 2 s, 100 tokens at 50 tok/s = 2 s): 1.1 -> 5.1. The answer is sent at 5.1 s,
+    its first token comes 1 s later (6.1 s from the ask), then its 100 tokens evenly to 5.1 + 1 + 100/50 = 8.1 s
+    (gap 2/99) in variant ``fast``, to 16.1 s (gap 10/99) in variant ``slow`` (10 tok/s). A reader at 5 tok/s reads
+    token i at 6.1 + 0.2 i. The person barges in 3.1 s after the first word, at 9.2 s: fast has finished (all 100
+    tokens); slow is cut with (i - 1) 10/99 <= 3.1: 31 tokens; the reader stops with 15 tokens read (9.1 <= 9.2).
+    """
+    price = {"input_mtok": 1, "output_mtok": 10}
+    answer = {"name": "answer", "model": "fast", "output": 100, "consumer": {"reader": {"tokens_per_s": 5}},
+              "interrupt": {"p": 1, "after_first_word": 3.1}}  # fmt: skip
+    steps = [
+        {"listen": {"name": "caller", "end_of_speech": 0.2, "stt": 0.3}},
+        {"tool": {"name": "retrieve", "latency": 0.6}},
+        {"call": {"name": "route", "model": "router", "output": 100}},
+        {"call": answer},
+    ]
+    models = {"router": model(ttft=2.0, tps=50.0, price=price), "fast": model(ttft=1.0, tps=50.0, price=price),
+              "slow": model(ttft=1.0, tps=10.0, price=price)}  # fmt: skip
+    return scenario(steps, models=models, variants={"fast": {}, "slow": {"model": {"answer": "slow"}}}, runs=runs)

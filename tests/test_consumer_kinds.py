@@ -3,8 +3,9 @@
 For every bundled scenario with streaming consumers, the timeline the stream page plays
 (:func:`agentsim.analysis.stream_timeline.token_timelines`) is checked against the per-call metrics the
 summary is made of (:func:`agentsim.sim.stream_metrics.block_metrics`) for the same call in the same run, and
-those against the summary itself: a reader's last ``read_s`` is its ``reader_done_s``, a speaker's last
-``spoken_s`` its ``speech_done_s``, the first delivery the ``ttft_s``.
+those against the summary itself: times from the ask, a reader's last ``read_s`` is its
+``reader_done_from_ask_s``, a speaker's last ``spoken_s`` its ``speech_done_from_ask_s``, the first delivery
+the ``first_word_s`` (and, less the send, the ``ttft_s``).
 """
 
 from __future__ import annotations
@@ -58,10 +59,12 @@ def test_the_page_timeline_and_the_summary_read_one_rule(path):
             values = block_metrics(plan, results[v])[node.id]
             at = int(np.argmax(values["_run"] == run))  # the run's first instance (the one the page shows)
             assert values["_run"][at] == run
-            assert page["delivered_s"].iloc[0] == values["ttft_s"][at]
+            # the page counts from the ask, as the *_from_ask_s twins do (to the bit: the same operation order)
+            assert page["delivered_s"].iloc[0] == values["first_word_s"][at]
+            assert page["delivered_s"].iloc[0] - page["send_s"].iloc[0] == pytest.approx(values["ttft_s"][at])
             # the person's interruption (if any) stops reading and speech: done then, or at the last token consumed
             stop = page["interrupt_s"].iloc[0]
-            for column, metric in (("read_s", "reader_done_s"), ("spoken_s", "speech_done_s")):
+            for column, metric in (("read_s", "reader_done_from_ask_s"), ("spoken_s", "speech_done_from_ask_s")):
                 if metric not in values or np.isnan(values[metric][at]):
                     continue
                 last = np.nanmax(page[column].to_numpy())

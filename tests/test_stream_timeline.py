@@ -14,7 +14,7 @@ import agentsim
 from agentsim.analysis.stream_timeline import StreamTimelineError, token_timelines
 from agentsim.plan.validation import parse
 from agentsim.viz.plots_stream import stream_figure
-from conftest import SCENARIOS, model, run, scenario
+from conftest import SCENARIOS, barge_in_turn, model, run, scenario
 
 PRICE = {"input_mtok": 1, "output_mtok": 10}
 
@@ -112,3 +112,70 @@ def test_engines_give_the_same_timeline():
 def test_an_unknown_call_is_a_clear_error():
     with pytest.raises(StreamTimelineError, match=r"no call named 'nope'.*answer"):
         token_timelines(SCENARIOS / "chat-turn.yaml", "nope", runs=5)
+
+
+@pytest.mark.parametrize("engine", ["des", "fastpath"])
+def test_the_turn_from_the_ask_by_hand(engine):
+    # the hand timeline is in conftest.barge_in_turn's comment
+    frame = token_timelines(parse(barge_in_turn()), "answer", engine=engine)
+    fast, slow = (frame[frame.variant == v] for v in ("fast", "slow"))
+    i = np.arange(1, 101)
+    np.testing.assert_allclose(fast["delivered_s"], 6.1 + (i - 1) * 2 / 99, rtol=1e-12)
+    np.testing.assert_allclose(slow["delivered_s"], 6.1 + np.arange(31) * 10 / 99, rtol=1e-12)  # cut at 9.2 s
+    np.testing.assert_allclose(frame["send_s"], 5.1, rtol=1e-12)
+    np.testing.assert_allclose(frame["interrupt_s"], 9.2, rtol=1e-12)
+    # the reader (0.2 s a token) reads token i at 6.1 + 0.2 i in both, and stops at 9.2 s: 15 tokens read
+    for g in (fast, slow):
+        read = g["read_s"].to_numpy()
+        np.testing.assert_allclose(read[:15], 6.1 + 0.2 * np.arange(1, 16), rtol=1e-12)
+        assert np.isnan(read[15:]).all()
+    want = [("listen", "caller", 0.0, 0.5), ("tool", "retrieve", 0.5, 1.1), ("call", "route", 1.1, 5.1),
+            ("ttft", "answer", 5.1, 6.1)]  # fmt: skip
+    for v in ("fast", "slow"):
+        got = [(p["kind"], p["step"], p["start_s"], p["end_s"]) for p in frame.attrs["phases"] if p["variant"] == v]
+        assert [g[:2] for g in got] == [w[:2] for w in want]
+        np.testing.assert_allclose([g[2:] for g in got], [w[2:] for w in want], rtol=1e-12)
+
+
+def test_the_timeline_from_the_ask_and_the_from_ask_metrics_agree_to_the_bit():
+    doc = barge_in_turn(runs=3)
+    frame = token_timelines(parse(doc), "answer")
+    runs = run(doc).runs
+    for v in ("fast", "slow"):
+        g = frame[frame.variant == v]
+        r = runs[(runs.variant == v) & (runs.run == g["run"].iloc[0])].iloc[0]
+        assert g["delivered_s"].iloc[0] == r["answer.first_word_s"]
+        assert np.nanmax(g["read_s"]) <= r["answer.reader_done_from_ask_s"] == g["interrupt_s"].iloc[0]
+
+
+def test_queueing_before_the_answer_is_a_phase():
+    # One slot for model m: two branches submitted at 0; 'pre' (1 s TTFT, 10 tokens at 10 tok/s: 0 -> 2 s) takes it,
+    # the answer waits for it: a queue phase 0 -> 2 s, then its own wait for the first word 2 -> 3 s.
+    branch = {"call": {"name": "answer", "output": 10, "consumer": {"reader": {"tokens_per_s": 5}}}}
+    doc = scenario([{"parallel": [{"call": {"name": "pre", "output": 10}}, branch]}],
+                   models={"m": model(ttft=1.0, tps=10.0, price=PRICE)},
+                   limits={"one": {"models": ["m"], "concurrency": 1}})  # fmt: skip
+    frame = token_timelines(parse(doc), "answer")
+    got = [(p["kind"], p["step"], p["start_s"], p["end_s"]) for p in frame.attrs["phases"]]
+    assert got == [("call", "pre", 0.0, 2.0), ("queue", "answer", 0.0, 2.0), ("ttft", "answer", 2.0, 3.0)]
+    assert frame["delivered_s"].iloc[0] == pytest.approx(3.0)
+
+
+def test_the_figure_runs_from_the_ask_with_the_phases_shaded():
+    # conftest.barge_in_turn by hand: listen 0-0.5, retrieve 0.5-1.1, route 1.1-5.1, first word 5.1-6.1, then the
+    # answer streaming 6.1-8.1 (fast) or 6.1-9.13 (slow: its 31st token at 6.1 + 30 x 10/99); barge-in at 9.2 s
+    fig = stream_figure(token_timelines(parse(barge_in_turn()), "answer"))
+    main, strip = fig.axes
+    lines = {line.get_label(): line for line in main.get_lines()}
+    np.testing.assert_allclose(lines["fast: delivered"].get_xdata()[0], 6.1, rtol=1e-12)
+    np.testing.assert_allclose(lines["slow: interrupted"].get_xdata(), [9.2, 9.2], rtol=1e-12)
+    bars = []
+    for coll in strip.collections:
+        (x0, y0), (x1, _) = coll.get_paths()[0].vertices.min(axis=0), coll.get_paths()[0].vertices.max(axis=0)
+        bars.append((round(y0), x0, x1))
+    fast = sorted((a, b) for y, a, b in bars if y == 1)  # the first variant on the top row
+    slow = sorted((a, b) for y, a, b in bars if y == 0)
+    want = [(0, 0.5), (0.5, 1.1), (1.1, 5.1), (5.1, 6.1)]
+    np.testing.assert_allclose(fast, [*want, (6.1, 8.1)], rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(slow, [*want, (6.1, 6.1 + 30 * 10 / 99)], rtol=1e-12, atol=1e-12)
+    assert "seconds since the ask" in strip.get_xlabel()

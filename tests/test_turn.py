@@ -222,3 +222,32 @@ def test_engines_agree_on_the_turn_metrics():
     s = a["variants"]["baseline"]["streaming"]["calls"]
     assert {"voice_to_voice_s", "first_word_s", "first_audio_from_ask_s", "cut_share"} <= set(s["answer"])
     assert set(s["answer"]["voice_to_voice_s"]) == {"mean", "p50", "p95", "p99"}
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_the_andes_qoe_worked_example_of_the_docs(engine):
+    # docs/concepts.md#qoe: a 1 s tool, then 4 tokens sent at 1 s, TTFT 1.5 s, 40 tok/s (decode 0.1 s): from the send
+    # d = 1.5, 1.5333, 1.5667, 1.6; expected (defaults T = 1.3, v = 4.8) x = 1.3, 1.5083, 1.7167, 1.925; digested
+    # u = 1.5, 1.5333, 1.7167, 1.925; T_end = 1.925: sum(T_end - u) = 1.025, sum(T_end - x) = 1.25 -> 0.82.
+    # From the ask (x from 0, d from 2.5): every token late, u = d, T_end = 2.6: 0.2 / 3.95.
+    steps = [
+        {"tool": {"name": "look", "latency": 1.0}},
+        {"call": {"name": "answer", "output": 4, "consumer": {"reader": {"tokens_per_s": 5}}}},
+    ]
+    s = streaming(run(scenario(steps, models={"m": model(ttft=1.5, tps=40.0, price=PRICE)}), engine=engine), "answer")
+    assert s["qoe"] == pytest.approx(0.82, rel=1e-12)
+    assert s["qoe"] == pytest.approx(1 - (0.2 + 0.025) / 1.25, rel=1e-12)
+    assert s["qoe_from_ask"] == pytest.approx(0.2 / 3.95, rel=1e-12)
+    assert s["first_word_s"] == pytest.approx(2.5) and s["ttft_s"] == pytest.approx(1.5)
+
+
+def test_a_voice_s_qoe_expects_listening_pace_by_default():
+    # the same answer to a voice: v = 3.3 tok/s, T = 1.3 s (docs/concepts.md#qoe): x = 1.3, 1.6030, 1.9061, 2.2091
+    # (from the send); u = 1.5, 1.6030, 1.9061, 2.2091; T_end = 2.2091: sum(T_end - u) = 0.7091 + 0.6061 + 0.3030,
+    # sum(T_end - x) = 0.9091 + 0.6061 + 0.3030 -> 1 - 0.2 / 1.8182 = 0.89
+    speech = {"speech": {"first_audio": 0.1, "tokens_per_s": 3, "sentence_tokens": 4}}
+    steps = [{"call": {"name": "answer", "output": 4, "consumer": speech}}]
+    s = streaming(run(scenario(steps, models={"m": model(ttft=1.5, tps=40.0, price=PRICE)})), "answer")
+    whole = sum(3 * 1 / 3.3 - k / 3.3 for k in range(4))  # sum over i of (T_end - x_i), T_end = x_4
+    assert s["qoe"] == pytest.approx(1 - 0.2 / whole, rel=1e-12)
+    assert s["qoe"] == pytest.approx(0.89, abs=1e-12)

@@ -8,17 +8,27 @@ numbers, so every variant sees the same draws), picks the run whose call took th
 the first variant, and recomputes that call's timeline with the engines' own rules
 (:func:`agentsim.sim.streaming.streams`, DESIGN.md §3.2). Only the call's first instance is shown.
 
+Every time is in seconds **from the ask** (the run's start, contract v1.2): the person asked then, and
+everything before the answer (a listen, retrieval, tools, routing calls, queueing) is part of their wait.
+A time is computed as ``(x - send) + (send - ask)``, the order the ``*_from_ask_s`` metrics of
+:mod:`agentsim.sim.stream_metrics` use, so the page and ``summary.json`` agree to the last bit.
+
 For each variant and visible token ``i = 1..n`` (``n``: the tokens delivered; fewer than drawn when
-the call was interrupted) the frame gives, in seconds from the moment the call was sent:
+the call was interrupted) the frame gives:
 
 * ``arrival_s`` (``a_i``) and ``delivered_s`` (``d_i``: with chunking, a chunk arrives with its last token);
+* ``send_s``: when the call was sent (the same on every row of a variant; 0 when it is the run's first step);
 * ``interrupt_s``: when the person interrupts the answer (NaN: they do not), where reading and speech stop;
 * one column per consumer kind with a per-token form, its kind's own rule, the one its metrics in
   ``summary.json`` are read from: ``read_s`` (:func:`agentsim.consumers.reader.read_times`: when a reader
   has read token ``i``) and ``spoken_s`` (:func:`agentsim.consumers.speech.schedule`: when a speaker has
   said it); NaN for a token the person never read or heard (after their interruption).
 
-Columns a call's consumer does not have are NaN.
+Columns a call's consumer does not have are NaN. ``frame.attrs["phases"]`` lists, per variant, what the
+person waited through before the first word (:func:`turn_phases`), as dicts ``{variant, kind, step,
+start_s, end_s}``: every call, tool, wait or listen of the run that started before the call was sent,
+clipped at the send (a call's queueing, submit to start, is a phase ``queue`` of its own), then the
+call's own wait for its first word (kind ``ttft``, from the send to ``d_1``).
 """
 
 from __future__ import annotations
@@ -38,11 +48,12 @@ from agentsim.sim.records import DONE
 from agentsim.sim.simulation import choose_engine, simulate_block
 from agentsim.sim.stream_metrics import consumer_timeline, person_stop, recorded
 
-__all__ = ["COLUMNS", "StreamTimelineError", "timeline_columns", "token_timelines"]
+__all__ = ["COLUMNS", "PHASE_KINDS", "StreamTimelineError", "timeline_columns", "token_timelines", "turn_phases"]
 
-# then each consumer kind's (timeline_columns); interrupt_s: when the person interrupts (NaN: never), the same on
-# every row of a variant
-COLUMNS = ["variant", "run", "token", "arrival_s", "delivered_s", "interrupt_s"]
+# then each consumer kind's (timeline_columns); send_s and interrupt_s (NaN: never) are the same on every row of a
+# variant
+COLUMNS = ["variant", "run", "token", "arrival_s", "delivered_s", "send_s", "interrupt_s"]
+PHASE_KINDS = ("listen", "tool", "wait", "call", "queue", "ttft")  # what a phase before the first word can be
 
 
 class StreamTimelineError(ValueError):
@@ -59,7 +70,7 @@ def _flat0(a: np.ndarray) -> np.ndarray:
 
 
 def _timeline(plan: Plan, block, res, node, run: int) -> dict[str, np.ndarray]:
-    """The token timeline of ``node``'s first instance in ``run``, seconds from its send: rebuilt from its
+    """The token timeline of ``node``'s first instance in ``run``, seconds from the ask: rebuilt from its
     records with the engines' rules (agentsim.sim.stream_metrics.recorded) and its consumer's per-token times
     (the consumer kind's ``timeline``, the rule its summary metrics are read from)."""
     slot = CallSlot(block, node, 0, np.array([run]))
@@ -67,16 +78,53 @@ def _timeline(plan: Plan, block, res, node, run: int) -> dict[str, np.ndarray]:
     sb, n_seen, _ = recorded(plan, res, slot, tier, cache=False)
     n = int(n_seen[0])
     send = sb.send[0]
+    lead = send - _ask(res, run)  # from the ask to the send
+
+    def from_ask(x):  # the operation order of the *_from_ask_s metrics
+        return (x - send) + lead
+
     cons = node.consumer
     kind = consumer_kinds().get(cons.kind) if cons is not None else None
     fa = kind.draws(cons, slot, n_seen).get("first_audio") if kind is not None and kind.draws else None
     stop = person_stop(plan, slot, tier, sb, fa)
-    cols = {"arrival_s": sb.A[0, :n] - send, "delivered_s": sb.D[0, :n] - send}
-    cols["interrupt_s"] = np.full(n, np.nan if stop is None or not np.isfinite(stop[0]) else stop[0] - send)
+    cols = {"arrival_s": from_ask(sb.A[0, :n]), "delivered_s": from_ask(sb.D[0, :n]), "send_s": np.full(n, lead)}
+    cols["interrupt_s"] = np.full(n, np.nan if stop is None or not np.isfinite(stop[0]) else from_ask(stop[0]))
     per_token = {} if cons is None else consumer_timeline(cons, sb, n_seen, slot, stop)
     for column in timeline_columns():
-        cols[column] = per_token[column][0, :n] - send if column in per_token else np.full(n, np.nan)
+        cols[column] = from_ask(per_token[column][0, :n]) if column in per_token else np.full(n, np.nan)
     return cols
+
+
+def _ask(res, run: int) -> float:
+    """When the person asked: the run's start (0 outside workloads)."""
+    return 0.0 if res.start is None else float(res.start[run])
+
+
+def turn_phases(plan: Plan, res, node, run: int) -> list[dict]:
+    """What the person waits through in ``run`` before ``node``'s first instance is sent, seconds from the ask:
+    each call (its queueing, submit to start, as a phase ``queue``), tool, wait or listen that started before
+    the send, clipped there. Sorted by start and end, then plan order (see the module doc)."""
+    ask, n = _ask(res, run), res.block.n
+    send = float(res.calls[node.id]["t_start"].reshape(n, -1)[run, 0])
+    out: list[dict] = []
+
+    def add(kind, step, start, end):
+        end = min(end, send)
+        if np.isfinite(start) and np.isfinite(end) and start < end:
+            out.append({"kind": kind, "step": step, "start_s": float(start - ask), "end_s": float(end - ask)})
+
+    for call in plan.calls:
+        c = {k: res.calls[call.id][k].reshape(n, -1)[run] for k in ("status", "t_submit", "t_start", "t_end")}
+        for i in np.nonzero(c["status"])[0]:
+            add("queue", call.name, c["t_submit"][i], c["t_start"][i])
+            if not (call.id == node.id and i == 0):
+                add("call", call.name, c["t_start"][i], c["t_end"][i])
+    for span in plan.spans:
+        sp = {k: res.spans[span.id][k].reshape(n, -1)[run] for k in ("status", "t_start", "t_end")}
+        for i in np.nonzero(sp["status"])[0]:
+            add(span.kind, span.name, sp["t_start"][i], sp["t_end"][i])
+    out.sort(key=lambda p: (p["start_s"], p["end_s"]))  # stable: plan order among equals
+    return out
 
 
 def timeline_columns() -> list[str]:
@@ -122,7 +170,7 @@ def token_timelines(
         run = int(order[(len(order) - 1) // 2])
     elif not (0 <= run < block.n and made[run]):
         raise StreamTimelineError(f"run {run} has no completed '{call}' call in every variant (0..{block.n - 1})")
-    frames = []
+    frames, phases = [], []
     for v, res in enumerate(results):
         cols = _timeline(plan, block, res, node, run)
         n = len(cols["arrival_s"])
@@ -132,6 +180,11 @@ def token_timelines(
                 columns=[*COLUMNS, *timeline_columns()],
             )
         )
+        before = turn_phases(plan, res, node, run)
+        if n:  # the call's own wait for its first word
+            before.append({"kind": "ttft", "step": call, "start_s": float(cols["send_s"][0]),
+                           "end_s": float(cols["delivered_s"][0])})  # fmt: skip
+        phases += [{"variant": plan.variants[v], **p} for p in before]
     out = pd.concat(frames, ignore_index=True)
-    out.attrs.update(call=call, consumer=node.consumer.kind if node.consumer is not None else None)
+    out.attrs.update(call=call, consumer=node.consumer.kind if node.consumer is not None else None, phases=phases)
     return out

@@ -1,4 +1,4 @@
-"""``agentsim stream``: one HTML page that plays a call's answer streaming, per variant (agentsim.viz.stream_page)."""
+"""``agentsim stream``: one HTML page that plays a call's turn from the ask, per variant (agentsim.viz.stream_page)."""
 
 from __future__ import annotations
 
@@ -30,7 +30,9 @@ def stream(
     max_calls: MaxCallsOpt = None,
     no_size_limit: NoSizeLimitOpt = False,
 ) -> None:
-    """One self-contained HTML page that plays a call's answer streaming, side by side per variant."""
+    """One self-contained HTML page that plays a call's turn from the ask, side by side per variant: the steps
+    before the first word, then the answer streaming (0.75 words per token), and the person's barge-in. Open
+    it with ?t=SECONDS after its address to start paused at that time."""
     from agentsim.analysis.stream_timeline import StreamTimelineError
     from agentsim.viz.outdir import check_file
     from agentsim.viz.report import write_report

@@ -39,7 +39,15 @@ from agentsim.model.registry import consumer_kind, consumer_kinds
 from agentsim.plan.nodes import OUTPUT, ConsumerCfg, Plan
 from agentsim.sim.call_timeline import CallSlot, timeline
 from agentsim.sim.stalls import stall_draws
-from agentsim.sim.streaming import BATCH_ELEMENTS, StreamBatch, delivered, interruption, seen, slot_width, streams
+from agentsim.sim.streaming import (
+    BATCH_ELEMENTS,
+    StreamBatch,
+    delivered,
+    interrupt_times,
+    seen,
+    slot_width,
+    streams,
+)
 
 __all__ = [
     "COMMON",
@@ -94,9 +102,11 @@ def consumer_metrics(
     has = n > 0
     out: dict[str, np.ndarray] = {"ttft_s": np.where(has, D[:, 0] - send, np.nan)}
     out.update(_gaps(sb, Dv, C, width))
-    out["qoe"] = _qoe(cons, Dv, send, n)
+    i = np.arange(width)
+    missing = None if (n >= width).all() else i[None, :] >= n[:, None]  # where Dv is NaN: beyond n
+    out["qoe"] = _qoe(cons, Dv, send, n, missing)
     if ask is not None:
-        out["qoe_from_ask"] = _qoe(cons, Dv, ask, n)
+        out["qoe_from_ask"] = _qoe(cons, Dv, ask, n, missing)
     last = np.take_along_axis(D, np.clip(n - 1, 0, max(width - 1, 0))[:, None], axis=1)[:, 0] if width else send
     out["_end"] = np.where(n >= sb.N, last, np.inf)  # without a consumer of its own: the last token
     if cons.kind != "none":
@@ -125,17 +135,21 @@ def _gaps(sb: StreamBatch, Dv: np.ndarray, C: int, width: int) -> dict[str, np.n
     return out
 
 
-def _qoe(cons: ConsumerCfg, Dv: np.ndarray, origin: np.ndarray, n: np.ndarray) -> np.ndarray:
-    """Andes QoE over the delivered tokens, the expected curve starting at ``origin`` (see module doc)."""
+def _qoe(cons: ConsumerCfg, Dv: np.ndarray, origin: np.ndarray, n: np.ndarray, missing) -> np.ndarray:
+    """Andes QoE over the delivered tokens, the expected curve starting at ``origin`` (see module doc).
+    ``missing``: where ``Dv`` is NaN (beyond ``n``; None: nowhere). The sums leave those tokens out by adding
+    zeros there, the same sums as ``nansum`` without its copies (one pass fewer over the batch, per call)."""
     i = np.arange(Dv.shape[1])
     x = origin[:, None] + cons.qoe_ttft + i[None, :] / cons.qoe_rate
     u = np.maximum(Dv, x)  # NaN beyond n
     T_end = np.fmax.reduce(u, axis=1) if Dv.shape[1] else np.full(len(n), np.nan)
-    x[np.isnan(u)] = np.nan
+    if missing is not None:
+        np.copyto(x, 0.0, where=missing)
+        np.copyto(u, 0.0, where=missing)
     nf = n.astype(np.float64)
     with np.errstate(invalid="ignore", divide="ignore"):
-        whole = nf * T_end - np.nansum(x, axis=1)
-        actual = nf * T_end - np.nansum(u, axis=1)
+        whole = nf * T_end - x.sum(axis=1)
+        actual = nf * T_end - u.sum(axis=1)
         return np.where(n <= 0, np.nan, np.where(whole > 0, np.maximum(actual, 0.0) / whole, 1.0))
 
 
@@ -171,10 +185,10 @@ def consumer_timeline(
 
 def person_stop(plan: Plan, slot: CallSlot, tier_index: int, sb: StreamBatch, first_audio=None):
     """Where the person interrupts each call of the batch (absolute; ``inf``: they do not), or None for a call
-    that cannot be interrupted (:func:`agentsim.sim.streaming.interruption`, as the engines decide it)."""
+    that cannot be interrupted (:func:`agentsim.sim.streaming.interrupt_times`, as the engines decide it)."""
     if slot.node.interrupt is None:
         return None
-    drawn, t, _cut, _billed = interruption(plan, slot, plan.tiers[tier_index], sb, first_audio)
+    drawn, t = interrupt_times(slot, sb, first_audio)  # as interruption() decides it, without the billing
     return np.where(drawn, t, np.inf)
 
 

@@ -54,6 +54,8 @@ __all__ = [
     "arrived",
     "delivered",
     "first_audio_times",
+    "first_sentence",
+    "interrupt_times",
     "interruption",
     "pipeline_offset",
     "seen",
@@ -165,24 +167,38 @@ def sentence_ends(sampler, block: Block, key_node: int, flat: int, runs: np.ndar
     return cum - start  # tokens per sentence; 0 once the answer is used up
 
 
+def first_sentence(sampler, block: Block, key_node: int, flat: int, runs: np.ndarray, n: np.ndarray, cache=False):
+    """The first column of :func:`sentence_ends`, ``min(g_1, n)`` (``g_1``: the first drawn length), without
+    drawing the others: the draws are token-major, so the first length does not depend on how many follow."""
+    return np.minimum(sizes(sampler, block, key_node, SENTENCES, flat, runs, 1, cache)[:, 0], n)
+
+
 # --------------------------------------------------------------------------- interruptions and pipelines
 
 
-def first_audio_times(D, sent_tokens, fa):
-    """First audio time (absolute) of each call: delivery of the first sentence's last token + first_audio."""
-    e1 = np.maximum(sent_tokens[:, 0], 1) - 1
+def first_audio_times(D, first_tokens, fa):
+    """First audio time (absolute) of each call: delivery of the first sentence's last token (``first_tokens``:
+    the first sentence's length) + first_audio."""
+    e1 = np.maximum(first_tokens, 1) - 1
     return np.take_along_axis(D, e1[:, None], axis=1)[:, 0] + fa
 
 
 def interruption(plan: Plan, slot: CallSlot, tier, sb: StreamBatch, fa=None):
     """Where the person interrupts each call of ``slot``: ``(drawn, t, cut, billed visible tokens)`` arrays.
 
-    The person barges in at ``t = d_1 + X`` (``after_first_word`` / ``after_first_token``: the first visible
-    token, as delivered) or ``first audio + X`` (``after_first_audio``) when drawn (``u < p``, an answer
-    with tokens), whatever the model is doing then (contract v1.2). The call is ``cut`` -- it ends at ``t``
-    with its reasoning and the visible tokens that have arrived by ``t`` (``a_i <= t``) billed -- only when
-    ``t`` falls before its end.
+    The person barges in at ``t`` (:func:`interrupt_times`) when drawn, whatever the model is doing then
+    (contract v1.2). The call is ``cut`` -- it ends at ``t`` with its reasoning and the visible tokens that
+    have arrived by ``t`` (``a_i <= t``) billed -- only when ``t`` falls before its end.
     """
+    drawn, t = interrupt_times(slot, sb, fa)
+    cut = drawn & (t < sb.end)
+    return drawn, t, cut, np.where(cut, arrived(sb.A, t), sb.N)
+
+
+def interrupt_times(slot: CallSlot, sb: StreamBatch, fa=None):
+    """``(drawn, t)``: whether the person interrupts each call of ``slot`` (``u < p``, an answer with tokens)
+    and when: ``t = d_1 + X`` (``after_first_word`` / ``after_first_token``: the first visible token, as
+    delivered) or ``first audio + X`` (``after_first_audio``; ``fa``: the calls' first-audio latencies)."""
     block, node, flat, runs = slot.block, slot.node, slot.flat, slot.runs
     cfg = node.interrupt
     shape_flat = np.asarray(runs) * slot_width(block, node) + flat
@@ -190,13 +206,11 @@ def interruption(plan: Plan, slot: CallSlot, tier, sb: StreamBatch, fa=None):
     x = np.broadcast_to(block.get(node.id, INTERRUPT_X), block.get(node.id, INTERRUPT_P).shape).reshape(-1)[shape_flat]
     if cfg.after == "first_audio":
         cons = node.consumer
-        sent = sentence_ends(cons.sentence, block, node.id, flat, np.asarray(runs), sb.N)
-        t = first_audio_times(sb.D, sent, fa) + x
+        first = first_sentence(cons.sentence, block, node.id, flat, np.asarray(runs), sb.N)
+        t = first_audio_times(sb.D, first, fa) + x
     else:  # first_token, first_word: the first visible token, delivered at a_1
         t = sb.D[:, 0] + x
-    drawn = (u < cfg.p) & (sb.N > 0)
-    cut = drawn & (t < sb.end)
-    return drawn, t, cut, np.where(cut, arrived(sb.A, t), sb.N)
+    return (u < cfg.p) & (sb.N > 0), t
 
 
 def pipeline_offset(pnode, slot: CallSlot, sb: StreamBatch, cut=None) -> np.ndarray:
@@ -214,7 +228,7 @@ def pipeline_offset(pnode, slot: CallSlot, sb: StreamBatch, cut=None) -> np.ndar
         call = pnode.call  # the call's consumer's sentences (a speech consumer's), else the pipeline's own
         own = getattr(call.consumer, "sentence", None)
         sampler, key = (own, call.id) if own is not None else (pnode.sentence, pnode.id)
-        m = sentence_ends(sampler, block, key, flat, np.asarray(runs), N, cache=True)[:, 0]
+        m = first_sentence(sampler, block, key, flat, np.asarray(runs), N, cache=True)
     m = np.maximum(m, 1) - 1
     t = np.take_along_axis(sb.D, m[:, None], axis=1)[:, 0]
     if cut is not None:

@@ -70,6 +70,7 @@ DOMINATED = "#b8b8b8"
 SEGMENT_COLORS = {"queue": "#9e9e9e", "ttft": "#f4a259", "decode": "#3d7ea6", "tool": "#8fc1a9", "wait": "#bc4b51"}
 SEGMENT_LABELS = {"queue": "queue", "ttft": "TTFT", "decode": "decode", "tool": "tool", "wait": "wait"}
 STALL_COLOR = "#6a4c93"  # breakdown_s.stall: present only when some stream can stall
+LISTEN_COLOR = "#c9a227"  # breakdown_s.listen: present only when the agent has a listen step
 MAX_FACETS = 4
 
 
@@ -424,8 +425,9 @@ def breakdown_figure(runs: pd.DataFrame, title: str = "") -> Figure:
     variants = list(dict.fromkeys(runs["variant"]))
     runs = _summarised(runs)
     colors = variant_colors(variants)
-    seg_colors = {**SEGMENT_COLORS, **({"stall": STALL_COLOR} if "stall_s" in runs else {})}
-    seg_labels = {**SEGMENT_LABELS, "stall": "stall"}
+    optional = {"stall": STALL_COLOR, "listen": LISTEN_COLOR}  # slots only some scenarios have
+    seg_colors = {**SEGMENT_COLORS, **{k: c for k, c in optional.items() if f"{k}_s" in runs}}
+    seg_labels = {**SEGMENT_LABELS, "stall": "stall", "listen": "listen (end of speech + STT)"}
     means = runs.groupby("variant", sort=False)[[f"{k}_s" for k in seg_colors]].mean().reindex(variants)
     empty = means.isna().all(axis=1).to_numpy()  # variants without a completed run
     means = means.fillna(0.0)
@@ -473,11 +475,12 @@ def timeline_figure(timeline: pd.DataFrame, title: str = "") -> Figure:
     axes = fig.subplots(
         len(variants), 1, sharex=True, squeeze=False, gridspec_kw={"height_ratios": [n + 1.2 for n in lanes]}
     )[:, 0]
+    seg_colors = {**SEGMENT_COLORS, **({"listen": LISTEN_COLOR} if "listen" in timeline else {})}
     for ax, name, n_lanes in zip(axes, variants, lanes, strict=True):
         d = timeline[timeline["variant"] == name]
         for crit in (False, True):
             part = d[d["critical"] == crit]
-            for seg in SEGMENT_COLORS:
+            for seg in seg_colors:
                 if seg in ("queue", "ttft", "decode"):
                     rows = part[part["kind"] == "call"]
                     lo = {"queue": rows["start"], "ttft": rows["t_start"], "decode": rows["t_start"] + rows["ttft"]}[
@@ -495,7 +498,7 @@ def timeline_figure(timeline: pd.DataFrame, title: str = "") -> Figure:
                     width[keep],
                     left=lo.to_numpy(float)[keep],
                     height=0.62,
-                    color=SEGMENT_COLORS[seg],
+                    color=seg_colors[seg],
                     alpha=1.0 if crit else 0.35,
                     edgecolor="black" if crit else "none",
                     linewidth=0.6 if crit else 0,
@@ -512,8 +515,9 @@ def timeline_figure(timeline: pd.DataFrame, title: str = "") -> Figure:
         )
         ax.grid(True, axis="x", alpha=0.3)
     axes[-1].set_xlabel("time since the run started (s)")
-    used = [k for k in SEGMENT_COLORS if (timeline[k] > 0).any()]
-    handles = [Patch(color=SEGMENT_COLORS[k], label=SEGMENT_LABELS[k]) for k in used]
+    used = [k for k in seg_colors if (timeline[k] > 0).any()]
+    labels = {**SEGMENT_LABELS, "listen": "listen"}
+    handles = [Patch(color=seg_colors[k], label=labels[k]) for k in used]
     handles.append(Patch(facecolor="white", edgecolor="black", label="on the critical path"))
     handles.append(Patch(facecolor="0.8", alpha=0.5, label="off the critical path (faint)"))
     fig.legend(handles=handles, loc="outside lower center", ncols=len(handles), fontsize=8, frameon=False)

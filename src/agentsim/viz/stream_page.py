@@ -1,16 +1,27 @@
 """``agentsim stream``: one self-contained HTML page that plays a call's answer streaming, side by side per variant.
 
-The page replays the token timeline of one representative run (:mod:`agentsim.analysis.stream_timeline`):
-every variant shows the same sample text, token by token, at the simulated delivery times ``d_i``
-(jitter, chunks and stalls included), with the reader's position (``f_i``) or the speaker's
-(tokens said) marked in the text, and a clock. It plays at real speed or faster (a speed control),
-and can be paused and scrubbed. Nothing is fetched: the styles, the script and the timeline (JSON)
-are inside the page, which is rendered from ``templates/stream.html`` with autoescaping.
+The page replays the turn of one representative run (:mod:`agentsim.analysis.stream_timeline`) **from the
+ask**, the moment the person asked (the run's start): each variant's lane first shows what the person
+waits through before the first word (a listen, tools, waits, earlier calls such as routing, queueing, then
+the call's own time to its first token) as phases on a strip and as a status line, then the same sample
+text as the variant delivers it (jitter, chunks and stalls included), with the reader's position (``f_i``)
+or the speaker's (tokens said) marked in the text, and where the person interrupts, the interruption:
+reading and speech stop there. A clock, a speed control, pause and a scrubber. Nothing is fetched: the
+styles, the script and the timeline (JSON) are inside the page, rendered from ``templates/stream.html``
+with autoescaping.
 
-For tests and scripts the page exposes ``window.agentsimSeek(t)`` (pause and set the virtual clock to
-``t`` seconds since the call was sent) and shows, per variant, ``data-tokens`` (tokens delivered by
-the clock, ``#{i : d_i <= t}``), ``data-read`` and ``data-spoken``; the clock element carries
-``data-t``.
+**Words, not tokens.** English text averages about 0.75 words per token (the ratio the reader's
+``words_per_min`` uses), so the page shows ``⌊3 k / 4⌋`` words after ``k`` tokens (computed in integers:
+fractional words accumulate, and a word appears once its last fraction has arrived); the reader's and the
+speaker's positions are converted the same way. A reader at 250 words/min (5.56 tokens/s) thus appears to
+read 250 words a minute, not 333.
+
+For tests and scripts: ``?t=SECONDS`` in the page's URL pauses it at that time on load, and
+``window.agentsimSeek(t)`` pauses and sets the clock to ``t`` seconds since the ask. Each lane carries, for
+the clock's time ``t``: ``data-tokens`` (tokens delivered, ``#{i : d_i <= t}``), ``data-words``
+(``⌊3 data-tokens / 4⌋``), ``data-read`` / ``data-spoken`` (tokens read or said by then, never more than
+delivered), ``data-phase`` (the phases under way, ``kind:step`` separated by spaces) and
+``data-interrupted`` (``1`` once the person has interrupted); the clock element carries ``data-t``.
 """
 
 from __future__ import annotations
@@ -22,9 +33,11 @@ from pathlib import Path
 from agentsim.analysis.stream_timeline import token_timelines
 from agentsim.model.registry import consumer_kinds
 
-__all__ = ["SAMPLE_TEXT", "build_stream_page", "page_data"]
+__all__ = ["SAMPLE_TEXT", "WORDS_PER_TOKEN", "build_stream_page", "page_data", "words_shown"]
 
-# Shown token by token (one word a token, cycling); the text does not matter, its timing does.
+WORDS_PER_TOKEN = 0.75  # English words per token, as the reader's words_per_min (docs/concepts.md#stream-timeline)
+
+# Shown word by word (0.75 words a token, cycling); the text does not matter, its timing does.
 SAMPLE_TEXT = (
     "Here is what I found. The short answer is yes, with one caveat. The faster option finishes the "
     "whole answer sooner, but a person reading along only gains until the text arrives faster than "
@@ -41,28 +54,63 @@ def _clean(values) -> list[float | None]:
     return [None if not math.isfinite(v) else float(v) for v in values]
 
 
+def _consumed(x) -> list[float] | None:
+    """A consumer's per-token times as the page counts them: the tokens consumed (NaN after the person's
+    interruption, always a tail) left out; None when the consumer has no such times."""
+    done = [float(v) for v in x if math.isfinite(v)]
+    return done or None
+
+
+def _rows(phases: list[dict]) -> list[dict]:
+    """The phases with a strip row each, so that phases running at once (parallel branches) do not overlap."""
+    ends: list[float] = []
+    out = []
+    for p in phases:
+        row = next((r for r, e in enumerate(ends) if e <= p["start_s"]), len(ends))
+        ends[row : row + 1] = [p["end_s"]]
+        out.append({"kind": p["kind"], "step": str(p["step"]), "start": p["start_s"], "end": p["end_s"], "row": row})
+    return out
+
+
 def page_data(frame) -> dict:
-    """The timeline the page plays: per variant, delivery, reading and speaking times (JSON-ready)."""
+    """The turn the page plays, seconds from the ask: per variant, the phases before the first word and the
+    delivery, reading and speaking times (JSON-ready)."""
     columns = {c: label for kind in consumer_kinds().values() for c, (label, _) in kind.columns.items() if c in frame}
+    phases = frame.attrs.get("phases", [])
     variants = []
     for name in dict.fromkeys(frame["variant"]):
         g = frame[frame["variant"] == name]
-        entry = {"name": str(name), "delivered": _clean(g["delivered_s"].to_numpy())}
+        stop = g["interrupt_s"].to_numpy()[:1]
+        entry = {
+            "name": str(name),
+            "send": float(g["send_s"].iloc[0]) if len(g) else 0.0,
+            "delivered": _clean(g["delivered_s"].to_numpy()),
+            "interrupt": _clean(stop)[0] if len(stop) else None,
+            "phases": _rows([p for p in phases if p["variant"] == name]),
+        }
         for column, label in columns.items():  # a consumer kind's per-token times: "read", "spoken"
-            x = g[column].to_numpy()
-            entry[label] = _clean(x) if len(x) and not all(map(math.isnan, x)) else None
+            entry[label] = _consumed(g[column].to_numpy())
         variants.append(entry)
     labels = list(columns.values())
-    ends = [max((x for x in (*v["delivered"], *(y for k in labels for y in (v[k] or []))) if x is not None), default=0)
-            for v in variants]  # fmt: skip
+    ends = [
+        max((x for x in (*v["delivered"], *(y for k in labels for y in (v[k] or [])),
+                         *(p["end"] for p in v["phases"]), v["interrupt"]) if x is not None), default=0)
+        for v in variants
+    ]  # fmt: skip
     return {
         "call": frame.attrs.get("call"),
         "consumer": frame.attrs.get("consumer"),
         "run": int(frame["run"].iloc[0]) if len(frame) else 0,
         "duration": float(max(ends, default=0.0)),
+        "words_per_token": WORDS_PER_TOKEN,
         "words": SAMPLE_TEXT.split(),
         "variants": variants,
     }
+
+
+def words_shown(tokens: int) -> int:
+    """Words on the page after ``tokens`` tokens: ``⌊0.75 tokens⌋``, in integers (the page's rule)."""
+    return (3 * int(tokens)) // 4
 
 
 def build_stream_page(
