@@ -22,13 +22,13 @@ import pandas as pd
 from agentsim.model.registry import step_kinds
 from agentsim.model.scenario import Scenario
 from agentsim.plan.compiler import Plan, compile_plan
-from agentsim.plan.sampling import BLOCK_SIZE, block_spans, call_speeds, sample_block
+from agentsim.plan.sampling import block_spans, call_speeds, sample_block
 from agentsim.plan.sizeguard import check_plan
 from agentsim.plan.validation import load, parse
 from agentsim.sim.executors import check_executor, dask_client, ordered_chunks
 from agentsim.sim.packing import new_column, pack_columns, raw, unpack_into
 from agentsim.sim.records import DONE, BlockResult, calls_frame, concat_attempts, price_calls, run_columns, spans_frame
-from agentsim.sim.results import PER_CALL_CAP, CallStats, Results
+from agentsim.sim.results import CallStats, Results, per_call_runs
 from agentsim.sim.stream_stats import StreamStats
 
 __all__ = ["ENGINES", "choose_engine", "simulate", "simulate_block", "simulate_plan"]
@@ -125,17 +125,16 @@ def _run_block(plan: Plan, seed: int, span: tuple[int, int, int], engine: str) -
     return simulate_block(plan, seed, span, engine)[1]
 
 
-def _block_summary(plan: Plan, seed: int, span, engine: str, keep: bool, room: list[int] | None = None):
+def _block_summary(plan: Plan, seed: int, span, engine: str, keep: bool, sampled: int):
     """Simulate one block in every variant; return per-variant run columns, per-call samples, and
     (when ``keep``) the full block results for the calls table.
 
-    ``room[v]``: how many more per-call samples variant ``v`` still keeps (the per-call statistics
-    use only the first calls); ``None`` when not known (blocks run in parallel): all of them.
+    ``sampled``: the per-call statistics read the calls of runs ``0 .. sampled - 1``
+    (:func:`agentsim.sim.results.per_call_runs`); a block past them computes no samples.
     """
-    lean = not keep and summary_only_possible(plan, engine)
-    if lean:
-        wanted = room is None or any(r > 0 for r in room)
-        results = simulate_block(plan, seed, span, engine, summary_only=True, samples=wanted)[1]
+    first = max(0, min(span[2], sampled - span[1]))  # how many of the block's runs are sampled
+    if not keep and summary_only_possible(plan, engine):
+        results = simulate_block(plan, seed, span, engine, summary_only=True, samples=first > 0)[1]
     else:
         results = _run_block(plan, seed, span, engine)
     columns, samples, streams = [], [], []
@@ -147,21 +146,17 @@ def _block_summary(plan: Plan, seed: int, span, engine: str, keep: bool, room: l
             streams.append(block_metrics(plan, res))
         else:
             streams.append(None)
-        samples.append(_call_samples(plan, res, None if room is None else room[res.variant]))
+        samples.append(_call_samples(plan, res, first))
     return columns, samples, (results if keep else None), streams
 
 
 def _chunk_task(shared: tuple, spans: list) -> tuple:
     """Consecutive blocks run by an executor (``shared``: plan, seed, engine, keep, and how many leading
-    blocks send per-call samples), packed into one message: per variant, the run columns of all the
+    runs the per-call statistics read), packed into one message: per variant, the run columns of all the
     blocks (:func:`agentsim.sim.packing.pack_columns`) and their per-call samples, concatenated in
-    block order, at most ``PER_CALL_CAP`` of them; then each block's kept results and streaming metrics."""
+    block order; then each block's kept results and streaming metrics."""
     plan, seed, engine, keep, sampled = shared
-    room = [PER_CALL_CAP] * len(plan.variants)  # calls past the task's first PER_CALL_CAP are never used
-    parts = []
-    for s in spans:
-        parts.append(_block_summary(plan, seed, s, engine, keep, room if s[0] < sampled else [0] * len(room)))
-        room = [r - ttft.size for r, (ttft, _) in zip(room, parts[-1][1], strict=True)]
+    parts = [_block_summary(plan, seed, s, engine, keep, sampled) for s in spans]
     cols, samples = [], []
     for v in range(len(plan.variants)):
         cols.append(pack_columns([p[0][v] for p in parts]))
@@ -169,47 +164,40 @@ def _chunk_task(shared: tuple, spans: list) -> tuple:
     return cols, samples, [p[2] for p in parts], [p[3] for p in parts]
 
 
-def _sampled_blocks(plan: Plan, spans: list, keep: bool) -> int:
-    """How many leading blocks send their per-call samples from an executor: enough, by a rough
-    estimate with a margin of 2, to fill every variant's cap of ``PER_CALL_CAP`` calls (the statistics
-    use only the first calls, in block order); blocks past it do not compute or send them. Should the
-    estimate fall short, the client computes the missing samples itself afterwards, block by block."""
-    per_block = _est_call_instances(plan, BLOCK_SIZE)
-    if keep or per_block <= 0:
-        return len(spans)
-    return min(len(spans), 2 * PER_CALL_CAP // per_block + 2)
-
-
-def _call_samples(plan: Plan, res: BlockResult, room: int | None) -> tuple[np.ndarray, np.ndarray]:
-    """TTFT and TPS of a block's completed calls (node by node, in run then instance order), at most ``room``."""
+def _call_samples(plan: Plan, res: BlockResult, first: int) -> tuple[np.ndarray, np.ndarray]:
+    """TTFT and TPS of the completed calls of the block's ``first`` runs (node by node, in run then
+    instance order)."""
+    if first <= 0:
+        return np.zeros(0), np.zeros(0)
     ttft, tps = [], []
-    left = -1 if room is None else room
     for node in plan.calls:
-        if left == 0:
-            break
         t = res.calls[node.id]
-        done = t["status"] == DONE
+        status, a, b = t["status"][:first], t["ttft"][:first], t["tps"][:first]
+        done = status == DONE
         if done.all():  # every instance made: no mask to apply (same order as the mask's)
-            a, b = t["ttft"].reshape(-1), t["tps"].reshape(-1)
+            a, b = a.reshape(-1), b.reshape(-1)
         else:
-            a, b = t["ttft"][done], t["tps"][done]
-        if left > 0:
-            a, b = a[:left], b[:left]
-            left -= a.size
+            a, b = a[done], b[done]
         ttft.append(a)
         tps.append(b)
     return (np.concatenate(ttft) if ttft else np.zeros(0), np.concatenate(tps) if tps else np.zeros(0))
 
 
-def _est_call_instances(plan: Plan, runs: int) -> int:
-    """A rough count of call instances per run (product of the mean counts around each call), times runs."""
+def _calls_per_run(plan: Plan) -> float:
+    """A rough count of call instances per run: the product of the mean counts around each call, summed
+    (every option of a ``choose`` counted, so it may overestimate)."""
     per_run = 0.0
     for node in plan.calls:
         mult = 1.0
         for m in node.scope:
             mult *= plan.nodes[m].count_bounds()[0]
         per_run += mult
-    return int(per_run * runs)
+    return per_run
+
+
+def _est_call_instances(plan: Plan, runs: int) -> int:
+    """A rough count of call instances in ``runs`` runs (:func:`_calls_per_run` times runs)."""
+    return int(_calls_per_run(plan) * runs)
 
 
 def simulate_plan(
@@ -247,23 +235,17 @@ def simulate_plan(
             _est_call_instances(plan, runs) * len(plan.variants) <= KEEP_CALLS_LIMIT
             and not summary_only_possible(plan, engine)
         )
+    sampled = per_call_runs(runs, _calls_per_run(plan))
     got = _Collected(plan, runs, keep)
     if executor == "process" and (workers == 1 or len(spans) == 1):
         for s in spans:
-            cols, samples, results, streams = _block_summary(plan, seed, s, engine, keep, got.room())
+            cols, samples, results, streams = _block_summary(plan, seed, s, engine, keep, sampled)
             got.consume(s[1], [{k: raw(a) for k, a in c.items()} for c in cols], samples, [results], [streams])
     else:  # blocks elsewhere (processes, a Dask cluster), handed back in order, several to a task
-        sampled = _sampled_blocks(plan, spans, keep)
         shared = (plan, seed, engine, keep, sampled)
         where = {"workers": workers, "executor": executor, "scheduler": scheduler}
         for chunk, part in ordered_chunks(_chunk_task, shared, spans, **where):
             got.consume(chunk[0][1], *part)
-        for s in spans[sampled:]:  # the estimate fell short: the missing samples, computed here
-            room = got.room()
-            if not any(r > 0 for r in room):
-                break
-            for v, pair in enumerate(_block_summary(plan, seed, s, engine, False, room)[1]):
-                got.call_stats[plan.variants[v]].add(*pair)
     return got.results(seed, engine, spans)
 
 
@@ -277,10 +259,6 @@ class _Collected:
         self.stream_stats = {name: StreamStats(plan) for name in plan.variants}
         self.columns: dict[str, np.ndarray] = {}
         self.kept: list | None = [] if keep else None
-
-    def room(self) -> list[int]:
-        """How many more per-call samples each variant keeps."""
-        return [PER_CALL_CAP - self.call_stats[name].kept for name in self.plan.variants]
 
     def consume(self, first: int, cols, samples, results, streams) -> None:
         """Copy blocks (one, or a task's consecutive ones) into the zeroed columns: one copy of the table."""
