@@ -33,6 +33,7 @@ __all__ = [
     "calls_frame",
     "concat_attempts",
     "empty_call_tensors",
+    "frames_of",
     "price_calls",
     "row_sum",
     "run_totals",
@@ -321,6 +322,29 @@ def spans_frame(plan: Plan, result: BlockResult, variant_name: str) -> pd.DataFr
             )
         )
     return _frame(parts, SPAN_COLUMNS)
+
+
+def frames_of(plan: Plan, blocks, frame_fn, runs=None) -> pd.DataFrame:
+    """One table (``frame_fn``: :func:`calls_frame` or :func:`spans_frame`) of the block results ``blocks``
+    yields (each block: its results, one per variant), variant by variant, in block order.
+
+    ``runs`` (a set of run indices): only those runs' rows, in the same order as in the whole table; the
+    caller hands just the blocks that hold them, so the rows of other runs are never made whole.
+    """
+    frames: list[list[pd.DataFrame]] = [[] for _ in plan.variants]
+    for results in blocks:
+        for res in results:
+            frame = frame_fn(plan, res, plan.variants[res.variant])
+            if runs is not None:
+                frame = frame[frame["run"].isin(runs)]
+            frames[res.variant].append(frame)
+    parts = [f for fs in frames for f in fs]
+    df = pd.concat(parts, ignore_index=True) if parts else _frame([], _COLUMNS[frame_fn])
+    df["variant"] = pd.Categorical(df["variant"], categories=list(plan.variants))
+    return df
+
+
+_COLUMNS = {calls_frame: CALL_COLUMNS, spans_frame: SPAN_COLUMNS}
 
 
 def concat_attempts(parts: list) -> dict | None:

@@ -175,6 +175,7 @@ class Results:
         sections: dict | None = None,
         outcomes: list | None = None,
         calls_parts=None,
+        tables_of=None,
     ):
         self.plan = plan
         self.scenario = plan.scenario
@@ -193,6 +194,7 @@ class Results:
         self.outcomes = outcomes or []  # workloads: each variant's agentsim.sim.workload.WorkloadOutcome
         self.param_ci95: dict | None = None  # uncertainty: parameters -> variant -> [lo, hi] (param_uncertainty)
         self._calls_parts = calls_parts
+        self._tables_of = tables_of
 
     # ------------------------------------------------------------------ tables
     @property
@@ -213,6 +215,20 @@ class Results:
             yield 0, self.calls
         else:
             yield from self._calls_parts()
+
+    def tables_of(self, runs) -> tuple[pd.DataFrame, pd.DataFrame]:
+        """The ``calls`` and ``spans`` rows of the given runs only (every variant; the tables' columns and
+        order, a fresh index), without building the whole tables: only the blocks of runs holding them
+        are read (or simulated again), so a Gantt chart of one run of a million costs one block.
+        """
+        runs = {int(r) for r in runs}
+        if self._tables_of is not None and self._calls is None:
+            return self._tables_of(runs)
+
+        def rows(df: pd.DataFrame) -> pd.DataFrame:
+            return df[df["run"].isin(runs)].reset_index(drop=True)
+
+        return rows(self.calls), rows(self.spans)
 
     @property
     def spans(self) -> pd.DataFrame:

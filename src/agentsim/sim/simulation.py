@@ -22,12 +22,21 @@ import pandas as pd
 from agentsim.model.registry import step_kinds
 from agentsim.model.scenario import Scenario
 from agentsim.plan.compiler import Plan, compile_plan
-from agentsim.plan.sampling import block_spans, call_speeds, sample_block
+from agentsim.plan.sampling import BLOCK_SIZE, block_spans, call_speeds, sample_block
 from agentsim.plan.sizeguard import check_plan
 from agentsim.plan.validation import load, parse
 from agentsim.sim.executors import check_executor, dask_client, ordered_chunks
 from agentsim.sim.packing import new_column, pack_columns, raw, unpack_into
-from agentsim.sim.records import DONE, BlockResult, calls_frame, concat_attempts, price_calls, run_columns, spans_frame
+from agentsim.sim.records import (
+    DONE,
+    BlockResult,
+    calls_frame,
+    concat_attempts,
+    frames_of,
+    price_calls,
+    run_columns,
+    spans_frame,
+)
 from agentsim.sim.results import CallStats, Results, per_call_runs
 from agentsim.sim.stream_stats import StreamStats
 
@@ -298,6 +307,7 @@ class _Collected:
             stream_stats=self.stream_stats if plan.has_streaming else None,
             sections=sections,
             calls_parts=tables.calls_parts,
+            tables_of=tables.of_runs,
         )
 
 
@@ -317,18 +327,18 @@ class _Tables:
 
     def builder(self, frame_fn):
         """A function building one table (``frame_fn`` of each block's result), variant by variant."""
-        plan = self.plan
+        return lambda: frames_of(self.plan, self.blocks(), frame_fn)
 
-        def build():
-            frames = [[] for _ in plan.variants]
-            for results in self.blocks():
-                for res in results:
-                    frames[res.variant].append(frame_fn(plan, res, plan.variants[res.variant]))
-            df = pd.concat([f for fs in frames for f in fs], ignore_index=True)
-            df["variant"] = pd.Categorical(df["variant"], categories=list(plan.variants))
-            return df
-
-        return build
+    def of_runs(self, runs) -> tuple[pd.DataFrame, pd.DataFrame]:
+        """The calls and spans rows of ``runs`` only, from the blocks that hold them (kept, or simulated
+        again: one block of 4096 runs for the first runs, whatever the simulation's size)."""
+        wanted = {int(r) for r in runs if 0 <= r < self.spans[-1][1] + self.spans[-1][2]}
+        held = sorted({r // BLOCK_SIZE for r in wanted})
+        if self.kept is not None:
+            results = [self.kept[b] for b in held]
+        else:
+            results = [_run_block(self.plan, self.seed, self.spans[b], self.engine) for b in held]
+        return tuple(frames_of(self.plan, results, fn, wanted) for fn in (calls_frame, spans_frame))
 
     def calls_parts(self):
         """The calls table block by block, for writing it without holding it whole."""

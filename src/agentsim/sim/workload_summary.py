@@ -17,8 +17,8 @@ import numpy as np
 import pandas as pd
 
 from agentsim.plan.nodes import Plan
-from agentsim.plan.sampling import call_speeds
-from agentsim.sim.records import DONE, calls_frame, concat_attempts, price_calls, run_columns, spans_frame
+from agentsim.plan.sampling import BLOCK_SIZE, call_speeds
+from agentsim.sim.records import DONE, calls_frame, concat_attempts, frames_of, price_calls, run_columns, spans_frame
 from agentsim.sim.results import CallStats, Results
 from agentsim.sim.stream_stats import StreamStats
 
@@ -45,6 +45,7 @@ def simulate_workload(plan: Plan, seed: int) -> Results:
         spans_builder=summary.builder(spans_frame),
         sections=sections,
         outcomes=outcomes,
+        tables_of=summary.tables_of,
         stream_stats=summary.stream_stats if plan.has_streaming else None,
     )
 
@@ -82,15 +83,18 @@ class _WorkloadSummary:
         return frame[res.started]
 
     def builder(self, frame_fn):
-        plan, outcomes = self.plan, self.outcomes
+        return lambda: frames_of(self.plan, self._blocks(), frame_fn)
 
-        def build() -> pd.DataFrame:
-            parts = [frame_fn(plan, res, plan.variants[v]) for v, out in enumerate(outcomes) for res in out.blocks]
-            df = pd.concat(parts, ignore_index=True)
-            df["variant"] = pd.Categorical(df["variant"], categories=list(plan.variants))
-            return df
+    def _blocks(self, held=None):
+        """Each block's results (one per variant), in block order; ``held``: only those blocks."""
+        count = max(len(out.blocks) for out in self.outcomes)
+        for b in range(count) if held is None else held:
+            yield [out.blocks[b] for out in self.outcomes if b < len(out.blocks)]
 
-        return build
+    def tables_of(self, runs) -> tuple[pd.DataFrame, pd.DataFrame]:
+        """The calls and spans rows of ``runs`` (numbered in the order they started), from their blocks only."""
+        held = sorted({r // BLOCK_SIZE for r in runs if r >= 0})
+        return tuple(frames_of(self.plan, self._blocks(held), fn, runs) for fn in (calls_frame, spans_frame))
 
     def all_calls(self) -> pd.DataFrame:
         if self._calls is None:

@@ -199,6 +199,8 @@ class Analysis:
     completion: list  # agentsim.analysis.completion.Completion per variant
     share: Any = None  # critical_share()
     sample: int = 0  # the run shown as a Gantt chart
+    calls: Any = None  # the calls of the runs the critical-path table and the Gantt chart read
+    spans: Any = None
 
 
 def build_report(
@@ -285,14 +287,35 @@ def analyse(res: Results, volume=None) -> Analysis:
     )
 
 
+CRITICAL_RUNS = 500  # the critical-path table reads the first runs (a bounded sample: one block of runs)
+
+
 def _critical_paths(a: Analysis) -> None:
+    """The critical-path share of each step over the first :data:`CRITICAL_RUNS` runs, and the run the
+    Gantt chart shows: the first that completed in every variant. Only those runs' calls and spans are
+    made (:meth:`Results.tables_of`), never the whole calls table."""
     from agentsim.analysis.timeline import critical_share, summarised
 
     res = a.res
-    a.share = critical_share(res.calls, res.spans, res.runs)
     done = summarised(res.runs)
-    common = set.intersection(*[set(done.loc[done["variant"] == v, "run"]) for v in res.variants])
-    a.sample = int(min(common)) if common else 0
+    run, variant = done["run"].to_numpy(), done["variant"].to_numpy()
+    common = np.ones(int(res.runs["run"].max()) + 1 if len(res.runs) else 0, dtype=bool)
+    for v in res.variants:  # the runs that completed in every variant
+        common &= np.bincount(run[variant == v], minlength=common.size).astype(bool)
+    a.sample = int(np.argmax(common)) if common.any() else 0
+    a.calls, a.spans = res.tables_of({*range(min(CRITICAL_RUNS, res.n_runs)), a.sample})
+    a.share = critical_share(a.calls, a.spans, res.runs, max_runs=CRITICAL_RUNS)
+
+
+def _critical_note(a: Analysis) -> str:
+    """What the critical-path table is read from, when that is a sample of the runs (else nothing)."""
+    runs = a.res.runs["run"]
+    if not len(runs) or int(runs.max()) < CRITICAL_RUNS:
+        return ""
+    return (
+        f"Read from the runs numbered below {CRITICAL_RUNS} that completed (the simulation has "
+        f"{a.res.n_runs:,}): a sample of whole runs, as a critical path is traced through every call of its run."
+    )
 
 
 def _figure_specs(a: Analysis) -> dict[str, tuple[str, str, Callable]]:
@@ -312,7 +335,7 @@ def _figure_specs(a: Analysis) -> dict[str, tuple[str, str, Callable]]:
         "timeline": ("One sampled run", f"Run {a.sample} of every variant (the first that completed in all of "
                      "them). Each parallel branch has a lane; the activities outlined are on the critical path, the "
                      "faint ones are not (speeding them up gains nothing).",
-                     lambda: plots.timeline_figure(run_timeline(res.calls, res.spans, a.sample, res.plan), name)),
+                     lambda: plots.timeline_figure(run_timeline(a.calls, a.spans, a.sample, res.plan), name)),
         "breakeven": ("Total cost against the value of time", "API cost plus the value of the waiting time, per "
                       "run. The lowest line is the cheapest variant overall at that value of time; circles mark "
                       "where it changes.", lambda: plots.breakeven_figure(a.vt, res.value_of_time, name)),
@@ -438,6 +461,7 @@ def _page(path: Path, a: Analysis, figs: dict[str, dict], sweep: dict | None, re
         volume=a.volume.derivation if a.volume is not None else None,
         sizing=tables.spend_table(a.sizing) if a.sizing is not None else None,
         critical=tables.critical_table(a.share),
+        critical_note=_critical_note(a),
         sweep=sweep,
         notes=[{"name": str(f), "blocks": comment_blocks(text)} for f, text in files],
         files=[{"name": str(f), "text": text} for f, text in files],
