@@ -216,6 +216,14 @@ class Results:
         else:
             yield from self._calls_parts()
 
+    def calls_parts_count(self) -> int:
+        """How many parts :meth:`calls_parts` yields (one per block of runs and variant, or one)."""
+        if self._calls is not None or self._calls_parts is None:
+            return 1
+        from agentsim.plan.sampling import block_spans
+
+        return len(block_spans(self.n_runs)) * len(self.variants)
+
     def tables_of(self, runs) -> tuple[pd.DataFrame, pd.DataFrame]:
         """The ``calls`` and ``spans`` rows of the given runs only (every variant; the tables' columns and
         order, a fresh index), without building the whole tables: only the blocks of runs holding them

@@ -12,6 +12,7 @@ reassembled in order.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
@@ -219,6 +220,7 @@ def simulate_plan(
     executor: Any = "process",
     scheduler: str | None = None,
     keep_calls: bool | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> Results:
     """Simulate ``runs`` runs of a compiled plan.
 
@@ -226,7 +228,8 @@ def simulate_plan(
     never keeps them (``.calls``, ``.spans`` and ``--out`` re-simulate the blocks, same draws, same
     bits); None (default) keeps them for small simulations the fast path cannot run summary-only.
     The summary is the same bytes whichever is chosen. ``executor``/``scheduler``: where the blocks
-    run (agentsim.sim.executors: this process, local processes, or a Dask cluster).
+    run (agentsim.sim.executors: this process, local processes, or a Dask cluster). ``progress(done,
+    total)``: called with the runs simulated so far, block by block (a workload: its simulated seconds).
     """
     check_executor(executor, scheduler)
     engine = choose_engine(plan, engine)
@@ -234,7 +237,7 @@ def simulate_plan(
     if plan.workload is not None:
         from agentsim.sim.workload_summary import simulate_workload
 
-        return simulate_workload(plan, seed)
+        return simulate_workload(plan, seed, progress=progress)
     spans = block_spans(runs)
     # keep the blocks for .calls when they are small, unless the fast path can skip per-call tensors:
     # then .calls, .spans and --out re-simulate the blocks in full on demand (the same draws, the same bits)
@@ -250,11 +253,15 @@ def simulate_plan(
         for s in spans:
             cols, samples, results, streams = _block_summary(plan, seed, s, engine, keep, sampled)
             got.consume(s[1], [{k: raw(a) for k, a in c.items()} for c in cols], samples, [results], [streams])
+            if progress is not None:
+                progress(s[1] + s[2], runs)
     else:  # blocks elsewhere (processes, a Dask cluster), handed back in order, several to a task
         shared = (plan, seed, engine, keep, sampled)
         where = {"workers": workers, "executor": executor, "scheduler": scheduler}
         for chunk, part in ordered_chunks(_chunk_task, shared, spans, **where):
             got.consume(chunk[0][1], *part)
+            if progress is not None:
+                progress(chunk[-1][1] + chunk[-1][2], runs)
     return got.results(seed, engine, spans)
 
 
@@ -376,6 +383,7 @@ def simulate(
     executor: Any = "process",
     scheduler: str | None = None,
     uncertainty: str | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> Results:
     """Simulate a scenario (a :class:`Scenario`, plain data or a file) and return its :class:`Results`.
 
@@ -389,7 +397,8 @@ def simulate(
     ``executor="dask"`` sends the blocks to a Dask cluster instead: the one at ``scheduler`` (an address
     such as ``tcp://host:8786``), or a ``LocalCluster`` of ``workers`` processes started for the call; a
     connected ``distributed.Client`` may be passed as ``executor`` itself. The results are the same bytes
-    as in one process (:mod:`agentsim.sim.executors`).
+    as in one process (:mod:`agentsim.sim.executors`). ``progress(done, total)`` is called as blocks of
+    runs finish (a workload: with its simulated seconds), e.g. to drive a progress bar.
     """
     if isinstance(scenario, Scenario):
         sc, plan = scenario, compile_plan(scenario)
@@ -412,7 +421,7 @@ def simulate(
         if executor == "dask" and plan.workload is None:  # one cluster (or connection) for every simulation here
             executor = stack.enter_context(dask_client(workers, scheduler))
         where = {"workers": workers, "executor": executor}
-        res = simulate_plan(plan, runs, seed, engine=engine, **where)
+        res = simulate_plan(plan, runs, seed, engine=engine, progress=progress, **where)
         if (uncertainty or sc.uncertainty) == "parameters":  # agentsim.sim.param_uncertainty: K more simulations
             from agentsim.sim.param_uncertainty import parameter_ci95
 

@@ -48,17 +48,20 @@ class WorkloadOutcome:
 SAME_INSTANT_MAX = 10_000  # events let happen at t = duration before the stop check
 
 
-def run_workload(plan: Plan, seed: int, variant: int) -> WorkloadOutcome:
-    """One variant's workload in one SimPy environment (see the module doc)."""
-    return _Workload(plan, seed, variant).run()
+def run_workload(plan: Plan, seed: int, variant: int, progress=None) -> WorkloadOutcome:
+    """One variant's workload in one SimPy environment (see the module doc). ``progress(now)`` is called
+    with the simulated clock as runs end (at most about 200 times over the window): it reads the clock
+    and schedules nothing, so it changes no result."""
+    return _Workload(plan, seed, variant, progress).run()
 
 
 class _Workload:
     """The runs of one variant's workload: their runners (one per block, made when a run of it starts),
     the shared accounts, and the clock that ends the simulation."""
 
-    def __init__(self, plan: Plan, seed: int, variant: int):
+    def __init__(self, plan: Plan, seed: int, variant: int, progress=None):
         assert plan.workload is not None
+        self.progress, self.told = progress, 0.0  # the clock last handed to ``progress``
         self.plan, self.seed, self.variant, self.wl = plan, seed, variant, plan.workload
         self.env = simpy.Environment()
         self.accounts = [Account.create(spec, self.env) for spec in plan.accounts]
@@ -97,6 +100,9 @@ class _Workload:
             self.counted_in_flight += 1
         yield from rn.top(r)
         f["finished"][r] = True
+        if self.progress is not None and self.env.now >= self.told + self.wl.duration_s / 200:
+            self.told = self.env.now
+            self.progress(self.told)
         if counted:
             self.counted_in_flight -= 1
             self.maybe_stop()

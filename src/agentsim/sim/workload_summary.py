@@ -25,11 +25,20 @@ from agentsim.sim.stream_stats import StreamStats
 __all__ = ["simulate_workload"]
 
 
-def simulate_workload(plan: Plan, seed: int) -> Results:
-    """Each variant as one long simulation of many agents sharing accounts (common random numbers)."""
+def simulate_workload(plan: Plan, seed: int, progress=None) -> Results:
+    """Each variant as one long simulation of many agents sharing accounts (common random numbers).
+
+    ``progress(done, total)``: simulated seconds of the variants' windows so far, and in all."""
     from agentsim.sim.workload import run_workload
 
-    outcomes = [run_workload(plan, seed, v) for v in range(len(plan.variants))]
+    outcomes = []
+    for v in range(len(plan.variants)):
+        total = len(plan.variants) * plan.workload.duration_s
+
+        def tick(now: float, v=v, total=total) -> None:
+            progress(v * plan.workload.duration_s + min(now, plan.workload.duration_s), total)
+
+        outcomes.append(run_workload(plan, seed, v, tick if progress is not None else None))
     summary = _WorkloadSummary(plan, outcomes)
     sections = {"workload": summary.workload_section}
     if plan.accounts or plan.needs_attempts:

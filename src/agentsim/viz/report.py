@@ -78,9 +78,10 @@ def write_files(out_dir: str | os.PathLike, writers: dict[str, Callable[[Path], 
             shutil.rmtree(tmp, ignore_errors=True)
 
 
-def write_results(res: Results, out_dir: str | os.PathLike, extra: dict | None = None) -> list[Path]:
+def write_results(res: Results, out_dir: str | os.PathLike, extra: dict | None = None, progress=None) -> list[Path]:
     """Write ``calls.parquet``, ``runs.parquet``, ``summary.json``, ``scenario.resolved.yaml`` and
-    ``tradeoff.png`` into ``out_dir``."""
+    ``tradeoff.png`` into ``out_dir``. ``progress(done, total)`` follows the calls table, the long part
+    (:func:`write_calls_parquet`)."""
 
     def fig_writer(make):
         def write(path: Path):
@@ -92,7 +93,7 @@ def write_results(res: Results, out_dir: str | os.PathLike, extra: dict | None =
     writers: dict[str, Callable[[Path], None]] = {
         "summary.json": lambda p: p.write_text(res.to_json(), encoding="utf-8"),
         "runs.parquet": lambda p: res.runs.to_parquet(p, index=False),
-        "calls.parquet": lambda p: write_calls_parquet(res, p),
+        "calls.parquet": lambda p: write_calls_parquet(res, p, progress),
         "scenario.resolved.yaml": lambda p: p.write_text(
             yaml.safe_dump(resolved_scenario(res), sort_keys=False, allow_unicode=True), encoding="utf-8"
         ),
@@ -106,8 +107,9 @@ def write_results(res: Results, out_dir: str | os.PathLike, extra: dict | None =
     return write_folder(out_dir, writers)
 
 
-def write_calls_parquet(res: Results, path: Path) -> None:
-    """Write ``res.calls`` to ``path`` block by block, never holding the whole table.
+def write_calls_parquet(res: Results, path: Path, progress=None) -> None:
+    """Write ``res.calls`` to ``path`` block by block, never holding the whole table (``progress(done,
+    total)``: parts written so far, see :meth:`Results.calls_parts_count`).
 
     The blocks come variant-interleaved (each block of runs is simulated once for every
     variant), while the table is ordered variant by variant; so each variant's blocks go
@@ -122,8 +124,11 @@ def write_calls_parquet(res: Results, path: Path) -> None:
     parts_dir = path.with_name(path.name + ".parts")
     writers: dict[int, pq.ParquetWriter] = {}
     schema = None
+    total = res.calls_parts_count()
     try:
-        for v, frame in res.calls_parts():
+        for i, (v, frame) in enumerate(res.calls_parts()):
+            if progress is not None:
+                progress(i, total)
             if not len(frame):
                 continue
             frame = frame.assign(variant=pd.Categorical(frame["variant"], categories=categories))
@@ -250,10 +255,9 @@ def build_report(
         if given:
             raise
         volume = None
-    res = simulate(sc, runs=runs, seed=seed, workers=workers)
+    res = simulate(sc, runs=runs, seed=seed, workers=workers, progress=lambda d, t: step("simulating", d, t))
     a = analyse(res, volume)
-    step("critical paths")
-    _critical_paths(a)
+    _critical_paths(a, step)
     figures = _figures(a, step)
     sweep_part = None
     if sweep and sc.sweeps:
@@ -290,7 +294,7 @@ def analyse(res: Results, volume=None) -> Analysis:
 CRITICAL_RUNS = 500  # the critical-path table reads the first runs (a bounded sample: one block of runs)
 
 
-def _critical_paths(a: Analysis) -> None:
+def _critical_paths(a: Analysis, step) -> None:
     """The critical-path share of each step over the first :data:`CRITICAL_RUNS` runs, and the run the
     Gantt chart shows: the first that completed in every variant. Only those runs' calls and spans are
     made (:meth:`Results.tables_of`), never the whole calls table."""
@@ -303,8 +307,11 @@ def _critical_paths(a: Analysis) -> None:
     for v in res.variants:  # the runs that completed in every variant
         common &= np.bincount(run[variant == v], minlength=common.size).astype(bool)
     a.sample = int(np.argmax(common)) if common.any() else 0
+    step("critical paths", 0, None)
     a.calls, a.spans = res.tables_of({*range(min(CRITICAL_RUNS, res.n_runs)), a.sample})
-    a.share = critical_share(a.calls, a.spans, res.runs, max_runs=CRITICAL_RUNS)
+    a.share = critical_share(
+        a.calls, a.spans, res.runs, max_runs=CRITICAL_RUNS, progress=lambda d, t: step("critical paths", d, t)
+    )
 
 
 def _critical_note(a: Analysis) -> str:
