@@ -11,6 +11,7 @@ reassembled in order.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Callable
 from contextlib import ExitStack
@@ -37,6 +38,7 @@ from agentsim.sim.records import (
     price_calls,
     run_columns,
     spans_frame,
+    tables_from,
 )
 from agentsim.sim.results import CallStats, Results, per_call_runs
 from agentsim.sim.stream_stats import StreamStats
@@ -105,7 +107,12 @@ def simulate_block(
     """
     index, start, n = span
     block = sample_block(plan, seed, index, start, n)
-    out = []
+    return block, list(_variant_results(plan, block, engine, summary_only, samples))
+
+
+def _variant_results(plan: Plan, block, engine: str, summary_only: bool = False, samples: bool = True):
+    """Each variant's result of a sampled block, priced, one at a time (so a caller that reads each in
+    turn holds one variant's tensors at once)."""
     for v in range(len(plan.variants)):
         speeds = call_speeds(plan, block, v)
         if engine == "fastpath":
@@ -118,8 +125,7 @@ def simulate_block(
             res = run_block_des(plan, block, v, speeds)
         if not (summary_only and engine == "fastpath"):  # summary-only blocks are priced as they run
             price_calls(plan, res, speeds)
-        out.append(res)
-    return block, out
+        yield res
 
 
 def summary_only_possible(plan: Plan, engine: str) -> bool:
@@ -341,17 +347,43 @@ class _Tables:
         again: one block of 4096 runs for the first runs, whatever the simulation's size)."""
         wanted = {int(r) for r in runs if 0 <= r < self.spans[-1][1] + self.spans[-1][2]}
         held = sorted({r // BLOCK_SIZE for r in wanted})
-        if self.kept is not None:
-            results = [self.kept[b] for b in held]
-        else:
-            results = [_run_block(self.plan, self.seed, self.spans[b], self.engine) for b in held]
-        return tuple(frames_of(self.plan, results, fn, wanted) for fn in (calls_frame, spans_frame))
+
+        def results():
+            for b in held:
+                if self.kept is not None:
+                    yield self.kept[b]
+                else:  # one variant's tensors at a time: read for the runs wanted, then let go
+                    block = sample_block(self.plan, self.seed, *self.spans[b])
+                    block = _first_runs(self.plan, block, max(r for r in wanted if r // BLOCK_SIZE == b) + 1)
+                    for res in _variant_results(self.plan, block, self.engine):
+                        yield [res]
+
+        return tables_from(self.plan, results(), (calls_frame, spans_frame), wanted)
 
     def calls_parts(self):
         """The calls table block by block, for writing it without holding it whole."""
         for results in self.blocks():
             for res in results:
                 yield res.variant, calls_frame(self.plan, res, self.plan.variants[res.variant])
+
+
+def _first_runs(plan: Plan, block, end: int):
+    """Runs ``block.start .. end - 1`` of a sampled block, as a block of their own: every draw of
+    :func:`~agentsim.plan.sampling.sample_block` is per run (leading axis) and replications do not
+    interact, so they simulate to the same bits as in the whole block, with its instance axes kept. The
+    per-token draws of streaming (made from the block's size, outside ``sample_block``) are not, so a plan
+    that makes any keeps its whole block."""
+    k = end - block.start
+    per_token = plan.has_streaming or plan.has_stalls or any(c.interrupt is not None for c in plan.calls)
+    if k >= block.n or per_token or any(n.follows_call for n in plan.nodes):
+        return block
+
+    def head(values: dict) -> dict:
+        return {key: a[:k] for key, a in values.items()}
+
+    by_variant = {v: head(own) for v, own in block.by_variant.items()}
+    fresh = {"speed_cache": {}, "stream_cache": {}}
+    return dataclasses.replace(block, n=k, values=head(block.values), by_variant=by_variant, **fresh)
 
 
 def _replication_limits_section(plan: Plan, runs_df: pd.DataFrame, kept: list, calls_builder):

@@ -18,7 +18,16 @@ import pandas as pd
 
 from agentsim.plan.nodes import Plan
 from agentsim.plan.sampling import BLOCK_SIZE, call_speeds
-from agentsim.sim.records import DONE, calls_frame, concat_attempts, frames_of, price_calls, run_columns, spans_frame
+from agentsim.sim.records import (
+    DONE,
+    calls_frame,
+    concat_attempts,
+    frames_of,
+    price_calls,
+    run_columns,
+    spans_frame,
+    tables_from,
+)
 from agentsim.sim.results import CallStats, Results
 from agentsim.sim.stream_stats import StreamStats
 
@@ -103,7 +112,7 @@ class _WorkloadSummary:
     def tables_of(self, runs) -> tuple[pd.DataFrame, pd.DataFrame]:
         """The calls and spans rows of ``runs`` (numbered in the order they started), from their blocks only."""
         held = sorted({r // BLOCK_SIZE for r in runs if r >= 0})
-        return tuple(frames_of(self.plan, self._blocks(held), fn, runs) for fn in (calls_frame, spans_frame))
+        return tables_from(self.plan, self._blocks(held), (calls_frame, spans_frame), runs)
 
     def all_calls(self) -> pd.DataFrame:
         if self._calls is None:

@@ -302,10 +302,10 @@ def _critical_paths(a: Analysis, step) -> None:
 
     res = a.res
     done = summarised(res.runs)
-    run, variant = done["run"].to_numpy(), done["variant"].to_numpy()
+    run = done["run"].to_numpy()
     common = np.ones(int(res.runs["run"].max()) + 1 if len(res.runs) else 0, dtype=bool)
     for v in res.variants:  # the runs that completed in every variant
-        common &= np.bincount(run[variant == v], minlength=common.size).astype(bool)
+        common &= np.bincount(run[(done["variant"] == v).to_numpy()], minlength=common.size).astype(bool)
     a.sample = int(np.argmax(common)) if common.any() else 0
     step("critical paths", 0, None)
     a.calls, a.spans = res.tables_of({*range(min(CRITICAL_RUNS, res.n_runs)), a.sample})
@@ -320,8 +320,8 @@ def _critical_note(a: Analysis) -> str:
     if not len(runs) or int(runs.max()) < CRITICAL_RUNS:
         return ""
     return (
-        f"Read from the runs numbered below {CRITICAL_RUNS} that completed (the simulation has "
-        f"{a.res.n_runs:,}): a sample of whole runs, as a critical path is traced through every call of its run."
+        f"Read from the runs numbered below {CRITICAL_RUNS} that completed (of {int(runs.max()) + 1:,} runs): "
+        "a sample of whole runs, as a critical path is traced through every call of its run."
     )
 
 
@@ -334,7 +334,8 @@ def _figure_specs(a: Analysis) -> dict[str, tuple[str, str, Callable]]:
     specs = {
         "tradeoff": ("Cost against wall time", "Each variant's mean cost per run against its mean (left) and p95 "
                      "(right) wall time. The dashed line is the Pareto frontier; grey points are dominated (another "
-                     "variant is at least as fast and as cheap).", lambda: plots.tradeoff_figure(res.summary(), name)),
+                     "variant is at least as fast and as cheap).",
+                     lambda: plots.tradeoff_figure(_summary(a.doc), name)),
         "cdf": ("Distribution of wall time", "The fraction of runs finished by each time. The dotted line marks the "
                 "p95.", lambda: plots.cdf_figure(res.runs, name)),
         "breakdown": ("Where the time goes", "Mean time on the critical path per run, split into queueing, time to "
@@ -366,6 +367,13 @@ def _figures(a: Analysis, step) -> dict[str, dict]:
         out[key] = _figure(title, caption, make())
     step("figures", len(specs), len(specs))
     return out
+
+
+def _summary(doc: dict):
+    """``Results.summary()`` of the document already made (not computed again)."""
+    from agentsim.sim.results import summary_frame, summary_rows
+
+    return summary_frame(summary_rows(doc)).set_index("variant")
 
 
 def _figure(title: str, caption: str, fig) -> dict:
