@@ -156,6 +156,9 @@ class _Workload:
         env.process(self.clock())
         env.run(until=self.stop)
         blocks = [self._finish(b) for b in sorted(self.runners)]
+        self.runners.clear()  # their results are in the blocks; the runners (lists of every draw) can go
+        for acc in self.accounts:
+            acc.detach()  # runs still in flight at the stop hold their runners through the environment
         return WorkloadOutcome(blocks, self.accounts, env.now, (wl.warmup_s, wl.duration_s), started=self.next)
 
     def _finish(self, b: int) -> BlockResult:
