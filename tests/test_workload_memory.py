@@ -64,3 +64,22 @@ def test_the_des_reads_its_draws_from_arrays_with_the_values_of_lists():
         assert list(got) == np.asarray(want).reshape(-1).tolist()
         assert [type(x) for x in got[:1]] == [type(x) for x in np.asarray(want).reshape(-1).tolist()[:1]]
     assert arrays > 0
+
+
+def test_blocks_finished_as_their_last_run_ends_give_the_same_results(monkeypatch):
+    # 3 agents for 30 hours with a short think time: more than 4,096 runs, so block 0 ends mid-simulation
+    from agentsim.sim import workload
+
+    doc = scenario(
+        [{"call": {"model": "m", "output": 100}}, {"tool": {"latency": {"exponential": {"mean": 2}}}}],
+        models={"m": model(ttft={"lognormal": {"median": 1, "p90": 2}})},
+        variants={"a": {}, "b": {"model": {"m": "q"}}},
+        workload={"concurrent": 3, "duration": {"hours": 30}, "think_time": {"exponential": {"mean": 5}}},
+    )
+    doc["models"]["q"] = model(tps=300)
+    early = agentsim.simulate(make(doc))
+    assert early.runs["run"].max() > 4096
+    monkeypatch.setattr(workload._Workload, "_ended", lambda self, b: None)  # every block finished at the stop
+    late = agentsim.simulate(make(doc))
+    assert early.to_json() == late.to_json()
+    assert early.runs.equals(late.runs) and early.calls.equals(late.calls)
