@@ -1,6 +1,6 @@
 """A team workload (many agents sharing rate limits) on agentsim's DES, against a bare SimPy model of it.
 
-    python benchmarks/team.py [--agents N] [--hours H] [--repeat K]
+    python benchmarks/team.py [--agents N] [--hours H] [--repeat K] [--src DIR]
 
 The workload is scenarios/team-of-agents.yaml: ``N`` engineers' coding agents (default 40) run back to back
 with a think time between runs, for ``H`` simulated hours (default 8), on provider accounts that refuse a
@@ -38,7 +38,8 @@ import numpy as np
 import simpy
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "src"))
+SRC = sys.argv[sys.argv.index("--src") + 1] if "--src" in sys.argv else str(ROOT / "src")  # another tree
+sys.path.insert(0, SRC)
 
 import yaml  # noqa: E402
 
@@ -156,7 +157,8 @@ def ours(doc: dict) -> dict:
 def child_peak(agents: int, hours: float) -> float:
     """Peak RSS (MiB) of a fresh process that simulates the workload and makes its summary."""
     code = (
-        f"import sys; sys.path.insert(0, {str(ROOT / 'benchmarks')!r}); import team, resource; "
+        f"import sys; sys.path.insert(0, {SRC!r}); sys.path.insert(1, {str(ROOT / 'benchmarks')!r}); "
+        "import team, resource; "
         f"team.ours(team.team_doc({agents}, {hours})); "
         "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)"
     )
@@ -169,6 +171,7 @@ def main() -> None:
     ap.add_argument("--agents", type=int, default=40)
     ap.add_argument("--hours", type=float, default=8.0)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--src", default=SRC, help="measure another source tree (read at import)")
     args = ap.parse_args()
     doc = team_doc(args.agents, args.hours)
     ratios, a_cpu, b_cpu = [], [], []
