@@ -81,19 +81,18 @@ def test_ordered_map_keeps_the_order_of_the_items(client):
     assert sorted(unordered_map(abs, [-3, 1, -2], executor=client)) == [1, 2, 3]
 
 
-def _capped(monkeypatch, cap: int) -> None:
-    # a per-call cap small enough to fill within a few blocks (the statistics use the first calls only)
+def _sampled(monkeypatch, share: int, least: int) -> None:
+    # per-call statistics over the first runs only (agentsim.sim.results.per_call_runs), scaled down
     import agentsim.sim.results
-    import agentsim.sim.simulation
 
-    monkeypatch.setattr(agentsim.sim.results, "PER_CALL_CAP", cap)
-    monkeypatch.setattr(agentsim.sim.simulation, "PER_CALL_CAP", cap)
+    monkeypatch.setattr(agentsim.sim.results, "PER_CALL_SHARE", share)
+    monkeypatch.setattr(agentsim.sim.results, "PER_CALL_MIN", least)
 
 
-def test_blocks_past_the_per_call_cap_send_no_samples_and_change_nothing(tmp_path, client, monkeypatch):
-    # ~3.5 calls a run: the cap of 20,000 calls fills in the 2nd block; blocks past the 4th (the
-    # estimate's margin) neither compute nor send samples; 12 blocks, two variants
-    _capped(monkeypatch, 20_000)
+def test_blocks_past_the_sampled_runs_send_no_samples_and_change_nothing(tmp_path, client, monkeypatch):
+    # ~3.5 calls a run, 12 blocks, two variants: the statistics read the first 12 x 4096 / 8 = 6,144 runs
+    # (into the 2nd block); the blocks after it neither compute nor send samples
+    _sampled(monkeypatch, 8, 100)
     path = _small(tmp_path, runs=12 * 4096)
     one = simulate(path)
     on_dask = simulate(path, executor=client)
@@ -101,11 +100,10 @@ def test_blocks_past_the_per_call_cap_send_no_samples_and_change_nothing(tmp_pat
     assert on_dask.runs.equals(one.runs)
 
 
-def test_when_the_estimate_of_calls_falls_short_the_missing_samples_are_computed(tmp_path, client, monkeypatch):
-    # a choose of 6 one-call options: the estimate counts 6 calls a run, 1 is made. With a cap of 30,000
-    # calls the tasks send samples for the first 4 blocks (2 x 30,000 / (6 x 4,096) + 2) while the
-    # statistics need 8 (30,000 / 4,096 calls): the client computes blocks 5-8's samples itself
-    _capped(monkeypatch, 30_000)
+def test_calls_not_made_do_not_move_the_sampled_runs(tmp_path, client, monkeypatch):
+    # a choose of 6 one-call options: the estimate counts 6 calls a run, 1 is made; the sampled runs are
+    # a number of runs, so every block agrees on them whatever the calls made
+    _sampled(monkeypatch, 1, 30_000 * 6)
     options = [
         {"p": p, "steps": [{"call": {"model": "m", "output": 50 * (i + 1)}}]} for i, p in enumerate([0.5] + [0.1] * 5)
     ]

@@ -56,17 +56,17 @@ def test_call_stats_keep_at_most_the_cap_of_calls():
     assert s["tps"] == pytest.approx({"mean": 25.0, "p50": 25.0, "p95": 38.5}, rel=1e-12)
     assert s["itl_s"] == pytest.approx({"mean": 0.0625, "p50": 0.0625, "p95": 0.09625}, rel=1e-12)
     # two calls short of the cap: of three more, two are kept, then none
-    cs.kept = results.PER_CALL_CAP - 2
+    cs.kept = results.PER_CALL_LIMIT - 2
     cs.add(np.array([5.0, 7.0, 100.0]), np.array([20.0, 20.0, 1.0]))
-    assert cs.kept == results.PER_CALL_CAP
+    assert cs.kept == results.PER_CALL_LIMIT
     assert [a.tolist() for a in cs.ttft] == [[1.0, 3.0], [5.0, 7.0]]
     assert [a.tolist() for a in cs.tps] == [[10.0, 40.0], [20.0, 20.0]]
     cs.add(np.array([9.0]), np.array([9.0]))
-    assert len(cs.ttft) == 2 and cs.kept == results.PER_CALL_CAP
+    assert len(cs.ttft) == 2 and cs.kept == results.PER_CALL_LIMIT
     # exactly at the cap with room 1: one kept
-    one = CallStats(kept=results.PER_CALL_CAP - 1)
+    one = CallStats(kept=results.PER_CALL_LIMIT - 1)
     one.add(np.array([4.0, 8.0]), np.array([2.0, 2.0]))
-    assert [a.tolist() for a in one.ttft] == [[4.0]] and one.kept == results.PER_CALL_CAP
+    assert [a.tolist() for a in one.ttft] == [[4.0]] and one.kept == results.PER_CALL_LIMIT
 
 
 def test_call_stats_of_no_calls():

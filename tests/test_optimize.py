@@ -185,3 +185,16 @@ def test_parallel_evaluation_gives_the_same_answer():
     assert one.choices == two.choices and one.chosen == two.chosen
     assert set(one.choices.values()) == {"fast", "standard"}  # a mixed answer, not a corner
     assert one.frontier.equals(two.frontier)
+
+
+def test_chunks_shrink_with_the_runs_and_change_no_figure(monkeypatch):
+    from agentsim.analysis import optimize as opt_mod
+
+    assert opt_mod.chunk_size(1000) == 32 and opt_mod.chunk_size(200_000) == 5 and opt_mod.chunk_size(10**6) == 1
+    sc = make(small_doc())
+    whole = optimize(sc, budget_usd_per_run=0.12, method="exhaustive")  # 16 candidates in one chunk
+    monkeypatch.setattr(opt_mod, "CHUNK_RUNS", 3 * 400)  # 3 candidates a chunk: 6 simulations
+    assert opt_mod.chunk_size(400) == 3
+    small = optimize(sc, budget_usd_per_run=0.12, method="exhaustive")
+    assert small.choices == whole.choices and small.chosen == whole.chosen and small.baseline == whole.baseline
+    assert small.frontier.equals(whole.frontier)

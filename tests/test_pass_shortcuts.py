@@ -64,9 +64,10 @@ def test_first_token_plain_zero_read():
     assert np.array_equal(_bits(rules.first_token(ttft0, inp, read, 15_000.0)), _bits(ttft0 + (inp - read) / 15_000.0))
 
 
-def test_summary_percentiles_from_sorted_copies():
-    """CallStats and describe() select percentiles from sorted copies (and the ITLs from the sorted TPS):
-    the same bits as np.percentile of the values as they come, ties and repeated values included."""
+def test_summary_percentiles_are_the_bits_of_np_percentile():
+    """describe() selects percentiles from a sorted copy, CallStats by partitioning its own copy (means
+    taken first, in the order the calls came): the same bits as np.percentile and np.mean of the values as
+    they come, ties and repeated values included."""
     from agentsim.sim.results import CallStats, describe
 
     rng = np.random.default_rng(11)

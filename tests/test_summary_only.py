@@ -1,4 +1,5 @@
-"""The summary-only path: per-call samples stop at the cap, and summary.json does not depend on it."""
+"""The summary-only path: per-call statistics read the first runs' calls, and summary.json does not depend on
+how the runs are spread over workers or whether the calls table is built."""
 
 from __future__ import annotations
 
@@ -33,31 +34,51 @@ DOC = scenario(
 )
 
 
-@pytest.mark.parametrize("cap", [1000, 5000, 30000, 10**9])
-def test_capped_samples_give_the_same_summary_as_collecting_all(monkeypatch, cap):
+def _sample(monkeypatch, share: int, least: int, cap: int) -> None:
+    # the rule of per_call_runs, scaled down to a simulation of 9,000 runs (~5 calls a run)
+    monkeypatch.setattr(results_mod, "PER_CALL_SHARE", share)
+    monkeypatch.setattr(results_mod, "PER_CALL_MIN", least)
     monkeypatch.setattr(results_mod, "PER_CALL_CAP", cap)
-    monkeypatch.setattr(simulation, "PER_CALL_CAP", cap)
+
+
+def test_per_call_runs_grow_with_the_runs_between_a_floor_and_a_cap():
+    per_call_runs = results_mod.per_call_runs
+    assert per_call_runs(300, 75.0) == 300  # a small simulation: every call (2^16 calls is 874 runs)
+    assert per_call_runs(20_000, 96.0) == 1250  # one run in 16
+    assert per_call_runs(50_000, 96.0) == 3125
+    assert per_call_runs(200_000, 96.0) == 2**20 // 96  # about 2^20 calls at most
+    assert per_call_runs(10**6, 96.0) == 2**20 // 96
+    assert per_call_runs(5000, 96.0) == 683  # at least about 2^16 calls: ceil(65536 / 96)
+    assert per_call_runs(10**6, 0.0) == 10**6  # no call: nothing to sample, nothing to bound
+    assert per_call_runs(10**6, 10**7) == 1  # one run, however many calls it makes
+
+
+@pytest.mark.parametrize(
+    ("share", "least", "cap"), [(16, 1000, 30000), (4, 100, 10**9), (1, 10**9, 10**9), (16, 10, 20)]
+)
+def test_per_call_statistics_read_every_completed_call_of_the_first_runs(monkeypatch, share, least, cap):
+    _sample(monkeypatch, share, least, cap)
     plan = compile_plan(make(DOC))
-    capped = simulation.simulate_plan(plan, 9000, 3, engine="fastpath")  # one process: stops at the cap
-    # Independently: collect every completed call from the calls table, block by block in node order.
-    calls = capped.calls
+    res = simulation.simulate_plan(plan, 9000, 3, engine="fastpath")  # summary-only, one process
+    first = results_mod.per_call_runs(9000, simulation._calls_per_run(plan))
+    # Independently: every completed call of runs 0 .. first - 1 from the calls table, block by block in node order.
+    calls = res.calls
     for name in plan.variants:
-        c = calls[(calls["variant"] == name) & (calls["status"] == "ok")]
+        c = calls[(calls["variant"] == name) & (calls["status"] == "ok") & (calls["run"] < first)]
         block = c["run"].to_numpy() // 4096
         order = np.lexsort((c["instance"].to_numpy(), c["run"].to_numpy(), c["node"].to_numpy(), block))
-        ttft = c["ttft_s"].to_numpy()[order][:cap]
-        got = capped.summary_dict()["variants"][name]["per_call"]["ttft_s"]
+        ttft = c["ttft_s"].to_numpy()[order]
+        got = res.summary_dict()["variants"][name]["per_call"]["ttft_s"]
         assert got["mean"] == pytest.approx(float(np.mean(ttft)), rel=1e-12)
         assert got["p95"] == pytest.approx(float(np.percentile(ttft, 95)), rel=1e-12)
 
 
-def test_summary_bytes_do_not_depend_on_workers_cap_or_reading_calls(monkeypatch):
-    monkeypatch.setattr(results_mod, "PER_CALL_CAP", 7000)
-    monkeypatch.setattr(simulation, "PER_CALL_CAP", 7000)
+def test_summary_bytes_do_not_depend_on_workers_the_sample_or_reading_calls(monkeypatch):
+    _sample(monkeypatch, 2, 100, 10**9)  # the first 4,500 runs: past the first block of 4,096
     plan = compile_plan(make(DOC))
     one = simulation.simulate_plan(plan, 9000, 5, engine="fastpath")
     text = one.to_json()
-    two = simulation.simulate_plan(plan, 9000, 5, engine="fastpath", workers=2)  # collects all, trims after
+    two = simulation.simulate_plan(plan, 9000, 5, engine="fastpath", workers=2)
     assert two.to_json() == text
     assert len(one.calls) > 0 and one.to_json() == text  # building the calls table changes nothing
     des = simulation.simulate_plan(plan, 9000, 5, engine="des")

@@ -76,7 +76,7 @@ def completion(res: Results, doc: dict | None = None) -> list[Completion]:
     doc = doc if doc is not None else res.summary_dict()
     out = []
     status_col = res.runs["status"].to_numpy() if "status" in res.runs else None
-    variant_col = res.runs["variant"].to_numpy()
+    variant_col = res.runs["variant"]  # compared as categorical codes: no string per row
     for name, v in doc["variants"].items():
         w = v.get("workload")
         if w:
@@ -86,7 +86,7 @@ def completion(res: Results, doc: dict | None = None) -> list[Completion]:
         if status_col is None:
             out.append(Completion(name, res.n_runs, 0, 0, False, "success" in v))
             continue
-        status = status_col[variant_col == name]
+        status = status_col[(variant_col == name).to_numpy()]
         failed = int(np.count_nonzero(status == 1))
         unfinished = int(np.count_nonzero(status == 2))
         out.append(Completion(name, int(status.size), failed, unfinished, False, "success" in v))

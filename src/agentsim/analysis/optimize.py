@@ -57,7 +57,15 @@ from agentsim.sim.simulation import simulate_plan
 __all__ = ["Optimum", "Option", "Unit", "critical_table", "decision_units", "optimize", "variant_for"]
 
 METRICS = {"p95": "wall_p95_s", "mean": "wall_mean_s"}
-CHUNK = 32  # candidates simulated together (one plan with this many variants)
+CHUNK = 32  # candidates simulated together (one plan with this many variants), at most
+CHUNK_RUNS = 1 << 20  # ... and at most this many runs in all (variants x runs: the runs table of a chunk)
+
+
+def chunk_size(runs: int) -> int:
+    """How many candidates one simulation evaluates together: up to :data:`CHUNK`, fewer for many runs, so
+    that a chunk's runs table (one row per run and candidate) stays about the size of ``run``'s. The
+    candidates share the draws whatever the chunk (common random numbers), so it changes no figure."""
+    return max(1, min(CHUNK, CHUNK_RUNS // max(1, runs)))
 
 
 @dataclass(frozen=True)
@@ -211,7 +219,13 @@ def _evaluate_chunk(scenario: Scenario, specs: list[VariantSpec], runs: int, see
     variants = {f"c{i}": s for i, s in enumerate(specs)}
     sc = scenario.model_copy(update={"variants": variants})
     plan = compile_plan(sc)
-    return [per_success(r) for r in summary_rows(simulate_plan(plan, runs, seed))]
+    rows = [per_success(r) for r in summary_rows(simulate_plan(plan, runs, seed))]
+    # a candidate's own figures only: its name and its deltas against the chunk's first candidate say
+    # nothing (which candidates share a chunk depends on the runs, see chunk_size)
+    return [{k: v for k, v in r.items() if k not in _CHUNK_RELATIVE} for r in rows]
+
+
+_CHUNK_RELATIVE = ("variant", "delta_time_s", "delta_cost_usd", "usd_per_hour_saved", "pays_off")
 
 
 @dataclass
@@ -227,7 +241,8 @@ class _Evaluator:
 
     def __call__(self, assignments: list[tuple[int, ...]]) -> list[dict]:
         todo = [a for a in dict.fromkeys(assignments) if a not in self.cache]
-        chunks = [todo[i : i + CHUNK] for i in range(0, len(todo), CHUNK)]
+        size = chunk_size(self.runs)
+        chunks = [todo[i : i + size] for i in range(0, len(todo), size)]
         args = [[variant_for(self.base, self.units, a) for a in chunk] for chunk in chunks]
         if self.workers > 1 and len(chunks) > 1:
             with ProcessPoolExecutor(max_workers=min(self.workers, len(chunks))) as pool:

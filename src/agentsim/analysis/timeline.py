@@ -232,7 +232,7 @@ def run_timeline(calls: pd.DataFrame, spans: pd.DataFrame, run: int = 0, plan=No
 
 
 def critical_share(
-    calls: pd.DataFrame, spans: pd.DataFrame, runs: pd.DataFrame, max_runs: int | None = 500
+    calls: pd.DataFrame, spans: pd.DataFrame, runs: pd.DataFrame, max_runs: int | None = 500, progress=None
 ) -> pd.DataFrame:
     """Per variant and step: time spent, time on the critical path, and its share of the wall time.
 
@@ -240,7 +240,7 @@ def critical_share(
     took), ``critical_s`` (mean seconds per run it was on the critical path), ``share``
     (``critical_s`` / mean wall time) and ``on_path`` (fraction of runs in which it was
     on the critical path at least once). The runs summaries describe (:func:`summarised`)
-    among the first ``max_runs`` are used.
+    among the first ``max_runs`` are used. ``progress(done, total)``: runs (of every variant) walked so far.
     """
     runs = summarised(runs)
     if max_runs is not None:
@@ -257,8 +257,10 @@ def critical_share(
     bounds = np.flatnonzero((keys != keys.shift()).any(axis=1).to_numpy())
     bounds = np.append(bounds, len(acts))
     start, end, ok = acts["start"].to_numpy(), acts["end"].to_numpy(), (acts["status"] == "ok").to_numpy()
-    for a, b in itertools.pairwise(bounds):
+    for i, (a, b) in enumerate(itertools.pairwise(bounds)):
         crit_col[a + critical_path(start[a:b], end[a:b], ok[a:b])] = True
+        if progress is not None and i % 100 == 0:
+            progress(i, len(bounds) - 1)
     acts["critical"] = crit_col
     acts["dur"] = acts["end"] - acts["start"]
     acts["crit_dur"] = np.where(crit_col, acts["dur"], 0.0)

@@ -25,6 +25,7 @@ __all__ = [
     "ExecutorOpt",
     "MaxCallsOpt",
     "NoSizeLimitOpt",
+    "QuietOpt",
     "SchedulerOpt",
     "app",
     "as_console",
@@ -186,6 +187,9 @@ ExecutorOpt = Annotated[
 SchedulerOpt = Annotated[
     str | None,
     typer.Option(help="Dask scheduler address, e.g. tcp://host:8786 (default: start a local cluster)."),
+]
+QuietOpt = Annotated[
+    bool, typer.Option("--quiet", "-q", help="No progress bar (there is none when stderr is not a terminal).")
 ]
 NoSizeLimitOpt = Annotated[
     bool, typer.Option("--no-size-limit", help="Lift the size guards (calls and memory estimated up front).")

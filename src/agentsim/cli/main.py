@@ -20,6 +20,7 @@ from agentsim.cli.common import (
     ExecutorOpt,
     MaxCallsOpt,
     NoSizeLimitOpt,
+    QuietOpt,
     SchedulerOpt,
     app,
     check_executor_options,
@@ -235,6 +236,7 @@ def run(
         str | None,
         typer.Option(help="parameters: add an interval with the models' speed uncertainty (20 more simulations)."),
     ] = None,
+    quiet: QuietOpt = False,
 ) -> None:
     """Simulate a scenario and compare its variants."""
     check_executor_options(executor, scheduler)  # option mistakes first: they cost no import
@@ -245,6 +247,7 @@ def run(
 
         reach_scheduler(scheduler)  # an address out of reach is reported before the scenario loads
 
+    from agentsim.cli.progress import progress_bar
     from agentsim.plan import plausibility
     from agentsim.plan.validation import load_with_lines
     from agentsim.sim.simulation import simulate
@@ -257,14 +260,16 @@ def run(
         check_folder(out)  # before the simulation: a bad --out costs a second, not the run
     _print_warnings(plausibility.check_scenario(scenario, str(file), lines))
     where = {"workers": workers, "executor": executor, "scheduler": scheduler}
-    res = simulate(scenario, runs=runs, seed=seed, engine=engine, uncertainty=uncertainty, **where)
+    with progress_bar(quiet or json_out, "simulating") as bar:
+        res = simulate(scenario, runs=runs, seed=seed, engine=engine, uncertainty=uncertainty, progress=bar, **where)
     _print_warnings(plausibility.check_results(res, str(file), lines))  # above the table
     if json_out:
         sys.stdout.write(res.to_json())
     else:
         print_summary(res, wide=wide)
     if out is not None:
-        written = write_results(res, out)
+        with progress_bar(quiet or json_out, "writing files") as bar:
+            written = write_results(res, out, progress=bar)
         if not json_out:
             err_console.print(f"wrote {len(written)} files to {out}/", markup=False)
 

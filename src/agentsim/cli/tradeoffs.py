@@ -12,8 +12,6 @@ import json
 import math
 import os
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -25,13 +23,14 @@ from agentsim.cli.common import (
     ExecutorOpt,
     MaxCallsOpt,
     NoSizeLimitOpt,
+    QuietOpt,
     SchedulerOpt,
     app,
-    as_console,
     check_executor_options,
     err_console,
     handle_errors,
 )
+from agentsim.cli.progress import progress_bar
 from agentsim.cli.volume import RunsPerMonthOpt, RunsPerSeatOpt, SeatsOpt, WorkingDaysOpt, volume_of
 
 if TYPE_CHECKING:
@@ -41,32 +40,7 @@ if TYPE_CHECKING:
 FileArg = Annotated[Path, typer.Argument(help="Scenario file (YAML, JSON or TOML).", show_default=False)]
 RunsOpt = Annotated[int | None, typer.Option(min=1, help="Monte-Carlo runs (default: the scenario's).")]
 SeedOpt = Annotated[int | None, typer.Option(min=0, help="Random seed (default: the scenario's).")]
-QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")]
 WideOpt = Annotated[bool, typer.Option("--wide", help="One wide table even if wider than the terminal.")]
-
-
-@contextmanager
-def progress_bar(quiet: bool, description: str) -> Iterator:
-    """A callback ``(done, total)`` driving a progress bar on stderr; None when quiet or not a terminal."""
-    if quiet or not err_console.is_terminal:
-        yield None
-        return
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    with Progress(
-        TextColumn("{task.description}", markup=False),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=as_console(err_console),
-        transient=True,
-    ) as prog:
-        task = prog.add_task(description, total=None)
-
-        def update(done: int, total: int | None, stage: str | None = None) -> None:
-            prog.update(task, completed=done, total=total, description=stage or description)
-
-        yield update
 
 
 def _console() -> Console:
@@ -299,6 +273,7 @@ def size(
     max_calls: MaxCallsOpt = None,
     no_size_limit: NoSizeLimitOpt = False,
     wide: WideOpt = False,
+    quiet: QuietOpt = False,
 ) -> None:
     """Monthly API spend, hours of waiting saved and the premium per saved hour, per variant."""
     from agentsim.analysis.tradeoffs import break_even, cheapest_intervals, spend_sizing, variant_table
@@ -307,7 +282,8 @@ def size(
 
     sc = load(file)
     volume = volume_of(file, sc, runs_per_month, seats, runs_per_seat_per_day, working_days)
-    res = simulate(sc, runs=runs, seed=seed, workers=workers)
+    with progress_bar(quiet or json_out, "simulating") as bar:
+        res = simulate(sc, runs=runs, seed=seed, workers=workers, progress=bar)
     doc = res.summary_dict()
     vt = variant_table(res, doc)
     vot = res.value_of_time

@@ -19,22 +19,56 @@ with a retry-after time when a bucket is short (the time until it refills enough
 the caller's retry policy decides what happens next.
 
 Each account logs its in-flight count and bucket levels when they change, and the
-tokens it admitted, for utilisation figures.
+tokens it admitted, for utilisation figures. A log is a :class:`PairLog`: ``(time, value)`` pairs kept
+as two arrays of machine numbers (16 bytes a pair; a list of tuples takes ~100, and a workload of
+hundreds of agents makes millions of them).
 """
 
 from __future__ import annotations
 
 import math
+from array import array
 from collections import deque
 from dataclasses import dataclass, field
 
 import simpy
 
-__all__ = ["Account", "AccountSpec", "Bucket", "Slots", "TooLarge"]
+__all__ = ["Account", "AccountSpec", "Bucket", "PairLog", "Slots", "TooLarge"]
 
 
 class TooLarge(Exception):
     """A request that needs more tokens than the bucket can ever hold."""
+
+
+class PairLog:
+    """``(time, value)`` pairs appended in time order, read back as tuples of Python numbers (a list of
+    pairs to its readers: ``append``, iteration, ``len`` and indexing), stored as two arrays: times as
+    doubles, values as doubles or, with ``values="q"``, integers (a count of requests in flight)."""
+
+    __slots__ = ("t", "v")
+
+    def __init__(self, values: str = "d") -> None:
+        self.t, self.v = array("d"), array(values)
+
+    def append(self, pair: tuple[float, float]) -> None:
+        self.t.append(pair[0])
+        self.v.append(pair[1])
+
+    def __len__(self) -> int:
+        return len(self.t)
+
+    def __iter__(self):
+        return zip(self.t, self.v, strict=True)
+
+    def __getitem__(self, i: int) -> tuple[float, float]:
+        return self.t[i], self.v[i]
+
+    def __eq__(self, other) -> bool:  # equal to a list of the same pairs
+        if isinstance(other, PairLog | list | tuple):
+            return list(self) == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  (mutable)
 
 
 @dataclass(frozen=True)
@@ -106,7 +140,7 @@ class Bucket:
         self.t = 0.0
         self.waiters: deque[tuple[float, simpy.Event]] = deque()
         self.log = log  # (time, level after the change)
-        self.admitted: list[tuple[float, float]] = []  # (time, tokens)
+        self.admitted = PairLog()  # (time, tokens)
 
     def _refill(self) -> None:
         now = self.env.now
@@ -196,7 +230,7 @@ class Account:
     rpm: Bucket | None = None
     itpm: Bucket | None = None
     otpm: Bucket | None = None
-    inflight_log: list = field(default_factory=list)
+    inflight_log: PairLog = field(default_factory=lambda: PairLog("q"))
     level_logs: dict = field(default_factory=dict)
     rejections: int = 0
 
@@ -207,10 +241,19 @@ class Account:
         acc.slots = Slots(env, spec.concurrency if spec.concurrency is not None else math.inf, acc.inflight_log)
         for attr, limit in (("rpm", spec.rpm), ("itpm", spec.input_tpm), ("otpm", spec.output_tpm)):
             if limit is not None:
-                log: list = []
+                log = PairLog()
                 acc.level_logs[attr] = log
                 setattr(acc, attr, Bucket(env, limit, log))
         return acc
+
+    def detach(self) -> None:
+        """The simulation is over: forget its environment, so that the environment and what is still
+        pending in it (the processes of runs in flight at the stop, and through them their runners and
+        draws) can be freed while the account's logs are read."""
+        self.env = None  # type: ignore[assignment]
+        for part in (self.slots, self.rpm, self.itpm, self.otpm):
+            if part is not None:
+                part.env = None
 
     def needs(self, uncached_input: int, cache_read: int, output: int) -> list[tuple[Bucket, float]]:
         out = []

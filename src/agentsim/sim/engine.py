@@ -75,6 +75,10 @@ from agentsim.sim.stalls import stall_draws
 
 __all__ = ["Runner", "run_block_des"]
 
+# Draws read per event are kept as arrays of machine numbers (8 bytes each; a list holds a 32-byte Python
+# object per number): indexing one gives the same Python float or int as the list would.
+_ARRAY_CODES = {"<f8": "d", "<i8": "q"}
+
 
 def _contexts(plan: Plan) -> dict[int, ContextCfg]:
     """The context configuration each call node runs in: the agent's, or its enclosing subagent's."""
@@ -215,7 +219,10 @@ class Runner(LimitedCalls, StreamedCalls, Joins):
         def values(key, arr):
             if key in constant:
                 return [arr.item(0)] if arr.size else [0]
-            return arr.reshape(-1).tolist()
+            code = _ARRAY_CODES.get(arr.dtype.str)
+            if code is None:
+                return arr.reshape(-1).tolist()
+            return array(code, np.ascontiguousarray(arr.reshape(-1)).tobytes())
 
         # a variant sees its own counts and picks where they depend on a call's model (Block.values_for)
         self.tl = tl = {key: values(key, arr) for key, arr in block.values_for(variant).items() if key not in raw}

@@ -34,11 +34,13 @@ __all__ = [
     "calls_frame",
     "concat_attempts",
     "empty_call_tensors",
+    "frames_of",
     "price_calls",
     "row_sum",
     "run_totals",
     "running_row_sum",
     "spans_frame",
+    "tables_from",
 ]
 
 NOT_MADE, DONE, CANCELLED, FAILED = 0, 1, 2, 3
@@ -225,12 +227,14 @@ def run_columns(plan: Plan, result: BlockResult) -> dict[str, np.ndarray]:
     return data
 
 
-def _made(plan_nodes, tensors: dict, result: BlockResult):
-    """For each node with instances that happened: (node, tensors, column getter, runs, instances)."""
+def _made(plan_nodes, tensors: dict, result: BlockResult, only: np.ndarray | None = None):
+    """For each node with instances that happened: (node, column getter, runs, instances); ``only`` (a
+    boolean per run of the block): of those runs only."""
     n = result.block.n
     for node in plan_nodes:
         t = tensors[node.id]
-        run_i, inst = np.nonzero(t["status"].reshape(n, -1))
+        status = t["status"].reshape(n, -1)
+        run_i, inst = np.nonzero(status if only is None else (status != 0) & only[:, None])
         if run_i.size:
 
             def col(name, t=t, run_i=run_i, inst=inst):
@@ -276,12 +280,13 @@ def _frame(parts: list[pd.DataFrame], columns: list[str]) -> pd.DataFrame:
     return df.sort_values(["run", "node", "instance"], kind="stable", ignore_index=True)
 
 
-def calls_frame(plan: Plan, result: BlockResult, variant_name: str) -> pd.DataFrame:
-    """One row per call made, in run order, then node order, then instance order."""
+def calls_frame(plan: Plan, result: BlockResult, variant_name: str, only: np.ndarray | None = None) -> pd.DataFrame:
+    """One row per call made, in run order, then node order, then instance order (``only``: a boolean per
+    run of the block, the rows of those runs only)."""
     models = np.array([tr.model for tr in plan.tiers], dtype=object)
     speeds = np.array([tr.speed for tr in plan.tiers], dtype=object)
     parts = []
-    for node, col, runs, inst in _made(plan.calls, result.calls, result):
+    for node, col, runs, inst in _made(plan.calls, result.calls, result, only):
         tier_ids = col("tier").astype(np.int64)
         t_first, t_end, tps = col("t_first"), col("t_end"), col("tps")
         parts.append(
@@ -317,10 +322,10 @@ def calls_frame(plan: Plan, result: BlockResult, variant_name: str) -> pd.DataFr
     return _frame(parts, CALL_COLUMNS)
 
 
-def spans_frame(plan: Plan, result: BlockResult, variant_name: str) -> pd.DataFrame:
-    """Tool and wait steps: one row per span that happened."""
+def spans_frame(plan: Plan, result: BlockResult, variant_name: str, only: np.ndarray | None = None) -> pd.DataFrame:
+    """Tool and wait steps: one row per span that happened (``only``: as :func:`calls_frame`'s)."""
     parts = []
-    for node, col, runs, inst in _made(plan.spans, result.spans, result):
+    for node, col, runs, inst in _made(plan.spans, result.spans, result, only):
         parts.append(
             pd.DataFrame(
                 {
@@ -338,6 +343,38 @@ def spans_frame(plan: Plan, result: BlockResult, variant_name: str) -> pd.DataFr
             )
         )
     return _frame(parts, SPAN_COLUMNS)
+
+
+def frames_of(plan: Plan, blocks, frame_fn, runs=None) -> pd.DataFrame:
+    """One table (``frame_fn``: :func:`calls_frame` or :func:`spans_frame`) of the block results ``blocks``
+    yields (each block: its results, one per variant), variant by variant, in block order.
+
+    ``runs`` (a set of run indices): only those runs' rows, in the same order as in the whole table; the
+    caller hands just the blocks that hold them, so the rows of other runs are never made.
+    """
+    return tables_from(plan, blocks, (frame_fn,), runs)[0]
+
+
+def tables_from(plan: Plan, blocks, frame_fns, runs=None) -> tuple[pd.DataFrame, ...]:
+    """:func:`frames_of` for several tables at once, reading each block result once (``blocks`` may be a
+    generator that simulates them one by one)."""
+    frames: list[list[list[pd.DataFrame]]] = [[[] for _ in plan.variants] for _ in frame_fns]
+    wanted = None if runs is None else np.fromiter(runs, dtype=np.int64, count=len(runs))
+    for results in blocks:
+        for res in results:
+            only = None if wanted is None else np.isin(np.arange(res.block.n) + res.block.start, wanted)
+            for k, fn in enumerate(frame_fns):
+                frames[k][res.variant].append(fn(plan, res, plan.variants[res.variant], only))
+    out = []
+    for fn, per_variant in zip(frame_fns, frames, strict=True):
+        parts = [f for fs in per_variant for f in fs]
+        df = pd.concat(parts, ignore_index=True) if parts else _frame([], _COLUMNS[fn])
+        df["variant"] = pd.Categorical(df["variant"], categories=list(plan.variants))
+        out.append(df)
+    return tuple(out)
+
+
+_COLUMNS = {calls_frame: CALL_COLUMNS, spans_frame: SPAN_COLUMNS}
 
 
 def concat_attempts(parts: list) -> dict | None:

@@ -37,7 +37,14 @@ __all__ = ["Results", "describe", "summary_frame", "version"]
 
 PERCENTILES = (50, 90, 95, 99)
 OPTIONAL_SLOTS = NAMES[len(BREAKDOWN) :]  # breakdown slots reported only when the plan has them
-PER_CALL_CAP = 1 << 20  # per-call percentiles use at most this many calls per variant (the first ones)
+# Per-call statistics (TTFT, TPS, ITL) read every completed call of the first runs of each variant
+# (per_call_runs): one run in PER_CALL_SHARE, but enough runs for about PER_CALL_MIN calls and at most about
+# PER_CALL_CAP calls, by the plan's mean number of calls per run. PER_CALL_LIMIT bounds what is kept
+# whatever that estimate says (a safety net: the calls past it are left out).
+PER_CALL_SHARE = 16
+PER_CALL_MIN = 1 << 16
+PER_CALL_CAP = 1 << 20
+PER_CALL_LIMIT = 1 << 22
 
 
 def version() -> str:
@@ -98,16 +105,33 @@ def _as_slice(mask: np.ndarray) -> np.ndarray | slice:
     return mask
 
 
+def per_call_runs(runs: int, calls_per_run: float) -> int:
+    """How many runs (the first ones, ``0 .. K - 1``) the per-call statistics of a simulation of ``runs``
+    runs read: ``ceil(runs / PER_CALL_SHARE)``, raised to about ``PER_CALL_MIN`` calls and lowered to about
+    ``PER_CALL_CAP`` calls (``calls_per_run``: the plan's estimate), never more than ``runs``.
+
+    So their cost grows with the runs asked for (one run in 16, not a fixed 2^20 calls whatever the
+    runs), a small simulation reads every call, and the sample is the same runs whatever the number of
+    workers. The first runs are a sample like any other: runs are independent and identically distributed.
+    """
+    if calls_per_run <= 0:
+        return runs
+    share = -(-runs // PER_CALL_SHARE)
+    lo = math.ceil(PER_CALL_MIN / calls_per_run)
+    hi = max(1, math.floor(PER_CALL_CAP / calls_per_run))
+    return min(runs, max(lo, min(share, hi)))
+
+
 @dataclass
 class CallStats:
-    """Per-call TTFT/TPS/ITL of one variant, kept for the first PER_CALL_CAP calls."""
+    """Per-call TTFT/TPS/ITL of one variant: the calls handed to :meth:`add`, at most ``PER_CALL_LIMIT``."""
 
     ttft: list[np.ndarray] = field(default_factory=list)
     tps: list[np.ndarray] = field(default_factory=list)
     kept: int = 0
 
     def add(self, ttft: np.ndarray, tps: np.ndarray) -> None:
-        room = PER_CALL_CAP - self.kept
+        room = PER_CALL_LIMIT - self.kept
         if room <= 0:
             return
         self.ttft.append(ttft[:room])
@@ -115,24 +139,22 @@ class CallStats:
         self.kept += min(room, ttft.size)
 
     def summary(self) -> dict[str, Any]:
+        """Mean, p50 and p95 of each. The percentiles are selected (``np.percentile`` partitions: linear
+        time) rather than read from a sorted copy; the same order statistics, so the same bits."""
         ttft = np.concatenate(self.ttft) if self.ttft else np.zeros(0)
         tps = np.concatenate(self.tps) if self.tps else np.zeros(0)
+        itl = np.divide(1.0, tps)
+        return {"ttft_s": _mean_p50_p95(ttft), "tps": _mean_p50_p95(tps), "itl_s": _mean_p50_p95(itl)}
 
-        def d(x, ascending):  # describe()'s mean and percentiles, without its confidence interval (not reported)
-            if not x.size:
-                return {"mean": None, "p50": None, "p95": None}
-            p50, p95 = _percentiles(ascending, (50, 95))
-            return {"mean": _f(np.mean(x)), "p50": _f(p50), "p95": _f(p95)}
 
-        tps_sorted = np.sort(tps)
-        # 1/x is monotone (correctly rounded division), so 1/(TPS sorted, read backwards) is the ITLs sorted:
-        # the same values as 1.0 / tps, without a second sort
-        itl_sorted = np.divide(1.0, tps_sorted[::-1])
-        return {
-            "ttft_s": d(ttft, np.sort(ttft)),
-            "tps": d(tps, tps_sorted),
-            "itl_s": d(1.0 / tps if tps.size else tps, itl_sorted),
-        }
+def _mean_p50_p95(x: np.ndarray) -> dict[str, float | None]:
+    """describe()'s mean and percentiles without its confidence interval (not reported); ``x`` is consumed
+    (reordered): the mean is taken first, in the order the calls came."""
+    if not x.size:
+        return {"mean": None, "p50": None, "p95": None}
+    mean = _f(np.mean(x))
+    p50, p95 = np.percentile(x, (50, 95), overwrite_input=True)
+    return {"mean": mean, "p50": _f(p50), "p95": _f(p95)}
 
 
 class Results:
@@ -153,6 +175,7 @@ class Results:
         sections: dict | None = None,
         outcomes: list | None = None,
         calls_parts=None,
+        tables_of=None,
     ):
         self.plan = plan
         self.scenario = plan.scenario
@@ -171,6 +194,7 @@ class Results:
         self.outcomes = outcomes or []  # workloads: each variant's agentsim.sim.workload.WorkloadOutcome
         self.param_ci95: dict | None = None  # uncertainty: parameters -> variant -> [lo, hi] (param_uncertainty)
         self._calls_parts = calls_parts
+        self._tables_of = tables_of
 
     # ------------------------------------------------------------------ tables
     @property
@@ -191,6 +215,28 @@ class Results:
             yield 0, self.calls
         else:
             yield from self._calls_parts()
+
+    def calls_parts_count(self) -> int:
+        """How many parts :meth:`calls_parts` yields (one per block of runs and variant, or one)."""
+        if self._calls is not None or self._calls_parts is None:
+            return 1
+        from agentsim.plan.sampling import block_spans
+
+        return len(block_spans(self.n_runs)) * len(self.variants)
+
+    def tables_of(self, runs) -> tuple[pd.DataFrame, pd.DataFrame]:
+        """The ``calls`` and ``spans`` rows of the given runs only (every variant; the tables' columns and
+        order, a fresh index), without building the whole tables: only the blocks of runs holding them
+        are read (or simulated again), so a Gantt chart of one run of a million costs one block.
+        """
+        runs = {int(r) for r in runs}
+        if self._tables_of is not None and self._calls is None:
+            return self._tables_of(runs)
+
+        def rows(df: pd.DataFrame) -> pd.DataFrame:
+            return df[df["run"].isin(runs)].reset_index(drop=True)
+
+        return rows(self.calls), rows(self.spans)
 
     @property
     def spans(self) -> pd.DataFrame:

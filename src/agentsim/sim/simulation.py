@@ -11,7 +11,9 @@ reassembled in order.
 
 from __future__ import annotations
 
+import dataclasses
 import os
+from collections.abc import Callable
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
@@ -27,8 +29,18 @@ from agentsim.plan.sizeguard import check_plan
 from agentsim.plan.validation import load, parse
 from agentsim.sim.executors import check_executor, dask_client, ordered_chunks
 from agentsim.sim.packing import new_column, pack_columns, raw, unpack_into
-from agentsim.sim.records import DONE, BlockResult, calls_frame, concat_attempts, price_calls, run_columns, spans_frame
-from agentsim.sim.results import PER_CALL_CAP, CallStats, Results
+from agentsim.sim.records import (
+    DONE,
+    BlockResult,
+    calls_frame,
+    concat_attempts,
+    frames_of,
+    price_calls,
+    run_columns,
+    spans_frame,
+    tables_from,
+)
+from agentsim.sim.results import CallStats, Results, per_call_runs
 from agentsim.sim.stream_stats import StreamStats
 
 __all__ = ["ENGINES", "choose_engine", "simulate", "simulate_block", "simulate_plan"]
@@ -95,7 +107,12 @@ def simulate_block(
     """
     index, start, n = span
     block = sample_block(plan, seed, index, start, n)
-    out = []
+    return block, list(_variant_results(plan, block, engine, summary_only, samples))
+
+
+def _variant_results(plan: Plan, block, engine: str, summary_only: bool = False, samples: bool = True):
+    """Each variant's result of a sampled block, priced, one at a time (so a caller that reads each in
+    turn holds one variant's tensors at once)."""
     for v in range(len(plan.variants)):
         speeds = call_speeds(plan, block, v)
         if engine == "fastpath":
@@ -108,8 +125,7 @@ def simulate_block(
             res = run_block_des(plan, block, v, speeds)
         if not (summary_only and engine == "fastpath"):  # summary-only blocks are priced as they run
             price_calls(plan, res, speeds)
-        out.append(res)
-    return block, out
+        yield res
 
 
 def summary_only_possible(plan: Plan, engine: str) -> bool:
@@ -125,17 +141,16 @@ def _run_block(plan: Plan, seed: int, span: tuple[int, int, int], engine: str) -
     return simulate_block(plan, seed, span, engine)[1]
 
 
-def _block_summary(plan: Plan, seed: int, span, engine: str, keep: bool, room: list[int] | None = None):
+def _block_summary(plan: Plan, seed: int, span, engine: str, keep: bool, sampled: int):
     """Simulate one block in every variant; return per-variant run columns, per-call samples, and
     (when ``keep``) the full block results for the calls table.
 
-    ``room[v]``: how many more per-call samples variant ``v`` still keeps (the per-call statistics
-    use only the first calls); ``None`` when not known (blocks run in parallel): all of them.
+    ``sampled``: the per-call statistics read the calls of runs ``0 .. sampled - 1``
+    (:func:`agentsim.sim.results.per_call_runs`); a block past them computes no samples.
     """
-    lean = not keep and summary_only_possible(plan, engine)
-    if lean:
-        wanted = room is None or any(r > 0 for r in room)
-        results = simulate_block(plan, seed, span, engine, summary_only=True, samples=wanted)[1]
+    first = max(0, min(span[2], sampled - span[1]))  # how many of the block's runs are sampled
+    if not keep and summary_only_possible(plan, engine):
+        results = simulate_block(plan, seed, span, engine, summary_only=True, samples=first > 0)[1]
     else:
         results = _run_block(plan, seed, span, engine)
     columns, samples, streams = [], [], []
@@ -148,21 +163,17 @@ def _block_summary(plan: Plan, seed: int, span, engine: str, keep: bool, room: l
             columns[-1].update(run_values(plan, streams[-1], res.block.n))
         else:
             streams.append(None)
-        samples.append(_call_samples(plan, res, None if room is None else room[res.variant]))
+        samples.append(_call_samples(plan, res, first))
     return columns, samples, (results if keep else None), streams
 
 
 def _chunk_task(shared: tuple, spans: list) -> tuple:
     """Consecutive blocks run by an executor (``shared``: plan, seed, engine, keep, and how many leading
-    blocks send per-call samples), packed into one message: per variant, the run columns of all the
+    runs the per-call statistics read), packed into one message: per variant, the run columns of all the
     blocks (:func:`agentsim.sim.packing.pack_columns`) and their per-call samples, concatenated in
-    block order, at most ``PER_CALL_CAP`` of them; then each block's kept results and streaming metrics."""
+    block order; then each block's kept results and streaming metrics."""
     plan, seed, engine, keep, sampled = shared
-    room = [PER_CALL_CAP] * len(plan.variants)  # calls past the task's first PER_CALL_CAP are never used
-    parts = []
-    for s in spans:
-        parts.append(_block_summary(plan, seed, s, engine, keep, room if s[0] < sampled else [0] * len(room)))
-        room = [r - ttft.size for r, (ttft, _) in zip(room, parts[-1][1], strict=True)]
+    parts = [_block_summary(plan, seed, s, engine, keep, sampled) for s in spans]
     cols, samples = [], []
     for v in range(len(plan.variants)):
         cols.append(pack_columns([p[0][v] for p in parts]))
@@ -170,47 +181,40 @@ def _chunk_task(shared: tuple, spans: list) -> tuple:
     return cols, samples, [p[2] for p in parts], [p[3] for p in parts]
 
 
-def _sampled_blocks(plan: Plan, spans: list, keep: bool) -> int:
-    """How many leading blocks send their per-call samples from an executor: enough, by a rough
-    estimate with a margin of 2, to fill every variant's cap of ``PER_CALL_CAP`` calls (the statistics
-    use only the first calls, in block order); blocks past it do not compute or send them. Should the
-    estimate fall short, the client computes the missing samples itself afterwards, block by block."""
-    per_block = _est_call_instances(plan, BLOCK_SIZE)
-    if keep or per_block <= 0:
-        return len(spans)
-    return min(len(spans), 2 * PER_CALL_CAP // per_block + 2)
-
-
-def _call_samples(plan: Plan, res: BlockResult, room: int | None) -> tuple[np.ndarray, np.ndarray]:
-    """TTFT and TPS of a block's completed calls (node by node, in run then instance order), at most ``room``."""
+def _call_samples(plan: Plan, res: BlockResult, first: int) -> tuple[np.ndarray, np.ndarray]:
+    """TTFT and TPS of the completed calls of the block's ``first`` runs (node by node, in run then
+    instance order)."""
+    if first <= 0:
+        return np.zeros(0), np.zeros(0)
     ttft, tps = [], []
-    left = -1 if room is None else room
     for node in plan.calls:
-        if left == 0:
-            break
         t = res.calls[node.id]
-        done = t["status"] == DONE
+        status, a, b = t["status"][:first], t["ttft"][:first], t["tps"][:first]
+        done = status == DONE
         if done.all():  # every instance made: no mask to apply (same order as the mask's)
-            a, b = t["ttft"].reshape(-1), t["tps"].reshape(-1)
+            a, b = a.reshape(-1), b.reshape(-1)
         else:
-            a, b = t["ttft"][done], t["tps"][done]
-        if left > 0:
-            a, b = a[:left], b[:left]
-            left -= a.size
+            a, b = a[done], b[done]
         ttft.append(a)
         tps.append(b)
     return (np.concatenate(ttft) if ttft else np.zeros(0), np.concatenate(tps) if tps else np.zeros(0))
 
 
-def _est_call_instances(plan: Plan, runs: int) -> int:
-    """A rough count of call instances per run (product of the mean counts around each call), times runs."""
+def _calls_per_run(plan: Plan) -> float:
+    """A rough count of call instances per run: the product of the mean counts around each call, summed
+    (every option of a ``choose`` counted, so it may overestimate)."""
     per_run = 0.0
     for node in plan.calls:
         mult = 1.0
         for m in node.scope:
             mult *= plan.nodes[m].count_bounds()[0]
         per_run += mult
-    return int(per_run * runs)
+    return per_run
+
+
+def _est_call_instances(plan: Plan, runs: int) -> int:
+    """A rough count of call instances in ``runs`` runs (:func:`_calls_per_run` times runs)."""
+    return int(_calls_per_run(plan) * runs)
 
 
 def simulate_plan(
@@ -223,6 +227,7 @@ def simulate_plan(
     executor: Any = "process",
     scheduler: str | None = None,
     keep_calls: bool | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> Results:
     """Simulate ``runs`` runs of a compiled plan.
 
@@ -230,7 +235,8 @@ def simulate_plan(
     never keeps them (``.calls``, ``.spans`` and ``--out`` re-simulate the blocks, same draws, same
     bits); None (default) keeps them for small simulations the fast path cannot run summary-only.
     The summary is the same bytes whichever is chosen. ``executor``/``scheduler``: where the blocks
-    run (agentsim.sim.executors: this process, local processes, or a Dask cluster).
+    run (agentsim.sim.executors: this process, local processes, or a Dask cluster). ``progress(done,
+    total)``: called with the runs simulated so far, block by block (a workload: its simulated seconds).
     """
     check_executor(executor, scheduler)
     engine = choose_engine(plan, engine)
@@ -238,7 +244,7 @@ def simulate_plan(
     if plan.workload is not None:
         from agentsim.sim.workload_summary import simulate_workload
 
-        return simulate_workload(plan, seed)
+        return simulate_workload(plan, seed, progress=progress)
     spans = block_spans(runs)
     # keep the blocks for .calls when they are small, unless the fast path can skip per-call tensors:
     # then .calls, .spans and --out re-simulate the blocks in full on demand (the same draws, the same bits)
@@ -248,23 +254,21 @@ def simulate_plan(
             _est_call_instances(plan, runs) * len(plan.variants) <= KEEP_CALLS_LIMIT
             and not summary_only_possible(plan, engine)
         )
+    sampled = per_call_runs(runs, _calls_per_run(plan))
     got = _Collected(plan, runs, keep)
     if executor == "process" and (workers == 1 or len(spans) == 1):
         for s in spans:
-            cols, samples, results, streams = _block_summary(plan, seed, s, engine, keep, got.room())
+            cols, samples, results, streams = _block_summary(plan, seed, s, engine, keep, sampled)
             got.consume(s[1], [{k: raw(a) for k, a in c.items()} for c in cols], samples, [results], [streams])
+            if progress is not None:
+                progress(s[1] + s[2], runs)
     else:  # blocks elsewhere (processes, a Dask cluster), handed back in order, several to a task
-        sampled = _sampled_blocks(plan, spans, keep)
         shared = (plan, seed, engine, keep, sampled)
         where = {"workers": workers, "executor": executor, "scheduler": scheduler}
         for chunk, part in ordered_chunks(_chunk_task, shared, spans, **where):
             got.consume(chunk[0][1], *part)
-        for s in spans[sampled:]:  # the estimate fell short: the missing samples, computed here
-            room = got.room()
-            if not any(r > 0 for r in room):
-                break
-            for v, pair in enumerate(_block_summary(plan, seed, s, engine, False, room)[1]):
-                got.call_stats[plan.variants[v]].add(*pair)
+            if progress is not None:
+                progress(chunk[-1][1] + chunk[-1][2], runs)
     return got.results(seed, engine, spans)
 
 
@@ -278,10 +282,6 @@ class _Collected:
         self.stream_stats = {name: StreamStats(plan) for name in plan.variants}
         self.columns: dict[str, np.ndarray] = {}
         self.kept: list | None = [] if keep else None
-
-    def room(self) -> list[int]:
-        """How many more per-call samples each variant keeps."""
-        return [PER_CALL_CAP - self.call_stats[name].kept for name in self.plan.variants]
 
     def consume(self, first: int, cols, samples, results, streams) -> None:
         """Copy blocks (one, or a task's consecutive ones) into the zeroed columns: one copy of the table."""
@@ -321,6 +321,7 @@ class _Collected:
             stream_stats=self.stream_stats if plan.has_streaming else None,
             sections=sections,
             calls_parts=tables.calls_parts,
+            tables_of=tables.of_runs,
         )
 
 
@@ -340,24 +341,50 @@ class _Tables:
 
     def builder(self, frame_fn):
         """A function building one table (``frame_fn`` of each block's result), variant by variant."""
-        plan = self.plan
+        return lambda: frames_of(self.plan, self.blocks(), frame_fn)
 
-        def build():
-            frames = [[] for _ in plan.variants]
-            for results in self.blocks():
-                for res in results:
-                    frames[res.variant].append(frame_fn(plan, res, plan.variants[res.variant]))
-            df = pd.concat([f for fs in frames for f in fs], ignore_index=True)
-            df["variant"] = pd.Categorical(df["variant"], categories=list(plan.variants))
-            return df
+    def of_runs(self, runs) -> tuple[pd.DataFrame, pd.DataFrame]:
+        """The calls and spans rows of ``runs`` only, from the blocks that hold them (kept, or simulated
+        again: one block of 4096 runs for the first runs, whatever the simulation's size)."""
+        wanted = {int(r) for r in runs if 0 <= r < self.spans[-1][1] + self.spans[-1][2]}
+        held = sorted({r // BLOCK_SIZE for r in wanted})
 
-        return build
+        def results():
+            for b in held:
+                if self.kept is not None:
+                    yield self.kept[b]
+                else:  # one variant's tensors at a time: read for the runs wanted, then let go
+                    block = sample_block(self.plan, self.seed, *self.spans[b])
+                    block = _first_runs(self.plan, block, max(r for r in wanted if r // BLOCK_SIZE == b) + 1)
+                    for res in _variant_results(self.plan, block, self.engine):
+                        yield [res]
+
+        return tables_from(self.plan, results(), (calls_frame, spans_frame), wanted)
 
     def calls_parts(self):
         """The calls table block by block, for writing it without holding it whole."""
         for results in self.blocks():
             for res in results:
                 yield res.variant, calls_frame(self.plan, res, self.plan.variants[res.variant])
+
+
+def _first_runs(plan: Plan, block, end: int):
+    """Runs ``block.start .. end - 1`` of a sampled block, as a block of their own: every draw of
+    :func:`~agentsim.plan.sampling.sample_block` is per run (leading axis) and replications do not
+    interact, so they simulate to the same bits as in the whole block, with its instance axes kept. The
+    per-token draws of streaming (made from the block's size, outside ``sample_block``) are not, so a plan
+    that makes any keeps its whole block."""
+    k = end - block.start
+    per_token = plan.has_streaming or plan.has_stalls or any(c.interrupt is not None for c in plan.calls)
+    if k >= block.n or per_token or any(n.follows_call for n in plan.nodes):
+        return block
+
+    def head(values: dict) -> dict:
+        return {key: a[:k] for key, a in values.items()}
+
+    by_variant = {v: head(own) for v, own in block.by_variant.items()}
+    fresh = {"speed_cache": {}, "stream_cache": {}}
+    return dataclasses.replace(block, n=k, values=head(block.values), by_variant=by_variant, **fresh)
 
 
 def _replication_limits_section(plan: Plan, runs_df: pd.DataFrame, kept: list, calls_builder):
@@ -389,6 +416,7 @@ def simulate(
     executor: Any = "process",
     scheduler: str | None = None,
     uncertainty: str | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> Results:
     """Simulate a scenario (a :class:`Scenario`, plain data or a file) and return its :class:`Results`.
 
@@ -402,7 +430,8 @@ def simulate(
     ``executor="dask"`` sends the blocks to a Dask cluster instead: the one at ``scheduler`` (an address
     such as ``tcp://host:8786``), or a ``LocalCluster`` of ``workers`` processes started for the call; a
     connected ``distributed.Client`` may be passed as ``executor`` itself. The results are the same bytes
-    as in one process (:mod:`agentsim.sim.executors`).
+    as in one process (:mod:`agentsim.sim.executors`). ``progress(done, total)`` is called as blocks of
+    runs finish (a workload: with its simulated seconds), e.g. to drive a progress bar.
     """
     if isinstance(scenario, Scenario):
         sc, plan = scenario, compile_plan(scenario)
@@ -425,7 +454,7 @@ def simulate(
         if executor == "dask" and plan.workload is None:  # one cluster (or connection) for every simulation here
             executor = stack.enter_context(dask_client(workers, scheduler))
         where = {"workers": workers, "executor": executor}
-        res = simulate_plan(plan, runs, seed, engine=engine, **where)
+        res = simulate_plan(plan, runs, seed, engine=engine, progress=progress, **where)
         if (uncertainty or sc.uncertainty) == "parameters":  # agentsim.sim.param_uncertainty: K more simulations
             from agentsim.sim.param_uncertainty import parameter_ci95
 

@@ -20,6 +20,7 @@ unfinished: the accounts cannot keep up).
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -31,7 +32,7 @@ from agentsim.plan.sampling import BLOCK_SIZE, call_speeds, sample_block
 from agentsim.plan.sizeguard import max_workload_runs, workload_runaway
 from agentsim.sim.des_records import finish_block
 from agentsim.sim.engine import Runner
-from agentsim.sim.records import RUN_UNFINISHED, BlockResult
+from agentsim.sim.records import RUN_UNFINISHED, BlockResult, price_calls
 
 __all__ = ["WorkloadOutcome", "run_workload"]
 
@@ -48,22 +49,27 @@ class WorkloadOutcome:
 SAME_INSTANT_MAX = 10_000  # events let happen at t = duration before the stop check
 
 
-def run_workload(plan: Plan, seed: int, variant: int) -> WorkloadOutcome:
-    """One variant's workload in one SimPy environment (see the module doc)."""
-    return _Workload(plan, seed, variant).run()
+def run_workload(plan: Plan, seed: int, variant: int, progress=None) -> WorkloadOutcome:
+    """One variant's workload in one SimPy environment (see the module doc). ``progress(now)`` is called
+    with the simulated clock as runs end (at most about 200 times over the window): it reads the clock
+    and schedules nothing, so it changes no result."""
+    return _Workload(plan, seed, variant, progress).run()
 
 
 class _Workload:
     """The runs of one variant's workload: their runners (one per block, made when a run of it starts),
     the shared accounts, and the clock that ends the simulation."""
 
-    def __init__(self, plan: Plan, seed: int, variant: int):
+    def __init__(self, plan: Plan, seed: int, variant: int, progress=None):
         assert plan.workload is not None
+        self.progress, self.told = progress, 0.0  # the clock last handed to ``progress``
         self.plan, self.seed, self.variant, self.wl = plan, seed, variant, plan.workload
         self.env = simpy.Environment()
         self.accounts = [Account.create(spec, self.env) for spec in plan.accounts]
         self.runners: dict[int, Runner] = {}
         self.flags: dict[int, dict[str, np.ndarray]] = {}
+        self.ended: dict[int, int] = {}  # block -> its runs that ended
+        self.finished: dict[int, BlockResult] = {}  # blocks whose every run ended, finished at once
         self.next = 0  # the next run's index
         self.counted_in_flight = 0
         self.past_duration = False
@@ -73,6 +79,7 @@ class _Workload:
     def runner_for(self, i: int) -> tuple[Runner, int]:
         """The runner of run ``i``'s block (sampled on first use) and the run's index in it."""
         b = i // BLOCK_SIZE
+        assert b not in self.finished, "a run of a block already finished"
         if b not in self.runners:
             plan, v = self.plan, self.variant
             block = sample_block(plan, self.seed, b, b * BLOCK_SIZE, BLOCK_SIZE)
@@ -97,6 +104,10 @@ class _Workload:
             self.counted_in_flight += 1
         yield from rn.top(r)
         f["finished"][r] = True
+        self._ended(i // BLOCK_SIZE)
+        if self.progress is not None and self.env.now >= self.told + self.wl.duration_s / 200:
+            self.told = self.env.now
+            self.progress(self.told)
         if counted:
             self.counted_in_flight -= 1
             self.maybe_stop()
@@ -117,13 +128,17 @@ class _Workload:
             self.env.process(self.one(i))
 
     def agent(self):
-        """Closed loop: one agent's runs, one after the other, with its think time between them."""
+        """Closed loop: one agent's runs, one after the other, with its think time between them (the
+        ended run's draw, read as it starts: its block may be finished and let go when it ends)."""
         while True:
             i = self.next_index()
-            yield self.env.process(self.one(i))
+            think = None
             if self.wl.think is not None:
                 rn, r = self.runner_for(i)
-                yield self.env.timeout(rn.value_at(self.wl.node, THINK, r))
+                think = rn.value_at(self.wl.node, THINK, r)
+            yield self.env.process(self.one(i))
+            if think is not None:
+                yield self.env.timeout(think)
 
     def clock(self):
         env, wl = self.env, self.wl
@@ -149,8 +164,22 @@ class _Workload:
                 env.process(self.agent())
         env.process(self.clock())
         env.run(until=self.stop)
-        blocks = [self._finish(b) for b in sorted(self.runners)]
+        blocks = [
+            self.finished[b] if b in self.finished else self._finish(b) for b in sorted({*self.runners, *self.finished})
+        ]
+        self.runners.clear()  # their results are in the blocks; the runners (every draw) can go
+        for acc in self.accounts:
+            acc.detach()  # runs still in flight at the stop hold their runners through the environment
         return WorkloadOutcome(blocks, self.accounts, env.now, (wl.warmup_s, wl.duration_s), started=self.next)
+
+    def _ended(self, b: int) -> None:
+        """A run of block ``b`` ended: when it was the block's last, the block is finished now and its
+        runner let go (a workload holds the runners of the blocks with runs in flight, not of every
+        block). Finishing a block whose runs have all ended gives what finishing it at the stop would."""
+        self.ended[b] = self.ended.get(b, 0) + 1
+        if self.ended[b] == BLOCK_SIZE:
+            self.finished[b] = self._finish(b)
+            del self.runners[b], self.flags[b]
 
     def _finish(self, b: int) -> BlockResult:
         rn, f = self.runners[b], self.flags[b]
@@ -163,4 +192,7 @@ class _Workload:
         res.status = rn.status.copy()
         res.counted = f["counted"].copy()
         res.started = f["started"].copy()
+        price_calls(self.plan, res, rn.speeds)  # priced here, so that the block's draws can go
+        if not self.plan.has_streaming:  # (the streaming metrics read the draws again: those keep them)
+            res.block = dataclasses.replace(res.block, values={}, by_variant={}, speed_cache={}, stream_cache={})
         return res

@@ -11,25 +11,46 @@ minute and utilisation of each bucket).
 
 from __future__ import annotations
 
+import gc
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from agentsim.plan.nodes import Plan
-from agentsim.plan.sampling import call_speeds
-from agentsim.sim.records import DONE, calls_frame, concat_attempts, price_calls, run_columns, spans_frame
+from agentsim.plan.sampling import BLOCK_SIZE
+from agentsim.sim.records import (
+    DONE,
+    calls_frame,
+    concat_attempts,
+    frames_of,
+    run_columns,
+    spans_frame,
+    tables_from,
+)
 from agentsim.sim.results import CallStats, Results
 from agentsim.sim.stream_stats import StreamStats
 
 __all__ = ["simulate_workload"]
 
 
-def simulate_workload(plan: Plan, seed: int) -> Results:
-    """Each variant as one long simulation of many agents sharing accounts (common random numbers)."""
+def simulate_workload(plan: Plan, seed: int, progress=None) -> Results:
+    """Each variant as one long simulation of many agents sharing accounts (common random numbers).
+
+    ``progress(done, total)``: simulated seconds of the variants' windows so far, and in all."""
     from agentsim.sim.workload import run_workload
 
-    outcomes = [run_workload(plan, seed, v) for v in range(len(plan.variants))]
+    outcomes = []
+    for v in range(len(plan.variants)):
+        total = len(plan.variants) * plan.workload.duration_s
+
+        def tick(now: float, v=v, total=total) -> None:
+            progress(v * plan.workload.duration_s + min(now, plan.workload.duration_s), total)
+
+        outcomes.append(run_workload(plan, seed, v, tick if progress is not None else None))
+        # The runs in flight at the stop are SimPy processes in reference cycles with their environment,
+        # and hold their blocks' runners (every draw): collected now, not one variant later (~0.1 s).
+        gc.collect()
     summary = _WorkloadSummary(plan, outcomes)
     sections = {"workload": summary.workload_section}
     if plan.accounts or plan.needs_attempts:
@@ -45,6 +66,7 @@ def simulate_workload(plan: Plan, seed: int) -> Results:
         spans_builder=summary.builder(spans_frame),
         sections=sections,
         outcomes=outcomes,
+        tables_of=summary.tables_of,
         stream_stats=summary.stream_stats if plan.has_streaming else None,
     )
 
@@ -62,9 +84,8 @@ class _WorkloadSummary:
         self._calls: pd.DataFrame | None = None
 
     def _block(self, v: int, res) -> pd.DataFrame:
-        """A block's runs that started, priced; its counted, completed runs' calls into the statistics."""
-        plan = self.plan
-        price_calls(plan, res, call_speeds(plan, res.block, v))
+        """A block's runs that started; its counted, completed runs' calls into the statistics."""
+        plan = self.plan  # (its calls were priced as the workload ended: agentsim.sim.workload)
         cols = run_columns(plan, res)
         counted_ok = res.counted & (cols["status"] == 0)
         if plan.has_streaming:  # streaming metrics of the calls of counted, completed runs
@@ -83,15 +104,18 @@ class _WorkloadSummary:
         return frame[res.started]
 
     def builder(self, frame_fn):
-        plan, outcomes = self.plan, self.outcomes
+        return lambda: frames_of(self.plan, self._blocks(), frame_fn)
 
-        def build() -> pd.DataFrame:
-            parts = [frame_fn(plan, res, plan.variants[v]) for v, out in enumerate(outcomes) for res in out.blocks]
-            df = pd.concat(parts, ignore_index=True)
-            df["variant"] = pd.Categorical(df["variant"], categories=list(plan.variants))
-            return df
+    def _blocks(self, held=None):
+        """Each block's results (one per variant), in block order; ``held``: only those blocks."""
+        count = max(len(out.blocks) for out in self.outcomes)
+        for b in range(count) if held is None else held:
+            yield [out.blocks[b] for out in self.outcomes if b < len(out.blocks)]
 
-        return build
+    def tables_of(self, runs) -> tuple[pd.DataFrame, pd.DataFrame]:
+        """The calls and spans rows of ``runs`` (numbered in the order they started), from their blocks only."""
+        held = sorted({r // BLOCK_SIZE for r in runs if r >= 0})
+        return tables_from(self.plan, self._blocks(held), (calls_frame, spans_frame), runs)
 
     def all_calls(self) -> pd.DataFrame:
         if self._calls is None:

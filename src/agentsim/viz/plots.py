@@ -391,12 +391,23 @@ def _summarised(runs: pd.DataFrame) -> pd.DataFrame:
     return summarised(runs)
 
 
+def _variants_of(runs: pd.DataFrame) -> list:
+    """The variants of a runs table in order of first appearance (``dict.fromkeys`` of the column, without
+    turning each of its rows into a Python string)."""
+    return list(pd.unique(runs["variant"]))
+
+
+CDF_POINTS = 20_000  # a CDF of more runs is drawn through this many of its points (runs in rank order)
+
+
 def cdf_figure(runs: pd.DataFrame, title: str = "") -> Figure:
     """Empirical CDF of the wall time of a run, one line per variant, with the p95 level dotted.
 
-    Like the summaries, it shows completed runs (and, in a workload, those counted).
+    Like the summaries, it shows completed runs (and, in a workload, those counted). Past
+    :data:`CDF_POINTS` runs a line goes through that many of its points, evenly spaced in rank (the
+    first and the last included): each lies exactly on the CDF, and an 8-inch figure has fewer pixels.
     """
-    variants = list(dict.fromkeys(runs["variant"]))
+    variants = _variants_of(runs)
     runs = _summarised(runs)
     colors = variant_colors(variants)
     fig = _figure((8, 4.4))
@@ -404,6 +415,9 @@ def cdf_figure(runs: pd.DataFrame, title: str = "") -> Figure:
     for name in variants:
         w = np.sort(runs.loc[runs["variant"] == name, "wall_time_s"].to_numpy(float))
         p = np.arange(1, w.size + 1) / w.size
+        if w.size > CDF_POINTS:  # every point drawn lies on the CDF; more than the figure's pixels show nothing more
+            pick = np.unique(np.linspace(0, w.size - 1, CDF_POINTS).round().astype(np.int64))
+            w, p = w[pick], p[pick]
         ax.step(w, p, where="post", color=colors[name], lw=1.6, label=str(name), gid=f"cdf:{name}")
     ax.axhline(0.95, color="0.5", ls=":", lw=1, gid="p95-level")
     ax.text(ax.get_xlim()[0], 0.95, " p95", va="bottom", ha="left", fontsize=8, color="0.4")
@@ -422,7 +436,7 @@ def breakdown_figure(runs: pd.DataFrame, title: str = "") -> Figure:
 
     Like the summaries, it averages completed runs (and, in a workload, those counted).
     """
-    variants = list(dict.fromkeys(runs["variant"]))
+    variants = _variants_of(runs)
     runs = _summarised(runs)
     colors = variant_colors(variants)
     optional = {"stall": STALL_COLOR, "listen": LISTEN_COLOR}  # slots only some scenarios have

@@ -78,9 +78,10 @@ def write_files(out_dir: str | os.PathLike, writers: dict[str, Callable[[Path], 
             shutil.rmtree(tmp, ignore_errors=True)
 
 
-def write_results(res: Results, out_dir: str | os.PathLike, extra: dict | None = None) -> list[Path]:
+def write_results(res: Results, out_dir: str | os.PathLike, extra: dict | None = None, progress=None) -> list[Path]:
     """Write ``calls.parquet``, ``runs.parquet``, ``summary.json``, ``scenario.resolved.yaml`` and
-    ``tradeoff.png`` into ``out_dir``."""
+    ``tradeoff.png`` into ``out_dir``. ``progress(done, total)`` follows the calls table, the long part
+    (:func:`write_calls_parquet`)."""
 
     def fig_writer(make):
         def write(path: Path):
@@ -92,7 +93,7 @@ def write_results(res: Results, out_dir: str | os.PathLike, extra: dict | None =
     writers: dict[str, Callable[[Path], None]] = {
         "summary.json": lambda p: p.write_text(res.to_json(), encoding="utf-8"),
         "runs.parquet": lambda p: res.runs.to_parquet(p, index=False),
-        "calls.parquet": lambda p: write_calls_parquet(res, p),
+        "calls.parquet": lambda p: write_calls_parquet(res, p, progress),
         "scenario.resolved.yaml": lambda p: p.write_text(
             yaml.safe_dump(resolved_scenario(res), sort_keys=False, allow_unicode=True), encoding="utf-8"
         ),
@@ -106,8 +107,9 @@ def write_results(res: Results, out_dir: str | os.PathLike, extra: dict | None =
     return write_folder(out_dir, writers)
 
 
-def write_calls_parquet(res: Results, path: Path) -> None:
-    """Write ``res.calls`` to ``path`` block by block, never holding the whole table.
+def write_calls_parquet(res: Results, path: Path, progress=None) -> None:
+    """Write ``res.calls`` to ``path`` block by block, never holding the whole table (``progress(done,
+    total)``: parts written so far, see :meth:`Results.calls_parts_count`).
 
     The blocks come variant-interleaved (each block of runs is simulated once for every
     variant), while the table is ordered variant by variant; so each variant's blocks go
@@ -122,8 +124,11 @@ def write_calls_parquet(res: Results, path: Path) -> None:
     parts_dir = path.with_name(path.name + ".parts")
     writers: dict[int, pq.ParquetWriter] = {}
     schema = None
+    total = res.calls_parts_count()
     try:
-        for v, frame in res.calls_parts():
+        for i, (v, frame) in enumerate(res.calls_parts()):
+            if progress is not None:
+                progress(i, total)
             if not len(frame):
                 continue
             frame = frame.assign(variant=pd.Categorical(frame["variant"], categories=categories))
@@ -199,6 +204,8 @@ class Analysis:
     completion: list  # agentsim.analysis.completion.Completion per variant
     share: Any = None  # critical_share()
     sample: int = 0  # the run shown as a Gantt chart
+    calls: Any = None  # the calls of the runs the critical-path table and the Gantt chart read
+    spans: Any = None
 
 
 def build_report(
@@ -248,10 +255,9 @@ def build_report(
         if given:
             raise
         volume = None
-    res = simulate(sc, runs=runs, seed=seed, workers=workers)
+    res = simulate(sc, runs=runs, seed=seed, workers=workers, progress=lambda d, t: step("simulating", d, t))
     a = analyse(res, volume)
-    step("critical paths")
-    _critical_paths(a)
+    _critical_paths(a, step)
     figures = _figures(a, step)
     sweep_part = None
     if sweep and sc.sweeps:
@@ -285,14 +291,38 @@ def analyse(res: Results, volume=None) -> Analysis:
     )
 
 
-def _critical_paths(a: Analysis) -> None:
+CRITICAL_RUNS = 500  # the critical-path table reads the first runs (a bounded sample: one block of runs)
+
+
+def _critical_paths(a: Analysis, step) -> None:
+    """The critical-path share of each step over the first :data:`CRITICAL_RUNS` runs, and the run the
+    Gantt chart shows: the first that completed in every variant. Only those runs' calls and spans are
+    made (:meth:`Results.tables_of`), never the whole calls table."""
     from agentsim.analysis.timeline import critical_share, summarised
 
     res = a.res
-    a.share = critical_share(res.calls, res.spans, res.runs)
     done = summarised(res.runs)
-    common = set.intersection(*[set(done.loc[done["variant"] == v, "run"]) for v in res.variants])
-    a.sample = int(min(common)) if common else 0
+    run = done["run"].to_numpy()
+    common = np.ones(int(res.runs["run"].max()) + 1 if len(res.runs) else 0, dtype=bool)
+    for v in res.variants:  # the runs that completed in every variant
+        common &= np.bincount(run[(done["variant"] == v).to_numpy()], minlength=common.size).astype(bool)
+    a.sample = int(np.argmax(common)) if common.any() else 0
+    step("critical paths", 0, None)
+    a.calls, a.spans = res.tables_of({*range(min(CRITICAL_RUNS, res.n_runs)), a.sample})
+    a.share = critical_share(
+        a.calls, a.spans, res.runs, max_runs=CRITICAL_RUNS, progress=lambda d, t: step("critical paths", d, t)
+    )
+
+
+def _critical_note(a: Analysis) -> str:
+    """What the critical-path table is read from, when that is a sample of the runs (else nothing)."""
+    runs = a.res.runs["run"]
+    if not len(runs) or int(runs.max()) < CRITICAL_RUNS:
+        return ""
+    return (
+        f"Read from the runs numbered below {CRITICAL_RUNS} that completed (of {int(runs.max()) + 1:,} runs): "
+        "a sample of whole runs, as a critical path is traced through every call of its run."
+    )
 
 
 def _figure_specs(a: Analysis) -> dict[str, tuple[str, str, Callable]]:
@@ -304,7 +334,8 @@ def _figure_specs(a: Analysis) -> dict[str, tuple[str, str, Callable]]:
     specs = {
         "tradeoff": ("Cost against wall time", "Each variant's mean cost per run against its mean (left) and p95 "
                      "(right) wall time. The dashed line is the Pareto frontier; grey points are dominated (another "
-                     "variant is at least as fast and as cheap).", lambda: plots.tradeoff_figure(res.summary(), name)),
+                     "variant is at least as fast and as cheap).",
+                     lambda: plots.tradeoff_figure(_summary(a.doc), name)),
         "cdf": ("Distribution of wall time", "The fraction of runs finished by each time. The dotted line marks the "
                 "p95.", lambda: plots.cdf_figure(res.runs, name)),
         "breakdown": ("Where the time goes", "Mean time on the critical path per run, split into queueing, time to "
@@ -312,7 +343,7 @@ def _figure_specs(a: Analysis) -> dict[str, tuple[str, str, Callable]]:
         "timeline": ("One sampled run", f"Run {a.sample} of every variant (the first that completed in all of "
                      "them). Each parallel branch has a lane; the activities outlined are on the critical path, the "
                      "faint ones are not (speeding them up gains nothing).",
-                     lambda: plots.timeline_figure(run_timeline(res.calls, res.spans, a.sample, res.plan), name)),
+                     lambda: plots.timeline_figure(run_timeline(a.calls, a.spans, a.sample, res.plan), name)),
         "breakeven": ("Total cost against the value of time", "API cost plus the value of the waiting time, per "
                       "run. The lowest line is the cheapest variant overall at that value of time; circles mark "
                       "where it changes.", lambda: plots.breakeven_figure(a.vt, res.value_of_time, name)),
@@ -336,6 +367,13 @@ def _figures(a: Analysis, step) -> dict[str, dict]:
         out[key] = _figure(title, caption, make())
     step("figures", len(specs), len(specs))
     return out
+
+
+def _summary(doc: dict):
+    """``Results.summary()`` of the document already made (not computed again)."""
+    from agentsim.sim.results import summary_frame, summary_rows
+
+    return summary_frame(summary_rows(doc)).set_index("variant")
 
 
 def _figure(title: str, caption: str, fig) -> dict:
@@ -438,6 +476,7 @@ def _page(path: Path, a: Analysis, figs: dict[str, dict], sweep: dict | None, re
         volume=a.volume.derivation if a.volume is not None else None,
         sizing=tables.spend_table(a.sizing) if a.sizing is not None else None,
         critical=tables.critical_table(a.share),
+        critical_note=_critical_note(a),
         sweep=sweep,
         notes=[{"name": str(f), "blocks": comment_blocks(text)} for f, text in files],
         files=[{"name": str(f), "text": text} for f, text in files],
