@@ -251,3 +251,84 @@ def test_a_voice_s_qoe_expects_listening_pace_by_default():
     whole = sum(3 * 1 / 3.3 - k / 3.3 for k in range(4))  # sum over i of (T_end - x_i), T_end = x_4
     assert s["qoe"] == pytest.approx(1 - 0.2 / whole, rel=1e-12)
     assert s["qoe"] == pytest.approx(0.89, abs=1e-12)
+
+
+# --------------------------------------------------------------------------- the cheapest assignment meeting a target
+
+
+def _routed_turn(target: float) -> dict:
+    # route: 50 tokens, TTFT 1 s, 50 tok/s: 2 s; on fast (TTFT x0.3, speed x2, price x3): 0.3 + 0.5 = 0.8 s.
+    # answer: TTFT 1 s (fast: 0.3 s). First word from the ask = route + the answer's TTFT:
+    # std/std 3 s, fast/std 1.8 s, std/fast 2.3 s, fast/fast 1.1 s. Costs ($10/M output): route $0.0005
+    # (fast $0.0015), answer 100 tokens $0.001 (fast $0.003).
+    m = model(ttft=1.0, tps=50.0, price=PRICE)
+    m["speeds"] = {"fast": {"ttft_x": 0.3, "output_tps_x": 2, "price_x": 3}}
+    steps = [
+        {"call": {"name": "route", "output": 50}},
+        {"call": {"name": "answer", "output": 100, "consumer": {"reader": {"tokens_per_s": 5}}}},
+    ]
+    return scenario(steps, models={"m": m}, runs=20, slo={"first_word_s": target})
+
+
+@pytest.mark.parametrize(
+    ("target", "choice", "cost"),
+    [(2.0, {"route": "fast", "answer": "standard"}, 0.0025), (1.5, {"route": "fast", "answer": "fast"}, 0.0045)],
+)
+def test_optimize_finds_the_cheapest_assignment_meeting_the_targets(target, choice, cost):
+    from agentsim.analysis.optimize import optimize
+
+    opt = optimize(make(_routed_turn(target)), min_slo_share=0.95)
+    assert opt.feasible and opt.choices == choice
+    assert opt.chosen["cost_mean_usd"] == pytest.approx(cost)
+    assert opt.chosen["slo_all_share"] == 1.0 and opt.baseline["slo_all_share"] == 0.0
+
+
+def test_optimize_with_an_unreachable_target_exits_3_and_without_targets_2(tmp_path):
+    import yaml
+    from typer.testing import CliRunner
+
+    from agentsim.cli.main import app
+
+    path = tmp_path / "turn.yaml"
+    path.write_text(yaml.safe_dump(_routed_turn(0.5)))  # even fast/fast (1.1 s) misses it
+    r = CliRunner().invoke(app, ["optimize", str(path), "--min-slo-share", "0.9", "-q"])
+    assert r.exit_code == 3, r.output
+    doc = _routed_turn(2.0)
+    del doc["slo"]
+    path.write_text(yaml.safe_dump(doc))
+    r = CliRunner().invoke(app, ["optimize", str(path), "--min-slo-share", "0.9", "-q"])
+    assert r.exit_code == 2 and "slo targets" in r.output
+
+
+def test_the_report_and_a_sweep_show_the_share_of_runs_meeting_the_targets(tmp_path):
+    import json
+    import re
+
+    import yaml
+    from typer.testing import CliRunner
+
+    from agentsim.cli.main import app
+
+    doc = _routed_turn(2.0)
+    doc["models"]["m"]["ttft"] = {"lognormal": {"median": 1.0, "p90": 2.0}}  # shares strictly between 0 and 1
+    doc["runs"] = 300
+    doc["sweeps"] = [{"set": "models.m.output_tps", "values": [25, 50]}]
+    path = tmp_path / "turn.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    runner = CliRunner()
+    summary = json.loads(runner.invoke(app, ["run", str(path), "--json"]).output)
+    share = summary["variants"]["baseline"]["slo"]["first_word_s"]["share"]
+    assert 0 < share < 1
+    r = runner.invoke(app, ["report", str(path), "-o", str(tmp_path / "r.html"), "-q", "--no-sweep"])
+    assert r.exit_code == 0, r.output
+    page = (tmp_path / "r.html").read_text()
+    targets = page[page.index("<h2>Targets</h2>") :]
+    assert re.search(rf">\s*{100 * share:.1f}% \(", targets), "the share as run --json gives it"
+    r = runner.invoke(app, ["sweep", str(path), "-o", str(tmp_path / "sw"), "-q"])
+    assert r.exit_code == 0, r.output
+    assert "slo met" in r.output
+    import pandas as pd
+
+    table = pd.read_csv(tmp_path / "sw" / "sweep.csv")
+    at_50 = table[table["models.m.output_tps"] == 50]["slo_all_share"].iloc[0]
+    assert at_50 == pytest.approx(share)  # the scenario's own speed is 50: the same runs as `run`

@@ -19,7 +19,10 @@ Two modes:
 
 * ``budget`` (USD per run): minimise the wall time (``p95`` or ``mean``) with mean
   cost at most the budget;
-* ``max_time`` (seconds): minimise mean cost with the wall time metric at most that.
+* ``max_time`` (seconds): minimise mean cost with the wall time metric at most that;
+* an SLO share (``min_slo_share``, contract v1.2): minimise mean cost with at least that share of runs
+  meeting every ``slo`` target of the scenario ("the cheapest assignment with 95% of turns under 800 ms").
+  It is the ``max_time`` search on the share of runs that miss (``slo_all_miss``, at most ``1 - share``).
 
 When the scenario defines success (a ``fail`` step), candidates are ranked per successful task
 (:func:`agentsim.analysis.tradeoffs.per_success`): "cost" is the cost per success (a budget is then USD per
@@ -56,7 +59,7 @@ from agentsim.sim.simulation import simulate_plan
 
 __all__ = ["Optimum", "Option", "Unit", "critical_table", "decision_units", "optimize", "variant_for"]
 
-METRICS = {"p95": "wall_p95_s", "mean": "wall_mean_s"}
+METRICS = {"p95": "wall_p95_s", "mean": "wall_mean_s", "slo": "slo_all_miss"}  # slo: runs missing a target
 CHUNK = 32  # candidates simulated together (one plan with this many variants), at most
 CHUNK_RUNS = 1 << 20  # ... and at most this many runs in all (variants x runs: the runs table of a chunk)
 
@@ -219,13 +222,21 @@ def _evaluate_chunk(scenario: Scenario, specs: list[VariantSpec], runs: int, see
     variants = {f"c{i}": s for i, s in enumerate(specs)}
     sc = scenario.model_copy(update={"variants": variants})
     plan = compile_plan(sc)
-    rows = [per_success(r) for r in summary_rows(simulate_plan(plan, runs, seed))]
+    rows = [_with_miss(per_success(r)) for r in summary_rows(simulate_plan(plan, runs, seed))]
     # a candidate's own figures only: its name and its deltas against the chunk's first candidate say
     # nothing (which candidates share a chunk depends on the runs, see chunk_size)
     return [{k: v for k, v in r.items() if k not in _CHUNK_RELATIVE} for r in rows]
 
 
 _CHUNK_RELATIVE = ("variant", "delta_time_s", "delta_cost_usd", "usd_per_hour_saved", "pays_off")
+
+
+def _with_miss(row: dict) -> dict:
+    """A summary row with the share of runs missing some slo target (1 when no run has an outcome)."""
+    if "slo_all_share" in row:
+        share = row["slo_all_share"]
+        row["slo_all_miss"] = 1.0 if share is None else 1.0 - share
+    return row
 
 
 @dataclass
@@ -270,7 +281,7 @@ class Optimum:
 
     method: str  # exhaustive or greedy
     mode: str  # budget or max_time
-    metric: str  # p95 or mean
+    metric: str  # p95, mean, or slo (the share of runs missing a target: the constraint of min_slo_share)
     limit: float
     units: list[Unit]
     uncovered: list[str]
@@ -282,6 +293,7 @@ class Optimum:
     baseline: dict[str, Any]  # the base assignment's summary row
     frontier: pd.DataFrame  # exhaustive: Pareto frontier of all candidates; greedy: the path walked
     evaluated: int
+    min_slo_share: float | None = None  # the share of runs meeting every slo target asked for (metric "slo")
 
     @property
     def choices(self) -> dict[str, str]:
@@ -296,6 +308,8 @@ def _row_of(units: list[Unit], a: tuple[int, ...], m: dict, metric: str) -> dict
         "wall_p95_s": m["wall_p95_s"],
         "cost_mean_usd": m["cost_mean_usd"],
     }
+    if "slo_all_share" in m:
+        row["slo_all_share"] = m["slo_all_share"]
     if "basis" in m:  # per success: cost_mean_usd / wall_mean_s are per success; per-run figures beside
         row |= {"cost_per_run_usd": m["cost_per_run_usd"], "success_share": m["success_share"], "basis": m["basis"]}
     return row
@@ -306,6 +320,7 @@ def optimize(
     *,
     budget_usd_per_run: float | None = None,
     max_time_s: float | None = None,
+    min_slo_share: float | None = None,
     metric: str = "p95",
     base: str | None = None,
     steps: list[str] | None = None,
@@ -318,9 +333,17 @@ def optimize(
     progress: Callable[[int, int | None], None] | None = None,
 ) -> Optimum:
     """Choose speed tiers (or models) per unit; see the module docstring for the modes and the search."""
+    if min_slo_share is not None:
+        if budget_usd_per_run is not None or max_time_s is not None:
+            raise ValueError("give one constraint: a budget, a maximum wall time or a share of runs meeting the slo")
+        if not scenario.slo:
+            raise ValueError("a share of runs meeting the slo needs slo targets: add slo: {METRIC: target, ...}")
+        if not 0.0 <= min_slo_share <= 1.0:
+            raise ValueError(f"the share of runs meeting the slo is between 0 and 1, got {min_slo_share}")
+        max_time_s, metric = 1.0 - float(min_slo_share), "slo"
     if (budget_usd_per_run is None) == (max_time_s is None):
         raise ValueError("give exactly one of a budget (USD per run) or a maximum wall time (s)")
-    if metric not in METRICS:
+    if metric not in METRICS or (metric == "slo" and min_slo_share is None):
         raise ValueError(f"unknown metric '{metric}' (choose p95 or mean)")
     if method not in ("auto", "exhaustive", "greedy"):
         raise ValueError(f"unknown method '{method}' (choose auto, exhaustive or greedy)")
@@ -358,7 +381,7 @@ def optimize(
         method=method, mode=mode, metric=metric, limit=limit, units=units, uncovered=uncovered,
         base_variant=base_name, assignment=chosen_a, feasible=is_ok,
         variant=variant_dict(variant_for(base_spec, units, chosen_a)), chosen=chosen, baseline=baseline,
-        frontier=frontier, evaluated=len(ev.cache),
+        frontier=frontier, evaluated=len(ev.cache), min_slo_share=min_slo_share,
     )  # fmt: skip
 
 

@@ -92,6 +92,7 @@ OPTION_KINDS: dict[str, tuple[str, bool]] = {
     "budget_usd_per_run": ("usd", False),
     "max_p95": ("duration", True),
     "max_mean": ("duration", True),
+    "min_slo_share": ("prob", False),
     "runs_per_month": ("rate", False),
     "seats": ("count", True),
     "runs_per_seat_per_day": ("rate", False),

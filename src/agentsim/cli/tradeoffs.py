@@ -212,16 +212,17 @@ def sweep_table(sw, time: str = "mean", max_rows: int = 60) -> Table:
     for h in heads:
         table.add_column(h, justify="right", overflow="fold")
     monthly = "api_usd_per_month" in t.columns
-    names = ["variant", "mean wall", "p95 wall", "mean cost", *(["$/month"] if monthly else []), "Δ time", "Δ cost",
-             "$/h saved", "pays off", "◆"]  # fmt: skip
+    slo = "slo_all_share" in t.columns  # the scenario's targets: the share of runs meeting all of them
+    names = ["variant", "mean wall", "p95 wall", "mean cost", *(["$/month"] if monthly else []),
+             *(["slo met"] if slo else []), "Δ time", "Δ cost", "$/h saved", "pays off", "◆"]  # fmt: skip
     for name in names:
         table.add_column(name, justify="left" if name == "variant" else "right", no_wrap=True)
-    for cells in _sweep_cells(sw, shown, col, monthly):
+    for cells in _sweep_cells(sw, shown, col, monthly, slo):
         table.add_row(*cells)
     return table
 
 
-def _sweep_cells(sw, shown, col: str, monthly: bool) -> list[list[str]]:
+def _sweep_cells(sw, shown, col: str, monthly: bool, slo: bool = False) -> list[list[str]]:
     """The rows of :func:`sweep_table`; each duration column in one unit and one number of decimals."""
     from agentsim.sim import payoff
     from agentsim.viz import format as fmt
@@ -242,6 +243,7 @@ def _sweep_cells(sw, shown, col: str, monthly: bool) -> list[list[str]]:
             fmt.fmt_time(r["wall_p95_s"], unit, decimals),
             fmt.usd(r["cost_mean_usd"]),
             *([fmt.usd(r["api_usd_per_month"])] if monthly else []),
+            *([fmt.pct(_nan_none(r["slo_all_share"]))] if slo else []),
             "baseline" if base else fmt.signed_time(r["delta_time_s"], dt_unit, dt_dec),
             "baseline" if base else fmt.signed_usd(r["delta_cost_usd"]),
             "–" if base else payoff.premium_text(_nan_none(r["usd_per_hour_saved"]), fmt.usd, "/h"),
@@ -445,6 +447,13 @@ def optimize(
     ] = None,
     max_p95: Annotated[str | None, DurationOpt("Minimise cost with p95 wall time at most this")] = None,
     max_mean: Annotated[str | None, DurationOpt("Minimise cost with mean wall time at most this")] = None,
+    min_slo_share: Annotated[
+        float | None,
+        typer.Option(
+            help="Minimise cost with at least this share of runs (0 to 1) meeting every slo target of the "
+            "scenario, e.g. 0.95."
+        ),
+    ] = None,
     metric: Annotated[str, typer.Option(help="With a budget: minimise p95 or mean wall time.")] = "p95",
     steps: Annotated[
         str | None,
@@ -477,12 +486,12 @@ def optimize(
     from agentsim.analysis.optimize import critical_table
     from agentsim.plan.validation import load
 
-    metric, limit = _optimize_goal(budget_usd_per_run, max_p95, max_mean, metric)
+    metric, limit = _optimize_goal(budget_usd_per_run, max_p95, max_mean, metric, min_slo_share)
     sc = load(file)
     volume = volume_of(file, sc, runs_per_month, seats, runs_per_seat_per_day, working_days, required=False)
+    goal = {"budget": budget_usd_per_run, "limit": limit, "slo": min_slo_share, "metric": metric}
     with progress_bar(quiet or json_out, "candidates") as bar:
-        opt = _run_optimize(file, sc, budget_usd_per_run, limit, metric, base, steps, models, runs, seed, method,
-                            workers, bar)  # fmt: skip
+        opt = _run_optimize(file, sc, goal, base, steps, models, runs, seed, method, workers, bar)
     crit = critical_table(sc, opt, runs=min(500, runs or sc.runs), seed=seed)
     if json_out:
         sys.stdout.write(json.dumps(optimize_document(sc.name, opt, crit, volume), indent=2, allow_nan=False) + "\n")
@@ -492,15 +501,18 @@ def optimize(
         raise typer.Exit(EXIT_INFEASIBLE)
 
 
-def _optimize_goal(budget, max_p95, max_mean, metric: str) -> tuple[str, float | None]:
+def _optimize_goal(budget, max_p95, max_mean, metric: str, slo=None) -> tuple[str, float | None]:
     """The metric to minimise (or to bound) and the time limit, from the one constraint given."""
-    given = [o for o, v in (("--budget-usd-per-run", budget), ("--max-p95", max_p95), ("--max-mean", max_mean))
-             if v is not None]  # fmt: skip
+    options = (("--budget-usd-per-run", budget), ("--max-p95", max_p95), ("--max-mean", max_mean),
+               ("--min-slo-share", slo))  # fmt: skip
+    given = [o for o, v in options if v is not None]
     if len(given) != 1:
         raise BadInput(
-            "give exactly one of --budget-usd-per-run, --max-p95 or --max-mean"
+            "give exactly one of --budget-usd-per-run, --max-p95, --max-mean or --min-slo-share"
             + (f" (got {', '.join(given)})" if given else "")
         )
+    if slo is not None:  # its range (0 to 1) is checked with every numeric option (cli/common.OPTION_KINDS)
+        return "slo", None
     if max_mean is not None:
         return "mean", max_mean
     if max_p95 is not None:
@@ -508,13 +520,15 @@ def _optimize_goal(budget, max_p95, max_mean, metric: str) -> tuple[str, float |
     return metric, None
 
 
-def _run_optimize(file, sc, budget, limit, metric, base, steps, models, runs, seed, method, workers, bar):
+def _run_optimize(file, sc, goal: dict, base, steps, models, runs, seed, method, workers, bar):
     from agentsim.analysis.optimize import optimize as run_optimize
 
+    slo = goal["slo"]
     try:
-        return run_optimize(sc, budget_usd_per_run=budget, max_time_s=limit, metric=metric, base=base,
-                            steps=_names(steps), models=_names(models), runs=runs, seed=seed, method=method,
-                            workers=workers, progress=bar)  # fmt: skip
+        return run_optimize(sc, budget_usd_per_run=goal["budget"], max_time_s=goal["limit"], min_slo_share=slo,
+                            metric="p95" if slo is not None else goal["metric"], base=base, steps=_names(steps),
+                            models=_names(models), runs=runs, seed=seed, method=method, workers=workers,
+                            progress=bar)  # fmt: skip
     except ValueError as exc:
         raise BadInput(f"{file}: {exc}") from None
 
@@ -529,6 +543,8 @@ def optimize_document(name: str, opt, crit, volume=None) -> dict:
         "left_as_is": opt.uncovered, "evaluated": opt.evaluated,
         "frontier": _clean_records(opt.frontier), "critical_path": _clean_records(crit),
     }  # fmt: skip
+    if opt.min_slo_share is not None:
+        doc["min_slo_share"] = opt.min_slo_share
     if volume is not None:
         doc["volume"] = volume.to_json()
         doc["api_usd_per_month"] = {
@@ -585,11 +601,12 @@ def _choice_table(name: str, opt) -> Table:
     unit = "per success" if success else "per run"
     cost_word = "cost per success" if success else "mean cost"
     time_word = "time to success" if success and opt.metric == "mean" else f"{opt.metric} wall time"
-    goal = (
-        f"minimise {time_word} with {cost_word} ≤ {fmt.usd(opt.limit)} {unit}"
-        if opt.mode == "budget"
-        else f"minimise {cost_word} with {time_word} ≤ {fmt.fmt_time(opt.limit, fmt.time_unit([opt.limit]))}"
-    )
+    if opt.mode == "budget":
+        goal = f"minimise {time_word} with {cost_word} ≤ {fmt.usd(opt.limit)} {unit}"
+    elif opt.metric == "slo":
+        goal = f"minimise {cost_word} with ≥ {fmt.pct(opt.min_slo_share)} of runs meeting every slo target"
+    else:
+        goal = f"minimise {cost_word} with {time_word} ≤ {fmt.fmt_time(opt.limit, fmt.time_unit([opt.limit]))}"
     head = Table(
         title=f"{name}: {goal} ({opt.method}, {opt.evaluated} assignments simulated)"
         + ("" if opt.feasible else " — NO assignment meets the constraint; the closest is shown"),
@@ -634,9 +651,12 @@ def _result_table(opt, volume) -> Table:
         b, c = _monthly(opt.baseline, volume), _monthly(opt.chosen, volume)
         res.add_row("API spend per month", fmt.usd(b), fmt.usd(c),
                     fmt.signed_usd(c - b) if b is not None and c is not None else fmt.DASH)  # fmt: skip
-    if success:
-        b, c = opt.baseline["success_share"], opt.chosen["success_share"]
-        res.add_row("success share", fmt.pct(b), fmt.pct(c), ("+" if c >= b else "") + f"{100 * (c - b):.1f} pts")
+    shares = [("success share", "success_share")] if success else []
+    shares += [("runs meeting every slo target", "slo_all_share")] if "slo_all_share" in opt.chosen else []
+    for label, key in shares:
+        b, c = opt.baseline[key], opt.chosen[key]
+        delta = fmt.DASH if b is None or c is None else ("+" if c >= b else "") + f"{100 * (c - b):.1f} pts"
+        res.add_row(label, fmt.pct(b), fmt.pct(c), delta)
     return res
 
 
@@ -651,11 +671,16 @@ def _frontier_table(opt) -> Table:
         title_justify="left",
     )
     front.add_column("assignment")
-    front.add_column(f"{opt.metric} wall" if not success or opt.metric != "mean" else "to success", justify="right")
+    slo = opt.metric == "slo"
+    head = "meet every slo" if slo else f"{opt.metric} wall" if not success or opt.metric != "mean" else "to success"
+    front.add_column(head, justify="right")
     front.add_column("cost per success" if success else "mean cost", justify="right")
     extra = "move" if opt.method == "greedy" else "chosen"
     front.add_column(extra)
-    times = fmt.durations(list(opt.frontier["time_s"]))
+    if slo:  # the share of runs meeting every target (the frontier's time column holds the share missing one)
+        times = [fmt.pct(x) for x in opt.frontier["slo_all_share"]]
+    else:
+        times = fmt.durations(list(opt.frontier["time_s"]))
     for r, t in zip(opt.frontier.itertuples(), times, strict=True):
         front.add_row(
             r.assignment, t, fmt.usd(r.cost_mean_usd), r.move if extra == "move" else ("◀" if r.chosen else "")

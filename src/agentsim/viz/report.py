@@ -469,6 +469,7 @@ def _page(path: Path, a: Analysis, figs: dict[str, dict], sweep: dict | None, re
         variants=tables.variants_table(a.vt, per_success),
         figures=figs,
         sections={key: tables.section_table(a.doc, sec) for sec, key in optional if sec is not None},
+        slo=tables.slo_table(a.doc),
         streaming=tables.streaming_tables(a.doc),
         accounts=tables.accounts_table(a.doc),
         break_even=tables.break_even_table(a.be, vot),

@@ -32,6 +32,7 @@ __all__ = [
     "critical_table",
     "format_columns",
     "section_table",
+    "slo_table",
     "spend_table",
     "streaming_tables",
     "variants_table",
@@ -235,6 +236,24 @@ def section_table(doc: dict, section: sections.Section) -> dict:
             for out, r in zip(formatted, rows, strict=True):
                 out[i] = _wrap(fmt.pct(r[i], 0), r[i])
     return {"header": ["variant", *[m.label for m in metrics]], "rows": formatted}
+
+
+def slo_table(doc: dict) -> dict | None:
+    """The share of runs meeting each ``slo`` target and all of them, per variant, with its 95% interval."""
+    section = sections.slo_section(doc)
+    if section is None:
+        return None
+    keys = [k for k in sections.first_variant(doc)["slo"] if k != "all"] + ["all"]
+    rows = []
+    for name, v in doc["variants"].items():
+        cells = []
+        for k in keys:
+            e = v["slo"][k]
+            lo, hi = e["ci95"]
+            text = f"{fmt.pct(e['share'])} ({fmt.pct(lo)}–{fmt.pct(hi)})" if e["share"] is not None else fmt.DASH
+            cells.append(_wrap(text, e["share"]))
+        rows.append([bold(name), *cells])
+    return {"header": ["variant", *[m.label for m in section.metrics]], "rows": rows}
 
 
 def accounts_table(doc: dict) -> dict | None:

@@ -25,6 +25,7 @@ __all__ = [
     "Section",
     "account_metrics",
     "accounts_section",
+    "first_variant",
     "format_metric",
     "limits_section",
     "slo_section",
@@ -165,6 +166,11 @@ def success_section(doc: dict) -> Section | None:
         ("cost per success", "usd", "cost_per_success_usd"),
         ("time to success", "time", "time_to_success_s"),
     ))  # fmt: skip
+
+
+def first_variant(doc: dict) -> dict:
+    """The first variant's part of a summary document (the one whose sections decide which apply)."""
+    return _first(doc)
 
 
 def slo_section(doc: dict) -> Section | None:
