@@ -143,10 +143,15 @@ def _process(st, block, key_node: int, flat: int, runs: np.ndarray, N: np.ndarra
     else:
         z = columns(token_rows(block, key_node, STALL_LENS, flat, R, cache), runs, block.n)
         length = np.where(valid, np.maximum(st.stall_s.transform(z), 0.0), 0.0)
-    total = np.zeros(C)
-    for r in range(R):  # left to right, as the token timeline accumulates them
-        total = total + length[:, r]
-    return StallEvents(pos, length, total)
+    return StallEvents(pos, length, _sum_left_to_right(length))
+
+
+def _sum_left_to_right(x: np.ndarray) -> np.ndarray:
+    """Each row's sum, added left to right from 0.0 (``((0 + x_1) + x_2) + ...``, as the token timeline
+    accumulates the stalls): a running sum, which NumPy adds in order (a plain sum adds pairwise)."""
+    if not x.shape[1]:
+        return np.zeros(x.shape[0])
+    return np.cumsum(np.concatenate([np.zeros((x.shape[0], 1)), x], axis=1), axis=1)[:, -1]
 
 
 def _places(st, block, key_node: int, flat: int, runs: np.ndarray, M: np.ndarray, cache: bool) -> np.ndarray:
@@ -176,9 +181,7 @@ def stalled_by(sb, t: np.ndarray) -> np.ndarray:
     if ev is None:
         return np.zeros(C)
     width = sb.A.shape[1]
-    spent = np.zeros(C)
-    for r in range(ev.pos.shape[1]):
-        at = np.take_along_axis(sb.A, np.clip(ev.pos[:, r] - 1, 0, width - 1)[:, None], axis=1)[:, 0]
-        live = (ev.length[:, r] > 0) & (sb.N > 0)
-        spent = spent + np.where(live, np.minimum(np.maximum(t - np.where(live, at, t), 0.0), ev.length[:, r]), 0.0)
-    return spent
+    at = np.take_along_axis(sb.A, np.clip(ev.pos - 1, 0, width - 1), axis=1)  # (calls, stalls): when each starts
+    live = (ev.length > 0) & (sb.N > 0)[:, None]
+    t = np.asarray(t, dtype=np.float64)[:, None]
+    return _sum_left_to_right(np.where(live, np.minimum(np.maximum(t - np.where(live, at, t), 0.0), ev.length), 0.0))
