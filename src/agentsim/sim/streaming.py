@@ -58,6 +58,7 @@ __all__ = [
     "pipeline_offset",
     "seen",
     "sentence_ends",
+    "slot_values",
     "slot_width",
     "streams",
 ]
@@ -185,9 +186,8 @@ def interruption(plan: Plan, slot: CallSlot, tier, sb: StreamBatch, fa=None):
     """
     block, node, flat, runs = slot.block, slot.node, slot.flat, slot.runs
     cfg = node.interrupt
-    shape_flat = np.asarray(runs) * slot_width(block, node) + flat
-    u = special.ndtr(np.asarray(block.get(node.id, INTERRUPT_P)).reshape(-1)[shape_flat])
-    x = np.broadcast_to(block.get(node.id, INTERRUPT_X), block.get(node.id, INTERRUPT_P).shape).reshape(-1)[shape_flat]
+    u = special.ndtr(slot_values(block.get(node.id, INTERRUPT_P), block, node, runs, flat))
+    x = slot_values(block.get(node.id, INTERRUPT_X), block, node, runs, flat)
     if cfg.after == "first_audio":
         cons = node.consumer
         sent = sentence_ends(cons.sentence, block, node.id, flat, np.asarray(runs), sb.N)
@@ -226,6 +226,14 @@ def pipeline_offset(pnode, slot: CallSlot, sb: StreamBatch, cut=None) -> np.ndar
 def slot_width(block: Block, node) -> int:
     """The instance slots of ``node`` in one run (the product of its repeat and fan-out counts)."""
     return int(np.prod(block.shape(node.scope), dtype=np.int64))
+
+
+def slot_values(x, block: Block, node, runs, flat: int) -> np.ndarray:
+    """The values of a draw ``x`` (shaped, or broadcast to, ``(runs, *instances)`` of ``node``) at the calls
+    ``runs`` of instance slot ``flat``, without copying the block's array (the DES asks for one call at a time)."""
+    dims = block.shape(node.scope)
+    where = np.unravel_index(flat, dims) if dims else ()
+    return np.broadcast_to(x, (block.n, *dims))[(np.asarray(runs), *where)]
 
 
 def delivered(sb: StreamBatch, n: np.ndarray) -> np.ndarray:
