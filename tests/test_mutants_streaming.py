@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from agentsim.sim import streaming
 from agentsim.sim.slo import meets, slo_section, turn_values, wilson
 from conftest import model, run, scenario
 
@@ -103,3 +104,114 @@ def test_slo_section_by_hand_and_with_no_run():
     empty = slo_section({"ttft_s": 2}, lambda m: np.zeros(0), 0)  # no run whose outcome is known
     assert empty["ttft_s"] == {"target": 2.0, "share": None, "ci95": [None, None], "runs": 0}
     assert empty["all"] == {"share": None, "ci95": [None, None], "runs": 0}
+
+
+# --------------------------------------------------------------------------- streaming: timelines, cuts, pipelines
+
+# A model whose 5-token answers arrive at whole seconds: TTFT 1 s, 1.25 tok/s, so the call ends at
+# 1 + 5 / 1.25 = 5 s and a_i = 1 + (i - 1) x (5 - 1) / 4 = i exactly (no rounding anywhere).
+WHOLE = {"m": model(ttft=1.0, tps=1.25, price={"input_mtok": 1, "output_mtok": 10})}
+
+
+def test_arrived_counts_a_token_within_the_tolerance_after_t():
+    # a token at 1.0 has arrived by 1 - 1e-9 (ARRIVED_TOL inclusive), not by 1 - 2e-9; NaN (no token) never
+    A = np.array([[1.0, 2.0, np.nan]])
+    assert streaming.arrived(A, np.array([1.0 - 1e-9])).tolist() == [1]
+    assert streaming.arrived(A, np.array([1.0 - 2e-9])).tolist() == [0]
+    assert streaming.arrived(A, np.array([2.0])).tolist() == [2]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_pipeline_by_first_sentence_reads_the_speech_consumers_sentences(engine):
+    # The voice speaks sentences of 3 tokens: the pipeline starts at a_3 = 3 s, not at a_20 (the pipeline's own
+    # default, beyond this 5-token answer: its last token, 5 s), nor at the end of the second sentence.
+    speech = {"speech": {"tokens_per_s": 3, "sentence_tokens": 3}}
+    steps = [
+        {"call": {"name": "a", "output": 5, "consumer": speech}},
+        {"pipeline": {"after": "first_sentence", "steps": [{"wait": {"name": "w", "latency": 1}}]}},
+    ]
+    res = run(scenario(steps, models=WHOLE), engine=engine)
+    assert res.spans.set_index("step").loc["w", "t_start"] == 3.0
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_pipeline_after_a_one_token_answer_starts_at_its_token_not_the_end(engine):
+    # 1 token at 1.25 tok/s after a 1 s TTFT: the token arrives at 1 s, the call ends at 1 + 1/1.25 = 1.8 s
+    steps = [
+        {"call": {"name": "a", "output": 1}},
+        {"pipeline": {"after": {"tokens": 1}, "steps": [{"wait": {"name": "w", "latency": 1}}]}},
+    ]
+    res = run(scenario(steps, models=WHOLE), engine=engine)
+    assert res.spans.set_index("step").loc["w", "t_start"] == 1.0
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_pipeline_whose_token_arrives_exactly_at_the_cut_starts_with_its_chunk(engine):
+    # Chunks of 5: the whole answer is one chunk, delivered at a_1 = 1 s. The person barges in 2 s after the
+    # first token: the cut is at 3 s = a_3 exactly, so token 3 has arrived (within the tolerance) and the pipeline
+    # after 3 tokens starts when its chunk was delivered, at 1 s; the call bills the 3 tokens that arrived.
+    m = {"m": {**WHOLE["m"], "stream": {"chunk_tokens": 5}}}
+    steps = [
+        {"call": {"name": "a", "output": 5, "interrupt": {"p": 1, "after_first_token": 2}}},
+        {"pipeline": {"after": {"tokens": 3}, "steps": [{"wait": {"name": "w", "latency": 1}}]}},
+    ]
+    res = run(scenario(steps, models=m), engine=engine)
+    assert res.spans.set_index("step").loc["w", "t_start"] == 1.0
+    call = res.calls.set_index("step").loc["a"]
+    assert call["t_end"] == 3.0 and call["output_tokens"] == 3
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_one_token_answer_can_be_interrupted_and_one_at_the_end_is_not_cut(engine):
+    # 1 token at 1 s, end 1.8 s: a barge-in 0.5 s after the token (1.5 s) cuts the call (still generating),
+    # billing its 1 token; the person had the whole answer (its only token), so nothing was interrupted.
+    # 5 tokens at 1..5 s: a barge-in 4 s after the first token is at the end (5 s): not cut (the call is over),
+    # and, with no consumer of its own, the last token was there: not interrupted either.
+    steps = [
+        {"call": {"name": "one", "output": 1, "interrupt": {"p": 1, "after_first_token": 0.5}}},
+        {"call": {"name": "five", "output": 5, "interrupt": {"p": 1, "after_first_token": 4}}},
+    ]
+    res = run(scenario(steps, models=WHOLE), engine=engine)
+    c = res.calls.set_index("step")
+    assert c.loc["one", "t_end"] - c.loc["one", "t_start"] == 0.5 + 1.0 and c.loc["one", "output_tokens"] == 1
+    assert c.loc["five", "t_end"] - c.loc["five", "t_start"] == 5.0 and c.loc["five", "output_tokens"] == 5
+    s = baseline(res)["streaming"]["calls"]
+    assert s["one"]["cut_share"]["mean"] == 1.0 and s["one"]["interrupted_share"]["mean"] == 0.0
+    assert s["five"]["cut_share"]["mean"] == 0.0 and s["five"]["interrupted_share"]["mean"] == 0.0
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_two_token_answer_ends_exactly_with_its_last_token(engine):
+    # The last token is placed at the call's end itself. Sent at 0.1 s (after a wait) with TTFT 0.08 s and
+    # 2 tokens at 3 tok/s: end = 0.1 + (0.08 + 2/3) = 0.8466666666666667, while a_1 + (end - a_1) with
+    # a_1 = 0.1 + 0.08 rounds to 0.8466666666666666: a render needing both tokens draws at end - send exactly.
+    m = {"m": model(ttft=0.08, tps=3.0)}
+    steps = [{"wait": {"latency": 0.1}}, {"call": {"name": "a", "output": 2, "consumer": {"render": {"tokens": 2}}}}]
+    res = run(scenario(steps, models=m), engine=engine)
+    c = res.calls.iloc[0]
+    assert 0.1 + 0.08 + ((0.1 + (0.08 + 2 / 3)) - (0.1 + 0.08)) != 0.1 + (0.08 + 2 / 3)  # the rounding the rule avoids
+    assert res.runs["a.first_render_s"].iloc[0] == c["t_end"] - c["t_start"]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_runs_of_a_batch_read_their_own_first_audio_and_pipeline_token(engine):
+    # 6 runs with different TTFTs (uniform 0.5-2.5 s), 20 tokens at 10 tok/s, sentences of 4 tokens, first audio
+    # 0.5 s later: the person barges in 1 s after first audio, at ttft + 3 x 20 / (19 x 10)... per run:
+    # a_i = ttft + (i - 1) x 2 / 19 (the call ends at ttft + 2), first audio = a_4 + 0.5, cut = first audio + 1;
+    # a pipeline after 10 tokens starts at a_10 = ttft + 18 / 19, before the cut. Each run reads its own row.
+    m = {"m": model(ttft={"uniform": {"low": 0.5, "high": 2.5}}, tps=10.0)}
+    speech = {"speech": {"tokens_per_s": 3, "sentence_tokens": 4, "first_audio": 0.5}}
+    steps = [
+        {"call": {"name": "a", "output": 20, "consumer": speech, "interrupt": {"p": 1, "after_first_audio": 1}}},
+        {"pipeline": {"after": {"tokens": 10}, "steps": [{"wait": {"name": "w", "latency": 1}}]}},
+    ]
+    res = run(scenario(steps, models=m, runs=6), engine=engine)
+    c = res.calls.sort_values("run")
+    ttft = c["t_first_token"].to_numpy()  # t_start is 0: the first token at the TTFT
+    assert len(set(ttft)) == 6
+    cut = ttft + 3 * 2 / 19 + 0.5 + 1
+    assert c["t_end"].to_numpy() == pytest.approx(cut)
+    # tokens arrived by the cut: 1 + floor((cut - ttft) x 19 / 2) = 1 + floor(1.8158 x 9.5) = 18
+    assert (c["output_tokens"].to_numpy() == 18).all()
+    w = res.spans[res.spans["step"] == "w"].sort_values("run")
+    assert w["t_start"].to_numpy() == pytest.approx(ttft + 9 * 2 / 19)

@@ -46,7 +46,7 @@ from agentsim.plan.nodes import CHUNKS, GAPS, INTERRUPT_P, INTERRUPT_X, SENTENCE
 from agentsim.plan.sampling import Block
 from agentsim.sim.call_timeline import CallSlot, CallTimeline
 from agentsim.sim.stalls import one_token_chunks, stall_events
-from agentsim.sim.stream_draws import columns, group_sizes, sizes, token_rows
+from agentsim.sim.stream_draws import columns, group_sizes, token_rows
 
 __all__ = [
     "BATCH_ELEMENTS",
@@ -104,7 +104,7 @@ def streams(tier, slot: CallSlot, tl: CallTimeline, stall_u: np.ndarray, *, cach
         w = np.where(i[None, 1:] < N[:, None], w, 0.0)  # gap j (1-based) exists when j < N
         cum = np.concatenate([np.zeros((C, 1)), np.cumsum(w, axis=1)], axis=1)
         total = cum[np.arange(C), np.maximum(N - 1, 0)]
-        with np.errstate(invalid="ignore", divide="ignore"):
+        with np.errstate(invalid="ignore"):  # 0 / 0 for an answer of at most one token (no gap): NaN, replaced below
             A = a1[:, None] + span[:, None] * (cum / total[:, None])
     else:
         denom = np.maximum(N - 1, 1).astype(np.float64)
@@ -141,9 +141,8 @@ def streams(tier, slot: CallSlot, tl: CallTimeline, stall_u: np.ndarray, *, cach
 
 
 def arrived(A: np.ndarray, t: np.ndarray) -> np.ndarray:
-    """How many tokens of each call have arrived by ``t`` (``a_i <= t``, within ARRIVED_TOL)."""
-    with np.errstate(invalid="ignore"):
-        return np.sum((t + ARRIVED_TOL)[:, None] >= A, axis=1)
+    """How many tokens of each call have arrived by ``t`` (``a_i <= t``, within ARRIVED_TOL; NaN: no token)."""
+    return np.sum((t + ARRIVED_TOL)[:, None] >= A, axis=1)
 
 
 def seen(sb: StreamBatch, t: np.ndarray) -> np.ndarray:
@@ -155,10 +154,9 @@ def seen(sb: StreamBatch, t: np.ndarray) -> np.ndarray:
 
 def sentence_ends(sampler, block: Block, key_node: int, flat: int, runs: np.ndarray, n: np.ndarray, cache=False):
     """Sentence lengths ``(calls, K)`` over ``n`` tokens: the last sentence shortened to fit, then zeros."""
-    if sampler.is_constant:
+    if sampler.is_constant:  # no draw: as many sentences of L tokens as the longest answer needs
         L = max(1, int(np.rint(sampler.constant_value)))
-        K = max(-(-int(n.max()) // L) if len(n) else 1, 1)
-        got = sizes(sampler, block, key_node, SENTENCES, flat, runs, K, cache)
+        got = np.full((len(n), max(-(-int(n.max()) // L) if len(n) else 1, 1)), L, dtype=np.int64)
     else:
         got = group_sizes(sampler, block, key_node, SENTENCES, flat, runs, n, cache)
     cum = np.minimum(np.cumsum(got, axis=1), n[:, None])
