@@ -229,8 +229,8 @@ def test_speech_schedule_one_call_at_a_time_gives_the_same_bits():
 
 @pytest.mark.parametrize("engine", ["des", "fastpath"])
 def test_batched_long_answers_give_the_figures_of_one_batch(engine, monkeypatch):
-    # the fast path streams a slot in batches of BATCH_ELEMENTS calls x tokens: with batches of one call the
-    # figures are the same bits as with one batch of all (every rule is per call)
+    # the engines stream a slot (and sum its stall processes) in batches of BATCH_ELEMENTS calls x tokens: with
+    # batches of one call the figures are the same bits as with one batch of all (every rule is per call)
     stream = {
         "jitter_cv": 0.3,
         "chunk_tokens": {"uniform": {"low": 1, "high": 5}},
@@ -246,10 +246,10 @@ def test_batched_long_answers_give_the_figures_of_one_batch(engine, monkeypatch)
     doc = scenario(steps, models={"m": m}, runs=40)
     whole = run(doc, engine=engine).to_json()
     monkeypatch.setattr(streaming, "BATCH_ELEMENTS", 1)
-    from agentsim.sim import fastpath, stream_metrics
+    from agentsim.sim import fastpath, stalls, stream_metrics
 
-    monkeypatch.setattr(fastpath, "BATCH_ELEMENTS", 1)
-    monkeypatch.setattr(stream_metrics, "BATCH_ELEMENTS", 1)
+    for module in (fastpath, stalls, stream_metrics):
+        monkeypatch.setattr(module, "BATCH_ELEMENTS", 1)
     assert run(doc, engine=engine).to_json() == whole
 
 

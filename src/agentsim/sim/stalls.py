@@ -31,6 +31,7 @@ cut of an interruption, the start of a pipeline).
 
 from __future__ import annotations
 
+import bisect
 import math
 from dataclasses import dataclass
 
@@ -38,7 +39,7 @@ import numpy as np
 from scipy import special
 
 from agentsim.plan.nodes import CHUNKS, OUTPUT, STALL_AT, STALL_GAPS, STALL_LENS, STALL_P, STALL_S, Plan
-from agentsim.sim.stream_draws import columns, group_sizes, token_rows
+from agentsim.sim.stream_draws import BATCH_ELEMENTS, columns, group_sizes, token_rows
 
 __all__ = ["StallEvents", "one_token_chunks", "stall_draws", "stall_events", "stall_position", "stalled_by"]
 
@@ -98,9 +99,11 @@ def _process_totals(st, block, node) -> np.ndarray:
     n, width = block.n, max(1, int(np.prod(dims, dtype=np.int64)))
     N = np.broadcast_to(block.get(node.id, OUTPUT), (n, *dims)).reshape(n, width).astype(np.int64)
     total = np.zeros((n, width))
-    runs = np.arange(n)
-    for flat in range(width):
-        total[:, flat] = _process(st, block, node.id, flat, runs, N[:, flat], True).total
+    for flat in range(width):  # in batches of at most BATCH_ELEMENTS calls x stalls (per call: the same bits)
+        step = max(1, BATCH_ELEMENTS // max(1, int(N[:, flat].max()) if n else 1))
+        for lo in range(0, n, step):
+            runs = np.arange(lo, min(lo + step, n))
+            total[runs, flat] = _process(st, block, node.id, flat, runs, N[runs, flat], True).total
     return total.reshape((n, *dims))
 
 
@@ -157,8 +160,9 @@ def _sum_left_to_right(x: np.ndarray) -> np.ndarray:
 def _places(st, block, key_node: int, flat: int, runs: np.ndarray, M: np.ndarray, cache: bool) -> np.ndarray:
     """The opportunities (1-based, increasing per call) where stalls happen; beyond ``M`` they do not."""
     C, top = len(runs), int(M.max()) if len(M) else 0
-    if st.stall_form == "at_chunks":
-        return np.broadcast_to(np.asarray(st.stall_at, dtype=np.float64) - 1.0, (C, len(st.stall_at)))
+    if st.stall_form == "at_chunks":  # chunk j is opportunity j - 1; chunks none of these answers has are dropped
+        at = st.stall_at[: bisect.bisect_right(st.stall_at, top + 1)]
+        return np.broadcast_to(np.asarray(at, dtype=np.float64) - 1.0, (C, len(at)))
     p = st.stall_p
     if p >= 1.0 or top == 0:
         return np.broadcast_to(np.arange(1, top + 1, dtype=np.float64), (C, top))

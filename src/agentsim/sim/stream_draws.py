@@ -23,8 +23,9 @@ import math
 
 import numpy as np
 
-__all__ = ["CACHE_BYTES", "columns", "group_sizes", "sizes", "token_rows"]
+__all__ = ["BATCH_ELEMENTS", "CACHE_BYTES", "KEPT", "columns", "group_sizes", "sizes", "token_rows"]
 
+BATCH_ELEMENTS = 1 << 21  # calls x tokens streamed at once (memory of one matrix: 16 MiB; one longer answer alone)
 CACHE_BYTES = 128 << 20  # per-token draws kept per block for the engines' repeated look-ups (beyond: redrawn)
 KEPT = 8  # the matrices drawn last, kept whatever their size (one slot's purposes: gaps, chunks, stalls, sentences)
 

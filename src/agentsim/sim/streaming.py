@@ -46,7 +46,7 @@ from agentsim.plan.nodes import CHUNKS, GAPS, INTERRUPT_P, INTERRUPT_X, SENTENCE
 from agentsim.plan.sampling import Block
 from agentsim.sim.call_timeline import CallSlot, CallTimeline
 from agentsim.sim.stalls import one_token_chunks, stall_events
-from agentsim.sim.stream_draws import columns, group_sizes, token_rows
+from agentsim.sim.stream_draws import BATCH_ELEMENTS, columns, group_sizes, token_rows
 
 __all__ = [
     "BATCH_ELEMENTS",
@@ -63,7 +63,6 @@ __all__ = [
     "streams",
 ]
 
-BATCH_ELEMENTS = 1 << 21  # tokens per batch of calls (memory of one matrix: 16 MiB)
 ARRIVED_TOL = 1e-9  # a token arriving within this many seconds after t counts as arrived by t
 
 # --------------------------------------------------------------------------- timelines
