@@ -17,6 +17,7 @@ the figure's). The speaking rate is the apparate point.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from pydantic import Field
@@ -129,6 +130,18 @@ def _one_call(b, dur, live: int, stop: float) -> tuple[list, float, float, float
     b, dur = b.tolist(), dur.tolist()
     s_prev = b[0]
     starts, silence, longest, done = [s_prev], 0.0, 0.0, s_prev + dur[0]
+    if stop == math.inf and live > 1:  # no interruption: the silence before a sentence is s_k - e_prev, or none
+        for k in range(1, live):
+            e_prev = s_prev + dur[k - 1]
+            if b[k] > e_prev:  # the voice waits for the sentence (at b[k] == e_prev the silence is 0 either way)
+                gap = b[k] - e_prev
+                silence = silence + gap
+                longest = longest if longest >= gap else gap
+                s_prev = b[k]
+            else:
+                s_prev = e_prev
+            starts.append(s_prev)
+        return starts, silence, longest, s_prev + dur[live - 1]
     for k in range(1, live):
         e_prev = s_prev + dur[k - 1]
         s_k = b[k] if b[k] >= e_prev else e_prev
