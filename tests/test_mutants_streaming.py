@@ -14,6 +14,7 @@ import pytest
 
 from agentsim.sim import streaming
 from agentsim.sim.slo import meets, slo_section, turn_values, wilson
+from agentsim.sim.stalls import stall_position
 from conftest import model, run, scenario
 
 ENGINES = ["des", "fastpath"]
@@ -215,3 +216,78 @@ def test_runs_of_a_batch_read_their_own_first_audio_and_pipeline_token(engine):
     assert (c["output_tokens"].to_numpy() == 18).all()
     w = res.spans[res.spans["step"] == "w"].sort_values("run")
     assert w["t_start"].to_numpy() == pytest.approx(ttft + 9 * 2 / 19)
+
+
+# --------------------------------------------------------------------------- stalls: places, the stall spent by a time
+
+
+def test_a_single_stall_falls_after_token_1_plus_floor_u_times_n_minus_1():
+    # k = 1 + floor(u (N - 1)) in 1..N-1: N = 11 -> u = 0: 1, u = 0.5: 6, u = 0.999: 10; N = 2: always 1;
+    # an answer of one token or none stalls after its last token (N)
+    u = np.array([0.0, 0.5, 0.999, 0.7, 0.3, 0.9])
+    n = np.array([11, 11, 11, 2, 1, 0])
+    assert stall_position(u, n).tolist() == [1, 6, 10, 1, 1, 0]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_per_token_stalls_come_before_every_token_even_in_chunks(engine):
+    # 5 tokens in chunks of 5 (one chunk), per_token 1, 0.5 s each: 4 stalls (before tokens 2..5), not one per
+    # chunk (none: a single chunk has no later chunk): the call lasts 1 + 4 + 4 x 0.5 = 7 s.
+    m = {"m": {**WHOLE["m"], "stream": {"chunk_tokens": 5, "stall": {"per_token": 1, "seconds": 0.5}}}}
+    v = baseline(run(scenario([{"call": {"name": "a", "output": 5}}], models=m), engine=engine))
+    assert v["wall_time_s"]["mean"] == 7.0 and v["breakdown_s"]["stall"] == 2.0
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_cut_during_a_stall_counts_the_stall_from_the_token_before_it(engine):
+    # Tokens at 1 and 2 s, then a 0.5 s stall before token 3 (at_chunks [3], one-token chunks): the stall runs
+    # from a_2 = 2 s to 2.5 s. The person barges in 1.25 s after the first token, at 2.25 s: the call is cut with
+    # 2 tokens, 0.25 s into its stall: TTFT 1 s, decode 1 s, stall 0.25 s (not the whole 0.5 s, not from a_1).
+    m = {"m": {**WHOLE["m"], "stream": {"stall": {"at_chunks": [3], "seconds": 0.5}}}}
+    call = {"name": "a", "output": 5, "interrupt": {"p": 1, "after_first_token": 1.25}}
+    res = run(scenario([{"call": call}], models=m), engine=engine)
+    v = baseline(res)
+    assert v["wall_time_s"]["mean"] == 2.25 and res.calls["output_tokens"].iloc[0] == 2
+    assert v["breakdown_s"]["ttft"] == 1.0 and v["breakdown_s"]["decode"] == 1.0 and v["breakdown_s"]["stall"] == 0.25
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_one_token_answer_cut_during_its_stall(engine):
+    # 1 token at 1 s, then its stall of 0.5 s (after its only token); cut 0.25 s after the token: 0.25 s of stall,
+    # no decode (the token came with the TTFT)
+    m = {"m": {**WHOLE["m"], "stream": {"stall": {"p": 1, "seconds": 0.5}}}}
+    call = {"name": "a", "output": 1, "interrupt": {"p": 1, "after_first_token": 0.25}}
+    v = baseline(run(scenario([{"call": call}], models=m), engine=engine))
+    assert v["wall_time_s"]["mean"] == 1.25
+    assert v["breakdown_s"]["stall"] == 0.25 and v["breakdown_s"]["decode"] == 0.0
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_pipeline_after_a_zero_token_call_inherits_its_stall_as_stall(engine):
+    # An answer of no visible token with a certain 3 s stall ends at 1 + 0 + 3 = 4 s; a pipeline after it starts at
+    # its end (no token ever comes) and waits 10 s: the critical path is TTFT 1, stall 3, wait 10 (before the fix
+    # the 3 s of stall were booked as decode: the stall of an answer without tokens was never "spent").
+    m = {"m": {**WHOLE["m"], "stream": {"stall": {"p": 1, "seconds": 3}}}}
+    steps = [
+        {"call": {"name": "a", "output": 0}},
+        {"pipeline": {"after": {"tokens": 1}, "steps": [{"wait": {"latency": 10}}]}},
+    ]
+    v = baseline(run(scenario(steps, models=m), engine=engine))
+    assert v["wall_time_s"]["mean"] == 14.0
+    assert v["breakdown_s"] == {"queue": 0.0, "ttft": 1.0, "decode": 0.0, "tool": 0.0, "wait": 10.0, "stall": 3.0}
+
+
+def test_engines_agree_on_stall_processes_over_random_chunks():
+    # the DES builds one call's timeline at a time, the fast path a batch of runs: with random chunk sizes, random
+    # answers and a per_chunk process every call reads its own chunk starts and places (the same bits)
+    stream = {
+        "chunk_tokens": {"uniform": {"low": 1, "high": 6}},
+        "stall": {"per_chunk": 0.3, "seconds": {"uniform": {"low": 0.1, "high": 2}}},
+    }
+    m = {"m": {**model(ttft=0.5, tps=20.0), "stream": stream}}
+    call = {"name": "a", "output": {"uniform": {"low": 5, "high": 60}}, "consumer": {"reader": {"tokens_per_s": 8}}}
+    steps = [{"call": call}, {"pipeline": {"after": {"tokens": 12}, "steps": [{"wait": {"latency": 1}}]}}]
+    doc = scenario(steps, models=m, runs=60)
+    a = run(doc, engine="des").to_json().replace('"engine": "des"', "")
+    b = run(doc, engine="fastpath").to_json().replace('"engine": "fastpath"', "")
+    assert a == b

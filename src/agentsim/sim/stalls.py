@@ -179,13 +179,15 @@ def _places(st, block, key_node: int, flat: int, runs: np.ndarray, M: np.ndarray
 
 def stalled_by(sb, t: np.ndarray) -> np.ndarray:
     """Seconds of each call's stalls already spent at ``t`` (a stall before token ``i`` starts when token
-    ``i - 1`` arrives)."""
+    ``i - 1`` arrives; the stall of an answer without a visible token ends the call: it starts at
+    ``end - stall``)."""
     C = len(sb.N)
     ev = sb.stalls
     if ev is None:
         return np.zeros(C)
     width = sb.A.shape[1]
     at = np.take_along_axis(sb.A, np.clip(ev.pos - 1, 0, width - 1), axis=1)  # (calls, stalls): when each starts
-    live = (ev.length > 0) & (sb.N > 0)[:, None]
+    at = np.where((sb.N > 0)[:, None], at, (sb.end - ev.total)[:, None])
+    live = ev.length > 0
     t = np.asarray(t, dtype=np.float64)[:, None]
     return _sum_left_to_right(np.where(live, np.minimum(np.maximum(t - np.where(live, at, t), 0.0), ev.length), 0.0))
