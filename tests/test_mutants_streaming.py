@@ -291,3 +291,32 @@ def test_engines_agree_on_stall_processes_over_random_chunks():
     a = run(doc, engine="des").to_json().replace('"engine": "des"', "")
     b = run(doc, engine="fastpath").to_json().replace('"engine": "fastpath"', "")
     assert a == b
+
+
+# --------------------------------------------------------------------------- what consumers live through, summarised
+
+
+def test_a_zero_token_answer_has_no_qoe_and_no_gaps_to_speak_of():
+    # no token: the QoE is undefined (null), not a perfect 1.0; TTFT and the reader's figures too; no gap
+    m = {"m": model(ttft=1.0, tps=10.0)}
+    res = run(scenario([{"call": {"name": "z", "output": 0, "consumer": {"reader": {"tokens_per_s": 5}}}}], models=m))
+    s = baseline(res)["streaming"]["calls"]["z"]
+    for metric in ("qoe", "qoe_from_ask", "ttft_s", "first_word_s", "reader_done_s", "itl_p50_s"):
+        assert s[metric]["mean"] is None, metric
+    assert s["longest_gap_s"]["mean"] == 0.0
+
+
+def test_every_consumer_with_a_pace_has_its_apparate_point_and_speed_equal_to_it_counts():
+    # A reader of 5 tok/s and a voice of 5 tok/s behind a model at exactly 5 tok/s: the stream reaches their pace
+    # (faster_share 1, "at least as fast"); a render has no pace (no entry).
+    m = {"m": model(ttft=1.0, tps=5.0)}
+    steps = [
+        {"call": {"name": "r", "output": 20, "consumer": {"reader": {"tokens_per_s": 5}}}},
+        {"call": {"name": "s", "output": 20, "consumer": {"speech": {"tokens_per_s": 5}}}},
+        {"call": {"name": "u", "output": 20, "consumer": {"render": {"tokens": 5}}}},
+    ]
+    app = baseline(run(scenario(steps, models=m)))["streaming"]["apparate"]
+    assert app == {
+        "r": {"consumer": "reader", "tokens_per_s": 5.0, "faster_share": 1.0},
+        "s": {"consumer": "speech", "tokens_per_s": 5.0, "faster_share": 1.0},
+    }
