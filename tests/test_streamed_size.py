@@ -266,3 +266,23 @@ def test_the_guard_bounds_a_clipped_mean_without_integrating():
     assert _mean_bound(output({**logn, "max": 110})) == 110
     assert _mean_bound(output({**logn, "min": 50})) == pytest.approx(165.75, abs=0.01)
     assert _mean_bound(output(7)) == 7
+
+
+@pytest.mark.parametrize(
+    "branch", [{"tool": {"latency": 1.0}}, {"call": {"output": 10, "consumer": {"reader": {"tokens_per_s": 5}}}}]
+)
+def test_a_workload_without_an_end_estimate_is_refused_not_a_crash(tmp_path, branch):
+    # make fuzz, seed 1018239909: a closed workload whose agent is a race has no lower bound of its run time, so
+    # the runs it starts are estimated as infinite; the streamed-answer memory of infinitely many blocks is then
+    # infinite too (it was math.ceil(inf): exit 1), and 0 bytes when nothing streams (never inf x 0 = NaN)
+    import yaml
+
+    doc = scenario(
+        [{"parallel": {"branches": [branch], "join": "any"}}], workload={"concurrent": 1, "duration": {"minutes": 5}}
+    )
+    f = tmp_path / "s.yaml"
+    f.write_text(yaml.safe_dump(doc))
+    for args in (["validate", str(f)], ["run", str(f)]):
+        r = runner.invoke(app, args)
+        assert r.exit_code == 2 and "Traceback" not in r.output, r.output
+        assert "inf" in r.stderr

@@ -268,7 +268,7 @@ def estimate(plan, runs: int, des: bool = True) -> Estimate:
         total_runs = started * nv
         held_runs = started  # a workload keeps every run's records until the end
     memory = total_runs * BYTES_PER_RUN + held_runs * (largest * BYTES_PER_CALL + steps_largest * BYTES_PER_STEP)
-    blocks = 1.0 if wl is None else math.ceil(held_runs / BLOCK)  # a workload keeps every block it started
+    blocks = 1.0 if wl is None else max(1.0, held_runs / BLOCK)  # a workload keeps every block it started (inf: no end)
     tokens, stream_bytes, top = _streaming(plan, instances, min(held_runs, BLOCK), blocks, des)
     est = Estimate(total_runs * per_run, memory + stream_bytes, total_runs, per_run, largest)
     return replace(
@@ -328,7 +328,7 @@ def _streaming(
     if des:
         kept = max(kept, des_stream_bytes(plan, block_runs))
     batch = max(min(STREAM_BATCH, block_runs * top.top), top.top)  # calls x tokens of the largest batch
-    return tokens, blocks * kept + STREAM_MATRICES * 8.0 * batch, top
+    return tokens, (blocks * kept if kept else 0.0) + STREAM_MATRICES * 8.0 * batch, top
 
 
 def _fmt(x: float) -> str:
