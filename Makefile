@@ -72,7 +72,7 @@ MUTATE_STREAM = 'agentsim.sim.streaming*' 'agentsim.sim.stalls*' 'agentsim.sim.s
 	'agentsim.consumers.reader.x_read_times*' 'agentsim.consumers.reader.x_measure*' \
 	'agentsim.consumers.render.x_measure*' \
 	'agentsim.consumers.speech.x_draws*' 'agentsim.consumers.speech.x_schedule*' \
-	'agentsim.consumers.speech.x_measure*' 'agentsim.consumers.speech.x_timeline*'
+	'agentsim.consumers.speech.x__one_call*' 'agentsim.consumers.speech.x_measure*' 'agentsim.consumers.speech.x_timeline*'
 MUTATE_JOBS ?= 1
 ONLY ?= $(MUTATE_CORE) $(MUTATE_STREAM)
 mutate: $(VENV)/.installed-mutate
