@@ -9,10 +9,12 @@ token ``N`` at the call's end, evenly spaced; a stall before token ``i`` delays 
 
 from __future__ import annotations
 
+import types
+
 import numpy as np
 import pytest
 
-from agentsim.sim import streaming
+from agentsim.sim import stream_metrics, streaming
 from agentsim.sim.slo import meets, slo_section, turn_values, wilson
 from agentsim.sim.stalls import stall_position
 from conftest import model, run, scenario
@@ -345,3 +347,116 @@ def test_jittered_chunked_stalled_answers_of_zero_one_and_two_tokens_are_quiet(e
     c = res.calls
     one = c[c["output_tokens"] == 1]
     assert len(one) and (one["t_first_token"] - one["t_start"] == 1.0).all()
+
+
+def test_the_cli_table_rows_common_then_each_kind_then_the_rest():
+    # TTFT and first word first; each consumer kind's labels in registry order (a voice adds voice to voice);
+    # then the remaining common rows
+    assert stream_metrics.table_rows() == [
+        ("ttft_s", "TTFT seen"),
+        ("first_word_s", "first word from ask"),
+        ("reader_done_s", "reader done"),
+        ("reader_wait_s", "reader waits"),
+        ("first_audio_s", "first audio"),
+        ("silence_s", "silence"),
+        ("voice_to_voice_s", "voice to voice"),
+        ("first_render_s", "first render"),
+        ("longest_gap_s", "longest gap"),
+        ("itl_p99_s", "ITL p99"),
+        ("qoe", "QoE"),
+        ("interrupted_share", "interrupted"),
+    ]
+
+
+def test_a_token_read_exactly_when_the_person_stops_is_still_read():
+    # tokens delivered at 1, 2, 3 s to a reader of 1 tok/s sent at 0: read at f_i = i + max(0, max_j d_j - (j - 1))
+    # = 2, 3, 4 s; the person stops at 3 s: the token read at 3 s counts, the one at 4 s does not
+    from agentsim.consumers.reader import ReaderCfg
+
+    D = np.array([[1.0, 2.0, 3.0]])
+    sb = streaming.StreamBatch(D, D, np.array([3]), np.ones((1, 3), dtype=bool), np.array([0.0]), np.array([3.0]))
+    cons = ReaderCfg("reader", 1.0, qoe_ttft=1.3, qoe_rate=1.0)
+    slot = types.SimpleNamespace()
+    got = stream_metrics.consumer_timeline(cons, sb, np.array([3]), slot, stop=np.array([3.0]))
+    assert np.array_equal(got["read_s"], np.array([[2.0, 3.0, np.nan]]), equal_nan=True)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_each_call_of_a_batch_has_its_own_inter_token_latencies(engine):
+    # answers of 3 or 5 tokens at 1.25 tok/s after a 1 s TTFT: 5 tokens end at 5 s, gaps of (5 - 1) / 4 = 1 s;
+    # 3 tokens end at 1 + 3 / 1.25 = 3.4 s, gaps of 2.4 / 2 = 1.2 s. Each run's ITL percentiles are its own gaps'.
+    call = {"name": "a", "output": {"choice": {"values": [3, 5]}}, "consumer": {"reader": {"tokens_per_s": 9}}}
+    res = run(scenario([{"call": call}], models=WHOLE, runs=30), engine=engine)
+    runs = res.runs.set_index("run")
+    out = res.calls.set_index("run")["output_tokens"]
+    assert set(out) == {3, 5}
+    for q in ("itl_p50_s", "itl_p95_s", "itl_p99_s"):
+        assert runs[f"a.{q}"].to_numpy() == pytest.approx(np.where(out.loc[runs.index] == 3, 1.2, 1.0).astype(float))
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_runs_column_takes_its_first_completed_instance(engine):
+    # a repeat of 2 answers per run: the first is asked at 0 and seen at 1 s (first word 1 s), the second is sent
+    # when the first ends (5 s) and seen at 6 s; the runs table's a.first_word_s is each run's first instance: 1 s
+    call = {"name": "a", "output": 5, "consumer": {"reader": {"tokens_per_s": 9}}}
+    res = run(scenario([{"repeat": {"times": 2, "steps": [{"call": call}]}}], models=WHOLE, runs=3), engine=engine)
+    assert res.runs["a.first_word_s"].tolist() == [1.0, 1.0, 1.0]
+    s = baseline(res)["streaming"]["calls"]["a"]["first_word_s"]
+    assert s["mean"] == pytest.approx((1.0 + 6.0) / 2) and s["p50"] == pytest.approx(3.5)
+    # a run without the call has no value: with 0 or 2 answers per run (seed 7 draws 2, 0, 2, 0), the last run's
+    # column stays empty (not a value of another run's second answer)
+    repeat = {"repeat": {"times": {"choice": {"values": [0, 2]}}, "steps": [{"call": call}]}}
+    res = run(scenario([repeat], models=WHOLE, runs=4), seed=7, engine=engine)
+    assert res.runs["calls"].tolist() == [2, 0, 2, 0]  # the draws this case is built on
+    assert np.array_equal(res.runs["a.first_word_s"].to_numpy(), [1.0, np.nan, 1.0, np.nan], equal_nan=True)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_consumer_call_that_never_completes_leaves_the_next_ones_measured(engine):
+    # the first node with a consumer sits in an option never taken: it has no completed call; the next node is
+    # still measured (TTFT 1 s)
+    reader = {"reader": {"tokens_per_s": 9}}
+    steps = [
+        {
+            "choose": {
+                "options": [
+                    {"p": 1, "steps": []},
+                    {"p": 0, "steps": [{"call": {"name": "x", "output": 5, "consumer": reader}}]},
+                ]
+            }
+        },
+        {"call": {"name": "b", "output": 5, "consumer": reader}},
+    ]
+    s = baseline(run(scenario(steps, models=WHOLE, runs=3), engine=engine))["streaming"]["calls"]
+    assert s["b"]["ttft_s"]["mean"] == 1.0 and "x" not in s
+
+
+def test_in_a_workload_every_figure_from_the_ask_counts_from_its_own_runs_start():
+    # One agent runs one answer after another: TTFT 1 s, 5 tokens ending at 5 s; runs start at 0, 5, 10, ... s.
+    # From its own ask, every run sees its first word at 1 s (not at its start + 1 s).
+    call = {"name": "a", "output": 5, "consumer": {"reader": {"tokens_per_s": 9}}}
+    doc = scenario([{"call": call}], models=WHOLE, workload={"concurrent": 1, "duration": {"seconds": 60}})
+    res = run(doc)
+    starts = res.runs["wall_time_s"]  # each run lasts 5 s
+    assert len(starts) >= 10 and (res.runs["a.first_word_s"] == 1.0).all()
+    s = baseline(res)["streaming"]["calls"]["a"]
+    assert s["first_word_s"]["mean"] == 1.0 and s["reader_done_from_ask_s"]["mean"] == s["reader_done_s"]["mean"]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_voice_to_voice_counts_from_each_runs_own_latest_listen_at_or_before_the_send(engine):
+    # The person speaks for a drawn time (a wait), the agent listens with no endpointing and no STT, so the answer
+    # is sent the instant the speech ends (listen start == send); a second listen after the answer does not count.
+    # Voice to voice is first audio - end of speech = first_audio_s (the send), in every run.
+    speech = {"speech": {"tokens_per_s": 3, "sentence_tokens": 2, "first_audio": 0.2}}
+    steps = [
+        {"wait": {"latency": {"uniform": {"low": 0.5, "high": 2.5}}}},
+        {"listen": {"end_of_speech": 0, "stt": 0}},
+        {"call": {"name": "a", "output": 5, "consumer": speech}},
+        {"listen": {"end_of_speech": 1, "stt": 1}},
+    ]
+    res = run(scenario(steps, models=WHOLE, runs=6), engine=engine)
+    r = res.runs
+    # the waits differ, the first audio does not: its first sentence ends at a_2 = 2 s after the send, + 0.2 s
+    assert r["a.first_audio_s"].to_numpy() == pytest.approx([2.2] * 6) and len(set(r["a.first_word_s"])) == 6
+    assert (r["a.voice_to_voice_s"] == r["a.first_audio_s"]).all()
