@@ -460,3 +460,44 @@ def test_voice_to_voice_counts_from_each_runs_own_latest_listen_at_or_before_the
     # the waits differ, the first audio does not: its first sentence ends at a_2 = 2 s after the send, + 0.2 s
     assert r["a.first_audio_s"].to_numpy() == pytest.approx([2.2] * 6) and len(set(r["a.first_word_s"])) == 6
     assert (r["a.voice_to_voice_s"] == r["a.first_audio_s"]).all()
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_uninterrupted_figures_are_over_the_answers_the_person_let_finish(engine):
+    # 5 tokens at 1..5 s, interrupted with p = 0.5 half a second after the first token (cut at 1.5 s: one token
+    # seen, no gap). The calls section pools both; the uninterrupted section only the whole answers: longest gap
+    # 1 s, and no interruption metrics in it.
+    call = {"name": "a", "output": 5, "interrupt": {"p": 0.5, "after_first_token": 0.5}}
+    sec = baseline(run(scenario([{"call": call}], models=WHOLE, runs=200), engine=engine))["streaming"]
+    share = sec["calls"]["a"]["interrupted_share"]["mean"]
+    assert 0.3 < share < 0.7  # p = 0.5 over 200 runs: 5 sd = 0.18
+    assert sec["calls"]["a"]["longest_gap_s"]["mean"] == pytest.approx(1.0 - share)
+    whole = sec["uninterrupted"]["a"]
+    assert whole["longest_gap_s"] == {"mean": 1.0, "p50": 1.0, "p95": 1.0, "p99": 1.0}
+    assert not {"interrupted_share", "cut_share", "wasted_usd"} & set(whole)
+    assert list(whole) == [m for m in sec["calls"]["a"] if m not in ("interrupted_share", "cut_share", "wasted_usd")]
+
+
+def test_calls_of_one_name_are_pooled_and_a_call_without_interrupt_has_no_uninterrupted_section():
+    # two steps named "a" in the two options of a choice (two nodes) are one row of the summary: answers of 3
+    # tokens (gaps of 1.2 s) and of 5 (gaps of 1 s) are both in its ITL
+    reader = {"reader": {"tokens_per_s": 9}}
+    opts = [{"p": 0.5, "steps": [{"call": {"name": "a", "output": n, "consumer": reader}}]} for n in (3, 5)]
+    sec = baseline(run(scenario([{"choose": {"options": opts}}], models=WHOLE, runs=40)))["streaming"]
+    assert set(sec["calls"]) == {"a"} and "uninterrupted" not in sec
+    gaps = sec["calls"]["a"]["itl_p50_s"]
+    assert gaps["p50"] in (1.0, 1.2) and 1.0 < gaps["mean"] < 1.2  # both options' calls are in it
+
+
+def test_summary_statistics_of_a_metric_skip_what_does_not_exist():
+    from agentsim.sim.stream_stats import _stats, streaming_frame
+
+    # 1, 2, 3, 4, NaN, inf: mean 2.5, p50 2.5, p95 3.85, p99 3.97 (linear interpolation over 1..4)
+    assert _stats(np.array([1.0, 2.0, 3.0, 4.0, np.nan, np.inf])) == pytest.approx(
+        {"mean": 2.5, "p50": 2.5, "p95": 3.85, "p99": 3.97}
+    )
+    assert _stats(np.array([np.nan])) == {"mean": None, "p50": None, "p95": None, "p99": None}
+    st_ = {"mean": 1.0, "p50": 1.0, "p95": 2.0, "p99": 3.0}
+    frame = streaming_frame({"v": {"calls": {"a": {"ttft_s": st_, "qoe": st_}}}, "w": {"calls": {}}})
+    assert frame.values.tolist() == [["v", "a", "ttft_s", 1.0, 1.0, 2.0, 3.0], ["v", "a", "qoe", 1.0, 1.0, 2.0, 3.0]]
+    assert list(frame.columns) == ["variant", "call", "metric", "mean", "p50", "p95", "p99"]
