@@ -501,3 +501,14 @@ def test_summary_statistics_of_a_metric_skip_what_does_not_exist():
     frame = streaming_frame({"v": {"calls": {"a": {"ttft_s": st_, "qoe": st_}}}, "w": {"calls": {}}})
     assert frame.values.tolist() == [["v", "a", "ttft_s", 1.0, 1.0, 2.0, 3.0], ["v", "a", "qoe", 1.0, 1.0, 2.0, 3.0]]
     assert list(frame.columns) == ["variant", "call", "metric", "mean", "p50", "p95", "p99"]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_barge_in_after_the_first_audio_of_one_token_sentences(engine):
+    # sentences of 1 token: the first is token 1 (at 1 s), heard 0.5 s later (1.5 s); the person barges in 0.25 s
+    # after that, at 1.75 s, before token 2 (2 s): the call is cut with 1 token (timed from token 2 it would be 2)
+    speech = {"speech": {"tokens_per_s": 3, "sentence_tokens": 1, "first_audio": 0.5}}
+    call = {"name": "a", "output": 5, "consumer": speech, "interrupt": {"p": 1, "after_first_audio": 0.25}}
+    res = run(scenario([{"call": call}], models=WHOLE), engine=engine)
+    c = res.calls.iloc[0]
+    assert c["t_end"] == 1.75 and c["output_tokens"] == 1
