@@ -48,7 +48,8 @@ lint: $(VENV)/.installed-dev
 
 # mutation testing of the core modules ([tool.mutmut] in pyproject.toml; not part of CI).
 # The measured scope (docs/validation.md §7): the rule-bearing functions of the core modules, as mutmut
-# mutant-name globs. Narrow it with ONLY, e.g. `make mutate ONLY='agentsim.sim.context*'`; results in
+# mutant-name globs. Narrow it with ONLY, e.g. `make mutate ONLY='agentsim.sim.context*'` (or
+# ONLY='$(MUTATE_STREAM)' for the streaming scope alone); results in
 # mutants/, `.venv/bin/mutmut results` lists them, `.venv/bin/mutmut show NAME` shows one. One child by
 # default (MUTATE_JOBS=2 on a quiet machine).
 MUTATE_CORE = 'agentsim.sim.context*' \
@@ -64,8 +65,16 @@ MUTATE_CORE = 'agentsim.sim.context*' \
 	'agentsim.replay.retime.x_split_call*' 'agentsim.replay.retime.x_timeline*' 'agentsim.replay.retime.x__costs*' \
 	'agentsim.replay.retime.x__fsum*' \
 	'agentsim.sim.rules*'
+# the streaming rules, what consumers live through, SLO attainment and the workload loop (issue 24); the
+# consumer kinds' metric functions (their pydantic specs and registration are not rules)
+MUTATE_STREAM = 'agentsim.sim.streaming*' 'agentsim.sim.stalls*' 'agentsim.sim.stream_metrics*' \
+	'agentsim.sim.stream_stats*' 'agentsim.sim.slo*' 'agentsim.sim.workload*' \
+	'agentsim.consumers.reader.x_read_times*' 'agentsim.consumers.reader.x_measure*' \
+	'agentsim.consumers.render.x_measure*' \
+	'agentsim.consumers.speech.x_draws*' 'agentsim.consumers.speech.x_schedule*' \
+	'agentsim.consumers.speech.x__one_call*' 'agentsim.consumers.speech.x_measure*' 'agentsim.consumers.speech.x_timeline*'
 MUTATE_JOBS ?= 1
-ONLY ?= $(MUTATE_CORE)
+ONLY ?= $(MUTATE_CORE) $(MUTATE_STREAM)
 mutate: $(VENV)/.installed-mutate
 	$(BIN)/mutmut run --max-children $(MUTATE_JOBS) $(ONLY)
 	$(BIN)/mutmut results | grep -v "not checked" || true  # survivors and time-outs of this scope

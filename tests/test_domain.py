@@ -96,6 +96,8 @@ def test_every_numeric_field_of_the_published_schema_has_a_kind():
 
     missing = []
     for path in fz.FIELDS:
+        if path[0] == "slo":
+            continue  # a target's kind is its metric's (agentsim.model.scenario.slo_kind): test_slo_targets_have_kinds
         listed = _kind_of(path) is not None or _kind_of((*path, 0)) is not None  # a field, or a list of them
         if not any(isinstance(k, str) and k in ("values", "p") for k in path[-2:]) and not listed:
             parent = path[:-1]
@@ -116,3 +118,11 @@ def test_the_docs_page_shows_the_table():
     for pattern, kind, _ in FIELD_KINDS:
         assert f"| `{'.'.join(pattern)}` | {kind}" in page
     assert "limits-of-input.md" in (ROOT / "mkdocs.yml").read_text()
+
+
+def test_slo_targets_have_kinds():
+    # a target is of its metric's kind: times are durations, the QoE a probability, cost an amount of money
+    from agentsim.model.scenario import slo_kind
+
+    metrics = ("ttft_s", "say.first_audio_s", "wall_time_s", "qoe", "a.qoe_from_ask", "cost_usd")
+    assert [slo_kind(m) for m in metrics] == ["duration", "duration", "duration", "prob", "prob", "usd"]

@@ -64,12 +64,44 @@ def dist(x: st.SearchStrategy = small) -> st.SearchStrategy:
     return mostly(families, broken)
 
 
+consumers = st.one_of(
+    dist(st.floats(1, 50)).map(lambda v: {"reader": {"tokens_per_s": v}}),
+    st.tuples(dist(st.floats(0, 1)), st.floats(1, 10), dist(st.integers(1, 30))).map(
+        lambda t: {"speech": {"first_audio": t[0], "tokens_per_s": t[1], "sentence_tokens": t[2]}}
+    ),
+    mostly(st.sampled_from([1, 50, "all"]), st.just(0)).map(lambda v: {"render": {"tokens": v}}),
+)
+stalls = mostly(
+    st.one_of(
+        st.tuples(st.sampled_from([0, 0.1, 1]), dist()).map(lambda t: {"p": t[0], "seconds": t[1]}),
+        st.tuples(st.sampled_from([0, 0.05, 1]), dist()).map(lambda t: {"per_chunk": t[0], "seconds": t[1]}),
+        st.tuples(st.sampled_from([0, 0.01, 0.5, 1]), dist()).map(lambda t: {"per_token": t[0], "seconds": t[1]}),
+        st.tuples(st.lists(st.integers(2, 40), max_size=5), dist()).map(lambda t: {"at_chunks": t[0], "seconds": t[1]}),
+    ),
+    st.sampled_from([{"per_chunk": 1.5, "seconds": 1}, {"at_chunks": [0, 1], "seconds": 1}, {"p": 0.5}]),
+)
+
+
+@st.composite
+def with_pipelines(draw, steps: list) -> list:
+    """``steps`` with, now and then, a pipeline right after a call (valid) or at the start (refused)."""
+    out = []
+    for s in steps:
+        out.append(s)
+        if "call" in s and draw(st.integers(0, 3)) == 0:
+            after = draw(mostly(st.sampled_from(["first_sentence", {"tokens": 5}]), st.just({"tokens": 0})))
+            out.append({"pipeline": {"after": after, "steps": [draw(step(2, ("m",)))]}})
+    if draw(st.integers(0, 40)) == 0:
+        out.insert(0, {"pipeline": {"after": {"tokens": 1}, "steps": [{"wait": {"latency": 1}}]}})
+    return out
+
+
 counts = mostly(st.one_of(st.integers(1, 4), dist(st.integers(0, 4))), st.sampled_from([0, 10**9, -3, 2.5, "3"]))
 
 
 @st.composite
 def step(draw, depth: int = 0, models=("m",)):
-    kinds = ["call", "call", "tool", "wait"] + (
+    kinds = ["call", "call", "tool", "wait", "listen"] + (
         ["parallel", "fanout", "repeat", "choose", "subagent"] if depth < 2 else []
     )
     kind = draw(st.sampled_from(kinds))
@@ -88,7 +120,17 @@ def step(draw, depth: int = 0, models=("m",)):
             spec["reasoning"] = draw(dist(st.integers(0, 500)))
         if draw(st.integers(0, 8)) == 0:
             spec["speed"] = draw(st.sampled_from(["fast", "standard", "warp"]))
+        if draw(st.integers(0, 3)) == 0:
+            spec["consumer"] = draw(consumers)
+        if draw(st.integers(0, 5)) == 0:
+            afters = ["after_first_token", "after_first_word"]
+            if "speech" in spec.get("consumer", {}):
+                afters.append("after_first_audio")
+            after = draw(mostly(st.sampled_from(afters), st.just("after_first_audio")))
+            spec["interrupt"] = {"p": draw(mostly(st.sampled_from([0.2, 1]), st.just(2))), after: draw(dist())}
         return {"call": spec}
+    if kind == "listen":
+        return {"listen": {"end_of_speech": draw(dist()), "stt": draw(dist())}}
     if kind == "tool":
         return {"tool": {"latency": draw(dist()), "output": draw(dist(st.integers(0, 1000)))}}
     if kind == "wait":
@@ -131,6 +173,19 @@ def model(draw) -> dict:
         m["timeout"] = draw(mostly(st.sampled_from([0.01, 30]), st.just(-1)))
     if draw(st.integers(0, 6)) == 0:
         m["prefill_tps"] = draw(mostly(st.just(5000), st.just(0)))
+    if draw(st.integers(0, 2)) == 0:
+        m["stream"] = {
+            "chunk_tokens": draw(dist(st.integers(1, 8))),
+            "jitter_cv": draw(st.sampled_from([0, 0.3, 2])),
+            "stall": draw(stalls),
+        }
+    if draw(st.integers(0, 6)) == 0:
+        m["context_speed"] = draw(
+            mostly(
+                st.just({"tokens": [0, 1000, 100000], "output_tps_x": [1, 0.8, 0.5], "ttft_x": [1, 1.5, 3]}),
+                st.sampled_from([{"tokens": [5, 1], "output_tps_x": [1, 1]}, {"tokens": [0], "ttft_x": [0]}]),
+            )
+        )
     return m
 
 
@@ -142,7 +197,7 @@ def scenario(draw) -> dict:
         "runs": draw(mostly(st.integers(1, 30), numbers)),
         "seed": draw(st.integers(0, 2**32)),
         "models": {n: model(draw) for n in model_names},
-        "agent": {"steps": draw(st.lists(step(0, tuple(model_names)), min_size=1, max_size=4))},
+        "agent": {"steps": draw(st.lists(step(0, tuple(model_names)), min_size=1, max_size=4).flatmap(with_pipelines))},
     }
     if draw(st.booleans()):
         doc["agent"]["context"] = {
@@ -191,6 +246,18 @@ def scenario(draw) -> dict:
             }
             if draw(st.booleans()):
                 doc["workload"]["think_time"] = draw(dist())
+    if draw(st.integers(0, 4)) == 0:  # run figures (any scenario has them), now and then a streaming metric
+        doc["slo"] = draw(
+            mostly(
+                st.dictionaries(
+                    mostly(st.sampled_from(["wall_time_s", "cost_usd"]), st.sampled_from(["ttft_s", "qoe"]), odds=3),
+                    st.sampled_from([0, 0.5, 2, 30]),
+                    min_size=1,
+                    max_size=2,
+                ),
+                st.sampled_from([{"nope_s": 1}, {"qoe": "high"}, {"ttft_s": -1}, {"": 1}, {"a\x00b": 1}]),
+            )
+        )
     if draw(st.integers(0, 5)) == 0:
         doc["prices_as_of"] = draw(
             mostly(st.just("2026-01-15"), st.sampled_from(["2026-02-30", "0001-01-01", 20260115]), odds=4)
@@ -268,6 +335,7 @@ def test_fuzzed_scenarios_exit_0_or_2(tmp_path_factory):
     if LONG:
         prop = seed(SEED)(prop)
     prop()
+    print(f"{len(simulated)} of {EXAMPLES} examples simulated")
     assert len(simulated) >= EXAMPLES // 20, f"only {len(simulated)} of {EXAMPLES} examples were valid"
 
 
@@ -291,7 +359,10 @@ models:
     timeout: 120
     retry: {max_attempts: 3, backoff_base: 0.5, backoff_cap: 8}
     fallback: {model: h, after: 2}
-    speeds: {fast: {output_tps_x: 2.5, ttft_x: 0.8, price_x: 2, stream: {chunk_tokens: 2}}}
+    speeds: {fast: {output_tps_x: 2.5, ttft_x: 0.8, price_x: 2,
+                    stream: {chunk_tokens: 2, stall: {at_chunks: [2, 5], seconds: 0.3}},
+                    context_speed: {tokens: [0, 100000], output_tps_x: [1, 0.8]}}}
+    context_speed: {tokens: [0, 2000, 50000], output_tps_x: [1, 0.9, 0.7], ttft_x: [1, 1.2, 2]}
     stream: {chunk_tokens: {uniform: {low: 1, high: 4}}, jitter_cv: 0.2,
              stall: {p: 0.1, seconds: {gamma: {mean: 1, sd: 0.5}}}}
     conditions:
@@ -301,7 +372,10 @@ models:
                                       1.2, 1.2, 1.2, 1, 1, 1, 1, 1, 1, 1, 1, 1]}}
     uncertainty: {ttft_x: {uniform: {low: 0.9, high: 1.1}}, output_tps_x: 1,
                   prefill_tps_x: {empirical: {values: [0.9, 1.1]}}}
-  h: {price: {input_mtok: 1, output_mtok: 5}, ttft: 0.3, output_tps: 150}
+  h: {price: {input_mtok: 1, output_mtok: 5}, ttft: 0.3, output_tps: 150,
+      stream: {chunk_tokens: 3, stall: {per_chunk: 0.1, seconds: {uniform: {low: 0.1, high: 0.5}}}}}
+  k: {price: {input_mtok: 1, output_mtok: 5}, ttft: 0.3, output_tps: 80,
+      stream: {stall: {per_token: 0.02, seconds: 0.2}}}
 agent:
   context: {system: 1000, grows: true, cache: true}
   steps:
@@ -313,6 +387,9 @@ agent:
              consumer: {speech: {first_audio: 0.2, tokens_per_s: 3, sentence_tokens: 15}}}
     - call: {name: ui, model: m, output: 90, consumer: {render: {tokens: 30}}}
     - call: {name: read2, model: m, output: 50, consumer: {reader: {words_per_min: 250}}}
+    - listen: {name: user, end_of_speech: 0.2, stt: {lognormal: {median: 0.3, p90: 0.6}}}
+    - call: {name: word, model: k, output: 40, consumer: {speech: {tokens_per_s: 3}},
+             interrupt: {p: 0.3, after_first_word: {uniform: {low: 0.5, high: 3}}}}
     - repeat: {name: loop, times: 2, steps: [{tool: {name: t, latency: 0.5, output: 100}}]}
     - repeat: {continue_p: 0.5, max: 3, steps: [{call: {model: h, output: 10}}]}
     - fanout: {n: 2, join: {k: 1}, steps: [{call: {model: h, output: 20}}]}
@@ -323,6 +400,7 @@ workflows:
   helper: {steps: [{call: {model: h, output: 30}}]}
 variants: {base: {}, fast: {speed: {m: fast}}}
 value_of_time: {usd_per_hour: 100}
+slo: {ttft_s: 2, qoe: 0.8, say.first_audio_s: 1.5, voice_to_voice_s: 3, wall_time_s: 120, cost_usd: 1}
 limits: {acct: {models: [m, h], concurrency: 8, rpm: 600, input_tpm: 1000000, output_tpm: 100000}}
 workload: {volume: {runs_per_day: 100, working_days: 21}, start: "09:00"}
 sweeps:
@@ -367,8 +445,10 @@ def schema_numeric_fields(doc, node=None, path=()):
                 if key in doc:
                     out += schema_numeric_fields(doc[key], ps, (*path, key))
             extra = a.get("additionalProperties")
-            if isinstance(extra, dict) and not props:
+            if isinstance(extra, dict) and not props:  # a mapping of names (models, slo targets...)
                 for key, v in doc.items():
+                    if _numeric(extra):
+                        out.append((*path, key))
                     out += schema_numeric_fields(v, extra, (*path, key))
     elif isinstance(doc, list):
         for a in alts:
@@ -388,7 +468,13 @@ def test_the_schema_walk_finds_the_numeric_fields():
     for expected in ("runs", "models.m.stream.jitter_cv", "models.m.stream.chunk_tokens",
                      "workload.volume.working_days", "agent.steps.2.call.consumer.speech.sentence_tokens",
                      "models.m.conditions.time_of_day.ttft_x.hourly", "agent.steps.1.pipeline.after.tokens",
-                     "models.m.ttft.lognormal.p90", "limits.acct.rpm", "sweeps.0.range.step"):  # fmt: skip
+                     "models.m.ttft.lognormal.p90", "limits.acct.rpm", "sweeps.0.range.step",
+                     # contract v1.2, each where it is set (a value beside another form would only be refused)
+                     "models.h.stream.stall.per_chunk", "models.k.stream.stall.per_token",
+                     "models.m.speeds.fast.stream.stall.at_chunks", "agent.steps.6.call.interrupt.after_first_word",
+                     "slo.ttft_s", "slo.say.first_audio_s", "models.m.context_speed.tokens",
+                     "models.m.speeds.fast.context_speed.output_tps_x",
+                     "agent.steps.5.listen.end_of_speech"):  # fmt: skip
         assert expected in shown, (expected, sorted(shown))
     assert len(FIELDS) > 100
 

@@ -13,6 +13,11 @@ model call.
 from __future__ import annotations
 
 import glob
+import json
+import math
+import resource
+import subprocess
+import sys
 import warnings
 from pathlib import Path
 
@@ -174,3 +179,104 @@ def test_every_bundled_scenario_validates_as_it_runs(path):
     assert v.exit_code == 0, v.output
     r = runner.invoke(app, ["run", path, "--runs", "20", "--json"])
     assert r.exit_code == 0, r.output
+
+
+# --------------------------------------------------------------------------- contract v1.2's vocabulary (second round)
+
+STALL = "output_tps: 50, stream: {chunk_tokens: 2, stall: %s}"
+V12: dict[str, tuple[str, str]] = {
+    # a stall process on an answer longer than a streamed answer may be (its per-token timeline is held)
+    "per_token_long_answer": (
+        _model(STALL % "{per_token: 1, seconds: 1}").replace("output: 100", "output: 2000000"),
+        "call.output",
+    ),
+    "per_chunk_above_1": (_model(STALL % "{per_chunk: 2, seconds: 1}"), "stall.per_chunk"),
+    "two_stall_forms": (_model(STALL % "{per_token: 0.5, p: 0.5, seconds: 1}"), "stall"),
+    "at_chunks_beyond_tokens": (_model(STALL % "{at_chunks: [2, 1.0e+18], seconds: 1}"), "at_chunks[1]"),
+    "at_chunks_text": (_model(STALL % "{at_chunks: [2, three], seconds: 1}"), "at_chunks[1]"),
+    "at_chunks_first": (_model(STALL % "{at_chunks: [1], seconds: 1}"), "at_chunks"),
+    "slo_nul": (BASE + 'slo: {"a\\0b": 1}\n', "slo"),
+    "slo_unknown_call": (BASE + "slo: {zz.ttft_s: 1}\n", "slo.zz.ttft_s"),
+    "slo_empty_name": (BASE + 'slo: {"": 1}\n', "slo"),
+    "slo_huge": (BASE + "slo: {wall_time_s: 1.0e+300}\n", "slo.wall_time_s"),
+    "slo_nan": (BASE + "slo: {cost_usd: .nan}\n", "slo.cost_usd"),
+    "slo_qoe_above_1": (BASE + "slo: {qoe: 2}\n", "slo.qoe"),
+    "after_first_word_huge": (_call("output: 100, interrupt: {p: 1, after_first_word: 1.0e+300}"), "after_first_word"),
+    "after_first_word_negative": (
+        _call("output: 100, interrupt: {p: 1, after_first_word: {normal: {mean: 0, sd: 5}}}"),
+        "after_first_word",
+    ),
+    "listen_denormal": (
+        BASE + "    - listen: {end_of_speech: 5.0e-324, stt: 0.3}\n",
+        "listen.end_of_speech",
+    ),
+    "listen_huge": (BASE + "    - listen: {end_of_speech: 1, stt: 1.0e+300}\n", "listen.stt"),
+    "context_speed_factor": (
+        _model("output_tps: 50, context_speed: {tokens: [0, 10], ttft_x: [1, 1.0e+300]}"),
+        "context_speed.ttft_x[1]",
+    ),
+    "context_speed_unsorted": (
+        _model("output_tps: 50, context_speed: {tokens: [10, 5], output_tps_x: [1, 1]}"),
+        "context_speed.tokens",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(V12))
+def test_hostile_v12_case_exits_2_with_its_place_everywhere(tmp_path, case):
+    _check_case(tmp_path, *V12[case])
+
+
+def _bounded(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
+    """``agentsim ARGS`` in a process of at most 4 GiB of address space (a run that needs more fails: exit 1)."""
+
+    def limit():  # pragma: no cover - runs in the child
+        resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
+
+    cmd = [sys.executable, "-m", "agentsim", *args]
+    return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, preexec_fn=limit, check=False)
+
+
+# Valid files at the edges of the new keys: each runs to the end within 4 GiB, with sane figures.
+V12_OK = {
+    # 2 answers of 10^6 tokens (the most a streamed answer may have), a stall before every token
+    "per_token_1_on_the_longest_answer": _model(STALL % "{per_token: 1, seconds: 0.001}")
+    .replace("output: 100", "output: 1000000")
+    .replace("runs: 20", "runs: 2"),
+    # a schedule of 99,999 chunks on answers of 1,000 tokens (500 chunks), for 4,096 runs
+    "at_chunks_long_list": _model(
+        STALL % ("{at_chunks: [" + ", ".join(map(str, range(2, 100_001))) + "], seconds: 0.01}")
+    )
+    .replace("runs: 20", "runs: 4096")
+    .replace("output: 100", "output: 1000"),
+    # a person who would barge in after ten years: never during the answer
+    "after_first_word_ten_years": _call(
+        "output: 100, consumer: {reader: {tokens_per_s: 5}}, interrupt: {p: 1, after_first_word: 315576000}"
+    ),
+    # a curve of 10^4 points
+    "context_speed_10k_points": _model(
+        "output_tps: 50, context_speed: {tokens: ["
+        + ", ".join(str(10 * i) for i in range(10_000))
+        + "], output_tps_x: ["
+        + ", ".join(f"{1 - i * 5e-5:.6f}" for i in range(10_000))
+        + "]}"
+    ).replace(
+        "    - call: {name: a, model: m, output: 100}", "    - call: {name: a, model: m, input: 50000, output: 100}"
+    ),
+    # targets at the ends of their kinds, on every metric family
+    "slo_edges": _call("output: 100, consumer: {speech: {tokens_per_s: 3}}")
+    + "slo: {ttft_s: 0, qoe: 1, a.first_audio_s: 315576000, wall_time_s: 0.001, cost_usd: 0}\n",
+}
+
+
+@pytest.mark.parametrize("case", sorted(V12_OK))
+def test_hostile_v12_edges_run_within_4_gib(tmp_path, case):
+    f = tmp_path / "s.yaml"
+    f.write_text(V12_OK[case], encoding="utf-8")
+    for args in (["validate", str(f)], ["run", str(f), "--json"]):
+        r = _bounded(args, tmp_path)
+        assert r.returncode == 0, (args, r.returncode, r.stderr[-2000:])
+        assert "Traceback" not in r.stderr
+    summary = json.loads(r.stdout)
+    for v in summary["variants"].values():
+        assert math.isfinite(v["wall_time_s"]["mean"]) and v["wall_time_s"]["mean"] >= 0

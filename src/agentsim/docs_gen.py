@@ -771,10 +771,13 @@ def scenario_reference() -> str:
         "scenario: mappings merge key by key, everything else is replaced; a key that excludes others "
         "(a distribution family, a duration unit, `median`/`p90` against `mean`/`sd`, `times` against "
         "`continue_p`, `arrivals` against `concurrent`) replaces the parent's alternatives instead of joining them. "
-        "Limits that catch typos: at most 10^8 tokens per call, tool output or context, durations and latencies "
+        "Limits that catch typos: at most 10^8 tokens per call, tool output or context (10^6 visible tokens "
+        "for an answer streamed token by token: a consumer, an interrupt, a pipeline after it or a stall "
+        "process), durations and latencies "
         "of at most 10 years, whole numbers within int64, price dates from 2020 to ten years ahead. "
         "`run`, `sweep`, `size`, `optimize` and `report` refuse simulations estimated above 2·10^9 calls "
-        "(2·10^7 on the discrete-event engine) or the machine's memory (`--max-calls N`, `--no-size-limit`).",
+        "(2·10^7 on the discrete-event engine), 10^9 tokens streamed token by token, or the machine's memory "
+        "(`--max-calls N`, `--no-size-limit`; docs/limits-of-input.md).",
         "",
         "## Editor support { #editor }",
         "",

@@ -17,6 +17,7 @@ the figure's). The speaking rate is the apparate point.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from pydantic import Field
@@ -92,6 +93,13 @@ def schedule(cfg: SpeechCfg, sb, sentences, first_audio, stop=None) -> dict:
     b = np.take_along_axis(D, np.clip(ends, 0, width - 1), axis=1) + first_audio[:, None]
     dur = sentences / cfg.rate
     stop = np.full(C, np.inf) if stop is None else stop
+    if C < ROWS_ONE_BY_ONE:  # few long answers: the same rule one call at a time, in floats (same bits)
+        rows = [_one_call(b[c], dur[c], int(np.count_nonzero(sentences[c])), float(stop[c])) for c in range(C)]
+        starts = np.full((C, K), np.nan)
+        for c, (row, *_) in enumerate(rows):
+            starts[c, : len(row)] = row
+        silence, longest, done = (np.array([r[i] for r in rows], dtype=np.float64).reshape(C) for i in (1, 2, 3))
+        return {"b": b, "starts": starts, "seconds": dur, "silence": silence, "longest": longest, "done": done}
     starts = np.full((C, K), np.nan)
     s_prev = starts[:, 0] = b[:, 0]
     silence, longest, done = np.zeros(C), np.zeros(C), s_prev + dur[:, 0]
@@ -107,6 +115,48 @@ def schedule(cfg: SpeechCfg, sb, sentences, first_audio, stop=None) -> dict:
         starts[:, k] = np.where(played, s_k, np.nan)
         done = np.where(played, s_k + dur[:, k], done)
     return {"b": b, "starts": starts, "seconds": dur, "silence": silence, "longest": longest, "done": done}
+
+
+ROWS_ONE_BY_ONE = 64  # below this many calls, schedule() loops over each call's sentences in floats
+
+
+def _one_call(b, dur, live: int, stop: float) -> tuple[list, float, float, float]:
+    """:func:`schedule` of one call in Python floats: ``(starts of the sentences played, silence, longest, done)``.
+
+    The same IEEE operations in the same order as the loop over calls (``np.maximum(x, y)`` is ``x if x >= y
+    else y`` and ``np.clip(x, lo, hi)`` is ``min(max(x, lo), hi)`` with ``max(a, b) = a if a > b else b``, for
+    the finite values a live sentence has), so both give the same bits; a loop over a handful of NumPy values
+    costs microseconds per sentence, this one a fraction of one (a long answer: a few calls per batch)."""
+    b, dur = b.tolist(), dur.tolist()
+    s_prev = b[0]
+    starts, silence, longest, done = [s_prev], 0.0, 0.0, s_prev + dur[0]
+    if stop == math.inf and live > 1:  # no interruption: the silence before a sentence is s_k - e_prev, or none
+        for k in range(1, live):
+            e_prev = s_prev + dur[k - 1]
+            if b[k] > e_prev:  # the voice waits for the sentence (at b[k] == e_prev the silence is 0 either way)
+                gap = b[k] - e_prev
+                silence = silence + gap
+                longest = longest if longest >= gap else gap
+                s_prev = b[k]
+            else:
+                s_prev = e_prev
+            starts.append(s_prev)
+        return starts, silence, longest, s_prev + dur[live - 1]
+    for k in range(1, live):
+        e_prev = s_prev + dur[k - 1]
+        s_k = b[k] if b[k] >= e_prev else e_prev
+        x = (s_k if s_k <= stop else stop) - e_prev
+        x = x if x > 0.0 else 0.0
+        hi = s_k - e_prev
+        gap = x if x < hi else hi
+        silence = silence + gap
+        longest = longest if longest >= gap else gap
+        s_prev = s_k
+        if not s_k < stop:
+            break  # the voice stopped: no later sentence plays (their silences are after the stop: 0)
+        starts.append(s_k)
+        done = s_k + dur[k]
+    return starts, silence, longest, done
 
 
 def measure(cfg: SpeechCfg, sb, n, sentences=None, first_audio=None, stop=None) -> dict:

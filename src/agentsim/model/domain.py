@@ -238,6 +238,9 @@ def problem(kind: str | Kind, value: Any, *, positive: bool = False) -> str | No
     ``positive``: 0 is refused too (a timeout, a pace).
     """
     k = KINDS[kind] if isinstance(kind, str) else kind
+    plain = (type(value) is int or (type(value) is float and not k.integer)) and not positive and k.lo <= value <= k.hi
+    if plain and (value == 0.0 or abs(value) >= max(k.tiny, _NORMAL_MIN)):  # quickly: a file can hold 10^5 of them
+        return None
     what = _NOUNS.get(k.name, "a " + k.name) + (f" in {k.unit}" if k.unit and k.unit not in ("×", "tokens") else "")
     if isinstance(value, bool) or not isinstance(value, int | float):
         return f"expected {what} (a number), got {value!r}"

@@ -14,6 +14,7 @@ scenario's own field types carry the kinds (the table is the mapping those types
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
@@ -84,6 +85,8 @@ FIELD_KINDS: tuple[tuple[tuple[str, ...], str, bool], ...] = (
     (("tool", "latency"), "duration", False),
     (("tool", "output"), "tokens", False),
     (("wait", "latency"), "duration", False),
+    (("listen", "end_of_speech"), "duration", False),
+    (("listen", "stt"), "duration", False),
     (("join", "k"), "count", True),
     (("fanout", "n"), "count", False),
     (("repeat", "times"), "count", False),
@@ -141,6 +144,18 @@ def _matches(pattern: tuple[str, ...], path: tuple[str | int, ...]) -> bool:
 
 
 def _kind_of(path: tuple[str | int, ...]) -> tuple[str, bool] | None:
+    if path and not isinstance(path[-1], str):  # an item of a list: its kind is its list's (looked up once)
+        return _kind_of_item(path[:-1])
+    return _kind_of_field(path)
+
+
+@functools.lru_cache(maxsize=1024)
+def _kind_of_item(parent: tuple[str | int, ...]) -> tuple[str, bool] | None:
+    """The kind of every item of the list at ``parent`` (patterns ending in ``*`` do not read the index)."""
+    return _kind_of_field((*parent, 0))
+
+
+def _kind_of_field(path: tuple[str | int, ...]) -> tuple[str, bool] | None:
     last = path[-1] if path else None
     candidates = _BY_LAST.get(last, []) if isinstance(last, str) else _ANY_LAST
     for pattern, kind, positive in candidates:

@@ -29,17 +29,15 @@ reported with the dotted path of the offending value.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from pathlib import Path
-from statistics import NormalDist
 
 from agentsim.model.base import gc_paused
 from agentsim.model.loading import ErrorItem, ScenarioError, line_of, source_of
 from agentsim.model.registry import kind_of
 from agentsim.model.scenario import Problem, Scenario
 from agentsim.plan.by_model import Resolver
-from agentsim.plan.distributions import DistError, Sampler, sampler
+from agentsim.plan.distributions import DistError, Sampler, practical_max, sampler
 from agentsim.plan.nodes import (  # the plan's vocabulary, importable from here too
     ARRIVAL,
     CHUNKS,
@@ -124,17 +122,6 @@ __all__ = [
     "compile_plan",
 ]
 
-# Phi^-1(1 - 1e-12) (the same bits as scipy.special.ndtri), without SciPy: `validate` need not import it
-_Z_TOP = NormalDist().inv_cdf(1 - 1e-12)
-
-
-def _practical_max(s: Sampler) -> float:
-    """The largest value a draw takes in practice: the support's top, or the 1 - 1e-12 quantile if unbounded."""
-    _, hi = s.support
-    if math.isfinite(hi):
-        return hi
-    return s.quantile(_Z_TOP)
-
 
 class Compiler:
     """One compile of a scenario: the nodes, draws and tiers made so far, and the problems found."""
@@ -172,7 +159,7 @@ class Compiler:
         if upper is not None:
             top = self._tops.get(id(s))
             if top is None:
-                top = self._tops[id(s)] = _practical_max(s)
+                top = self._tops[id(s)] = practical_max(s)
             if top > upper:
                 unit = "tokens" if upper == MAX_TOKENS else "s"
                 self.problem(
@@ -286,6 +273,22 @@ def _check_closed_loop(comp: Compiler, root: Node, workload) -> None:
             )
 
 
+def _check_streamed_answers(comp: Compiler) -> None:
+    """A call whose answer is followed token by token may not reach more than MAX_STREAMED_TOKENS visible tokens:
+    its per-token timeline is held in memory (agentsim.plan.sizeguard, streamed answers)."""
+    from agentsim.plan.sizeguard import MAX_STREAMED_TOKENS, streamed_calls
+
+    for s in streamed_calls(comp.nodes, comp.tiers):
+        if s.top > MAX_STREAMED_TOKENS:
+            comp.problem(
+                (*s.node.path, "output"),
+                f"this call's answer is streamed token by token (it has {s.why}) and can reach {s.top:.3g} output "
+                f"tokens, above the limit of {MAX_STREAMED_TOKENS:,} for a streamed answer",
+                "clip it, e.g. {lognormal: {median: 800, p90: 3000}, max: 100000}, or stream "
+                "nothing from this call (no consumer, interrupt, pipeline or stall process)",
+            )
+
+
 def _raise_problems(comp: Compiler, file: str | None, src: str | None, lines: dict | None) -> None:
     file = file or src or "<scenario>"
     lines = lines or {}
@@ -320,6 +323,7 @@ def _compile(scenario: Scenario, file: str | None, lines: dict | None) -> Plan:
     stall_draws(comp)
     workload = compile_workload(comp, scenario)
     _check_closed_loop(comp, root, workload)
+    _check_streamed_answers(comp)
     conditions = compile_conditions(comp, scenario)
     attempt_draws(comp, accounts)
     if comp.problems:

@@ -27,6 +27,7 @@ use as the reference.
 from __future__ import annotations
 
 import math
+import statistics
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -47,9 +48,11 @@ from agentsim.model.distributions import (
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["Z90", "DistError", "Sampler", "sampler", "uniform"]
+__all__ = ["Z90", "DistError", "Sampler", "practical_max", "sampler", "uniform"]
 
 Z90 = 1.2815515655446004  # standard normal 90th percentile
+# Phi^-1(1 - 1e-12), the practical maximum's quantile (the same bits as scipy.special.ndtri), without SciPy
+Z_TOP = statistics.NormalDist().inv_cdf(1 - 1e-12)
 _CLOSED_FORM = ("normal", "lognormal")  # families whose draw is arithmetic of z (see Sampler._closed_form)
 
 
@@ -380,3 +383,11 @@ def _read_column(file: str, column: str, base_dir: Path | None) -> np.ndarray:
             "remove it, or leave the cell empty", ("empirical", "column"),
         )  # fmt: skip
     return values
+
+
+def practical_max(s: Sampler) -> float:
+    """The largest value a draw takes in practice: the support's top, or the 1 - 1e-12 quantile if unbounded."""
+    _, hi = s.support
+    if math.isfinite(hi):
+        return hi
+    return s.quantile(Z_TOP)

@@ -18,6 +18,15 @@ run with no progress until the memory is gone.
   fanouts around it, not their means, size the arrays), a call's at :data:`BYTES_PER_CALL`,
   any other step's at :data:`BYTES_PER_STEP`.
 
+* **streamed answers**: a call whose answer is followed token by token (a consumer, an interruption, a
+  pipeline after it, or a stall process on its model) builds per-token matrices (calls x tokens) and
+  per-token random numbers (a block's runs x tokens, kept per instance slot: :mod:`agentsim.sim.stream_draws`).
+  :func:`streamed_calls` finds them with the largest answer each can give (its output's practical
+  maximum: the support's top, or the 1 - 1e-12 quantile). One such answer may hold at most
+  :data:`MAX_STREAMED_TOKENS` tokens (the compiler refuses more, at the call's ``output``); the tokens
+  streamed over the whole simulation count as work (at most :data:`DEFAULT_MAX_STREAMED_TOKENS`), and
+  the draws kept and the matrices of one batch count as memory.
+
 Past the limits (:data:`DEFAULT_MAX_CALLS` calls, a share of the machine's memory) it
 raises :class:`SizeError` naming the estimate and the way out (fewer runs, or the CLI's
 ``--max-calls N`` / ``--no-size-limit``). A closed workload whose runs always take zero
@@ -40,14 +49,19 @@ from dataclasses import dataclass, replace
 
 __all__ = [
     "DEFAULT_MAX_CALLS",
+    "DEFAULT_MAX_STREAMED_TOKENS",
+    "MAX_STREAMED_TOKENS",
     "Estimate",
     "SizeError",
     "SizeLimits",
+    "Streamed",
     "check_plan",
+    "des_stream_bytes",
     "estimate",
     "limits",
     "set_limits",
     "size_limits",
+    "streamed_calls",
 ]
 
 DEFAULT_MAX_CALLS = 2_000_000_000  # simulated calls, all variants (the bundled benchmarks use < 2e8)
@@ -56,6 +70,10 @@ BYTES_PER_CALL = 512  # call records, draws and the DES's per-run lists, per cal
 BYTES_PER_STEP = 128  # the same for any other step instance (a span's record, its draws; a count, a pick)
 BYTES_PER_RUN = 160  # one row of the runs table (17 columns)
 BLOCK = 4096  # runs per block (agentsim.plan.sampling.BLOCK_SIZE; not imported to keep this module light)
+MAX_STREAMED_TOKENS = 1_000_000  # visible tokens one streamed answer may reach (8x the longest output sold in 2026)
+DEFAULT_MAX_STREAMED_TOKENS = 1_000_000_000  # tokens streamed over a simulation, all variants (~1-2 us each)
+STREAM_BATCH = 1 << 21  # calls x tokens of one batch (agentsim.sim.streaming.BATCH_ELEMENTS)
+STREAM_MATRICES = 24  # calls x tokens matrices of 8 bytes alive at once while a batch is streamed and measured
 
 
 class SizeError(ValueError):
@@ -66,6 +84,7 @@ class SizeError(ValueError):
 class SizeLimits:
     max_calls: float = DEFAULT_MAX_CALLS
     max_des_calls: float = DEFAULT_MAX_DES_CALLS
+    max_streamed: float = DEFAULT_MAX_STREAMED_TOKENS
     max_bytes: float | None = None  # None: 3/4 of the machine's memory
     enabled: bool = True
 
@@ -89,6 +108,7 @@ def size_limits(max_calls: float | None = None, no_limit: bool = False) -> Itera
     new = SizeLimits(
         max_calls=old.max_calls if max_calls is None else max_calls,
         max_des_calls=old.max_des_calls if max_calls is None else max_calls,
+        max_streamed=old.max_streamed,
         max_bytes=old.max_bytes,
         enabled=old.enabled and not no_limit,
     )
@@ -125,12 +145,100 @@ class Estimate:
     max_calls_per_run: float  # largest number of call instances of one run
     steps: float = 0.0  # simulated instances of the other steps (tools, waits, ...), all variants
     max_steps_per_run: float = 0.0  # largest number of instances of the other steps of one run
+    streamed_tokens: float = 0.0  # visible tokens of streamed answers, all variants (expected)
+    stream_bytes: float = 0.0  # of ``bytes``: the per-token draws kept and one batch's matrices
+    largest_stream: Streamed | None = None  # the streamed call with the largest answer
 
 
-def estimate(plan, runs: int) -> Estimate:
-    """Calls, runs and memory a simulation of ``plan`` with ``runs`` runs per variant needs (see module doc)."""
+@dataclass(frozen=True)
+class Streamed:
+    """A call whose answer is followed token by token (see the module doc)."""
+
+    node: object
+    top: float  # the most visible tokens its answer can have (the output's practical maximum)
+    mean: float  # the visible tokens it has on average
+    draws: int  # per-token random matrices (runs x tokens) kept for each instance: jitter, chunks, stalls, sentences
+    why: str  # what makes it streamed, for messages
+
+
+def streamed_calls(nodes, tiers) -> list[Streamed]:
+    """The calls whose answers the engines follow token by token, and what each needs (see the module doc)."""
+    from agentsim.plan.distributions import practical_max
+
+    after = {n.call.id: n for n in nodes if n.kind == "pipeline" and getattr(n, "call", None) is not None}
+    out = []
+    for node in nodes:
+        if node.record != "call":
+            continue
+        streams = [tiers[t].stream for t in _tiers_of(node, tiers) if tiers[t].stream is not None]
+        pipe = after.get(node.id)
+        consumer = getattr(node, "consumer", None)
+        why = [
+            w
+            for w, on in (
+                ("a consumer", consumer is not None and consumer.kind != "none"),
+                ("an interrupt", getattr(node, "interrupt", None) is not None),
+                ("a pipeline after it", pipe is not None),
+                ("a stall process on its model", any(st.stall_process for st in streams)),
+            )
+            if on
+        ]
+        if why:
+            top, mean = practical_max(node.output), _mean_bound(node.output)
+            followed = why[0] != "a stall process on its model"  # its token timeline is built, not only its stalls
+            out.append(Streamed(node, top, mean, _draws(node, streams, pipe, followed), " and ".join(why)))
+    return out
+
+
+def _mean_bound(s) -> float:
+    """A draw's mean, or for a clipped continuous one an upper bound without integrating (the guard's estimate):
+    ``E[clip(X, lo, hi)] <= min(hi, E[X] + max(lo, 0))`` for ``X >= 0`` (tokens)."""
+    if (s.lo is None and s.hi is None) or s.family in ("constant", "choice", "empirical"):
+        return max(s.mean, 0.0)
+    bound = replace(s, lo=None, hi=None).mean + max(s.lo or 0.0, 0.0)
+    return max(min(bound, s.hi if s.hi is not None else math.inf), 0.0)
+
+
+def _tiers_of(node, tiers) -> set[int]:
+    """The tiers a call can run on: its variants' tiers and the fallbacks they lead to."""
+    todo, seen = list(node.tiers), set()
+    while todo:
+        t = todo.pop()
+        if t not in seen:
+            seen.add(t)
+            if tiers[t].fallback is not None:
+                todo.append(tiers[t].fallback)
+    return seen
+
+
+def _draws(node, streams, pipe, followed: bool) -> int:
+    """How many per-token random matrices one instance of a streamed call can keep (stream_draws purposes):
+    gap weights and chunk sizes when its token timeline is built (``followed``), chunk sizes for a stall process
+    by chunk, the places and lengths of a stall process, sentence lengths."""
+    n = sum(
+        (
+            followed and any(st.jitter_cv > 0 for st in streams),
+            any(
+                not st.chunk.is_constant and (followed or (st.stall_process and st.stall_form != "per_token"))
+                for st in streams
+            ),
+            any(st.stall_process and st.stall_p < 1 and st.stall_form != "at_chunks" for st in streams),
+            any(st.stall_process and not st.stall_s.is_constant for st in streams),
+        )
+    )
+    own = getattr(getattr(node, "consumer", None), "sentence", None)
+    n += own is not None and not own.is_constant  # a speech consumer's sentences
+    if pipe is not None and pipe.after_tokens is None and own is None:  # a pipeline's own sentences
+        n += not pipe.sentence.is_constant
+    return int(n)
+
+
+def estimate(plan, runs: int, des: bool = True) -> Estimate:
+    """Calls, runs and memory a simulation of ``plan`` with ``runs`` runs per variant needs (see module doc;
+    ``des``: on the discrete-event engine)."""
     counts = {n.id: n.count_bounds() for n in plan.nodes if n.axis is not None}
     per_run = largest = steps_per_run = steps_largest = 0.0
+    instances: dict[int, tuple[float, float]] = {}  # call node -> (mean, largest) instances in one run
     for node in plan.nodes:
         if node.kind == "seq":
             continue  # a sequence is its steps
@@ -139,6 +247,7 @@ def estimate(plan, runs: int) -> Estimate:
             mean *= counts[m][0]
             big *= counts[m][1]
         if node.record == "call":
+            instances[node.id] = (mean, big)
             per_run += mean
             largest += big
         else:  # held in memory (its draws: a count, a pick...); work when it is a leaf (a tool, a wait...)
@@ -159,8 +268,67 @@ def estimate(plan, runs: int) -> Estimate:
         total_runs = started * nv
         held_runs = started  # a workload keeps every run's records until the end
     memory = total_runs * BYTES_PER_RUN + held_runs * (largest * BYTES_PER_CALL + steps_largest * BYTES_PER_STEP)
-    est = Estimate(total_runs * per_run, memory, total_runs, per_run, largest)
-    return replace(est, steps=total_runs * steps_per_run, max_steps_per_run=steps_largest)
+    blocks = 1.0 if wl is None else max(1.0, held_runs / BLOCK)  # a workload keeps every block it started (inf: no end)
+    tokens, stream_bytes, top = _streaming(plan, instances, min(held_runs, BLOCK), blocks, des)
+    est = Estimate(total_runs * per_run, memory + stream_bytes, total_runs, per_run, largest)
+    return replace(
+        est,
+        steps=total_runs * steps_per_run,
+        max_steps_per_run=steps_largest,
+        streamed_tokens=total_runs * tokens,
+        stream_bytes=stream_bytes,
+        largest_stream=top,
+    )
+
+
+def des_stream_bytes(plan, block_runs: float) -> float:
+    """The per-token draws a DES block keeps (the stream cache's budget): every instance's matrices of the calls
+    the DES streams while it runs (an interrupt, or a pipeline after them), at least :data:`CACHE_BYTES`.
+
+    The DES runs one call at a time and each reads its column of a whole block's rows: a budget below these
+    matrices would draw a block's rows again for every call (runs x instances times).
+    """
+    counts = {n.id: n.count_bounds() for n in plan.nodes if n.axis is not None}
+    total = 0.0
+    for s in streamed_calls(plan.nodes, plan.tiers):
+        if getattr(s.node, "interrupt", None) is None and "pipeline" not in s.why:
+            continue  # streamed after the run (its consumer's metrics), one instance slot at a time
+        big = math.prod(counts[m][1] for m in s.node.scope)
+        total += big * s.draws * 8.0 * s.top * block_runs
+    return max(float(CACHE_BYTES), total)
+
+
+CACHE_BYTES = 128 << 20  # per-token draws a block keeps beyond its last KEPT (agentsim.sim.stream_draws)
+KEPT = 8  # matrices a block keeps whatever their size (agentsim.sim.stream_draws.KEPT)
+
+
+def _streaming(
+    plan, instances: dict, block_runs: float, blocks: float, des: bool
+) -> tuple[float, float, Streamed | None]:
+    """``(tokens streamed in one run on average, bytes, the call with the largest answer)`` of the streamed calls.
+
+    Bytes: the per-token draws a block keeps (each instance's matrices of ``block_runs x top`` values, up to
+    what :mod:`agentsim.sim.stream_draws` keeps; on the DES at least :func:`des_stream_bytes`), in every block
+    held at once, and the matrices of one batch of calls (:data:`STREAM_BATCH` values, or one answer's ``top``
+    when longer) while it is streamed and measured.
+    """
+    tokens = kept = biggest = 0.0
+    top: Streamed | None = None
+    for s in streamed_calls(plan.nodes, plan.tiers):
+        mean, big = instances[s.node.id]
+        tokens += mean * s.mean
+        matrix = 8.0 * s.top * block_runs
+        kept += big * s.draws * matrix
+        biggest = max(biggest, matrix if s.draws else 0.0)
+        if top is None or s.top > top.top:
+            top = s
+    if top is None:
+        return 0.0, 0.0, None
+    kept = min(kept, CACHE_BYTES + KEPT * biggest)
+    if des:
+        kept = max(kept, des_stream_bytes(plan, block_runs))
+    batch = max(min(STREAM_BATCH, block_runs * top.top), top.top)  # calls x tokens of the largest batch
+    return tokens, (blocks * kept if kept else 0.0) + STREAM_MATRICES * 8.0 * batch, top
 
 
 def _fmt(x: float) -> str:
@@ -188,7 +356,8 @@ def check_plan(plan, runs: int, engine: str = "des") -> Estimate:
                 "simulation would never advance: give the agent a step that takes time, or a "
                 "workload.think_time above zero"
             )
-    est = estimate(plan, runs)
+    des = engine == "des" or plan.workload is not None
+    est = estimate(plan, runs, des)
     lim = limits()
     if not lim.enabled:
         return est
@@ -198,7 +367,6 @@ def check_plan(plan, runs: int, engine: str = "des") -> Estimate:
         if plan.workload is None
         else f"up to {_fmt(est.runs)} runs started by the workload (all variants, over twice its duration)"
     )
-    des = engine == "des" or plan.workload is not None
     max_calls = lim.max_des_calls if des else lim.max_calls
     if est.calls + est.steps > max_calls:
         other = f" and {_fmt(est.steps)} other step instances" if est.steps >= 1 else ""
@@ -207,14 +375,31 @@ def check_plan(plan, runs: int, engine: str = "des") -> Estimate:
             f"limit of {_fmt(max_calls)}{' on the discrete-event engine' if des else ''}; {_smaller(plan)}, "
             "or raise the limit with --max-calls N (or --no-size-limit)"
         )
+    if est.streamed_tokens > lim.max_streamed:
+        raise SizeError(
+            f"this simulation streams too many tokens: {what}, about {_fmt(est.streamed_tokens)} visible tokens "
+            f"followed one by one{_stream_of(est)}, above the limit of {_fmt(lim.max_streamed)}; {_smaller(plan)}, "
+            "or clip the streamed calls' output with max:, or lift the guard with --no-size-limit"
+        )
     if est.bytes > max_bytes:
         held = f"{_fmt(est.max_calls_per_run)} calls and {_fmt(est.max_steps_per_run)} other step instances"
+        streamed = ""
+        if est.stream_bytes > est.bytes / 2:
+            streamed = f"; {_gib(est.stream_bytes)} of it for streamed answers{_stream_of(est)}"
         raise SizeError(
             f"this simulation would need about {_gib(est.bytes)} of memory ({what}; the largest run holds "
-            f"up to {held} at once), more than the {_gib(max_bytes)} allowed; "
-            f"{_smaller(plan)}, or lift the guard with --no-size-limit"
+            f"up to {held} at once{streamed}), more than the {_gib(max_bytes)} allowed; "
+            f"{_smaller(plan)}{', or clip the streamed calls output with max:' if streamed else ''}, "
+            "or lift the guard with --no-size-limit"
         )
     return est
+
+
+def _stream_of(est: Estimate) -> str:
+    s = est.largest_stream
+    if s is None:
+        return ""
+    return f" (the longest: call '{s.node.name}', up to {_fmt(s.top)} tokens, streamed for {s.why})"
 
 
 def max_workload_runs(plan) -> float:

@@ -17,7 +17,7 @@ from agentsim.sim.call_timeline import CallSlot, Cut, timeline
 from agentsim.sim.flow import Flow
 from agentsim.sim.rules import DEC, STALL, TTFT, lead_in
 from agentsim.sim.stalls import stall_draws, stalled_by
-from agentsim.sim.streaming import interruption, pipeline_offset, streams
+from agentsim.sim.streaming import interruption, pipeline_offset, slot_values, streams
 
 __all__ = ["StreamedCalls"]
 
@@ -40,11 +40,8 @@ class StreamedCalls:
         """One call's token timeline and whether (and where) it is interrupted (agentsim.sim.streaming rules)."""
         tier = self.plan.tiers[key]
         sd = stall_draws(self.plan, self.block, node, key)
-        stall_u = np.zeros(1)
-        if sd is not None:
-            shape = (self.n, *self.block.shape(node.scope))
-            stall_u = np.array([np.broadcast_to(sd[1], shape).reshape(-1)[r * self.width[node.id] + flat]])
         slot = CallSlot(self.block, node, flat, np.array([r]))
+        stall_u = np.zeros(1) if sd is None else slot_values(sd[1], self.block, node, slot.runs, flat)
         stall = np.array([tl.stall or 0.0])
         one = timeline(np.array([tl.send]), tl.ttft, np.array([tl.output], dtype=np.int64), tl.reasoning, tl.tps, stall)
         sb = streams(tier, slot, one, stall_u, cache=True)

@@ -52,6 +52,7 @@ from simpy.events import Timeout
 from agentsim.model.registry import step_kind
 from agentsim.plan.nodes import INPUT, OUTPUT, REASONING, U_TPS, U_TTFT, ContextCfg, Plan, SeqNode
 from agentsim.plan.sampling import Block, tier_speeds
+from agentsim.plan.sizeguard import des_stream_bytes
 from agentsim.sim.attempts import LimitedCalls
 from agentsim.sim.call_timeline import timeline
 from agentsim.sim.context import Ctx
@@ -190,6 +191,8 @@ class Runner(LimitedCalls, StreamedCalls, Joins):
         self.info = {c.id: _CallInfo(self, c, values, ctx_of[c.id], c.id in feeding) for c in plan.calls}
         self._tier_speeds: dict[tuple[int, int], tuple[list, list]] = {}
         self.streamed = {c.id for c in plan.calls if c.interrupt is not None}
+        if "_budget" not in block.stream_cache:  # per-token draws kept for the calls streamed one at a time
+            block.stream_cache["_budget"] = des_stream_bytes(plan, block.n)
         self.interrupt_recs = array("d")  # (node, run, instance) of calls cut off by an interruption
         # Records are appended as flat rows of doubles (read by NumPy without conversion).
         self.call_recs = array("d")  # CALL_RECORD rows: cancelled, failed and limited calls

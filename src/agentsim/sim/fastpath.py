@@ -48,7 +48,7 @@ from agentsim.sim.records import (
     empty_span_tensors,
 )
 from agentsim.sim.stalls import stall_draws, stalled_by
-from agentsim.sim.streaming import interruption, pipeline_offset, streams
+from agentsim.sim.streaming import BATCH_ELEMENTS, interruption, pipeline_offset, streams
 from agentsim.sim.totals import RunTotals, add_ints, lean
 
 __all__ = ["Evaluator", "State", "VecCtx", "run_block_fast", "summary_only_reasons"]
@@ -457,25 +457,28 @@ class Evaluator:
         for pos in np.ndindex(np.shape(slots)):
             flat = int(np.asarray(slots)[pos])
             sub = (slice(None), *pos)
-            runs = np.nonzero(actf[sub])[0]
-            if not runs.size:
+            active_runs = np.nonzero(actf[sub])[0]
+            if not active_runs.size:
                 continue
-            st_s = stallf[sub][runs]
-            st_u = np.zeros(len(runs))
-            if sd is not None:
-                st_u = np.broadcast_to(sd[1], (n, *dims)).reshape(n, -1)[runs, flat]
-            one = timeline(
-                t0f[sub][runs],
-                ttftf[sub][runs],
-                outf[sub][runs].astype(np.int64),
-                reasf[sub][runs],
-                tpsf[sub][runs],
-                st_s,
-            )
-            slot = CallSlot(self.block, node, flat, runs)
-            sb = streams(tier, slot, one, st_u, cache=True)
-            fa = None if fa_all is None else np.broadcast_to(fa_all, (n, *dims)).reshape(n, -1)[runs, flat]
-            yield (runs, *pos), slot, sb, fa
+            # in batches of at most BATCH_ELEMENTS calls x tokens (every rule is per call: the same bits)
+            step = max(1, BATCH_ELEMENTS // max(1, int(outf[sub][active_runs].max())))
+            for lo in range(0, len(active_runs), step):
+                runs = active_runs[lo : lo + step]
+                st_u = np.zeros(len(runs))
+                if sd is not None:
+                    st_u = np.broadcast_to(sd[1], (n, *dims)).reshape(n, -1)[runs, flat]
+                one = timeline(
+                    t0f[sub][runs],
+                    ttftf[sub][runs],
+                    outf[sub][runs].astype(np.int64),
+                    reasf[sub][runs],
+                    tpsf[sub][runs],
+                    stallf[sub][runs],
+                )
+                slot = CallSlot(self.block, node, flat, runs)
+                sb = streams(tier, slot, one, st_u, cache=True)
+                fa = None if fa_all is None else np.broadcast_to(fa_all, (n, *dims)).reshape(n, -1)[runs, flat]
+                yield (runs, *pos), slot, sb, fa
 
     def _interrupt(self, node, tier, ix: tuple, tl, active) -> tuple[np.ndarray, Cut]:
         """Where every active call instance at ``ix`` is interrupted: ``(hit, Cut)`` (agentsim.sim.streaming rules)."""

@@ -47,19 +47,15 @@ def turn_values(columns: dict[str, np.ndarray], metric: str, n: int) -> np.ndarr
     cols = [v for k, v in columns.items() if k.rsplit(".", 1)[-1] == metric and "." in k]
     if not cols:
         return np.full(n, np.nan)
-    stack = np.vstack(cols)
-    with np.errstate(invalid="ignore"):
-        if _first_moment(metric) or _floor(metric):
-            out = np.fmin.reduce(stack, axis=0)
-        else:
-            out = np.fmax.reduce(stack, axis=0)
-    return out
+    stack = np.vstack(cols)  # fmin/fmax skip NaN (a call without the value) quietly
+    if _first_moment(metric) or _floor(metric):
+        return np.fmin.reduce(stack, axis=0)
+    return np.fmax.reduce(stack, axis=0)
 
 
 def meets(metric: str, values: np.ndarray, target: float) -> np.ndarray:
     """Which runs meet ``target`` on ``metric`` (a missing value never does)."""
-    with np.errstate(invalid="ignore"):
-        return values >= target if _floor(metric) else values <= target
+    return values >= target if _floor(metric) else values <= target  # NaN compares False, without a warning
 
 
 def wilson(k: int, n: int, z: float = Z95) -> list[float | None]:

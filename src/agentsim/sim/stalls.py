@@ -31,6 +31,7 @@ cut of an interruption, the start of a pipeline).
 
 from __future__ import annotations
 
+import bisect
 import math
 from dataclasses import dataclass
 
@@ -38,7 +39,7 @@ import numpy as np
 from scipy import special
 
 from agentsim.plan.nodes import CHUNKS, OUTPUT, STALL_AT, STALL_GAPS, STALL_LENS, STALL_P, STALL_S, Plan
-from agentsim.sim.stream_draws import columns, group_sizes, token_rows
+from agentsim.sim.stream_draws import BATCH_ELEMENTS, columns, group_sizes, token_rows
 
 __all__ = ["StallEvents", "one_token_chunks", "stall_draws", "stall_events", "stall_position", "stalled_by"]
 
@@ -98,9 +99,11 @@ def _process_totals(st, block, node) -> np.ndarray:
     n, width = block.n, max(1, int(np.prod(dims, dtype=np.int64)))
     N = np.broadcast_to(block.get(node.id, OUTPUT), (n, *dims)).reshape(n, width).astype(np.int64)
     total = np.zeros((n, width))
-    runs = np.arange(n)
-    for flat in range(width):
-        total[:, flat] = _process(st, block, node.id, flat, runs, N[:, flat], True).total
+    for flat in range(width):  # in batches of at most BATCH_ELEMENTS calls x stalls (per call: the same bits)
+        step = max(1, BATCH_ELEMENTS // max(1, int(N[:, flat].max()) if n else 1))
+        for lo in range(0, n, step):
+            runs = np.arange(lo, min(lo + step, n))
+            total[runs, flat] = _process(st, block, node.id, flat, runs, N[runs, flat], True).total
     return total.reshape((n, *dims))
 
 
@@ -143,17 +146,23 @@ def _process(st, block, key_node: int, flat: int, runs: np.ndarray, N: np.ndarra
     else:
         z = columns(token_rows(block, key_node, STALL_LENS, flat, R, cache), runs, block.n)
         length = np.where(valid, np.maximum(st.stall_s.transform(z), 0.0), 0.0)
-    total = np.zeros(C)
-    for r in range(R):  # left to right, as the token timeline accumulates them
-        total = total + length[:, r]
-    return StallEvents(pos, length, total)
+    return StallEvents(pos, length, _sum_left_to_right(length))
+
+
+def _sum_left_to_right(x: np.ndarray) -> np.ndarray:
+    """Each row's sum, added left to right from 0.0 (``((0 + x_1) + x_2) + ...``, as the token timeline
+    accumulates the stalls): a running sum, which NumPy adds in order (a plain sum adds pairwise)."""
+    if not x.shape[1]:
+        return np.zeros(x.shape[0])
+    return np.cumsum(np.concatenate([np.zeros((x.shape[0], 1)), x], axis=1), axis=1)[:, -1]
 
 
 def _places(st, block, key_node: int, flat: int, runs: np.ndarray, M: np.ndarray, cache: bool) -> np.ndarray:
     """The opportunities (1-based, increasing per call) where stalls happen; beyond ``M`` they do not."""
     C, top = len(runs), int(M.max()) if len(M) else 0
-    if st.stall_form == "at_chunks":
-        return np.broadcast_to(np.asarray(st.stall_at, dtype=np.float64) - 1.0, (C, len(st.stall_at)))
+    if st.stall_form == "at_chunks":  # chunk j is opportunity j - 1; chunks none of these answers has are dropped
+        at = st.stall_at[: bisect.bisect_right(st.stall_at, top + 1)]
+        return np.broadcast_to(np.asarray(at, dtype=np.float64) - 1.0, (C, len(at)))
     p = st.stall_p
     if p >= 1.0 or top == 0:
         return np.broadcast_to(np.arange(1, top + 1, dtype=np.float64), (C, top))
@@ -170,15 +179,15 @@ def _places(st, block, key_node: int, flat: int, runs: np.ndarray, M: np.ndarray
 
 def stalled_by(sb, t: np.ndarray) -> np.ndarray:
     """Seconds of each call's stalls already spent at ``t`` (a stall before token ``i`` starts when token
-    ``i - 1`` arrives)."""
+    ``i - 1`` arrives; the stall of an answer without a visible token ends the call: it starts at
+    ``end - stall``)."""
     C = len(sb.N)
     ev = sb.stalls
     if ev is None:
         return np.zeros(C)
     width = sb.A.shape[1]
-    spent = np.zeros(C)
-    for r in range(ev.pos.shape[1]):
-        at = np.take_along_axis(sb.A, np.clip(ev.pos[:, r] - 1, 0, width - 1)[:, None], axis=1)[:, 0]
-        live = (ev.length[:, r] > 0) & (sb.N > 0)
-        spent = spent + np.where(live, np.minimum(np.maximum(t - np.where(live, at, t), 0.0), ev.length[:, r]), 0.0)
-    return spent
+    at = np.take_along_axis(sb.A, np.clip(ev.pos - 1, 0, width - 1), axis=1)  # (calls, stalls): when each starts
+    at = np.where((sb.N > 0)[:, None], at, (sb.end - ev.total)[:, None])
+    live = ev.length > 0
+    t = np.asarray(t, dtype=np.float64)[:, None]
+    return _sum_left_to_right(np.where(live, np.minimum(np.maximum(t - np.where(live, at, t), 0.0), ev.length), 0.0))

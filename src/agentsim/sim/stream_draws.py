@@ -8,8 +8,13 @@ changes the first ones, so a call's numbers depend neither on the other calls no
 batch needed (the DES asks for one call at a time, the fast path for all the runs of a slot at once,
 and both read the same numbers).
 
-A block keeps the rows it drew (``Block.stream_cache``, up to :data:`CACHE_BYTES`) for the engines'
-repeated look-ups; beyond that they are drawn again, which gives the same numbers.
+A block keeps the rows it drew (``Block.stream_cache``) for the engines' repeated look-ups: up to
+:data:`CACHE_BYTES` (on the DES, which reads one call's column at a time, up to every instance's
+matrices of the calls it streams: ``_budget``), and always the :data:`KEPT` matrices drawn last,
+however large (the batches of one instance slot read the same few matrices in turn: drawing a whole
+block's rows again for every batch made a long answer's cost grow with the square of its tokens).
+Older matrices beyond that are dropped and drawn again when asked for, which gives the same numbers.
+The size guard counts what this keeps (:mod:`agentsim.plan.sizeguard`, streamed answers).
 """
 
 from __future__ import annotations
@@ -18,25 +23,35 @@ import math
 
 import numpy as np
 
-__all__ = ["CACHE_BYTES", "columns", "group_sizes", "sizes", "token_rows"]
+__all__ = ["BATCH_ELEMENTS", "CACHE_BYTES", "KEPT", "columns", "group_sizes", "sizes", "token_rows"]
 
+BATCH_ELEMENTS = 1 << 21  # calls x tokens streamed at once (memory of one matrix: 16 MiB; one longer answer alone)
 CACHE_BYTES = 128 << 20  # per-token draws kept per block for the engines' repeated look-ups (beyond: redrawn)
+KEPT = 8  # the matrices drawn last, kept whatever their size (one slot's purposes: gaps, chunks, stalls, sentences)
 
 
 def token_rows(block, key_node: int, purpose: int, flat: int, rows: int, cache: bool) -> np.ndarray:
     """Standard normals ``(rows, block.n)`` of one instance slot, token-major (row j: j-th draw of each run)."""
     key = (key_node, purpose, flat)
-    store = block.stream_cache
-    z = store.get(key)
+    kept = block.stream_cache.setdefault("_rows", {})  # key -> matrix, the least recently drawn first
+    z = kept.get(key)
     if z is None or z.shape[0] < rows:
         seq = np.random.SeedSequence(block.seed, spawn_key=(block.index, key_node, purpose, flat))
         z = np.random.Generator(np.random.PCG64(seq)).standard_normal((max(rows, 1), block.n))
         if cache:  # the same numbers either way: the cache only saves drawing them again
-            used = store.get("_bytes", 0) - (store[key].nbytes if key in store else 0)
-            if used + z.nbytes <= CACHE_BYTES:
-                store[key] = z
-                store["_bytes"] = used + z.nbytes
+            _keep(block.stream_cache, kept, key, z)
     return z[:rows]
+
+
+def _keep(store: dict, kept: dict, key, z: np.ndarray) -> None:
+    """Keep ``z`` as the newest matrix; drop the oldest beyond :data:`CACHE_BYTES` but never the last :data:`KEPT`."""
+    old = kept.pop(key, None)
+    kept[key] = z
+    used = store.get("_bytes", 0) - (0 if old is None else old.nbytes) + z.nbytes
+    budget = store.get("_budget", CACHE_BYTES)  # the DES's own: agentsim.plan.sizeguard.des_stream_bytes
+    while used > budget and len(kept) > KEPT:
+        used -= kept.pop(next(iter(kept))).nbytes
+    store["_bytes"] = used
 
 
 def columns(z: np.ndarray, runs: np.ndarray, n: int) -> np.ndarray:

@@ -179,8 +179,7 @@ def consumer_timeline(
     times = kind.timeline(cons, sb, n, **(kind.draws(cons, slot, n) if kind.draws else {}))
     if stop is None:
         return times
-    with np.errstate(invalid="ignore"):
-        return {k: np.where(v > stop[:, None], np.nan, v) for k, v in times.items()}
+    return {k: np.where(v > stop[:, None], np.nan, v) for k, v in times.items()}  # NaN compares quietly
 
 
 def person_stop(plan: Plan, slot: CallSlot, tier_index: int, sb: StreamBatch, first_audio=None):
@@ -272,7 +271,7 @@ def _batch(plan: Plan, result, slot: CallSlot, tier_index: int) -> dict[str, np.
     for m in () if kind is None else kind.since_send:
         vals[from_ask(m)] = vals[m] + lead
     if "first_audio_s" in vals:
-        vals[VOICE] = vals["first_audio_s"] + (sb.send - _speech_end(plan, result, slot, sb.send, ask))
+        vals[VOICE] = vals["first_audio_s"] + (sb.send - _speech_end(result, slot, sb.send, ask))
     width = slot_width(block, node)
     t = result.calls[node.id]
     vals["_tps"] = t["tps"].reshape(block.n, width)[slot.runs, slot.flat]  # for the apparate point
@@ -282,14 +281,13 @@ def _batch(plan: Plan, result, slot: CallSlot, tier_index: int) -> dict[str, np.
     return vals
 
 
-def _speech_end(plan: Plan, result, slot: CallSlot, send: np.ndarray, ask: np.ndarray) -> np.ndarray:
+def _speech_end(result, slot: CallSlot, send: np.ndarray, ask: np.ndarray) -> np.ndarray:
     """When the person stopped speaking before each call: the start of the latest ``listen`` step (a step
     that keeps its start) at or before the send, else the ask."""
     best = np.full(len(send), -np.inf)
     for starts in result.starts.values():
         s = starts.reshape(slot.block.n, -1)[slot.runs]
-        with np.errstate(invalid="ignore"):
-            ok = s <= send[:, None]  # NaN (a listen that did not happen) is never before
+        ok = s <= send[:, None]  # NaN (a listen that did not happen) is never before (and compares quietly)
         if s.shape[1]:
             best = np.maximum(best, np.where(ok, s, -np.inf).max(axis=1))
     return np.where(np.isfinite(best), best, ask)

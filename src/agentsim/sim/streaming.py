@@ -46,7 +46,7 @@ from agentsim.plan.nodes import CHUNKS, GAPS, INTERRUPT_P, INTERRUPT_X, SENTENCE
 from agentsim.plan.sampling import Block
 from agentsim.sim.call_timeline import CallSlot, CallTimeline
 from agentsim.sim.stalls import one_token_chunks, stall_events
-from agentsim.sim.stream_draws import columns, group_sizes, sizes, token_rows
+from agentsim.sim.stream_draws import BATCH_ELEMENTS, columns, group_sizes, token_rows
 
 __all__ = [
     "BATCH_ELEMENTS",
@@ -60,11 +60,11 @@ __all__ = [
     "pipeline_offset",
     "seen",
     "sentence_ends",
+    "slot_values",
     "slot_width",
     "streams",
 ]
 
-BATCH_ELEMENTS = 1 << 21  # tokens per batch of calls (memory of one matrix: 16 MiB)
 ARRIVED_TOL = 1e-9  # a token arriving within this many seconds after t counts as arrived by t
 
 # --------------------------------------------------------------------------- timelines
@@ -105,7 +105,7 @@ def streams(tier, slot: CallSlot, tl: CallTimeline, stall_u: np.ndarray, *, cach
         w = np.where(i[None, 1:] < N[:, None], w, 0.0)  # gap j (1-based) exists when j < N
         cum = np.concatenate([np.zeros((C, 1)), np.cumsum(w, axis=1)], axis=1)
         total = cum[np.arange(C), np.maximum(N - 1, 0)]
-        with np.errstate(invalid="ignore", divide="ignore"):
+        with np.errstate(invalid="ignore"):  # 0 / 0 for an answer of at most one token (no gap): NaN, replaced below
             A = a1[:, None] + span[:, None] * (cum / total[:, None])
     else:
         denom = np.maximum(N - 1, 1).astype(np.float64)
@@ -142,9 +142,8 @@ def streams(tier, slot: CallSlot, tl: CallTimeline, stall_u: np.ndarray, *, cach
 
 
 def arrived(A: np.ndarray, t: np.ndarray) -> np.ndarray:
-    """How many tokens of each call have arrived by ``t`` (``a_i <= t``, within ARRIVED_TOL)."""
-    with np.errstate(invalid="ignore"):
-        return np.sum((t + ARRIVED_TOL)[:, None] >= A, axis=1)
+    """How many tokens of each call have arrived by ``t`` (``a_i <= t``, within ARRIVED_TOL; NaN: no token)."""
+    return np.sum((t + ARRIVED_TOL)[:, None] >= A, axis=1)
 
 
 def seen(sb: StreamBatch, t: np.ndarray) -> np.ndarray:
@@ -156,10 +155,9 @@ def seen(sb: StreamBatch, t: np.ndarray) -> np.ndarray:
 
 def sentence_ends(sampler, block: Block, key_node: int, flat: int, runs: np.ndarray, n: np.ndarray, cache=False):
     """Sentence lengths ``(calls, K)`` over ``n`` tokens: the last sentence shortened to fit, then zeros."""
-    if sampler.is_constant:
+    if sampler.is_constant:  # no draw: as many sentences of L tokens as the longest answer needs
         L = max(1, int(np.rint(sampler.constant_value)))
-        K = max(-(-int(n.max()) // L) if len(n) else 1, 1)
-        got = sizes(sampler, block, key_node, SENTENCES, flat, runs, K, cache)
+        got = np.full((len(n), max(-(-int(n.max()) // L) if len(n) else 1, 1)), L, dtype=np.int64)
     else:
         got = group_sizes(sampler, block, key_node, SENTENCES, flat, runs, n, cache)
     cum = np.minimum(np.cumsum(got, axis=1), n[:, None])
@@ -201,9 +199,8 @@ def interrupt_times(slot: CallSlot, sb: StreamBatch, fa=None):
     delivered) or ``first audio + X`` (``after_first_audio``; ``fa``: the calls' first-audio latencies)."""
     block, node, flat, runs = slot.block, slot.node, slot.flat, slot.runs
     cfg = node.interrupt
-    shape_flat = np.asarray(runs) * slot_width(block, node) + flat
-    u = special.ndtr(np.asarray(block.get(node.id, INTERRUPT_P)).reshape(-1)[shape_flat])
-    x = np.broadcast_to(block.get(node.id, INTERRUPT_X), block.get(node.id, INTERRUPT_P).shape).reshape(-1)[shape_flat]
+    u = special.ndtr(slot_values(block.get(node.id, INTERRUPT_P), block, node, runs, flat))
+    x = slot_values(block.get(node.id, INTERRUPT_X), block, node, runs, flat)
     if cfg.after == "first_audio":
         cons = node.consumer
         first = first_sentence(cons.sentence, block, node.id, flat, np.asarray(runs), sb.N)
@@ -240,6 +237,14 @@ def pipeline_offset(pnode, slot: CallSlot, sb: StreamBatch, cut=None) -> np.ndar
 def slot_width(block: Block, node) -> int:
     """The instance slots of ``node`` in one run (the product of its repeat and fan-out counts)."""
     return int(np.prod(block.shape(node.scope), dtype=np.int64))
+
+
+def slot_values(x, block: Block, node, runs, flat: int) -> np.ndarray:
+    """The values of a draw ``x`` (shaped, or broadcast to, ``(runs, *instances)`` of ``node``) at the calls
+    ``runs`` of instance slot ``flat``, without copying the block's array (the DES asks for one call at a time)."""
+    dims = block.shape(node.scope)
+    where = np.unravel_index(flat, dims) if dims else ()
+    return np.broadcast_to(x, (block.n, *dims))[(np.asarray(runs), *where)]
 
 
 def delivered(sb: StreamBatch, n: np.ndarray) -> np.ndarray:
