@@ -162,7 +162,8 @@ class _CallInfo:
 
     def tokens(self, j: int) -> tuple:
         """(new input, output, reasoning) tokens of instance ``j``."""
-        return tuple(lst[0] if const else lst[j] for lst, const in self.values)
+        (inp_l, inp_c), (out_l, out_c), (reas_l, reas_c) = self.values
+        return inp_l[0] if inp_c else inp_l[j], out_l[0] if out_c else out_l[j], reas_l[0] if reas_c else reas_l[j]
 
 
 class Runner(LimitedCalls, StreamedCalls, Joins):
@@ -197,6 +198,10 @@ class Runner(LimitedCalls, StreamedCalls, Joins):
         self.span_recs = array("d")
         self.attempt_recs = array("d")
         self.limited = plan.needs_attempts
+        # limited calls' constants (agentsim.sim.attempts): per call node, per tier's accounts, per (node, tier) stalls
+        self._limited: dict = {}
+        self._admissions: dict = {}
+        self._tier_stalls: dict = {}
         self.steps_of = self._steps(plan)
         # sequences that are one fixed call (a branch that needs no process of its own: join_calls)
         self.one_call = {
@@ -267,7 +272,7 @@ class Runner(LimitedCalls, StreamedCalls, Joins):
             from agentsim.plan.limits import Account
 
             self.accounts = [Account.create(spec, env) for spec in self.plan.accounts]
-            self.__dict__.pop("_adm", None)  # the admission plans name the accounts: drop the old run's
+            self._admissions = {}  # (attempts._Admission) they name the accounts: drop the old run's
         flow = Flow(Ctx(self.plan.ctx), [0.0] * N_SLOTS, r)
         env.process(self.seq(self.plan.root, flow, 0)).callbacks.append(lambda ev: self._ended(ev, r, flow))
         env.run()
@@ -282,7 +287,7 @@ class Runner(LimitedCalls, StreamedCalls, Joins):
     def share(self, env: simpy.Environment, accounts: list) -> None:
         """Run in ``env`` with ``accounts`` shared with other runners (a workload: many agents at once)."""
         self.env, self.accounts = env, accounts
-        self.__dict__.pop("_adm", None)
+        self._admissions = {}
 
     def top(self, r: int):
         """The process of run ``r`` in a shared environment: walks the plan, records its end, status and breakdown."""
