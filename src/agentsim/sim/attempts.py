@@ -24,6 +24,7 @@ runner's draws, records and accounts.
 from __future__ import annotations
 
 import math
+from array import array
 
 import numpy as np
 import simpy
@@ -31,6 +32,7 @@ from simpy.events import Timeout
 
 from agentsim.plan.limits import Gate, TooLarge
 from agentsim.plan.nodes import U_ERROR, U_JITTER
+from agentsim.plan.sampling import late_draw
 from agentsim.sim.call_timeline import timeline
 from agentsim.sim.flow import Flow, RunFailed
 from agentsim.sim.records import CANCELLED, DONE
@@ -57,17 +59,16 @@ def _outcome(error: bool, timeout: float | None, ttft: float, d: float) -> tuple
 
 
 class _LimitedCall:
-    """A call node's constants for its attempts, in one block: its numbers (``engine._CallInfo``), its pre-drawn
-    error and jitter uniforms (flat; instance ``j``'s attempt ``k`` at ``j * stride + k - 1``), its tier and
-    the fallback's (None: none)."""
+    """A call node's constants for its attempts, in one block: its numbers (``engine._CallInfo``), its tier and
+    the fallback's (None: none), and where its pre-drawn error and jitter uniforms are: instance ``j``'s
+    attempt ``k`` at ``j * stride + k - 1`` of the flat draws (:meth:`LimitedCalls._uniforms`: drawn when a
+    rule first reads them)."""
 
-    __slots__ = ("c", "fallback", "primary", "stride", "u_err", "u_jit")
+    __slots__ = ("c", "fallback", "primary", "stride")
 
     def __init__(self, runner, node):
-        self.c = c = runner.info[node.id]
-        self.u_err = runner.tl[(node.id, U_ERROR)]
-        self.u_jit = runner.tl[(node.id, U_JITTER)]
-        self.stride = len(self.u_err) // (runner.n * c.width)  # attempts are the last axis of these draws
+        self.c = runner.info[node.id]
+        self.stride = next(d.extra[0] for d in runner.plan.draws if d.node == node.id and d.purpose == U_ERROR)
         self.primary = primary = runner.plan.tiers[self.c.key]
         self.fallback = None if primary.fallback is None else runner.plan.tiers[primary.fallback]
 
@@ -123,13 +124,15 @@ class LimitedCalls:
             attempt += 1
             if tier is primary and lc.fallback is not None and failures >= primary.fallback_after:
                 tier = lc.fallback
-            ok, retry_after = yield from self._attempt(job, tier, attempt, lc.u_err[base + attempt])
+            # (an attempt on a tier that cannot error needs no draw: no uniform is below an error rate of 0)
+            u_err = self._uniforms(node, U_ERROR)[base + attempt] if tier.error_rate > 0 else 1.0
+            ok, retry_after = yield from self._attempt(job, tier, attempt, u_err)
             if ok:
                 return
             failures += 1
             if attempt >= tier.max_attempts:
                 self._fail_call(node, st.r, flat, job.t_submit, tier.index)
-            yield self.env.timeout(self._backoff(tier, attempt, lc.u_jit[base + attempt], retry_after))
+            yield self.env.timeout(self._backoff(node, base + attempt, tier, attempt, retry_after))
 
     def _attempt(self, job: _Job, tier, attempt: int, u_err: float):
         """One attempt of a limited call on ``tier``: (succeeded, retry-after of a refusal).
@@ -325,11 +328,23 @@ class LimitedCalls:
             stalls = self._tier_stalls[key]
         return None if stalls is None else stalls[j]
 
-    def _backoff(self, tier, attempt: int, u: float, retry_after: float | None) -> float:
+    def _backoff(self, node, at: int, tier, attempt: int, retry_after: float | None) -> float:
+        """Seconds before the next attempt: the refusal's retry-after (when honoured), else the exponential
+        back-off, times the pre-drawn jitter uniform at ``at`` with full jitter."""
         if retry_after is not None and tier.honour_retry_after:
             return retry_after
         ceiling = min(tier.backoff_cap, tier.backoff_base * 2.0 ** (attempt - 1))
-        return u * ceiling if tier.full_jitter else ceiling
+        return self._uniforms(node, U_JITTER)[at] * ceiling if tier.full_jitter else ceiling
+
+    def _uniforms(self, node, purpose: int):
+        """A call node's per-attempt uniforms (``U_ERROR``, ``U_JITTER``) in this block, as a flat array: drawn
+        when first read (:func:`agentsim.plan.sampling.late_draw`: the values ``sample_block`` would give)."""
+        key = (node.id, purpose)
+        if key not in self.tl:
+            values = late_draw(self.plan, self.block, node.id, purpose)
+            self.tl[key] = array("d", np.ascontiguousarray(values.reshape(-1), dtype=np.float64).tobytes())
+            self.const[key] = False
+        return self.tl[key]
 
     def _fail_call(self, node, r: int, flat: int, t_submit: float, tkey: int):
         now = self.env.now
