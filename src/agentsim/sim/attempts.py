@@ -36,6 +36,7 @@ from agentsim.plan.sampling import late_draw
 from agentsim.sim.call_timeline import timeline
 from agentsim.sim.flow import Flow, RunFailed
 from agentsim.sim.records import CANCELLED, DONE
+from agentsim.sim.rows import attempt_row, call_row
 from agentsim.sim.rules import DEC, STALL, TTFT, Q, context_speeds, cut_tokens, decode, duration, first_token
 from agentsim.sim.stalls import stall_draws
 
@@ -161,7 +162,9 @@ class LimitedCalls:
             if refused:
                 now = env.now
                 where = (job.node.id, st.r, job.flat)
-                self.attempt_recs.extend((*where, attempt, tkey, ATT_REJECTED, t_try, now, now, *_NOTHING_BILLED))
+                self.attempt_recs.frombytes(
+                    attempt_row(*where, attempt, tkey, ATT_REJECTED, t_try, now, now, *_NOTHING_BILLED)
+                )
                 return False, retry_after
         t0 = env.now
         if tokens is None or t0 != t_try:  # (the context is this flow's own: only the clock can change them)
@@ -199,7 +202,9 @@ class LimitedCalls:
         billed = _NOTHING_BILLED
         if outcome == ATT_TIMEOUT:
             billed = (*tokens, *cut_tokens(env.now, t0, ttft, tps, out, reas, not error))
-        self.attempt_recs.extend((job.node.id, st.r, job.flat, attempt, tkey, outcome, t_try, t0, env.now, *billed))
+        self.attempt_recs.frombytes(
+            attempt_row(job.node.id, st.r, job.flat, attempt, tkey, outcome, t_try, t0, env.now, *billed)
+        )
         return False, None
 
     @staticmethod
@@ -290,9 +295,13 @@ class LimitedCalls:
         i_new, out, reas = drawn
         node_id, r, flat = job.node.id, st.r, job.flat
         t_submit = job.t_submit
-        self.call_recs.extend((node_id, r, flat, DONE, t_submit, t0, t0 + ttft, now, ttft, *tokens, out, reas, tkey))
+        self.call_recs.frombytes(
+            call_row(node_id, r, flat, DONE, t_submit, t0, t0 + ttft, now, ttft, *tokens, out, reas, tkey)
+        )
         if attempt > 1:
-            self.attempt_recs.extend((node_id, r, flat, attempt, tkey, ATT_OK, t_try, t0, now, *_NOTHING_BILLED))
+            self.attempt_recs.frombytes(
+                attempt_row(node_id, r, flat, attempt, tkey, ATT_OK, t_try, t0, now, *_NOTHING_BILLED)
+            )
         acc = st.acc
         acc[Q] += t0 - t_submit
         if st.ctx.cfg.grows:
@@ -309,7 +318,9 @@ class LimitedCalls:
         self._record(DONE, where, job.t_submit, tl, tokens, tkey)
         if attempt > 1:
             now = self.env.now
-            self.attempt_recs.extend((*where, attempt, tkey, ATT_OK, t_try, tl.send, now, *_NOTHING_BILLED))
+            self.attempt_recs.frombytes(
+                attempt_row(*where, attempt, tkey, ATT_OK, t_try, tl.send, now, *_NOTHING_BILLED)
+            )
         job.st.acc[Q] += tl.send - job.t_submit
         if tl.cut is not None:
             self.interrupt_recs.extend(where)
@@ -348,7 +359,9 @@ class LimitedCalls:
 
     def _fail_call(self, node, r: int, flat: int, t_submit: float, tkey: int):
         now = self.env.now
-        self.call_recs.extend((node.id, r, flat, FAILED, t_submit, now, now, now, 0.0, 0, 0, 0, 0, 0, 0, tkey))
+        self.call_recs.frombytes(
+            call_row(node.id, r, flat, FAILED, t_submit, now, now, now, 0.0, 0, 0, 0, 0, 0, 0, tkey)
+        )
         raise RunFailed
 
     @staticmethod

@@ -60,6 +60,7 @@ from agentsim.sim.des_records import finish_block
 from agentsim.sim.des_streams import StreamedCalls
 from agentsim.sim.flow import Flow, RunFailed
 from agentsim.sim.records import CANCELLED, DONE, RUN_FAILED, BlockResult
+from agentsim.sim.rows import call_row, plain_row, span_row
 from agentsim.sim.rules import (
     DEC,
     N_SLOTS,
@@ -192,7 +193,7 @@ class Runner(LimitedCalls, StreamedCalls, Joins):
         self._tier_speeds: dict[tuple[int, int], tuple[list, list]] = {}
         self.streamed = {c.id for c in plan.calls if c.interrupt is not None}
         self.interrupt_recs = array("d")  # (node, run, instance) of calls cut off by an interruption
-        # Records are appended as flat rows of doubles (read by NumPy without conversion).
+        # Records are appended as flat rows of doubles (read by NumPy without conversion; agentsim.sim.rows).
         self.call_recs = array("d")  # CALL_RECORD rows: cancelled, failed and limited calls
         self.plain_recs = array("d")  # PLAIN_RECORD rows: plain calls that completed (the rest is rebuilt)
         self.span_recs = array("d")
@@ -405,7 +406,7 @@ class Runner(LimitedCalls, StreamedCalls, Joins):
                 CANCELLED, (node.id, r, flat), t0, timeline(t0, ttft, out, reas, tps, stall, dec), tokens, c.key
             )
             raise
-        self.plain_recs.extend((node.id, r, flat, t0, ttft, *tokens))
+        self.plain_recs.frombytes(plain_row(node.id, r, flat, t0, ttft, *tokens))
         if cfg.grows:  # self._close(st, i_new, tl), inline: the hot path
             ctx.L += i_new + out
         acc = st.acc
@@ -429,7 +430,7 @@ class Runner(LimitedCalls, StreamedCalls, Joins):
             self._record(CANCELLED, where, tl.send, tl if cut is None else tl.cut_at(cut), tokens, c.key)
             raise
         if cut is None:
-            self.plain_recs.extend((*where, tl.send, tl.ttft, *tokens))
+            self.plain_recs.frombytes(plain_row(*where, tl.send, tl.ttft, *tokens))
             self._close(st, i_new, tl)
         else:
             tl = tl.cut_at(cut)
@@ -447,7 +448,9 @@ class Runner(LimitedCalls, StreamedCalls, Joins):
             if not tl.send < T:
                 return
             out, reas = cut_tokens(T, tl.send, tl.ttft, tl.tps, out, reas, generating)
-        self.call_recs.extend((*where, status, t_submit, tl.send, tl.first_token, T, tl.ttft, *tokens, out, reas, key))
+        self.call_recs.frombytes(
+            call_row(*where, status, t_submit, tl.send, tl.first_token, T, tl.ttft, *tokens, out, reas, key)
+        )
 
     @staticmethod
     def _close(st: Flow, i_new: int, tl) -> None:
@@ -469,9 +472,9 @@ class Runner(LimitedCalls, StreamedCalls, Joins):
             yield env.timeout(seconds)
         except simpy.Interrupt:
             if env.now > t0:
-                self.span_recs.extend((node.id, r, flat, CANCELLED, t0, env.now, 0))
+                self.span_recs.frombytes(span_row(node.id, r, flat, CANCELLED, t0, env.now, 0))
             raise
-        self.span_recs.extend((node.id, r, flat, DONE, t0, env.now, out))
+        self.span_recs.frombytes(span_row(node.id, r, flat, DONE, t0, env.now, out))
         st.acc[slot] += seconds
         if out:
             st.ctx.add(out)
