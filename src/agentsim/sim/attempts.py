@@ -37,7 +37,7 @@ from agentsim.sim.call_timeline import timeline
 from agentsim.sim.flow import Flow, RunFailed
 from agentsim.sim.records import CANCELLED, DONE
 from agentsim.sim.rows import attempt_row, call_row
-from agentsim.sim.rules import DEC, STALL, TTFT, Q, context_speeds, cut_tokens, decode, duration, first_token
+from agentsim.sim.rules import DEC, STALL, TTFT, Q, context_speeds, cut_tokens, duration, first_token
 from agentsim.sim.stalls import stall_draws
 
 __all__ = ["ATT_CANCELLED", "ATT_ERROR", "ATT_OK", "ATT_REJECTED", "ATT_TIMEOUT", "FAILED", "LimitedCalls"]
@@ -118,7 +118,7 @@ class LimitedCalls:
         j = st.r * lc.c.width + flat
         base = j * lc.stride - 1
         primary = tier = lc.primary
-        job = _Job(node, lc, st, flat, j, self.env.now)
+        job = _Job(node, lc, st, flat, j, self.env._now)
         failures = 0
         attempt = 0
         while True:
@@ -144,7 +144,7 @@ class LimitedCalls:
         ctx, tkey = st.ctx, tier.index
         i_new, out, reas = c.tokens(job.j)
         ttl = ctx.cfg.ttl_s if tier.ttl_s is None else tier.ttl_s
-        t_try = env.now
+        t_try = env._now  # SimPy's `now` without the property call (the hot path, as Runner.seq reads it)
         tokens = None
         held = ()
         if tier.accounts:
@@ -166,14 +166,10 @@ class LimitedCalls:
                     attempt_row(*where, attempt, tkey, ATT_REJECTED, t_try, now, now, *_NOTHING_BILLED)
                 )
                 return False, retry_after
-        t0 = env.now
+        t0 = env._now
         if tokens is None or t0 != t_try:  # (the context is this flow's own: only the clock can change them)
             tokens = ctx.begin_call(tkey, ttl, i_new, t0)
-        ttft0, tps = self._speeds_on(job.node, c, tier, job.j, t0, tokens[0])
-        ttft = first_token(ttft0, tokens[0], tokens[1], tier.prefill_tps)
-        stall = self._stall_on(job.node, c, tkey, job.j)
-        dec = decode(out, reas, tps)
-        d = duration(ttft, dec, stall)
+        ttft, tps, dec, stall, d = self._timing(job, tier, t0, tokens, out, reas)
         error = u_err < tier.error_rate
         timeout = tier.timeout_s
         d_run, outcome = (d, ATT_OK) if not error and timeout is None else _outcome(error, timeout, ttft, d)
@@ -270,6 +266,20 @@ class LimitedCalls:
             held.append(slots)
         return held
 
+    def _timing(self, job: _Job, tier, t0: float, tokens: tuple, out: int, reas: int) -> tuple:
+        """(TTFT, TPS, decode, stall, duration) of an attempt on ``tier`` sent at ``t0`` with ``tokens``:
+        the rules (first_token, decode, duration) at its speeds (:meth:`_speeds_on`) and stall (:meth:`_stall_on`)."""
+        c, j = job.lc.c, job.j
+        if tier.index == c.key and tier.index not in self.tod and tier.context_speed is None:
+            ttft0, tps = c.ttft0[j], c.tps[j]  # (_speeds_on and _stall_on of the call's own tier, inline)
+            stall = None if c.stall is None else c.stall[j]
+        else:
+            ttft0, tps = self._speeds_on(job.node, c, tier, j, t0, tokens[0])
+            stall = self._stall_on(job.node, c, tier.index, j)
+        ttft = first_token(ttft0, tokens[0], tokens[1], tier.prefill_tps)
+        dec = (out + reas) / tps  # rules.decode
+        return ttft, tps, dec, stall, duration(ttft, dec, stall)
+
     def _speeds_on(self, node, c, tier, j: int, t0: float, inp: int) -> tuple[float, float]:
         """(drawn TTFT, TPS) of instance ``j`` on ``tier`` (a fallback's from the same draws), at the clock ``t0``,
         with ``inp`` tokens of context (the call's whole input: agentsim.plan.context_speed)."""
@@ -291,7 +301,7 @@ class LimitedCalls:
         """The attempt that completed the call, uncut: what :meth:`_succeeded` does with its timeline, from
         its numbers (``drawn``: new input, output, reasoning). Recorded in full (``_record``: first token
         ``t0 + ttft``, end now), its queue time and its effect on the flow (``_close``)."""
-        st, now = job.st, self.env.now
+        st, now = job.st, self.env._now
         i_new, out, reas = drawn
         node_id, r, flat = job.node.id, st.r, job.flat
         t_submit = job.t_submit

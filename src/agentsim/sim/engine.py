@@ -240,14 +240,16 @@ class Runner(LimitedCalls, StreamedCalls, Joins):
         A call and the step that starts on its output (a pipeline) run as one step, the pair handed to
         the latter's form. A plain call whose timing is known before the run (:class:`_CallInfo`
         ``fixed``) has no form (``None``): :meth:`seq` waits for it inline, without a generator of its own.
+        A call's form is what the call kind's would pick at every call (:meth:`call_step`), picked here.
         """
+        call_form = type(self).call_limited if self.limited else type(self).call
         out = {}
         for node in plan.nodes:
             if not isinstance(node, SeqNode):
                 continue
             steps = []
             for ch in node.steps:
-                fn = step_kind(ch.kind).des
+                fn = call_form if ch.kind == "call" else step_kind(ch.kind).des
                 if ch.follows_call and steps and steps[-1][1] is ch.call:
                     fn_call, call = steps.pop()
                     steps.append((fn, (call, ch, fn_call)))
@@ -467,14 +469,14 @@ class Runner(LimitedCalls, StreamedCalls, Joins):
         """A step that only takes ``seconds`` (a tool, a wait, a listen): a row of the spans table; ``out``
         tokens join the context at its end, and its seconds go to breakdown ``slot``."""
         env, r = self.env, st.r
-        t0 = env.now
+        t0 = env._now  # (the hot path: as in seq)
         try:
-            yield env.timeout(seconds)
+            yield Timeout(env, seconds)
         except simpy.Interrupt:
             if env.now > t0:
                 self.span_recs.frombytes(span_row(node.id, r, flat, CANCELLED, t0, env.now, 0))
             raise
-        self.span_recs.frombytes(span_row(node.id, r, flat, DONE, t0, env.now, out))
+        self.span_recs.frombytes(span_row(node.id, r, flat, DONE, t0, env._now, out))
         st.acc[slot] += seconds
         if out:
             st.ctx.add(out)
