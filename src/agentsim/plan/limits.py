@@ -298,14 +298,9 @@ class Account:
         return tuple(out)
 
     def needs(self, uncached_input: int, cache_read: int, output: int) -> list[tuple[Bucket, float]]:
-        out = []
-        if self.rpm is not None:
-            out.append((self.rpm, 1.0))
-        if self.itpm is not None:
-            out.append((self.itpm, float(uncached_input + (cache_read if self.spec.count_cache_reads else 0))))
-        if self.otpm is not None:
-            out.append((self.otpm, float(output)))
-        return out
+        """Each bucket of the account with the tokens a request takes from it."""
+        needs = request_needs(uncached_input, cache_read, output)
+        return [(bucket, needs[need]) for bucket, need in self.checks()]
 
 
 class Gate:
@@ -329,7 +324,7 @@ class Gate:
 
     def admit(self, uncached_input: int, cache_read: int, output: int, now: float) -> tuple[bool, float | None]:
         """(refused, retry-after) of a request at ``now``; admitted, it has taken its tokens and slots."""
-        needs = request_needs(uncached_input, cache_read, output)
+        needs = (1.0, float(uncached_input), float(output), float(uncached_input + cache_read))  # request_needs
         refused_any = unknown = False
         longest = None
         for acc, slots, _, checks in self.parts:

@@ -95,12 +95,15 @@ class _Admission:
 
 
 class _Job:
-    """One limited call being attempted: its constants, its flow, its instance and when it was submitted."""
+    """One limited call being attempted: its constants, its flow, its instance, when it was submitted, where
+    its records go (node, run, instance) and its drawn tokens (new input, output, reasoning)."""
 
-    __slots__ = ("flat", "j", "lc", "node", "st", "t_submit")
+    __slots__ = ("drawn", "flat", "j", "lc", "node", "st", "t_submit", "where")
 
     def __init__(self, node, lc: _LimitedCall, st: Flow, flat: int, j: int, t_submit: float):
         self.node, self.lc, self.st, self.flat, self.j, self.t_submit = node, lc, st, flat, j, t_submit
+        self.where = (node.id, st.r, flat)
+        self.drawn = lc.c.tokens(j)
 
 
 class LimitedCalls:
@@ -142,7 +145,7 @@ class LimitedCalls:
         its first token, the client's timeout or the user's interruption -- as one timeout."""
         env, st, c = self.env, job.st, job.lc.c
         ctx, tkey = st.ctx, tier.index
-        i_new, out, reas = c.tokens(job.j)
+        i_new, out, reas = job.drawn
         ttl = ctx.cfg.ttl_s if tier.ttl_s is None else tier.ttl_s
         t_try = env._now  # SimPy's `now` without the property call (the hot path, as Runner.seq reads it)
         tokens = None
@@ -160,10 +163,9 @@ class LimitedCalls:
             elif not refused:
                 held = adm.held
             if refused:
-                now = env.now
-                where = (job.node.id, st.r, job.flat)
+                now = env._now
                 self.attempt_recs.frombytes(
-                    attempt_row(*where, attempt, tkey, ATT_REJECTED, t_try, now, now, *_NOTHING_BILLED)
+                    attempt_row(*job.where, attempt, tkey, ATT_REJECTED, t_try, now, now, *_NOTHING_BILLED)
                 )
                 return False, retry_after
         t0 = env._now
@@ -185,12 +187,12 @@ class LimitedCalls:
         except simpy.Interrupt:
             self._release(held)
             tl = timeline(t0, ttft, out, reas, tps, stall, dec)
-            self._record(CANCELLED, (job.node.id, st.r, job.flat), job.t_submit, tl, tokens, tkey, not error)
+            self._record(CANCELLED, job.where, job.t_submit, tl, tokens, tkey, not error)
             raise
         self._release(held)
         if outcome == ATT_OK:
             if cut is None:
-                self._completed(job, t0, ttft, dec, stall, tokens, tkey, attempt, t_try, (i_new, out, reas))
+                self._completed(job, t0, ttft, dec, stall, tokens, tkey, attempt, t_try)
             else:
                 self._succeeded(job, tl.cut_at(cut), tokens, tkey, attempt, t_try, i_new)
             return True, None
@@ -198,9 +200,7 @@ class LimitedCalls:
         billed = _NOTHING_BILLED
         if outcome == ATT_TIMEOUT:
             billed = (*tokens, *cut_tokens(env.now, t0, ttft, tps, out, reas, not error))
-        self.attempt_recs.frombytes(
-            attempt_row(job.node.id, st.r, job.flat, attempt, tkey, outcome, t_try, t0, env.now, *billed)
-        )
+        self.attempt_recs.frombytes(attempt_row(*job.where, attempt, tkey, outcome, t_try, t0, env.now, *billed))
         return False, None
 
     @staticmethod
@@ -297,20 +297,19 @@ class LimitedCalls:
         return ttft0, tps
 
     def _completed(self, job: _Job, t0: float, ttft: float, dec: float, stall, tokens: tuple, tkey: int,
-                   attempt: int, t_try: float, drawn: tuple) -> None:  # fmt: skip
-        """The attempt that completed the call, uncut: what :meth:`_succeeded` does with its timeline, from
-        its numbers (``drawn``: new input, output, reasoning). Recorded in full (``_record``: first token
-        ``t0 + ttft``, end now), its queue time and its effect on the flow (``_close``)."""
+                   attempt: int, t_try: float) -> None:  # fmt: skip
+        """The attempt that completed the call, uncut: what :meth:`_succeeded` does with its timeline, from its
+        numbers. Recorded in full (``_record``: first token ``t0 + ttft``, end now), its queue time and its
+        effect on the flow (``_close``)."""
         st, now = job.st, self.env._now
-        i_new, out, reas = drawn
-        node_id, r, flat = job.node.id, st.r, job.flat
+        i_new, out, reas = job.drawn
         t_submit = job.t_submit
         self.call_recs.frombytes(
-            call_row(node_id, r, flat, DONE, t_submit, t0, t0 + ttft, now, ttft, *tokens, out, reas, tkey)
+            call_row(*job.where, DONE, t_submit, t0, t0 + ttft, now, ttft, *tokens, out, reas, tkey)
         )
         if attempt > 1:
             self.attempt_recs.frombytes(
-                attempt_row(node_id, r, flat, attempt, tkey, ATT_OK, t_try, t0, now, *_NOTHING_BILLED)
+                attempt_row(*job.where, attempt, tkey, ATT_OK, t_try, t0, now, *_NOTHING_BILLED)
             )
         acc = st.acc
         acc[Q] += t0 - t_submit
@@ -324,7 +323,7 @@ class LimitedCalls:
     def _succeeded(self, job: _Job, tl, tokens: tuple, tkey: int, attempt: int, t_try: float, i_new: int) -> None:
         """The attempt that completed the call, with its timeline (cut by the user, or not): its record, its
         queue time, its effect on the flow."""
-        where = (job.node.id, job.st.r, job.flat)
+        where = job.where
         self._record(DONE, where, job.t_submit, tl, tokens, tkey)
         if attempt > 1:
             now = self.env.now
