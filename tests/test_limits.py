@@ -342,3 +342,44 @@ def test_default_policy_queues_for_a_slot():
     r = res.runs.iloc[0]
     assert (r.wall_time_s, r.queue_s) == (4.0, 2.0)
     assert res.summary_dict()["variants"]["baseline"]["limits"]["attempts"]["rejected_429"] == 0
+
+
+def _step_mean_loop(log, t0, t1, initial=0.0):
+    """step_mean's rule as a loop over the changes (how it was written before it read arrays)."""
+    area, level, t_prev, peak = 0.0, initial, t0, initial
+    for t, v in log:
+        if t <= t0:
+            level = peak = v
+            continue
+        if t >= t1:
+            break
+        area += level * (t - t_prev)
+        t_prev, level = t, v
+        peak = max(peak, v)
+    area += level * (t1 - t_prev)
+    return area / (t1 - t0), peak
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.tuples(st.floats(0, 50), st.integers(0, 40), st.floats(0, 1e5)), max_size=300),
+    st.floats(0, 60),
+    st.floats(0, 60),
+    st.sampled_from([0.0, 0, 3]),
+)
+def test_account_figures_read_from_arrays_equal_a_loop_over_the_log(changes, t0, span, initial):
+    # in-flight counts (integers), bucket levels and admitted tokens (floats), in time order as accounts log them
+    from agentsim.plan.limits import PairLog
+    from agentsim.sim.loadstats import step_mean, window_admitted
+
+    t1 = t0 + span
+    counts, levels = PairLog("q"), PairLog()
+    for t, n, x in sorted(changes, key=lambda c: c[0]):
+        counts.append((t, n))
+        levels.append((t, x))
+    for log in (counts, levels):
+        if t1 > t0:
+            got, want = step_mean(log, t0, t1, initial), _step_mean_loop(log, t0, t1, initial)
+            assert repr(got) == repr(want) and type(got[1]) is type(want[1])  # the same bits; an int stays one
+        admitted = window_admitted(log, t0, t1)
+        assert repr(admitted) == repr(float(sum(n for t, n in log if t0 <= t < t1)))

@@ -7,6 +7,7 @@ agreement tests check the numbers; these check that the memory is let go.
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 from array import array
 
@@ -15,6 +16,7 @@ import numpy as np
 import agentsim
 from agentsim.plan.compiler import compile_plan
 from agentsim.plan.limits import PairLog
+from agentsim.plan.nodes import U_ERROR, U_JITTER
 from agentsim.plan.sampling import call_speeds, sample_block
 from agentsim.sim.engine import Runner
 from conftest import make, model, scenario
@@ -54,9 +56,15 @@ def test_the_des_reads_its_draws_from_arrays_with_the_values_of_lists():
     plan = compile_plan(make(_workload()))
     block = sample_block(plan, 1, 0, 0, 64)
     rn = Runner(plan, block, 0, call_speeds(plan, block, 0))
+    # a call's per-attempt uniforms are drawn when first read, as sample_block draws them when told to
+    eager = dataclasses.replace(plan, draws=[dataclasses.replace(d, late=False) for d in plan.draws])
+    drawn = sample_block(eager, 1, 0, 0, 64).values_for(0)
+    for purpose in (U_ERROR, U_JITTER):
+        assert (plan.calls[0].id, purpose) not in block.values
+        rn._uniforms(plan.calls[0], purpose)
     arrays = 0
     for key, got in rn.tl.items():
-        want = block.values_for(0)[key]
+        want = drawn[key]
         if rn.const[key]:
             assert got == [want.item(0)]
             continue

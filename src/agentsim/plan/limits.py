@@ -33,7 +33,16 @@ from dataclasses import dataclass, field
 
 import simpy
 
-__all__ = ["Account", "AccountSpec", "Bucket", "PairLog", "Slots", "TooLarge"]
+__all__ = ["Account", "AccountSpec", "Bucket", "Gate", "PairLog", "Slots", "TooLarge", "request_needs"]
+
+# which of a request's needs a bucket takes: an index into request_needs(...)
+NEED_REQUEST, NEED_INPUT, NEED_OUTPUT, NEED_INPUT_ALL = range(4)
+
+
+def request_needs(uncached_input: int, cache_read: int, output: int) -> tuple[float, float, float, float]:
+    """A request's needs, indexed by ``NEED_*``: 1 request, its uncached input tokens, its output tokens,
+    its input tokens with the cache reads (as :meth:`Account.needs` counts them)."""
+    return 1.0, float(uncached_input), float(output), float(uncached_input + cache_read)
 
 
 class TooLarge(Exception):
@@ -92,17 +101,23 @@ class Slots:
         self.in_use = 0
         self.waiters: deque[simpy.Event] = deque()
         self.log = log  # (time, in_use) on every change
+        self._pairs = isinstance(log, PairLog)  # appended to its two arrays directly (no method call)
 
-    def _record(self) -> None:
-        if self.log is not None:
-            self.log.append((self.env.now, self.in_use))
+    def _record(self, now: float) -> None:
+        log = self.log
+        if self._pairs:
+            log.t.append(now)
+            log.v.append(self.in_use)
+        elif log is not None:
+            log.append((now, self.in_use))
 
     def free(self) -> bool:
         return self.in_use < self.capacity and not self.waiters
 
-    def take_now(self) -> None:
+    def take_now(self, now: float | None = None) -> None:
+        """Take a slot at ``now`` (default: the clock), whether or not one is free."""
         self.in_use += 1
-        self._record()
+        self._record(self.env.now if now is None else now)
 
     def request(self) -> simpy.Event | None:
         """None when granted at once, else an event that fires when the slot is granted."""
@@ -123,10 +138,9 @@ class Slots:
     def release(self) -> None:
         if self.waiters:
             self.waiters.popleft().succeed()  # the slot passes straight to the next waiter
-            self._record()
         else:
             self.in_use -= 1
-            self._record()
+        self._record(self.env.now)
 
 
 class Bucket:
@@ -136,10 +150,12 @@ class Bucket:
         self.env = env
         self.capacity = float(per_minute)
         self.rate = per_minute / 60.0
+        self.slack = 1e-9 * self.capacity  # the rounding of the refill sums (:meth:`_has`)
         self.level = self.capacity
         self.t = 0.0
         self.waiters: deque[tuple[float, simpy.Event]] = deque()
         self.log = log  # (time, level after the change)
+        self._pairs = isinstance(log, PairLog)  # appended to its two arrays directly (no method call)
         self.admitted = PairLog()  # (time, tokens)
 
     def _refill(self) -> None:
@@ -148,11 +164,18 @@ class Bucket:
             self.level = min(self.capacity, self.level + (now - self.t) * self.rate)
             self.t = now
 
-    def _deduct(self, need: float) -> None:
-        self.level -= need
-        self.admitted.append((self.env.now, need))
-        if self.log is not None:
-            self.log.append((self.env.now, self.level))
+    def take_now(self, need: float, now: float) -> None:
+        """Take ``need`` tokens at ``now`` (the bucket refilled to ``now``); logs the tokens admitted and the level."""
+        self.level = level = self.level - need
+        adm = self.admitted
+        adm.t.append(now)
+        adm.v.append(need)
+        log = self.log
+        if self._pairs:
+            log.t.append(now)
+            log.v.append(level)
+        elif log is not None:
+            log.append((now, level))
 
     def _has(self, need: float) -> bool:
         """Whether ``need`` tokens are there, to the rounding of the refill sums (as :meth:`_serve` counts).
@@ -161,26 +184,32 @@ class Bucket:
         retry-after shorter than one tick of the clock, which SimPy cannot advance by: the retries
         would all be refused at the same instant (and a closed workload with no think time loops).
         """
-        return self.level >= need - 1e-9 * self.capacity
+        return self.level >= need - self.slack
+
+    def room(self, need: float, now: float) -> float | None:
+        """Refilled to ``now``: None if ``need`` tokens are there for a request that does not queue (nobody
+        waits), else the seconds until they are (0 behind a waiter); takes nothing. A ``need`` larger than
+        the bucket raises :class:`TooLarge` (before any refill)."""
+        if need > self.capacity:
+            raise TooLarge(need)
+        if now > self.t:
+            self.level = min(self.capacity, self.level + (now - self.t) * self.rate)
+            self.t = now
+        if self.level >= need - self.slack and not self.waiters:
+            return None
+        return max(0.0, (need - self.level) / self.rate)
 
     def check(self, need: float) -> float | None:
         """Reject mode: None if ``need`` tokens are available now (and takes them), else seconds to wait."""
-        if need > self.capacity:
-            raise TooLarge(need)
-        self._refill()
-        if self._has(need) and not self.waiters:
-            self._deduct(need)
-            return None
-        return (need - self.level) / self.rate if self.level < need else 0.0
+        now = self.env.now
+        short = self.room(need, now)
+        if short is None:
+            self.take_now(need, now)
+        return short
 
     def shortfall(self, need: float) -> float | None:
         """Seconds until ``need`` tokens are available (None: available now); takes nothing."""
-        if need > self.capacity:
-            raise TooLarge(need)
-        self._refill()
-        if self._has(need) and not self.waiters:
-            return None
-        return max(0.0, (need - self.level) / self.rate)
+        return self.room(need, self.env.now)
 
     def take(self, need: float) -> simpy.Event | None:
         """Queue mode: None when taken at once, else an event fired when the tokens are taken."""
@@ -188,7 +217,7 @@ class Bucket:
             raise TooLarge(need)
         self._refill()
         if not self.waiters and self.level >= need:
-            self._deduct(need)
+            self.take_now(need, self.env.now)
             return None
         ev = self.env.event()
         self.waiters.append((need, ev))
@@ -212,9 +241,9 @@ class Bucket:
 
     def _serve(self, _ev) -> None:
         self._refill()
-        while self.waiters and self.level >= self.waiters[0][0] - 1e-9 * self.capacity:
+        while self.waiters and self.level >= self.waiters[0][0] - self.slack:
             need, ev = self.waiters.popleft()
-            self._deduct(need)
+            self.take_now(need, self.env.now)
             ev.succeed()
         if self.waiters:
             self._schedule()
@@ -255,12 +284,70 @@ class Account:
             if part is not None:
                 part.env = None
 
-    def needs(self, uncached_input: int, cache_read: int, output: int) -> list[tuple[Bucket, float]]:
+    def checks(self) -> tuple[tuple[Bucket, int], ...]:
+        """Each bucket of the account, with which of a request's needs it takes (an index into the tuple
+        :func:`request_needs` makes): 1 request, uncached input (and cache reads with
+        ``count_cache_reads``), output."""
         out = []
         if self.rpm is not None:
-            out.append((self.rpm, 1.0))
+            out.append((self.rpm, NEED_REQUEST))
         if self.itpm is not None:
-            out.append((self.itpm, float(uncached_input + (cache_read if self.spec.count_cache_reads else 0))))
+            out.append((self.itpm, NEED_INPUT_ALL if self.spec.count_cache_reads else NEED_INPUT))
         if self.otpm is not None:
-            out.append((self.otpm, float(output)))
-        return out
+            out.append((self.otpm, NEED_OUTPUT))
+        return tuple(out)
+
+    def needs(self, uncached_input: int, cache_read: int, output: int) -> list[tuple[Bucket, float]]:
+        """Each bucket of the account with the tokens a request takes from it."""
+        needs = request_needs(uncached_input, cache_read, output)
+        return [(bucket, needs[need]) for bucket, need in self.checks()]
+
+
+class Gate:
+    """The ``reject`` accounts a request must pass together, at one instant: all of them admit it, or it
+    is refused (HTTP 429) -- with a retry-after when every refusal is a short bucket (the longest wait),
+    without one when some account's concurrency cap is full. Every bucket of every account is refilled
+    to the instant and asked, whether or not an earlier one refused; each refusing account counts one
+    rejection. An admitted request then takes its tokens from every bucket and a slot from every capped
+    account: one look at each bucket, then one take (:meth:`Bucket.room`, :meth:`Bucket.take_now`).
+    A request larger than a bucket raises :class:`TooLarge` at that bucket (the accounts before it have
+    counted their rejections)."""
+
+    __slots__ = ("parts",)
+
+    def __init__(self, accounts: list[Account]):
+        # per account: the account, its slots (None: none), its capped slots (None: no cap), its buckets
+        self.parts = tuple(
+            (a, a.slots, a.slots if a.slots is not None and a.slots.capacity != math.inf else None, a.checks())
+            for a in accounts
+        )
+
+    def admit(self, uncached_input: int, cache_read: int, output: int, now: float) -> tuple[bool, float | None]:
+        """(refused, retry-after) of a request at ``now``; admitted, it has taken its tokens and slots."""
+        needs = (1.0, float(uncached_input), float(output), float(uncached_input + cache_read))  # request_needs
+        refused_any = unknown = False
+        longest = None
+        for acc, slots, _, checks in self.parts:
+            refused = False
+            if slots is not None and not (slots.in_use < slots.capacity and not slots.waiters):  # Slots.free()
+                refused = unknown = True
+            for bucket, need in checks:
+                short = bucket.room(needs[need], now)
+                if short is not None:
+                    refused = True
+                    if longest is None or short > longest:
+                        longest = short
+            if refused:
+                acc.rejections += 1
+                refused_any = True
+        if refused_any:
+            return True, None if unknown else longest
+        for _, _, capped, checks in self.parts:
+            for bucket, need in checks:
+                bucket.take_now(needs[need], now)
+            if capped is not None:
+                capped.take_now(now)
+        return _ADMITTED
+
+
+_ADMITTED = (False, None)

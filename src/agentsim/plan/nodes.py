@@ -245,6 +245,7 @@ class Draw:
     extra: tuple[int, ...] = ()  # trailing axes of fixed size (e.g. attempts of a call)
     transform: Callable | None = None  # (z, per-variant arrays out) -> values, when there is no sampler
     counts: bool = False  # the values are the instance counts of the node's axis (a repeat's, a fanout's)
+    late: bool = False  # drawn when first read (agentsim.plan.sampling.late_draw), not with its block
 
 
 @dataclass(frozen=True)

@@ -42,7 +42,16 @@ from agentsim.plan.nodes import COND_TPS, COND_TTFT, U_TPS, U_TTFT, Plan
 
 SPEED_FLOOR = KINDS["speed"].lo  # the slowest output speed a draw may take (tokens/s)
 
-__all__ = ["BLOCK_SIZE", "Block", "block_spans", "call_speeds", "constant_view", "per_variant", "sample_block"]
+__all__ = [
+    "BLOCK_SIZE",
+    "Block",
+    "block_spans",
+    "call_speeds",
+    "constant_view",
+    "late_draw",
+    "per_variant",
+    "sample_block",
+]
 
 BLOCK_SIZE = 4096
 
@@ -91,6 +100,8 @@ def sample_block(plan: Plan, seed: int, index: int, start: int, n: int) -> Block
     values: dict[tuple[int, int], np.ndarray] = {}
     by_variant: dict[int, dict[tuple[int, int], np.ndarray]] = {}
     for d in plan.draws:
+        if d.late:  # (late_draw)
+            continue
         shape = tuple(dims[m] for m in d.scope) + d.extra
         s = d.sampler
         if s is not None and s.is_constant:
@@ -112,6 +123,16 @@ def sample_block(plan: Plan, seed: int, index: int, start: int, n: int) -> Block
                     dims[d.node] = max(dims[d.node], int(own[(d.node, d.purpose)].max()))
         values[(d.node, d.purpose)] = arr
     return Block(index, start, n, dims, values, seed=seed, by_variant=by_variant)
+
+
+def late_draw(plan: Plan, block: Block, node: int, purpose: int) -> np.ndarray:
+    """A ``late`` draw of a block, made when first read: the same stream, shape and transform as
+    :func:`sample_block` would have used (a stream is seeded by (block, node, purpose) alone, and a block's
+    instance axes are known once it is sampled), so the same values. ``block`` must be the whole block
+    as sampled (not the first runs of it: the draws are instance-major)."""
+    d = next(d for d in plan.draws if d.node == node and d.purpose == purpose)
+    z = _normals(block.seed, block.index, node, purpose, block.shape(d.scope) + d.extra, block.n)
+    return d.transform(z, d, {})
 
 
 def _constant_array(c: float, integer: bool, shape: tuple[int, ...]) -> np.ndarray:

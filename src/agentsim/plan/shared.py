@@ -133,7 +133,9 @@ def compile_workload(comp: Compiler, scenario: Scenario) -> WorkloadCfg | None:
 
 
 def attempt_draws(comp: Compiler, accounts: list) -> None:
-    """Per call and attempt: a draw deciding a server error, and one for back-off jitter."""
+    """Per call and attempt: a draw deciding a server error, and one for back-off jitter. Both are drawn
+    when first read (``late``): a workload whose calls cannot error, or whose refusals all carry a
+    retry-after, never reads them (they are the largest draws of a block: one per attempt)."""
     tiers = comp.tiers
     if not accounts and not any(t.error_rate > 0 or t.timeout_s is not None for t in tiers):
         return
@@ -145,8 +147,8 @@ def attempt_draws(comp: Compiler, accounts: list) -> None:
             attempts = max(attempts, tiers[t].max_attempts)
             if tiers[t].fallback is not None:
                 attempts = max(attempts, tiers[tiers[t].fallback].max_attempts)
-        comp.draws.append(Draw(node.id, U_ERROR, node.scope, None, extra=(attempts,), transform=uniform))
-        comp.draws.append(Draw(node.id, U_JITTER, node.scope, None, extra=(attempts,), transform=uniform))
+        for purpose in (U_ERROR, U_JITTER):
+            comp.draws.append(Draw(node.id, purpose, node.scope, None, extra=(attempts,), transform=uniform, late=True))
 
 
 def stall_draws(comp: Compiler) -> None:

@@ -11,6 +11,12 @@ failures it moves to the fallback tier; after ``max_attempts`` the run fails. Th
 fills the call's record; the others go to the ``attempts`` table, timed-out ones billed what they
 generated (:func:`agentsim.sim.rules.cut_tokens`).
 
+What does not change from one attempt to the next is looked up once per block: a call node's draws of
+errors and jitter (:class:`_LimitedCall`), a tier's accounts (:class:`_Admission`), its stall draws. An
+attempt's timeline is built as a :class:`~agentsim.sim.call_timeline.CallTimeline` only where a rule
+needs one (a streamed call, a cancelled or timed-out attempt); a completed one is recorded from its
+numbers, with the same operations (:mod:`agentsim.sim.rules`).
+
 :class:`LimitedCalls` is a part of :class:`agentsim.sim.engine.Runner` (a mixin): it reads the
 runner's draws, records and accounts.
 """
@@ -18,17 +24,20 @@ runner's draws, records and accounts.
 from __future__ import annotations
 
 import math
+from array import array
 
 import numpy as np
 import simpy
+from simpy.events import Timeout
 
-from agentsim.plan.limits import TooLarge
+from agentsim.plan.limits import Gate, TooLarge
 from agentsim.plan.nodes import U_ERROR, U_JITTER
+from agentsim.plan.sampling import late_draw
 from agentsim.sim.call_timeline import timeline
-from agentsim.sim.context import Ctx
 from agentsim.sim.flow import Flow, RunFailed
 from agentsim.sim.records import CANCELLED, DONE
-from agentsim.sim.rules import Q, context_speeds, cut_tokens, first_token
+from agentsim.sim.rows import attempt_row, call_row
+from agentsim.sim.rules import DEC, STALL, TTFT, Q, context_speeds, cut_tokens, duration, first_token
 from agentsim.sim.stalls import stall_draws
 
 __all__ = ["ATT_CANCELLED", "ATT_ERROR", "ATT_OK", "ATT_REJECTED", "ATT_TIMEOUT", "FAILED", "LimitedCalls"]
@@ -36,6 +45,7 @@ __all__ = ["ATT_CANCELLED", "ATT_ERROR", "ATT_OK", "ATT_REJECTED", "ATT_TIMEOUT"
 # attempt outcomes (attempts table)
 ATT_OK, ATT_REJECTED, ATT_ERROR, ATT_TIMEOUT, ATT_CANCELLED = range(5)
 FAILED = 3  # call status: every attempt failed
+_NOTHING_BILLED = (0, 0, 0, 0, 0, 0)
 
 
 def _outcome(error: bool, timeout: float | None, ttft: float, d: float) -> tuple[float, int]:
@@ -49,13 +59,51 @@ def _outcome(error: bool, timeout: float | None, ttft: float, d: float) -> tuple
     return d, ATT_OK
 
 
+class _LimitedCall:
+    """A call node's constants for its attempts, in one block: its numbers (``engine._CallInfo``), its tier and
+    the fallback's (None: none), and where its pre-drawn error and jitter uniforms are: instance ``j``'s
+    attempt ``k`` at ``j * stride + k - 1`` of the flat draws (:meth:`LimitedCalls._uniforms`: drawn when a
+    rule first reads them)."""
+
+    __slots__ = ("c", "fallback", "primary", "stride")
+
+    def __init__(self, runner, node):
+        self.c = runner.info[node.id]
+        self.stride = next(d.extra[0] for d in runner.plan.draws if d.node == node.id and d.purpose == U_ERROR)
+        self.primary = primary = runner.plan.tiers[self.c.key]
+        self.fallback = None if primary.fallback is None else runner.plan.tiers[primary.fallback]
+
+
+class _Admission:
+    """How a tier's calls are admitted, in one simulation's accounts: its ``reject`` accounts as one
+    :class:`~agentsim.plan.limits.Gate`, its ``queue`` accounts in declaration order, whether any account
+    counts tokens, the slots of the accounts without a concurrency cap (they only count requests in flight,
+    from the instant a request is admitted), and the slots a call admitted without queueing holds."""
+
+    __slots__ = ("capped", "counted", "gate", "held", "queueing", "tokens")
+
+    def __init__(self, accounts: list):
+        rejecting = [a for a in accounts if a.spec.policy == "reject"]
+        self.queueing = [a for a in accounts if a.spec.policy == "queue"]
+        self.gate = Gate(rejecting) if rejecting else None
+        self.tokens = any(a.rpm is not None or a.itpm is not None or a.otpm is not None for a in accounts)
+        self.counted = tuple(
+            a.slots for a in (*rejecting, *self.queueing) if a.slots is not None and a.slots.capacity == math.inf
+        )
+        self.capped = tuple(a.slots for a in rejecting if a.slots is not None and a.slots.capacity != math.inf)
+        self.held = (*self.capped, *self.counted)
+
+
 class _Job:
-    """One limited call being attempted: its node, its numbers, its flow, its instance and when it was submitted."""
+    """One limited call being attempted: its constants, its flow, its instance, when it was submitted, where
+    its records go (node, run, instance) and its drawn tokens (new input, output, reasoning)."""
 
-    __slots__ = ("c", "flat", "j", "node", "st", "t_submit")
+    __slots__ = ("drawn", "flat", "j", "lc", "node", "st", "t_submit", "where")
 
-    def __init__(self, node, c, st: Flow, flat: int, j: int, t_submit: float):
-        self.node, self.c, self.st, self.flat, self.j, self.t_submit = node, c, st, flat, j, t_submit
+    def __init__(self, node, lc: _LimitedCall, st: Flow, flat: int, j: int, t_submit: float):
+        self.node, self.lc, self.st, self.flat, self.j, self.t_submit = node, lc, st, flat, j, t_submit
+        self.where = (node.id, st.r, flat)
+        self.drawn = lc.c.tokens(j)
 
 
 class LimitedCalls:
@@ -67,68 +115,170 @@ class LimitedCalls:
         Each attempt is :meth:`_attempt`; between failed attempts the call backs off (:meth:`_backoff`);
         after ``fallback_after`` failures it moves to the fallback tier; after ``max_attempts`` the run fails.
         """
-        c = self.info[node.id]
-        j = st.r * c.width + flat
-        u_err = self.tl[(node.id, U_ERROR)]
-        u_jit = self.tl[(node.id, U_JITTER)]
-        base = j * (len(u_err) // (self.n * c.width))  # attempts are the last axis of these draws
-        primary = tier = self.plan.tiers[c.key]
-        job = _Job(node, c, st, flat, j, self.env.now)
+        lc = self._limited.get(node.id)
+        if lc is None:
+            lc = self._limited[node.id] = _LimitedCall(self, node)
+        j = st.r * lc.c.width + flat
+        base = j * lc.stride - 1
+        primary = tier = lc.primary
+        job = _Job(node, lc, st, flat, j, self.env._now)
         failures = 0
         attempt = 0
         while True:
             attempt += 1
-            if tier is primary and primary.fallback is not None and failures >= primary.fallback_after:
-                tier = self.plan.tiers[primary.fallback]
-            ok, retry_after = yield from self._attempt(job, tier, attempt, u_err[base + attempt - 1])
+            if tier is primary and lc.fallback is not None and failures >= primary.fallback_after:
+                tier = lc.fallback
+            # (an attempt on a tier that cannot error needs no draw: no uniform is below an error rate of 0)
+            u_err = self._uniforms(node, U_ERROR)[base + attempt] if tier.error_rate > 0 else 1.0
+            ok, retry_after = yield from self._attempt(job, tier, attempt, u_err)
             if ok:
                 return
             failures += 1
             if attempt >= tier.max_attempts:
                 self._fail_call(node, st.r, flat, job.t_submit, tier.index)
-            yield self.env.timeout(self._backoff(tier, attempt, u_jit[base + attempt - 1], retry_after))
+            yield self.env.timeout(self._backoff(node, base + attempt, tier, attempt, retry_after))
 
     def _attempt(self, job: _Job, tier, attempt: int, u_err: float):
-        """One attempt of a limited call on ``tier``: (succeeded, retry-after of a refusal)."""
-        env, ctx, node, c = self.env, job.st.ctx, job.node, job.c
-        i_new, out, reas = c.tokens(job.j)
-        tkey = tier.index
+        """One attempt of a limited call on ``tier``: (succeeded, retry-after of a refusal).
+
+        Admitted (:meth:`_admit`, or refused: an attempt record), it runs for its duration -- to an error at
+        its first token, the client's timeout or the user's interruption -- as one timeout."""
+        env, st, c = self.env, job.st, job.lc.c
+        ctx, tkey = st.ctx, tier.index
+        i_new, out, reas = job.drawn
         ttl = ctx.cfg.ttl_s if tier.ttl_s is None else tier.ttl_s
-        t_try = env.now
-        held, retry_after, refused = yield from self._admit(tier, ctx, tkey, ttl, i_new, out + reas)
-        where = (node.id, job.st.r, job.flat)
-        if refused:
-            self.attempt_recs.extend((*where, attempt, tkey, ATT_REJECTED, t_try, env.now, env.now, 0, 0, 0, 0, 0, 0))
-            return False, retry_after
-        t0 = env.now
-        tokens = ctx.begin_call(tkey, ttl, i_new, t0)
-        ttft0, tps = self._speeds_on(node, c, tier, job.j, t0, tokens[0])
-        ttft = first_token(ttft0, tokens[0], tokens[1], tier.prefill_tps)
-        tl = timeline(t0, ttft, out, reas, tps, self._stall_on(node, tkey, job.j))
+        t_try = env._now  # SimPy's `now` without the property call (the hot path, as Runner.seq reads it)
+        tokens = None
+        held = ()
+        if tier.accounts:
+            adm = self._admissions.get(tkey)
+            if adm is None:
+                adm = self._admissions[tkey] = _Admission([self.accounts[a] for a in tier.accounts])
+            if adm.tokens:  # (input, cache read, ...) of the call if it starts now
+                tokens = ctx.begin_call(tkey, ttl, i_new, t_try)
+            refused, retry_after = self._admit(adm, tokens, out + reas, t_try)
+            if not refused and adm.queueing:
+                held = yield from self._wait_in_line(adm, tokens, out + reas)
+                refused = held is None
+            elif not refused:
+                held = adm.held
+            if refused:
+                now = env._now
+                self.attempt_recs.frombytes(
+                    attempt_row(*job.where, attempt, tkey, ATT_REJECTED, t_try, now, now, *_NOTHING_BILLED)
+                )
+                return False, retry_after
+        t0 = env._now
+        if tokens is None or t0 != t_try:  # (the context is this flow's own: only the clock can change them)
+            tokens = ctx.begin_call(tkey, ttl, i_new, t0)
+        ttft, tps, dec, stall, d = self._timing(job, tier, t0, tokens, out, reas)
         error = u_err < tier.error_rate
-        d_run, outcome = _outcome(error, tier.timeout_s, ttft, tl.duration)
-        cut = None  # where the user interrupts this attempt (agentsim.sim.call_timeline.Cut)
-        if outcome == ATT_OK and (c.streamed or job.st.trigger is not None):
-            cut = self._stream_cut(node, job.st, job.flat, tl, tkey)
+        timeout = tier.timeout_s
+        d_run, outcome = (d, ATT_OK) if not error and timeout is None else _outcome(error, timeout, ttft, d)
+        tl = cut = None  # where the user interrupts this attempt (agentsim.sim.call_timeline.Cut)
+        if outcome == ATT_OK and (c.streamed or st.trigger is not None):
+            tl = timeline(t0, ttft, out, reas, tps, stall, dec)
+            cut = self._stream_cut(job.node, st, job.flat, tl, tkey)
             if cut is not None:
                 d_run = cut.at - t0
         ctx.mark(tkey, tokens[0], t0 + d_run)
         try:
-            yield env.timeout(d_run)
+            yield Timeout(env, d_run)
         except simpy.Interrupt:
             self._release(held)
-            self._record(CANCELLED, where, job.t_submit, tl, tokens, tkey, not error)
+            tl = timeline(t0, ttft, out, reas, tps, stall, dec)
+            self._record(CANCELLED, job.where, job.t_submit, tl, tokens, tkey, not error)
             raise
         self._release(held)
         if outcome == ATT_OK:
-            self._succeeded(job, tl if cut is None else tl.cut_at(cut), tokens, tkey, attempt, t_try, i_new)
+            if cut is None:
+                self._completed(job, t0, ttft, dec, stall, tokens, tkey, attempt, t_try)
+            else:
+                self._succeeded(job, tl.cut_at(cut), tokens, tkey, attempt, t_try, i_new)
             return True, None
         # a failed attempt: an error (nothing billed) or a timeout (billed what was generated)
-        billed = (0, 0, 0, 0, 0, 0)
+        billed = _NOTHING_BILLED
         if outcome == ATT_TIMEOUT:
             billed = (*tokens, *cut_tokens(env.now, t0, ttft, tps, out, reas, not error))
-        self.attempt_recs.extend((*where, attempt, tkey, outcome, t_try, t0, env.now, *billed))
+        self.attempt_recs.frombytes(attempt_row(*job.where, attempt, tkey, outcome, t_try, t0, env.now, *billed))
         return False, None
+
+    @staticmethod
+    def _admit(adm: _Admission, tokens: tuple | None, out_tokens: int, now: float) -> tuple[bool, float | None]:
+        """(refused, retry-after) of a call at ``now`` with ``tokens`` (None: no account counts them) and
+        ``out_tokens`` of output, at a tier's ``reject`` accounts (all or nothing, at this instant: a full one
+        refuses it, HTTP 429; a request larger than a bucket is refused without a retry-after). Admitted by
+        them, a call that need not queue anywhere is counted in flight (the rest: :meth:`_wait_in_line`)."""
+        if adm.gate is not None:
+            if tokens is None:
+                uncached = read = 0
+            else:
+                read = tokens[1]
+                uncached = tokens[0] - read
+            try:
+                refused, retry_after = adm.gate.admit(uncached, read, out_tokens, now)
+            except TooLarge:
+                return True, None
+            if refused:
+                return True, retry_after
+        if not adm.queueing:
+            for slots in adm.counted:
+                slots.take_now(now)
+        return False, None
+
+    def _wait_in_line(self, adm: _Admission, tokens: tuple | None, out_tokens: int):
+        """After the ``reject`` accounts: wait in line in each ``queue`` account of the tier, in declaration order,
+        for a slot and then for tokens; then count the call in flight. Returns the slots held, or None (a
+        request larger than a bucket: refused)."""
+        uncached, read = (0, 0) if tokens is None else (tokens[0] - tokens[1], tokens[1])
+        held = list(adm.capped)  # the reject accounts' slots, taken
+        try:
+            for a in adm.queueing:
+                slots = a.slots
+                if slots is not None and slots.capacity != math.inf:
+                    ev = slots.request()
+                    if ev is not None:
+                        try:
+                            yield ev
+                        except simpy.Interrupt:
+                            slots.cancel(ev)
+                            self._release(held)
+                            raise
+                    held.append(slots)
+                if adm.tokens:
+                    for bucket, need in a.needs(uncached, read, out_tokens):
+                        ev = bucket.take(need)
+                        if ev is not None:
+                            try:
+                                yield ev
+                            except simpy.Interrupt:
+                                bucket.cancel(ev)
+                                self._release(held)
+                                raise
+        except TooLarge:
+            self._release(held)
+            return None
+        # an account without a concurrency cap only counts its requests in flight: a call still waiting
+        # for a rate budget or another account's slot is not in flight yet, so it is counted once admitted
+        now = self.env.now
+        for slots in adm.counted:
+            slots.take_now(now)
+            held.append(slots)
+        return held
+
+    def _timing(self, job: _Job, tier, t0: float, tokens: tuple, out: int, reas: int) -> tuple:
+        """(TTFT, TPS, decode, stall, duration) of an attempt on ``tier`` sent at ``t0`` with ``tokens``:
+        the rules (first_token, decode, duration) at its speeds (:meth:`_speeds_on`) and stall (:meth:`_stall_on`)."""
+        c, j = job.lc.c, job.j
+        if tier.index == c.key and tier.index not in self.tod and tier.context_speed is None:
+            ttft0, tps = c.ttft0[j], c.tps[j]  # (_speeds_on and _stall_on of the call's own tier, inline)
+            stall = None if c.stall is None else c.stall[j]
+        else:
+            ttft0, tps = self._speeds_on(job.node, c, tier, j, t0, tokens[0])
+            stall = self._stall_on(job.node, c, tier.index, j)
+        ttft = first_token(ttft0, tokens[0], tokens[1], tier.prefill_tps)
+        dec = (out + reas) / tps  # rules.decode
+        return ttft, tps, dec, stall, duration(ttft, dec, stall)
 
     def _speeds_on(self, node, c, tier, j: int, t0: float, inp: int) -> tuple[float, float]:
         """(drawn TTFT, TPS) of instance ``j`` on ``tier`` (a fallback's from the same draws), at the clock ``t0``,
@@ -146,118 +296,84 @@ class LimitedCalls:
             ttft0, tps = context_speeds(ttft0, tps, inp, tier.context_speed)
         return ttft0, tps
 
+    def _completed(self, job: _Job, t0: float, ttft: float, dec: float, stall, tokens: tuple, tkey: int,
+                   attempt: int, t_try: float) -> None:  # fmt: skip
+        """The attempt that completed the call, uncut: what :meth:`_succeeded` does with its timeline, from its
+        numbers. Recorded in full (``_record``: first token ``t0 + ttft``, end now), its queue time and its
+        effect on the flow (``_close``)."""
+        st, now = job.st, self.env._now
+        i_new, out, reas = job.drawn
+        t_submit = job.t_submit
+        self.call_recs.frombytes(
+            call_row(*job.where, DONE, t_submit, t0, t0 + ttft, now, ttft, *tokens, out, reas, tkey)
+        )
+        if attempt > 1:
+            self.attempt_recs.frombytes(
+                attempt_row(*job.where, attempt, tkey, ATT_OK, t_try, t0, now, *_NOTHING_BILLED)
+            )
+        acc = st.acc
+        acc[Q] += t0 - t_submit
+        if st.ctx.cfg.grows:
+            st.ctx.L += i_new + out
+        acc[TTFT] += ttft
+        acc[DEC] += dec
+        if stall:
+            acc[STALL] += stall
+
     def _succeeded(self, job: _Job, tl, tokens: tuple, tkey: int, attempt: int, t_try: float, i_new: int) -> None:
-        """The attempt that completed the call: its record, its queue time, its effect on the flow."""
-        where = (job.node.id, job.st.r, job.flat)
+        """The attempt that completed the call, with its timeline (cut by the user, or not): its record, its
+        queue time, its effect on the flow."""
+        where = job.where
         self._record(DONE, where, job.t_submit, tl, tokens, tkey)
         if attempt > 1:
             now = self.env.now
-            self.attempt_recs.extend((*where, attempt, tkey, ATT_OK, t_try, tl.send, now, 0, 0, 0, 0, 0, 0))
+            self.attempt_recs.frombytes(
+                attempt_row(*where, attempt, tkey, ATT_OK, t_try, tl.send, now, *_NOTHING_BILLED)
+            )
         job.st.acc[Q] += tl.send - job.t_submit
         if tl.cut is not None:
             self.interrupt_recs.extend(where)
         self._close(job.st, i_new, tl)
 
-    def _stall_on(self, node, tkey: int, j: int) -> float | None:
+    def _stall_on(self, node, c, tkey: int, j: int) -> float | None:
         """Stall seconds of a call's instance ``j`` on tier ``tkey`` (None when the tier cannot stall)."""
-        sd = stall_draws(self.plan, self.block, node, tkey) if self.plan.has_stalls else None
-        if sd is None:
-            return None
-        return float(np.broadcast_to(sd[0], (self.n, *self.block.shape(node.scope))).reshape(-1)[j])
+        if tkey == c.key:
+            stalls = c.stall
+        else:
+            key = (node.id, tkey)
+            if key not in self._tier_stalls:
+                sd = stall_draws(self.plan, self.block, node, tkey)
+                shape = (self.n, *self.block.shape(node.scope))
+                self._tier_stalls[key] = None if sd is None else np.broadcast_to(sd[0], shape).reshape(-1).tolist()
+            stalls = self._tier_stalls[key]
+        return None if stalls is None else stalls[j]
 
-    def _backoff(self, tier, attempt: int, u: float, retry_after: float | None) -> float:
+    def _backoff(self, node, at: int, tier, attempt: int, retry_after: float | None) -> float:
+        """Seconds before the next attempt: the refusal's retry-after (when honoured), else the exponential
+        back-off, times the pre-drawn jitter uniform at ``at`` with full jitter."""
         if retry_after is not None and tier.honour_retry_after:
             return retry_after
         ceiling = min(tier.backoff_cap, tier.backoff_base * 2.0 ** (attempt - 1))
-        return u * ceiling if tier.full_jitter else ceiling
+        return self._uniforms(node, U_JITTER)[at] * ceiling if tier.full_jitter else ceiling
+
+    def _uniforms(self, node, purpose: int):
+        """A call node's per-attempt uniforms (``U_ERROR``, ``U_JITTER``) in this block, as a flat array: drawn
+        when first read (:func:`agentsim.plan.sampling.late_draw`: the values ``sample_block`` would give)."""
+        key = (node.id, purpose)
+        if key not in self.tl:
+            values = late_draw(self.plan, self.block, node.id, purpose)
+            self.tl[key] = array("d", np.ascontiguousarray(values.reshape(-1), dtype=np.float64).tobytes())
+            self.const[key] = False
+        return self.tl[key]
 
     def _fail_call(self, node, r: int, flat: int, t_submit: float, tkey: int):
         now = self.env.now
-        self.call_recs.extend((node.id, r, flat, FAILED, t_submit, now, now, now, 0.0, 0, 0, 0, 0, 0, 0, tkey))
+        self.call_recs.frombytes(
+            call_row(node.id, r, flat, FAILED, t_submit, now, now, now, 0.0, 0, 0, 0, 0, 0, 0, tkey)
+        )
         raise RunFailed
 
-    def _admission_plan(self, tier) -> tuple[list, list, bool]:
-        """(reject-policy accounts, queue-policy accounts, whether any counts tokens) of a tier, cached."""
-        plans = self.__dict__.setdefault("_adm", {})
-        if tier.index not in plans:
-            accounts = [self.accounts[a] for a in tier.accounts]
-            plans[tier.index] = (
-                [a for a in accounts if a.spec.policy == "reject"],
-                [a for a in accounts if a.spec.policy == "queue"],
-                any(a.rpm is not None or a.itpm is not None or a.otpm is not None for a in accounts),
-            )
-        return plans[tier.index]
-
-    def _admit(self, tier, ctx: Ctx, key: int, ttl: float, new_input: int, out_tokens: int):
-        """Take room in every account of ``tier``: refused at once by a ``reject`` account that is
-        full (HTTP 429, with a retry-after when a bucket is short), or wait in ``queue`` accounts.
-        Returns (held slots, retry_after, refused)."""
-        if not tier.accounts:
-            return [], None, False
-        rejecting, queueing, tokens = self._admission_plan(tier)
-        if tokens:
-            inp, read = ctx.peek(key, ttl, new_input, self.env.now)
-            uncached = inp - read
-        else:
-            uncached = read = 0
-        held = []
-        try:
-            if rejecting:  # all or nothing, at this instant
-                waits = []
-                for a in rejecting:
-                    refused = False
-                    if a.slots is not None and not a.slots.free():
-                        waits.append(None)
-                        refused = True
-                    for bucket, need in a.needs(uncached, read, out_tokens):
-                        short = bucket.shortfall(need)
-                        if short is not None:
-                            waits.append(short)
-                            refused = True
-                    a.rejections += refused
-                if waits:
-                    known = [w for w in waits if w is not None]
-                    return [], (max(known) if len(known) == len(waits) else None), True
-                for a in rejecting:
-                    for bucket, need in a.needs(uncached, read, out_tokens):
-                        bucket.check(need)
-                    if a.slots is not None and a.slots.capacity != math.inf:
-                        a.slots.take_now()
-                        held.append(a.slots)
-            for a in queueing:  # wait in line, in declaration order
-                slots = a.slots
-                if slots is not None and slots.capacity != math.inf:
-                    ev = slots.request()
-                    if ev is not None:
-                        try:
-                            yield ev
-                        except simpy.Interrupt:
-                            slots.cancel(ev)
-                            self._release(held)
-                            raise
-                    held.append(slots)
-                if tokens:
-                    for bucket, need in a.needs(uncached, read, out_tokens):
-                        ev = bucket.take(need)
-                        if ev is not None:
-                            try:
-                                yield ev
-                            except simpy.Interrupt:
-                                bucket.cancel(ev)
-                                self._release(held)
-                                raise
-            # an account without a concurrency cap only counts its requests in flight: a call still waiting
-            # for a rate budget or another account's slot is not in flight yet, so it is counted once admitted
-            for a in (*rejecting, *queueing):
-                if a.slots is not None and a.slots.capacity == math.inf:
-                    a.slots.take_now()
-                    held.append(a.slots)
-            return held, None, False
-        except TooLarge:
-            self._release(held)
-            return [], None, True
-
     @staticmethod
-    def _release(held: list) -> None:
+    def _release(held) -> None:
         for slots in held:
             slots.release()

@@ -20,7 +20,6 @@ from agentsim.pricing.rates import call_cost
 from agentsim.sim.attempts import ATT_OK
 from agentsim.sim.call_timeline import timeline
 from agentsim.sim.records import (
-    CALL_FIELDS,
     CALL_INT,
     DONE,
     SPAN_FIELDS,
@@ -28,6 +27,7 @@ from agentsim.sim.records import (
     empty_call_tensors,
     empty_span_tensors,
 )
+from agentsim.sim.rows import ATTEMPT_RECORD, CALL_RECORD, PLAIN_RECORD, WHERE
 from agentsim.sim.rules import context_factor_array
 from agentsim.sim.slots import slot_names
 from agentsim.sim.stalls import stall_draws
@@ -59,11 +59,6 @@ def _scatter(nodes, block: Block, recs: list[tuple], columns: tuple[str, ...], e
                 flat[idx] = rows[:, j].astype(flat.dtype)
         out[node.id] = t
     return out
-
-
-# Record layouts after (node, run, instance): see _Runner.call / call_limited / _span.
-CALL_RECORD = (*CALL_FIELDS, "tier")  # a call recorded in full (cancelled, failed or limited)
-PLAIN_RECORD = ("t_start", "ttft", "input", "cache_read", "cache_write", "cache_write_1h")
 
 
 def _scatter_calls(plan: Plan, runner, variant: int) -> dict[int, dict[str, np.ndarray]]:
@@ -127,23 +122,7 @@ def _scatter_spans(plan: Plan, block: Block, recs: list[tuple]) -> dict[int, dic
 
 def attempts_frame(plan: Plan, block: Block, variant: int, recs: list[tuple]) -> dict[str, np.ndarray]:
     """Attempts that did not complete the call (429s, errors, timeouts) and retried successes, as columns."""
-    cols = (
-        "node",
-        "run",
-        "instance",
-        "attempt",
-        "tier",
-        "outcome",
-        "t_submit",
-        "t_start",
-        "t_end",
-        "input",
-        "cache_read",
-        "cache_write",
-        "cache_write_1h",
-        "output",
-        "reasoning",
-    )
+    cols = (*WHERE, *ATTEMPT_RECORD)
     A = _columns(recs, len(cols))
     out = {c: A[:, i] for i, c in enumerate(cols)}
     for c in ("node", "run", "instance", "attempt", "tier", "outcome", *CALL_INT):

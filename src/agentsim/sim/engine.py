@@ -61,6 +61,7 @@ from agentsim.sim.des_records import finish_block
 from agentsim.sim.des_streams import StreamedCalls
 from agentsim.sim.flow import Flow, RunFailed
 from agentsim.sim.records import CANCELLED, DONE, RUN_FAILED, BlockResult
+from agentsim.sim.rows import call_row, plain_row, span_row
 from agentsim.sim.rules import (
     DEC,
     N_SLOTS,
@@ -163,7 +164,8 @@ class _CallInfo:
 
     def tokens(self, j: int) -> tuple:
         """(new input, output, reasoning) tokens of instance ``j``."""
-        return tuple(lst[0] if const else lst[j] for lst, const in self.values)
+        (inp_l, inp_c), (out_l, out_c), (reas_l, reas_c) = self.values
+        return inp_l[0] if inp_c else inp_l[j], out_l[0] if out_c else out_l[j], reas_l[0] if reas_c else reas_l[j]
 
 
 class Runner(LimitedCalls, StreamedCalls, Joins):
@@ -194,12 +196,16 @@ class Runner(LimitedCalls, StreamedCalls, Joins):
         if "_budget" not in block.stream_cache:  # per-token draws kept for the calls streamed one at a time
             block.stream_cache["_budget"] = des_stream_bytes(plan, block.n)
         self.interrupt_recs = array("d")  # (node, run, instance) of calls cut off by an interruption
-        # Records are appended as flat rows of doubles (read by NumPy without conversion).
+        # Records are appended as flat rows of doubles (read by NumPy without conversion; agentsim.sim.rows).
         self.call_recs = array("d")  # CALL_RECORD rows: cancelled, failed and limited calls
         self.plain_recs = array("d")  # PLAIN_RECORD rows: plain calls that completed (the rest is rebuilt)
         self.span_recs = array("d")
         self.attempt_recs = array("d")
         self.limited = plan.needs_attempts
+        # limited calls' constants (agentsim.sim.attempts): per call node, per tier's accounts, per (node, tier) stalls
+        self._limited: dict = {}
+        self._admissions: dict = {}
+        self._tier_stalls: dict = {}
         self.steps_of = self._steps(plan)
         # sequences that are one fixed call (a branch that needs no process of its own: join_calls)
         self.one_call = {
@@ -237,14 +243,16 @@ class Runner(LimitedCalls, StreamedCalls, Joins):
         A call and the step that starts on its output (a pipeline) run as one step, the pair handed to
         the latter's form. A plain call whose timing is known before the run (:class:`_CallInfo`
         ``fixed``) has no form (``None``): :meth:`seq` waits for it inline, without a generator of its own.
+        A call's form is what the call kind's would pick at every call (:meth:`call_step`), picked here.
         """
+        call_form = type(self).call_limited if self.limited else type(self).call
         out = {}
         for node in plan.nodes:
             if not isinstance(node, SeqNode):
                 continue
             steps = []
             for ch in node.steps:
-                fn = step_kind(ch.kind).des
+                fn = call_form if ch.kind == "call" else step_kind(ch.kind).des
                 if ch.follows_call and steps and steps[-1][1] is ch.call:
                     fn_call, call = steps.pop()
                     steps.append((fn, (call, ch, fn_call)))
@@ -270,7 +278,7 @@ class Runner(LimitedCalls, StreamedCalls, Joins):
             from agentsim.plan.limits import Account
 
             self.accounts = [Account.create(spec, env) for spec in self.plan.accounts]
-            self.__dict__.pop("_adm", None)  # the admission plans name the accounts: drop the old run's
+            self._admissions = {}  # (attempts._Admission) they name the accounts: drop the old run's
         flow = Flow(Ctx(self.plan.ctx), [0.0] * N_SLOTS, r)
         env.process(self.seq(self.plan.root, flow, 0)).callbacks.append(lambda ev: self._ended(ev, r, flow))
         env.run()
@@ -285,7 +293,7 @@ class Runner(LimitedCalls, StreamedCalls, Joins):
     def share(self, env: simpy.Environment, accounts: list) -> None:
         """Run in ``env`` with ``accounts`` shared with other runners (a workload: many agents at once)."""
         self.env, self.accounts = env, accounts
-        self.__dict__.pop("_adm", None)
+        self._admissions = {}
 
     def top(self, r: int):
         """The process of run ``r`` in a shared environment: walks the plan, records its end, status and breakdown."""
@@ -403,7 +411,7 @@ class Runner(LimitedCalls, StreamedCalls, Joins):
                 CANCELLED, (node.id, r, flat), t0, timeline(t0, ttft, out, reas, tps, stall, dec), tokens, c.key
             )
             raise
-        self.plain_recs.extend((node.id, r, flat, t0, ttft, *tokens))
+        self.plain_recs.frombytes(plain_row(node.id, r, flat, t0, ttft, *tokens))
         if cfg.grows:  # self._close(st, i_new, tl), inline: the hot path
             ctx.L += i_new + out
         acc = st.acc
@@ -427,7 +435,7 @@ class Runner(LimitedCalls, StreamedCalls, Joins):
             self._record(CANCELLED, where, tl.send, tl if cut is None else tl.cut_at(cut), tokens, c.key)
             raise
         if cut is None:
-            self.plain_recs.extend((*where, tl.send, tl.ttft, *tokens))
+            self.plain_recs.frombytes(plain_row(*where, tl.send, tl.ttft, *tokens))
             self._close(st, i_new, tl)
         else:
             tl = tl.cut_at(cut)
@@ -445,7 +453,9 @@ class Runner(LimitedCalls, StreamedCalls, Joins):
             if not tl.send < T:
                 return
             out, reas = cut_tokens(T, tl.send, tl.ttft, tl.tps, out, reas, generating)
-        self.call_recs.extend((*where, status, t_submit, tl.send, tl.first_token, T, tl.ttft, *tokens, out, reas, key))
+        self.call_recs.frombytes(
+            call_row(*where, status, t_submit, tl.send, tl.first_token, T, tl.ttft, *tokens, out, reas, key)
+        )
 
     @staticmethod
     def _close(st: Flow, i_new: int, tl) -> None:
@@ -462,14 +472,14 @@ class Runner(LimitedCalls, StreamedCalls, Joins):
         """A step that only takes ``seconds`` (a tool, a wait, a listen): a row of the spans table; ``out``
         tokens join the context at its end, and its seconds go to breakdown ``slot``."""
         env, r = self.env, st.r
-        t0 = env.now
+        t0 = env._now  # (the hot path: as in seq)
         try:
-            yield env.timeout(seconds)
+            yield Timeout(env, seconds)
         except simpy.Interrupt:
             if env.now > t0:
-                self.span_recs.extend((node.id, r, flat, CANCELLED, t0, env.now, 0))
+                self.span_recs.frombytes(span_row(node.id, r, flat, CANCELLED, t0, env.now, 0))
             raise
-        self.span_recs.extend((node.id, r, flat, DONE, t0, env.now, out))
+        self.span_recs.frombytes(span_row(node.id, r, flat, DONE, t0, env._now, out))
         st.acc[slot] += seconds
         if out:
             st.ctx.add(out)

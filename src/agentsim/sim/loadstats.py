@@ -30,28 +30,47 @@ def _f(x) -> float | None:
     return x if np.isfinite(x) else None
 
 
-def step_mean(log: list[tuple[float, float]], t0: float, t1: float, initial: float = 0.0) -> tuple[float, float]:
-    """Time-weighted mean and max over ``[t0, t1]`` of a step function given as ``(time, value)`` changes."""
+def _columns(log) -> tuple[np.ndarray, np.ndarray]:
+    """The times and values of a log of ``(time, value)`` pairs (a :class:`~agentsim.plan.limits.PairLog`, read
+    without a copy, or a list of pairs) as two arrays."""
+    if hasattr(log, "t"):
+        return np.frombuffer(log.t, dtype=np.float64), np.frombuffer(log.v, dtype=log.v.typecode)
+    return np.array([t for t, _ in log], dtype=np.float64), np.array([v for _, v in log])
+
+
+def step_mean(log, t0: float, t1: float, initial: float = 0.0) -> tuple[float, float]:
+    """Time-weighted mean and max over ``[t0, t1]`` of a step function given as ``(time, value)`` changes
+    (in time order), starting at ``initial``.
+
+    The changes at or before ``t0`` set the level at ``t0`` (the max starts there); the area sums, in time
+    order, each level times how long it held, from ``t0`` to the first change at or after ``t1``, then the
+    last level until ``t1``. The terms are computed as arrays and added up in order (a running sum, as a
+    loop over the changes would: the same bits); the max is the first value above all before it, as the log
+    holds it (an in-flight count stays an ``int``).
+    """
     if t1 <= t0:
         return float("nan"), float("nan")
-    area, level, t_prev, peak = 0.0, initial, t0, initial
-    for t, v in log:
-        if t <= t0:
-            level = v
-            peak = v
-            continue
-        if t >= t1:
-            break
-        area += level * (t - t_prev)
-        t_prev, level = t, v
-        peak = max(peak, v)
+    t, v = _columns(log)
+    lo = int(np.searchsorted(t, t0, side="right"))  # changes [0, lo) are at or before t0
+    hi = lo + int(np.searchsorted(t[lo:], t1, side="left"))  # [lo, hi) inside (t0, t1)
+    level = log[lo - 1][1] if lo else initial
+    peak, t_prev, area = level, t0, 0.0
+    if hi > lo:
+        inside, levels = t[lo:hi], v[lo:hi].astype(np.float64)
+        held = np.concatenate(([float(level)], levels[:-1])) * (inside - np.concatenate(([t0], inside[:-1])))
+        area = float(np.cumsum(held)[-1])
+        i = int(np.argmax(levels))
+        if levels[i] > peak:
+            peak = log[lo + i][1]
+        t_prev, level = float(inside[-1]), log[hi - 1][1]
     area += level * (t1 - t_prev)
     return area / (t1 - t0), peak
 
 
-def window_admitted(admitted: list[tuple[float, float]], t0: float, t1: float) -> float:
-    """Tokens admitted in ``[t0, t1)``."""
-    return float(sum(n for t, n in admitted if t0 <= t < t1))
+def window_admitted(admitted, t0: float, t1: float) -> float:
+    """Tokens admitted in ``[t0, t1)``: a Python ``sum`` of them in time order."""
+    t, v = _columns(admitted)
+    return float(sum(v[(t0 <= t) & (t < t1)].tolist()))
 
 
 def queue_wait(calls: pd.DataFrame) -> dict[str, Any]:

@@ -372,11 +372,12 @@ def _first_runs(plan: Plan, block, end: int):
     """Runs ``block.start .. end - 1`` of a sampled block, as a block of their own: every draw of
     :func:`~agentsim.plan.sampling.sample_block` is per run (leading axis) and replications do not
     interact, so they simulate to the same bits as in the whole block, with its instance axes kept. The
-    per-token draws of streaming (made from the block's size, outside ``sample_block``) are not, so a plan
-    that makes any keeps its whole block."""
+    per-token draws of streaming and the ``late`` draws (made from the block's size, outside
+    ``sample_block``) are not, so a plan that makes any keeps its whole block."""
     k = end - block.start
     per_token = plan.has_streaming or plan.has_stalls or any(c.interrupt is not None for c in plan.calls)
-    if k >= block.n or per_token or any(n.follows_call for n in plan.nodes):
+    late = any(d.late for d in plan.draws)
+    if k >= block.n or per_token or late or any(n.follows_call for n in plan.nodes):
         return block
 
     def head(values: dict) -> dict:

@@ -122,9 +122,10 @@ class _WorkloadSummary:
             self._calls = self.builder(calls_frame)()
         return self._calls
 
-    def calls_of(self, name: str) -> pd.DataFrame:
+    def calls_of(self, name: str, columns: list[str]) -> pd.DataFrame:
+        """The calls of variant ``name``, only the ``columns`` a section reads (a copy of those alone)."""
         df = self.all_calls()
-        return df[df["variant"] == name]
+        return df.loc[df["variant"] == name, columns]
 
     def counted_runs(self, name: str) -> pd.DataFrame:
         return self.runs_df[(self.runs_df["variant"] == name) & self.runs_df["counted"]]
@@ -137,7 +138,7 @@ class _WorkloadSummary:
         end = r["start_s"] + r["wall_time_s"]
         ok_in_window = (r["status"] == 0) & (end >= w0) & (end <= w1)
         counted = r["counted"]
-        calls = self.calls_of(name)
+        calls = self.calls_of(name, ["t_start", "input_tokens", "output_tokens", "reasoning_tokens"])
         in_window = calls[(calls["t_start"] >= w0) & (calls["t_start"] < w1)]
         return {
             "window_s": [w0, w1],
@@ -163,7 +164,7 @@ class _WorkloadSummary:
         v = self.plan.variants.index(name)
         out = self.outcomes[v]
         runs_v = self.counted_runs(name)
-        calls = self.calls_of(name)
+        calls = self.calls_of(name, ["run", "node", "model", "speed", "status", "t_submit", "t_start"])
         calls = calls[calls["run"].isin(runs_v["run"])]
         attempts = concat_attempts([b.attempts for b in out.blocks])
         if attempts is not None:
