@@ -168,9 +168,9 @@ def test_a_pipeline_whose_token_arrives_exactly_at_the_cut_starts_with_its_chunk
 @pytest.mark.parametrize("engine", ENGINES)
 def test_a_one_token_answer_can_be_interrupted_and_one_at_the_end_is_not_cut(engine):
     # 1 token at 1 s, end 1.8 s: a barge-in 0.5 s after the token (1.5 s) cuts the call (still generating),
-    # billing its 1 token; the person had the whole answer (its only token), so nothing was interrupted.
-    # 5 tokens at 1..5 s: a barge-in 4 s after the first token is at the end (5 s): not cut (the call is over),
-    # and, with no consumer of its own, the last token was there: not interrupted either.
+    # billing its 1 token. 5 tokens at 1..5 s: a barge-in 4 s after the first token is at the end (5 s): not cut
+    # (the call is over). Both are the person's interruptions (DESIGN.md §3.3: interrupted_share counts every
+    # one, whatever the model has done by then; cut_share only the calls cut while generating).
     steps = [
         {"call": {"name": "one", "output": 1, "interrupt": {"p": 1, "after_first_token": 0.5}}},
         {"call": {"name": "five", "output": 5, "interrupt": {"p": 1, "after_first_token": 4}}},
@@ -180,8 +180,8 @@ def test_a_one_token_answer_can_be_interrupted_and_one_at_the_end_is_not_cut(eng
     assert c.loc["one", "t_end"] - c.loc["one", "t_start"] == 0.5 + 1.0 and c.loc["one", "output_tokens"] == 1
     assert c.loc["five", "t_end"] - c.loc["five", "t_start"] == 5.0 and c.loc["five", "output_tokens"] == 5
     s = baseline(res)["streaming"]["calls"]
-    assert s["one"]["cut_share"]["mean"] == 1.0 and s["one"]["interrupted_share"]["mean"] == 0.0
-    assert s["five"]["cut_share"]["mean"] == 0.0 and s["five"]["interrupted_share"]["mean"] == 0.0
+    assert s["one"]["cut_share"]["mean"] == 1.0 and s["one"]["interrupted_share"]["mean"] == 1.0
+    assert s["five"]["cut_share"]["mean"] == 0.0 and s["five"]["interrupted_share"]["mean"] == 1.0
 
 
 @pytest.mark.parametrize("engine", ENGINES)

@@ -46,7 +46,7 @@ from agentsim.plan.nodes import CHUNKS, GAPS, INTERRUPT_P, INTERRUPT_X, SENTENCE
 from agentsim.plan.sampling import Block
 from agentsim.sim.call_timeline import CallSlot, CallTimeline
 from agentsim.sim.stalls import one_token_chunks, stall_events
-from agentsim.sim.stream_draws import BATCH_ELEMENTS, columns, group_sizes, token_rows
+from agentsim.sim.stream_draws import BATCH_ELEMENTS, columns, group_sizes, sizes, token_rows
 
 __all__ = [
     "BATCH_ELEMENTS",
