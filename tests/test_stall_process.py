@@ -230,3 +230,23 @@ def test_the_draws_of_a_process_do_not_depend_on_the_batch():
         k = alone.pos.shape[1]
         assert np.array_equal(alone.pos[0], every.pos[r, :k]) and (every.pos[r, k:] == -1).all()
         assert alone.total[0] == total[r]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("empty", [{"fanout": {"n": 0, "join": {"k": 1}}}, {"repeat": {"times": 0}}])
+def test_a_stalled_call_with_no_instance_in_a_block_adds_nothing(engine, empty):
+    # A fan-out of 0 copies (or a repeat of 0 times) around a call of a stalling model: the block has no
+    # instance of it, so nothing stalls and nothing runs (this was a reshape of 0 elements, exit 1; found by
+    # `make fuzz`, seed 1018239909). The run is the first call alone: 1 s + 10 tokens at 10 tok/s = 2.0 s.
+    m = model(ttft=1.0, tps=10.0, price={"input_mtok": 1, "output_mtok": 10})
+    m["stream"] = {"chunk_tokens": 2, "stall": {"per_chunk": 0.5, "seconds": 1.0}}
+    kind, spec = next(iter(empty.items()))
+    inner = {"call": {"name": "b", "output": 20, "consumer": {"reader": {"tokens_per_s": 5}}}}
+    steps = [{"call": {"name": "a", "output": 10}}, {kind: {**spec, "steps": [inner]}}]
+    res = run(scenario(steps, models={"m": {**m, "stream": {"chunk_tokens": 2}}}), engine=engine)
+    base = res.summary_dict()["variants"]["baseline"]["wall_time_s"]["mean"]
+    assert base == pytest.approx(2.0)
+    res = run(scenario(steps, models={"m": m}), engine=engine)
+    stalled = res.summary_dict()["variants"]["baseline"]
+    # the first call stalls too now (4 chunk boundaries, each with p 0.5): at least its own 2.0 s, and b is absent
+    assert stalled["wall_time_s"]["mean"] >= 2.0 and "b" not in res.calls["step"].tolist()

@@ -96,7 +96,9 @@ def stall_draws(plan: Plan, block, node, tier_index: int):
 def _process_totals(st, block, node) -> np.ndarray:
     """Each call instance's total stall under a process, for every run of the block (``(n, *instances)``)."""
     dims = block.shape(node.scope)
-    n, width = block.n, max(1, int(np.prod(dims, dtype=np.int64)))
+    n, width = block.n, int(np.prod(dims, dtype=np.int64))
+    if width == 0:  # no instance in this block (a fan-out of 0 copies, a repeat of 0 times): nothing stalls
+        return np.zeros((n, *dims))
     N = np.broadcast_to(block.get(node.id, OUTPUT), (n, *dims)).reshape(n, width).astype(np.int64)
     total = np.zeros((n, width))
     for flat in range(width):  # in batches of at most BATCH_ELEMENTS calls x stalls (per call: the same bits)
