@@ -9,7 +9,7 @@ import pytest
 
 import agentsim
 from agentsim.model.loading import ScenarioError
-from conftest import FIXTURES, model, scenario
+from conftest import FIXTURES, ROOT, model, scenario
 
 GOOD = FIXTURES / "good.yaml"
 
@@ -141,3 +141,22 @@ def test_a_parallel_written_as_a_list_has_the_spec_of_its_mapping_form():
     assert listed.model_dump() == mapped.model_dump()
     assert listed.model_fields_set == mapped.model_fields_set == {"branches"}
     assert (listed.name, listed.join) == (None, "all")
+
+
+def test_a_scenario_is_compiled_once_and_a_changed_copy_anew():
+    # loading compiles (to report the compiler's problems); every command compiles again: the same plan
+    import copy
+    import pickle
+
+    from agentsim.plan.compiler import compile_plan
+    from agentsim.plan.validation import load
+
+    a, b = load(ROOT / "scenarios" / "coding-agent.yaml"), load(ROOT / "scenarios" / "coding-agent.yaml")
+    plan = compile_plan(a)
+    assert compile_plan(a) is plan and plan.scenario is a
+    assert a == b and compile_plan(b) is not plan  # the kept plan is not part of the scenario's value
+    changed = a.model_copy(update={"runs": 7})  # shares the private attributes, but is another scenario
+    assert compile_plan(changed) is not plan and compile_plan(changed).scenario is changed
+    for other in (pickle.loads(pickle.dumps(a)), copy.deepcopy(a)):  # the plan is not carried along
+        assert other == a and compile_plan(other) is not plan and compile_plan(other).scenario is other
+    assert len(pickle.dumps(a)) == len(pickle.dumps(a.model_copy()))

@@ -512,3 +512,47 @@ def test_a_barge_in_after_the_first_audio_of_one_token_sentences(engine):
     res = run(scenario([{"call": call}], models=WHOLE), engine=engine)
     c = res.calls.iloc[0]
     assert c["t_end"] == 1.75 and c["output_tokens"] == 1
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_pipeline_by_first_sentence_without_a_speech_consumer_reads_its_own_sentences(engine):
+    # 100 tokens, TTFT 1 s, 10 tok/s: a_i = 1 + (i - 1) * 10 / 99 from the send. Behind a reader (no sentences
+    # of its own) a pipeline with sentence_tokens 12 starts at a_12 = 1 + 110/99; behind a call without a
+    # consumer, one with the default of 20 tokens at a_20 = 1 + 190/99.
+    steps = [
+        {"call": {"name": "a", "output": 100, "consumer": {"reader": {"tokens_per_s": 5}}}},
+        {
+            "pipeline": {
+                "after": "first_sentence",
+                "sentence_tokens": 12,
+                "steps": [{"wait": {"name": "w", "latency": 1}}],
+            }
+        },
+        {"call": {"name": "b", "output": 100}},
+        {"pipeline": {"after": "first_sentence", "steps": [{"wait": {"name": "w2", "latency": 1}}]}},
+    ]
+    res = run(scenario(steps, models={"m": model(ttft=1.0, tps=10.0)}), engine=engine)
+    spans, calls = res.spans.set_index("step"), res.calls.set_index("step")
+    assert spans.loc["w", "t_start"] - calls.loc["a", "t_start"] == pytest.approx(1 + 110 / 99, abs=1e-12)
+    assert spans.loc["w2", "t_start"] - calls.loc["b", "t_start"] == pytest.approx(1 + 190 / 99, abs=1e-12)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_an_answer_without_a_visible_token_is_never_interrupted(engine):
+    # Output 0, reasoning 20 at 10 tok/s: TTFT 1 s, then 2 s of reasoning, end at 3 s. A barge-in "0.5 s after
+    # the first token" has no first token to follow: nothing is interrupted or cut, and the call runs to 3 s.
+    steps = [{"call": {"name": "z", "output": 0, "reasoning": 20, "interrupt": {"p": 1, "after_first_token": 0.5}}}]
+    res = run(scenario(steps, models={"m": model(ttft=1.0, tps=10.0)}), engine=engine)
+    c = res.calls.iloc[0]
+    assert c["t_end"] - c["t_start"] == 3.0 and c["reasoning_tokens"] == 20
+    s = baseline(res)["streaming"]["calls"]["z"]
+    assert s["interrupted_share"]["mean"] == 0.0 and s["cut_share"]["mean"] == 0.0 and s["wasted_usd"]["mean"] == 0.0
+
+
+def test_the_streaming_frame_of_no_stream_still_has_its_columns():
+    # res.streaming of a scenario without consumers: an empty table with the same columns (code that selects
+    # columns of it keeps working), not a table without any
+    from agentsim.sim.stream_stats import streaming_frame
+
+    empty = streaming_frame({"baseline": {"calls": {}}})
+    assert list(empty.columns) == ["variant", "call", "metric", "mean", "p50", "p95", "p99"] and empty.empty

@@ -25,6 +25,7 @@ from pydantic_core import PydanticCustomError
 __all__ = [
     "INT64_MAX",
     "MAX_SECONDS",
+    "Memo",
     "NonNegNum",
     "Num",
     "PosNum",
@@ -37,6 +38,31 @@ __all__ = [
     "number",
     "suggest",
 ]
+
+
+class Memo:
+    """Something worked out from a frozen model and kept on it for reuse (a scenario's compiled plan), which
+    is not part of the model's value: it compares equal to anything (pydantic compares private attributes),
+    is dropped when the model is pickled or deep-copied, and holds only for the model it was made from
+    (:meth:`of`): a ``model_copy`` shares the private attributes but is another object, whose fields may
+    differ."""
+
+    __slots__ = ("owner", "value")
+
+    def __init__(self, owner: object = None, value: Any = None):
+        self.owner, self.value = owner, value
+
+    def of(self, owner: object) -> Any:
+        """The value kept for ``owner``, or None."""
+        return self.value if self.owner is owner else None
+
+    def __eq__(self, other: object) -> bool:
+        return True
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __reduce__(self):
+        return (Memo, ())
 
 
 @contextmanager

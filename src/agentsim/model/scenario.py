@@ -27,6 +27,7 @@ from agentsim.model import domain
 from agentsim.model.base import (
     INT64_MAX,
     MAX_SECONDS,
+    Memo,
     NonNegNum,
     Num,
     PosNum,
@@ -254,6 +255,8 @@ class Scenario(StrictModel):
     )
 
     _source: str | None = PrivateAttr(None)  # the file it was loaded from (for relative paths)
+    # its compiled plan: agentsim.plan.compiler.compile_plan compiles a scenario once (it is frozen)
+    _plan: Memo = PrivateAttr(default_factory=Memo)
 
     def variant_specs(self) -> dict[str, VariantSpec]:
         """The variants to compare; a scenario without any has one, ``baseline``."""

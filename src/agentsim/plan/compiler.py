@@ -32,7 +32,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from agentsim.model.base import gc_paused
+from agentsim.model.base import Memo, gc_paused
 from agentsim.model.loading import ErrorItem, ScenarioError, line_of, source_of
 from agentsim.model.registry import kind_of
 from agentsim.model.scenario import Problem, Scenario
@@ -302,9 +302,18 @@ def _raise_problems(comp: Compiler, file: str | None, src: str | None, lines: di
 
 
 def compile_plan(scenario: Scenario, *, file: str | None = None, lines: dict | None = None) -> Plan:
-    """Compile a validated scenario; raise :class:`ScenarioError` on problems found."""
-    with gc_paused():  # linear in the steps (agentsim.model.base.gc_paused)
-        return _compile(scenario, file, lines)
+    """Compile a validated scenario; raise :class:`ScenarioError` on problems found.
+
+    A scenario is frozen, so it is compiled once: loading compiles it to report the compiler's problems,
+    and ``validate``, ``run`` and the rest get that plan again (a copy made with ``model_copy``, whose
+    fields may differ, is compiled anew). ``file`` and ``lines`` only place the problems of a compile that
+    fails, which is never kept."""
+    plan = scenario._plan.of(scenario)
+    if plan is None:
+        with gc_paused():  # linear in the steps (agentsim.model.base.gc_paused)
+            plan = _compile(scenario, file, lines)
+        scenario._plan = Memo(scenario, plan)
+    return plan
 
 
 def _compile(scenario: Scenario, file: str | None, lines: dict | None) -> Plan:

@@ -85,7 +85,7 @@ class StreamStats:
             kind = consumer_kinds().get(cons.kind)
             pace = kind.pace(cons) if kind is not None and kind.pace is not None else None
             if pace is not None:  # a consumer with a pace of its own (a reader's, a speaker's)
-                tps = metrics.get("_tps", np.zeros(0))
+                tps = metrics["_tps"]  # (every consumer call records its speed: stream_metrics)
                 apparate[name] = {
                     "consumer": cons.kind,
                     "tokens_per_s": pace,
