@@ -250,3 +250,28 @@ def test_a_stalled_call_with_no_instance_in_a_block_adds_nothing(engine, empty):
     stalled = res.summary_dict()["variants"]["baseline"]
     # the first call stalls too now (4 chunk boundaries, each with p 0.5): at least its own 2.0 s, and b is absent
     assert stalled["wall_time_s"]["mean"] >= 2.0 and "b" not in res.calls["step"].tolist()
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_scheduled_stall_before_the_last_chunk_is_taken(engine):
+    # 100 tokens in chunks of 5: chunks 1..20, opportunities (chunk boundaries) before chunks 2..20. A stall
+    # scheduled before chunk 20, the last, delays its 5 tokens and the end: 1 + 10 + 0.5 = 11.5 s. One before a
+    # chunk 21 that no answer has is dropped: 11.0 s.
+    v, _ = streaming(run(one_answer({"at_chunks": [20], "seconds": 0.5}), engine=engine))
+    assert v["wall_time_s"]["mean"] == pytest.approx(11.5) and v["breakdown_s"]["stall"] == pytest.approx(0.5)
+    v, _ = streaming(run(one_answer({"at_chunks": [21], "seconds": 0.5}), engine=engine))
+    assert v["wall_time_s"]["mean"] == pytest.approx(11.0)
+
+
+@pytest.mark.parametrize("form", ["per_chunk", "per_token"])
+def test_stall_places_do_not_depend_on_how_many_gaps_are_drawn_first(monkeypatch, form):
+    # _places draws a first guess of geometric gaps and doubles it until every call's places pass its answer;
+    # the draws are token-major, so a first guess of 1 (every call needs more) gives the same stalls, bit for
+    # bit, as the usual guess (which nearly always suffices)
+    from agentsim.sim import stalls
+
+    doc = one_answer({form: 0.3, "seconds": {"uniform": {"low": 0.1, "high": 0.5}}}, output=200, chunk=2)
+    doc["runs"] = 64
+    usual = {engine: run(doc, engine=engine).summary_dict() for engine in ENGINES}
+    monkeypatch.setattr(stalls, "_first_rows", lambda p, top: 1)
+    assert {engine: run(doc, engine=engine).summary_dict() for engine in ENGINES} == usual

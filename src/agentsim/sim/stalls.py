@@ -169,7 +169,7 @@ def _places(st, block, key_node: int, flat: int, runs: np.ndarray, M: np.ndarray
     if p >= 1.0 or top == 0:
         return np.broadcast_to(np.arange(1, top + 1, dtype=np.float64), (C, top))
     log_q = math.log1p(-p)
-    rows = min(top, math.ceil(p * top + 4.0 * math.sqrt(p * top) + 4.0))
+    rows = _first_rows(p, top)
     while True:  # more rows until every call's places pass its M (rows are token-major: a prefix is stable)
         z = columns(token_rows(block, key_node, STALL_GAPS, flat, rows, cache), runs, block.n)
         u = np.minimum(special.ndtr(z), _U_MAX)
@@ -177,6 +177,13 @@ def _places(st, block, key_node: int, flat: int, runs: np.ndarray, M: np.ndarray
         if rows >= top or bool(np.all(opp[:, -1] > M)):
             return opp
         rows = min(top, 2 * rows)
+
+
+def _first_rows(p: float, top: int) -> int:
+    """How many geometric gaps :func:`_places` draws at first for answers of up to ``top`` opportunities: the
+    expected stalls plus 4 standard deviations and 4 (it draws more, doubling, when a call needs them; the
+    places do not depend on how many were drawn)."""
+    return min(top, math.ceil(p * top + 4.0 * math.sqrt(p * top) + 4.0))
 
 
 def stalled_by(sb, t: np.ndarray) -> np.ndarray:
