@@ -160,3 +160,29 @@ def test_a_scenario_is_compiled_once_and_a_changed_copy_anew():
     for other in (pickle.loads(pickle.dumps(a)), copy.deepcopy(a)):  # the plan is not carried along
         assert other == a and compile_plan(other) is not plan and compile_plan(other).scenario is other
     assert len(pickle.dumps(a)) == len(pickle.dumps(a.model_copy()))
+
+
+def test_a_command_keeps_what_it_read_out_of_later_collections_until_it_ends():
+    # The command line freezes what a read made (a scenario and its plan live until the command ends) and
+    # hands it back to the collector at the end; a library read freezes nothing.
+    import gc
+
+    from agentsim.model.heap import gc_paused, reads_kept
+    from agentsim.plan.validation import load
+
+    assert gc.get_freeze_count() == 0
+    load(ROOT / "scenarios" / "coding-agent.yaml")
+    assert gc.get_freeze_count() == 0 and gc.isenabled()
+    with reads_kept():
+        with gc_paused():
+            with gc_paused():  # nested: only the outermost resumes (and freezes)
+                pass
+            assert not gc.isenabled() and gc.get_freeze_count() == 0
+        assert gc.isenabled() and gc.get_freeze_count() > 0
+    assert gc.get_freeze_count() == 0
+    from typer.testing import CliRunner
+
+    from agentsim.cli.main import app
+
+    assert CliRunner().invoke(app, ["validate", str(ROOT / "scenarios" / "coding-agent.yaml")]).exit_code == 0
+    assert gc.get_freeze_count() == 0 and gc.isenabled()

@@ -21,10 +21,11 @@ from agentsim.sim.records import RUN_UNFINISHED
 from conftest import make, scenario
 
 
-def plan_of(latency: float, duration_s: float, concurrent: int = 1, **wl):
-    """A closed workload whose every run is one wait of ``latency`` seconds (no draw: times are exact)."""
+def plan_of(latency, duration_s: float, concurrent: int = 1, call: bool = False, **wl):
+    """A closed workload whose every run is one wait of ``latency`` seconds (a constant: times are exact), after
+    a call if ``call``."""
     doc = scenario(
-        [{"wait": {"latency": latency}}],
+        [{"call": {"output": 10}}] * call + [{"wait": {"latency": latency}}],
         workload={"concurrent": concurrent, "duration": {"seconds": duration_s}, **wl},
     )
     return compile_plan(make(doc))
@@ -78,6 +79,12 @@ def test_a_run_in_flight_at_the_drain_limit_is_unfinished_with_its_wall_time_cut
     assert out.end_s == 20.0 and out.started == 1
     b = out.blocks[0]
     assert b.status[0] == RUN_UNFINISHED and b.wall[0] == 20.0
+    # 4 agents whose runs take 1 or 100 s at random: runs started after 0 are in flight at the drain limit,
+    # each with its wall time from its own start to the stop
+    out = workload.run_workload(plan_of({"choice": {"values": [1, 100]}}, 10.0, concurrent=4), seed=5, variant=0)
+    b = out.blocks[0]
+    left = np.nonzero(b.status == RUN_UNFINISHED)[0]
+    assert (b.start[left] > 0).any() and np.array_equal(b.wall[left], out.end_s - b.start[left])
 
 
 def test_a_block_is_finished_and_let_go_when_its_last_run_ends(monkeypatch):
@@ -92,14 +99,15 @@ def test_a_block_is_finished_and_let_go_when_its_last_run_ends(monkeypatch):
         def __init__(self, *a, **k):
             super().__init__(*a, progress=lambda t: looks.append((t, set(self.runners), set(self.finished))))
 
-    early = Spy(plan_of(1.0, 15.0), 1, 0).run()
+    early = Spy(plan_of(1.0, 15.0, call=False), 1, 0).run()
     by_time = {t: (running, done) for t, running, done in looks}
     assert by_time[3.0] == ({0}, set())  # run 3 (block 0's last) is in flight until 4 s
     assert by_time[4.0] == (set(), {0})  # run 4 (block 1) not started yet
     assert by_time[5.0] == ({1}, {0})
     assert by_time[12.0] == (set(), {0, 1, 2})
     assert by_time[15.0] == ({3}, {0, 1, 2})  # run 15 is in flight until 16 s
-    for b in early.blocks:
+    with_call = workload.run_workload(plan_of(1.0, 15.0, call=True), seed=1, variant=0)
+    for b in (*early.blocks, *with_call.blocks):  # (a call's speeds were cached while its block ran)
         assert (b.block.values, b.block.by_variant, b.block.speed_cache, b.block.stream_cache) == ({}, {}, {}, {})
     monkeypatch.setattr(workload._Workload, "_ended", lambda self, b: None)  # every block finished at the stop
     late = workload.run_workload(plan_of(1.0, 15.0), seed=1, variant=0)
@@ -107,3 +115,11 @@ def test_a_block_is_finished_and_let_go_when_its_last_run_ends(monkeypatch):
     for a, b in zip(early.blocks, late.blocks, strict=True):
         assert np.array_equal(a.wall, b.wall) and np.array_equal(a.start, b.start)
         assert np.array_equal(a.started, b.started) and np.array_equal(a.counted, b.counted)
+
+
+def test_a_workload_draws_from_its_seed():
+    # Runs of a random length: the same seed gives the same runs, bit for bit; another seed other runs
+    plan = plan_of({"lognormal": {"median": 1, "p90": 3}}, 30.0, concurrent=3)
+    walls = [workload.run_workload(plan, seed=s, variant=0).blocks[0].wall for s in (7, 7, 8)]
+    assert np.array_equal(walls[0], walls[1], equal_nan=True)
+    assert not np.array_equal(walls[0], walls[2], equal_nan=True)

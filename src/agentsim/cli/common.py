@@ -255,7 +255,9 @@ def handle_errors(fn: Callable) -> Callable:
 
             check_number_options(kwargs)
             # --max-calls / --no-size-limit (declared by commands that simulate) apply for the whole command
-            with size_limits(kwargs.pop("max_calls", None), kwargs.pop("no_size_limit", False)):
+            from agentsim.model.heap import reads_kept
+
+            with size_limits(kwargs.pop("max_calls", None), kwargs.pop("no_size_limit", False)), reads_kept():
                 return fn(*args, **kwargs)
         except typer.Exit:
             raise

@@ -12,15 +12,14 @@ from __future__ import annotations
 
 import datetime as dt
 import difflib
-import gc
 import math
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 from pydantic_core import PydanticCustomError
+
+from agentsim.model.heap import gc_paused
 
 __all__ = [
     "INT64_MAX",
@@ -63,24 +62,6 @@ class Memo:
 
     def __reduce__(self):
         return (Memo, ())
-
-
-@contextmanager
-def gc_paused() -> Iterator[None]:
-    """Pause Python's cyclic garbage collector while a scenario is read, validated and compiled.
-
-    A scenario of 100,000 steps is a few million objects made at once and kept: every collection
-    would walk all of those made so far, so the reading time grew with the square of the steps.
-    Reading makes no reference cycles worth collecting; the collector resumes at the end (nested
-    pauses resume with the outermost).
-    """
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
 
 
 _ALLOWED: dict[type, frozenset[str]] = {}  # model class -> the keys it takes (its fields and their aliases)
