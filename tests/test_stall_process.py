@@ -122,14 +122,16 @@ def test_a_certain_stall_before_every_chunk(engine):
 
 
 @pytest.mark.parametrize("engine", ENGINES)
-@pytest.mark.parametrize("form", ["per_chunk", "per_token"])
-def test_stall_count_and_time_match_the_closed_form(engine, form):
+@pytest.mark.parametrize(("form", "p"), [("per_chunk", 0.1), ("per_token", 0.025), ("per_chunk", 0.5)])
+def test_stall_count_and_time_match_the_closed_form(engine, form, p):
     # N = 200 tokens at 1000 tok/s, in chunks of 4 (K = 50 chunks) for per_chunk, of 1 for per_token (so that
     # two stalls never share a delivered gap); stalls of uniform(0.3, 0.5) s.
     # per_chunk 0.1: count ~ Binomial(K - 1 = 49, 0.1): mean 4.9, var 4.41; per_token 0.025: Binomial(199, 0.025):
-    # mean 4.975, var 4.851. Total stall: E = E[count] x 0.4; Var = E[count] Var(L) + Var(count) 0.4^2 with
-    # Var(L) = 0.2^2 / 12. Every stall makes one gap over 250 ms (a gap without one is 0.001 s or a chunk's 0.004 s).
-    runs, p = 4000, {"per_chunk": 0.1, "per_token": 0.025}[form]
+    # mean 4.975, var 4.851; per_chunk 0.5: Binomial(49, 0.5): mean 24.5, var 12.25 (stalls at neighbouring
+    # chunks: a process whose places skipped a neighbour would give about 49 / 2.5 = 19.6).
+    # Total stall: E = E[count] x 0.4; Var = E[count] Var(L) + Var(count) 0.4^2 with Var(L) = 0.2^2 / 12.
+    # Every stall makes one gap over 250 ms (a gap without one is 0.001 s or a chunk's 0.004 s).
+    runs = 4000
     trials, chunk = {"per_chunk": (49, 4), "per_token": (199, 1)}[form]
     mean_n, var_n = trials * p, trials * p * (1 - p)
     doc = one_answer(
@@ -275,3 +277,18 @@ def test_stall_places_do_not_depend_on_how_many_gaps_are_drawn_first(monkeypatch
     usual = {engine: run(doc, engine=engine).summary_dict() for engine in ENGINES}
     monkeypatch.setattr(stalls, "_first_rows", lambda p, top: 1)
     assert {engine: run(doc, engine=engine).summary_dict() for engine in ENGINES} == usual
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_chunks_of_two_tokens_are_delivered_in_pairs(engine):
+    # 5 tokens at 1, 2, 3, 4, 5 s (TTFT 1 s, 1.25 tok/s), chunks of 2: [1, 2] delivered at a_1 = 1 s (the first
+    # group at its first token), [3, 4] at a_4 = 4 s, [5] at 5 s. A pipeline after 3 tokens starts when token 3
+    # is delivered, with its chunk: 4 s (one-token chunks would give 3 s).
+    m = model(ttft=1.0, tps=1.25, price={"input_mtok": 1, "output_mtok": 10})
+    m["stream"] = {"chunk_tokens": 2}
+    steps = [
+        {"call": {"name": "a", "output": 5}},
+        {"pipeline": {"after": {"tokens": 3}, "steps": [{"wait": {"name": "w", "latency": 1}}]}},
+    ]
+    res = run(scenario(steps, models={"m": m}), engine=engine)
+    assert res.spans.set_index("step").loc["w", "t_start"] == 4.0
