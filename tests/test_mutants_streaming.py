@@ -556,3 +556,23 @@ def test_the_streaming_frame_of_no_stream_still_has_its_columns():
 
     empty = streaming_frame({"baseline": {"calls": {}}})
     assert list(empty.columns) == ["variant", "call", "metric", "mean", "p50", "p95", "p99"] and empty.empty
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("runs", [1, 64])  # one call at a time (speech._one_call), and calls in a batch
+@pytest.mark.parametrize(("first_audio", "silence"), [(0.0, 3.4), (0.5, 3.5)])
+def test_the_silence_of_a_voice_interrupted_while_waiting_is_counted_once(engine, runs, first_audio, silence):
+    # 20 tokens, TTFT 1 s, 2 tok/s: a_i = 1 + (i - 1) 10/19, the call ends at 11 s. Sentences of 5 tokens said
+    # at 20 tok/s (0.25 s each); first audio fa after a sentence's last token: b_k = a_5k + fa. The person barges
+    # in 4 s after the first audio: stop = b_1 + 4 = 5 + 40/19 + fa (the call is cut there).
+    # fa = 0: 12 tokens arrived, sentences 5, 5, 2. Silences: b_2 - e_1 = 50/19 - 0.25, b_3 - e_2 = 20/19 - 0.25
+    #   (b_3 = a_12 = 1 + 110/19 plays 0.1 s), then waiting for more until the stop: 3.9 - 70/19. Total 3.4.
+    # fa = 0.5: 13 tokens, sentences 5, 5, 3; b_3 = a_13 + 0.5 = 1.5 + 120/19 is after the stop, so sentence 3
+    #   never plays: silences 50/19 - 0.25, then from e_2 = 1.75 + 90/19 to the stop: 3.75 - 50/19, once.
+    #   Total 3.5 (the wait before the stop was counted twice: 4.62).
+    m = model(ttft=1.0, tps=2.0, price={"input_mtok": 1, "output_mtok": 10})
+    speech = {"speech": {"first_audio": first_audio, "tokens_per_s": 20, "sentence_tokens": 5}}
+    call = {"name": "say", "output": 20, "consumer": speech, "interrupt": {"p": 1, "after_first_audio": 4}}
+    s = baseline(run(scenario([{"call": call}], models={"m": m}, runs=runs), engine=engine))["streaming"]["calls"]
+    assert s["say"]["silence_s"]["mean"] == pytest.approx(silence, abs=1e-12)
+    assert s["say"]["longest_silence_s"]["mean"] == pytest.approx(50 / 19 - 0.25, abs=1e-12)

@@ -175,7 +175,10 @@ def measure(cfg: SpeechCfg, sb, n, sentences=None, first_audio=None, stop=None) 
     heard = has if stop is None else has & (s["starts"][:, 0] < stop)
     silence, longest, done = s["silence"], s["longest"], s["done"]
     if stop is not None:  # cut off while the person waited for the rest: silent from the last sentence on
-        tail = np.where(~whole & (done < stop), stop - done, 0.0)
+        # (only when every sentence that arrived was played: a sentence whose audio would start at or after
+        # the stop was waited for, and schedule() counted that silence up to the stop already)
+        waited = np.count_nonzero(sentences > 0, axis=1) > np.count_nonzero(~np.isnan(s["starts"]), axis=1)
+        tail = np.where(~whole & ~waited & (done < stop), stop - done, 0.0)
         tail = np.where(np.isfinite(tail), tail, 0.0)
         silence, longest, done = silence + tail, np.maximum(longest, tail), np.minimum(done, stop)
     return {
