@@ -158,8 +158,11 @@ class Bucket:
         self._pairs = isinstance(log, PairLog)  # appended to its two arrays directly (no method call)
         self.admitted = PairLog()  # (time, tokens)
 
-    def _refill(self) -> None:
-        now = self.env.now
+    def _refill(self, now: float | None = None) -> None:
+        """The level at ``now`` (default: the clock): the bucket fills at its rate since it was last refilled,
+        up to its capacity."""
+        if now is None:
+            now = self.env.now
         if now > self.t:
             self.level = min(self.capacity, self.level + (now - self.t) * self.rate)
             self.t = now
@@ -192,10 +195,8 @@ class Bucket:
         the bucket raises :class:`TooLarge` (before any refill)."""
         if need > self.capacity:
             raise TooLarge(need)
-        if now > self.t:
-            self.level = min(self.capacity, self.level + (now - self.t) * self.rate)
-            self.t = now
-        if self.level >= need - self.slack and not self.waiters:
+        self._refill(now)
+        if self._has(need) and not self.waiters:
             return None
         return max(0.0, (need - self.level) / self.rate)
 
@@ -241,7 +242,7 @@ class Bucket:
 
     def _serve(self, _ev) -> None:
         self._refill()
-        while self.waiters and self.level >= self.waiters[0][0] - self.slack:
+        while self.waiters and self._has(self.waiters[0][0]):
             need, ev = self.waiters.popleft()
             self.take_now(need, self.env.now)
             ev.succeed()
@@ -324,12 +325,12 @@ class Gate:
 
     def admit(self, uncached_input: int, cache_read: int, output: int, now: float) -> tuple[bool, float | None]:
         """(refused, retry-after) of a request at ``now``; admitted, it has taken its tokens and slots."""
-        needs = (1.0, float(uncached_input), float(output), float(uncached_input + cache_read))  # request_needs
+        needs = request_needs(uncached_input, cache_read, output)
         refused_any = unknown = False
         longest = None
         for acc, slots, _, checks in self.parts:
             refused = False
-            if slots is not None and not (slots.in_use < slots.capacity and not slots.waiters):  # Slots.free()
+            if slots is not None and not slots.free():
                 refused = unknown = True
             for bucket, need in checks:
                 short = bucket.room(needs[need], now)

@@ -238,23 +238,13 @@ class LimitedCalls:
                 if slots is not None and slots.capacity != math.inf:
                     ev = slots.request()
                     if ev is not None:
-                        try:
-                            yield ev
-                        except simpy.Interrupt:
-                            slots.cancel(ev)
-                            self._release(held)
-                            raise
+                        yield from self._wait_in(slots, ev, held)
                     held.append(slots)
                 if adm.tokens:
                     for bucket, need in a.needs(uncached, read, out_tokens):
                         ev = bucket.take(need)
                         if ev is not None:
-                            try:
-                                yield ev
-                            except simpy.Interrupt:
-                                bucket.cancel(ev)
-                                self._release(held)
-                                raise
+                            yield from self._wait_in(bucket, ev, held)
         except TooLarge:
             self._release(held)
             return None
@@ -265,6 +255,16 @@ class LimitedCalls:
             slots.take_now(now)
             held.append(slots)
         return held
+
+    def _wait_in(self, line, ev, held: list):
+        """Wait for ``ev``, a place in ``line`` (a slot or a bucket's tokens); interrupted (a race lost, a run
+        stopped), leave the line and give back the slots ``held``."""
+        try:
+            yield ev
+        except simpy.Interrupt:
+            line.cancel(ev)
+            self._release(held)
+            raise
 
     def _timing(self, job: _Job, tier, t0: float, tokens: tuple, out: int, reas: int) -> tuple:
         """(TTFT, TPS, decode, stall, duration) of an attempt on ``tier`` sent at ``t0`` with ``tokens``:
