@@ -159,6 +159,7 @@ class Streamed:
     mean: float  # the visible tokens it has on average
     draws: int  # per-token random matrices (runs x tokens) kept for each instance: jitter, chunks, stalls, sentences
     why: str  # what makes it streamed, for messages
+    live: bool = False  # the DES streams it while the run goes on (an interrupt, or a pipeline after it)
 
 
 def streamed_calls(nodes, tiers) -> list[Streamed]:
@@ -186,7 +187,8 @@ def streamed_calls(nodes, tiers) -> list[Streamed]:
         if why:
             top, mean = practical_max(node.output), _mean_bound(node.output)
             followed = why[0] != "a stall process on its model"  # its token timeline is built, not only its stalls
-            out.append(Streamed(node, top, mean, _draws(node, streams, pipe, followed), " and ".join(why)))
+            live = getattr(node, "interrupt", None) is not None or pipe is not None
+            out.append(Streamed(node, top, mean, _draws(node, streams, pipe, followed), " and ".join(why), live))
     return out
 
 
@@ -291,7 +293,7 @@ def des_stream_bytes(plan, block_runs: float) -> float:
     counts = {n.id: n.count_bounds() for n in plan.nodes if n.axis is not None}
     total = 0.0
     for s in streamed_calls(plan.nodes, plan.tiers):
-        if getattr(s.node, "interrupt", None) is None and "pipeline" not in s.why:
+        if not s.live:
             continue  # streamed after the run (its consumer's metrics), one instance slot at a time
         big = math.prod(counts[m][1] for m in s.node.scope)
         total += big * s.draws * 8.0 * s.top * block_runs
