@@ -245,11 +245,10 @@ def test_batched_long_answers_give_the_figures_of_one_batch(engine, monkeypatch)
     m = {**model(ttft=0.5, tps=20.0), "stream": stream}
     doc = scenario(steps, models={"m": m}, runs=40)
     whole = run(doc, engine=engine).to_json()
-    monkeypatch.setattr(streaming, "BATCH_ELEMENTS", 1)
-    from agentsim.sim import fastpath, stalls, stream_metrics
+    from agentsim.sim import stream_draws
 
-    for module in (fastpath, stalls, stream_metrics):
-        monkeypatch.setattr(module, "BATCH_ELEMENTS", 1)
+    monkeypatch.setattr(stream_draws, "BATCH_ELEMENTS", 1)  # every batch one call (stream_draws.batch_runs)
+    assert stream_draws.batch_runs(60) == 1
     assert run(doc, engine=engine).to_json() == whole
 
 

@@ -48,7 +48,8 @@ from agentsim.sim.records import (
     empty_span_tensors,
 )
 from agentsim.sim.stalls import stall_draws, stalled_by
-from agentsim.sim.streaming import BATCH_ELEMENTS, interruption, pipeline_offset, streams
+from agentsim.sim.stream_draws import batch_runs
+from agentsim.sim.streaming import interruption, pipeline_offset, streams
 from agentsim.sim.totals import RunTotals, add_ints, lean
 
 __all__ = ["Evaluator", "State", "VecCtx", "run_block_fast", "summary_only_reasons"]
@@ -460,8 +461,8 @@ class Evaluator:
             active_runs = np.nonzero(actf[sub])[0]
             if not active_runs.size:
                 continue
-            # in batches of at most BATCH_ELEMENTS calls x tokens (every rule is per call: the same bits)
-            step = max(1, BATCH_ELEMENTS // max(1, int(outf[sub][active_runs].max())))
+            # in batches of calls (stream_draws.batch_runs: every rule is per call, the same bits)
+            step = batch_runs(int(outf[sub][active_runs].max()))
             for lo in range(0, len(active_runs), step):
                 runs = active_runs[lo : lo + step]
                 st_u = np.zeros(len(runs))

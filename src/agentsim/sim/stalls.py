@@ -39,7 +39,7 @@ import numpy as np
 from scipy import special
 
 from agentsim.plan.nodes import CHUNKS, OUTPUT, STALL_AT, STALL_GAPS, STALL_LENS, STALL_P, STALL_S, Plan
-from agentsim.sim.stream_draws import BATCH_ELEMENTS, columns, group_sizes, token_rows
+from agentsim.sim.stream_draws import batch_runs, columns, group_sizes, token_rows
 
 __all__ = ["StallEvents", "one_token_chunks", "stall_draws", "stall_events", "stall_position", "stalled_by"]
 
@@ -101,8 +101,8 @@ def _process_totals(st, block, node) -> np.ndarray:
         return np.zeros((n, *dims))
     N = np.broadcast_to(block.get(node.id, OUTPUT), (n, *dims)).reshape(n, width).astype(np.int64)
     total = np.zeros((n, width))
-    for flat in range(width):  # in batches of at most BATCH_ELEMENTS calls x stalls (per call: the same bits)
-        step = max(1, BATCH_ELEMENTS // max(1, int(N[:, flat].max()) if n else 1))
+    for flat in range(width):  # in batches of calls (stream_draws.batch_runs; per call: the same bits)
+        step = batch_runs(int(N[:, flat].max()) if n else 0)
         for lo in range(0, n, step):
             runs = np.arange(lo, min(lo + step, n))
             total[runs, flat] = _process(st, block, node.id, flat, runs, N[runs, flat], True).total

@@ -23,11 +23,18 @@ import math
 
 import numpy as np
 
-__all__ = ["BATCH_ELEMENTS", "CACHE_BYTES", "KEPT", "columns", "group_sizes", "sizes", "token_rows"]
+__all__ = ["BATCH_ELEMENTS", "CACHE_BYTES", "KEPT", "batch_runs", "columns", "group_sizes", "sizes", "token_rows"]
 
 BATCH_ELEMENTS = 1 << 21  # calls x tokens streamed at once (memory of one matrix: 16 MiB; one longer answer alone)
 CACHE_BYTES = 128 << 20  # per-token draws kept per block for the engines' repeated look-ups (beyond: redrawn)
 KEPT = 8  # the matrices drawn last, kept whatever their size (one slot's purposes: gaps, chunks, stalls, sentences)
+
+
+def batch_runs(longest: int) -> int:
+    """How many calls of one instance slot are streamed at once when the longest has ``longest`` tokens: at most
+    :data:`BATCH_ELEMENTS` calls x tokens, and at least one call (a longer answer alone). Every rule is per
+    call, so a batch's size changes no figure."""
+    return max(1, BATCH_ELEMENTS // max(1, longest))
 
 
 def token_rows(block, key_node: int, purpose: int, flat: int, rows: int, cache: bool) -> np.ndarray:

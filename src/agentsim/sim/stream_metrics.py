@@ -39,8 +39,8 @@ from agentsim.model.registry import consumer_kind, consumer_kinds
 from agentsim.plan.nodes import OUTPUT, ConsumerCfg, Plan
 from agentsim.sim.call_timeline import CallSlot, timeline
 from agentsim.sim.stalls import stall_draws
+from agentsim.sim.stream_draws import batch_runs
 from agentsim.sim.streaming import (
-    BATCH_ELEMENTS,
     StreamBatch,
     delivered,
     interrupt_times,
@@ -215,7 +215,7 @@ def block_metrics(plan: Plan, result) -> dict[int, dict[str, np.ndarray]]:
             tiers = t["tier"].reshape(block.n, width)[done_runs, flat]
             for tid in np.unique(tiers):
                 runs_t = done_runs[tiers == tid]
-                step = max(1, BATCH_ELEMENTS // max(1, int(out_drawn[runs_t, flat].max())))
+                step = batch_runs(int(out_drawn[runs_t, flat].max()))
                 for lo in range(0, len(runs_t), step):
                     slot = CallSlot(block, node, flat, runs_t[lo : lo + step])
                     vals = _batch(plan, result, slot, int(tid))
