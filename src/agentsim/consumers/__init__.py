@@ -13,8 +13,7 @@ inside the functions that use it.
 
 from __future__ import annotations
 
-import pkgutil
-from importlib import import_module
+from agentsim.model.registry import load_kinds
 
 __all__ = ["ORDER", "load"]
 
@@ -23,6 +22,4 @@ ORDER = ("reader", "speech", "render")
 
 def load() -> None:
     """Import (and so register) every consumer kind of this package: the vocabulary's first, then the others."""
-    names = [m.name for m in pkgutil.iter_modules(__path__) if not m.name.startswith("_")]
-    for name in sorted(names, key=lambda n: (ORDER.index(n) if n in ORDER else len(ORDER), n)):
-        import_module(f"{__name__}.{name}")
+    load_kinds(__name__, __path__, ORDER, consumers=True)

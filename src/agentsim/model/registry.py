@@ -20,8 +20,10 @@ The registry keeps no state beyond the kinds themselves (plain dictionaries fill
 
 from __future__ import annotations
 
+import pkgutil
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from importlib import import_module
 from typing import Any
 
 __all__ = [
@@ -30,6 +32,7 @@ __all__ = [
     "consumer_kind",
     "consumer_kinds",
     "kind_of",
+    "load_kinds",
     "register_consumer",
     "register_step",
     "set_loader",
@@ -162,6 +165,22 @@ def register_consumer(kind: ConsumerKind) -> ConsumerKind:
     _consumers[kind.name] = kind
     _version[0] += 1
     return kind
+
+
+def load_kinds(package: str, path: Iterable[str], order: tuple[str, ...], consumers: bool) -> None:
+    """Import every module of ``package`` (at ``path``), which registers its kinds: the names in ``order`` first,
+    then the others by name; then list the package's kinds (step kinds, or consumer kinds with ``consumers``)
+    in that order whichever module was imported first (a test or a notebook importing one kind's module
+    directly registers it early: the summary's tables and the scenario's union must not depend on that)."""
+    names = [m.name for m in pkgutil.iter_modules(path) if not m.name.startswith("_")]
+    names.sort(key=lambda n: (order.index(n) if n in order else len(order), n))
+    for name in names:
+        import_module(f"{package}.{name}")
+    kinds = _consumers if consumers else _steps
+    first = {n: kinds[n] for n in names if n in kinds}
+    rest = {n: k for n, k in kinds.items() if n not in first}
+    kinds.clear()
+    kinds.update({**first, **rest})
 
 
 def step_kinds() -> dict[str, StepKind]:

@@ -19,8 +19,7 @@ lists them, then any other module, by name.
 
 from __future__ import annotations
 
-import pkgutil
-from importlib import import_module
+from agentsim.model.registry import load_kinds
 
 __all__ = ["ORDER", "load"]
 
@@ -29,6 +28,4 @@ ORDER = ("call", "tool", "wait", "listen", "parallel", "fanout", "repeat", "choo
 
 def load() -> None:
     """Import (and so register) every step kind of this package."""
-    names = [m.name for m in pkgutil.iter_modules(__path__) if not m.name.startswith("_")]
-    for name in sorted(names, key=lambda n: (ORDER.index(n) if n in ORDER else len(ORDER), n)):
-        import_module(f"{__name__}.{name}")
+    load_kinds(__name__, __path__, ORDER, consumers=False)
