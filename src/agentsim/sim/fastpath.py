@@ -49,7 +49,7 @@ from agentsim.sim.records import (
 )
 from agentsim.sim.stalls import stall_draws, stalled_by
 from agentsim.sim.stream_draws import batch_runs
-from agentsim.sim.streaming import interruption, pipeline_offset, streams
+from agentsim.sim.streaming import interruption, pipeline_offset, slot_values, streams
 from agentsim.sim.totals import RunTotals, add_ints, lean
 
 __all__ = ["Evaluator", "State", "VecCtx", "run_block_fast", "summary_only_reasons"]
@@ -446,7 +446,6 @@ class Evaluator:
         slots = np.arange(max(1, int(np.prod(dims, dtype=np.int64)))).reshape(dims)[tuple(ix)]
         sd = stall_draws(self.plan, self.block, node, tier.index)
         fa_all = self.V.get((node.id, FIRST_AUDIO))
-        n = self.block.n
 
         def full(x):
             return np.broadcast_to(x, shape)
@@ -465,9 +464,7 @@ class Evaluator:
             step = batch_runs(int(outf[sub][active_runs].max()))
             for lo in range(0, len(active_runs), step):
                 runs = active_runs[lo : lo + step]
-                st_u = np.zeros(len(runs))
-                if sd is not None:
-                    st_u = np.broadcast_to(sd[1], (n, *dims)).reshape(n, -1)[runs, flat]
+                st_u = np.zeros(len(runs)) if sd is None else slot_values(sd[1], self.block, node, runs, flat)
                 one = timeline(
                     t0f[sub][runs],
                     ttftf[sub][runs],
@@ -478,7 +475,7 @@ class Evaluator:
                 )
                 slot = CallSlot(self.block, node, flat, runs)
                 sb = streams(tier, slot, one, st_u, cache=True)
-                fa = None if fa_all is None else np.broadcast_to(fa_all, (n, *dims)).reshape(n, -1)[runs, flat]
+                fa = None if fa_all is None else slot_values(fa_all, self.block, node, runs, flat)
                 yield (runs, *pos), slot, sb, fa
 
     def _interrupt(self, node, tier, ix: tuple, tl, active) -> tuple[np.ndarray, Cut]:
