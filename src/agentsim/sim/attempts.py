@@ -37,7 +37,7 @@ from agentsim.sim.call_timeline import timeline
 from agentsim.sim.flow import Flow, RunFailed
 from agentsim.sim.records import CANCELLED, DONE
 from agentsim.sim.rows import attempt_row, call_row
-from agentsim.sim.rules import DEC, STALL, TTFT, Q, context_speeds, cut_tokens, duration, first_token
+from agentsim.sim.rules import Q, context_speeds, cut_tokens, duration, first_token
 from agentsim.sim.stalls import stall_draws
 
 __all__ = ["ATT_CANCELLED", "ATT_ERROR", "ATT_OK", "ATT_REJECTED", "ATT_TIMEOUT", "FAILED", "LimitedCalls"]
@@ -300,7 +300,7 @@ class LimitedCalls:
                    attempt: int, t_try: float) -> None:  # fmt: skip
         """The attempt that completed the call, uncut: what :meth:`_succeeded` does with its timeline, from its
         numbers. Recorded in full (``_record``: first token ``t0 + ttft``, end now), its queue time and its
-        effect on the flow (``_close``)."""
+        effect on the flow (``_closed``, what ``_close`` does from a timeline)."""
         st, now = job.st, self.env._now
         i_new, out, reas = job.drawn
         t_submit = job.t_submit
@@ -311,14 +311,8 @@ class LimitedCalls:
             self.attempt_recs.frombytes(
                 attempt_row(*job.where, attempt, tkey, ATT_OK, t_try, t0, now, *_NOTHING_BILLED)
             )
-        acc = st.acc
-        acc[Q] += t0 - t_submit
-        if st.ctx.cfg.grows:
-            st.ctx.L += i_new + out
-        acc[TTFT] += ttft
-        acc[DEC] += dec
-        if stall:
-            acc[STALL] += stall
+        st.acc[Q] += t0 - t_submit
+        self._closed(st, i_new, out, ttft, dec, stall)
 
     def _succeeded(self, job: _Job, tl, tokens: tuple, tkey: int, attempt: int, t_try: float, i_new: int) -> None:
         """The attempt that completed the call, with its timeline (cut by the user, or not): its record, its

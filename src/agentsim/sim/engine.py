@@ -459,14 +459,20 @@ class Runner(LimitedCalls, StreamedCalls, Joins):
 
     @staticmethod
     def _close(st: Flow, i_new: int, tl) -> None:
-        """A finished call's effect on its flow: the context grows; TTFT, DEC and STALL slots add up."""
+        """A finished call's effect on its flow, from its timeline (:meth:`_closed`)."""
+        Runner._closed(st, i_new, tl.output, tl.ttft, tl.decode, tl.stall)
+
+    @staticmethod
+    def _closed(st: Flow, i_new: int, out: int, ttft: float, dec: float, stall) -> None:
+        """A finished call's effect on its flow: the context grows by its new input and ``out``; TTFT, DEC and
+        STALL slots add up."""
         if st.ctx.cfg.grows:
-            st.ctx.L += i_new + tl.output
+            st.ctx.L += i_new + out
         acc = st.acc
-        acc[TTFT] += tl.ttft
-        acc[DEC] += tl.decode
-        if tl.stall:
-            acc[STALL] += tl.stall
+        acc[TTFT] += ttft
+        acc[DEC] += dec
+        if stall:
+            acc[STALL] += stall
 
     def span(self, node, st: Flow, flat: int, slot: int, seconds: float, out: int):
         """A step that only takes ``seconds`` (a tool, a wait, a listen): a row of the spans table; ``out``
