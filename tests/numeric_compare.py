@@ -51,21 +51,24 @@ def _as_number(x: Any) -> float | None:
     return None
 
 
-def differences(a: Any, b: Any, where: str = "$", rtol: float = RTOL) -> list[str]:
-    """Every place where ``a`` and ``b`` differ beyond ``rtol`` (empty when they agree)."""
+def differences(a: Any, b: Any, where: str = "$", rtol: float = RTOL, atol: float = ATOL) -> list[str]:
+    """Every place where ``a`` and ``b`` differ beyond ``rtol`` (or ``atol``, for values near 0; empty when they
+    agree)."""
     if isinstance(a, dict) and isinstance(b, dict):
         if list(a) != list(b):
             return [f"{where}: keys {list(a)} != {list(b)}"]
-        return [d for k in a for d in differences(a[k], b[k], f"{where}.{k}", rtol)]
+        return [d for k in a for d in differences(a[k], b[k], f"{where}.{k}", rtol, atol)]
     if isinstance(a, list) and isinstance(b, list):
         if len(a) != len(b):
             return [f"{where}: {len(a)} items != {len(b)}"]
-        return [d for i, (x, y) in enumerate(zip(a, b, strict=True)) for d in differences(x, y, f"{where}[{i}]", rtol)]
+        return [
+            d for i, (x, y) in enumerate(zip(a, b, strict=True)) for d in differences(x, y, f"{where}[{i}]", rtol, atol)
+        ]
     na, nb = _as_number(a), _as_number(b)
     if na is not None and nb is not None and type(a) is type(b):
         if math.isnan(na) and math.isnan(nb):
             return []
-        return [] if math.isclose(na, nb, rel_tol=rtol, abs_tol=ATOL) else [f"{where}: {a!r} != {b!r}"]
+        return [] if math.isclose(na, nb, rel_tol=rtol, abs_tol=atol) else [f"{where}: {a!r} != {b!r}"]
     return [] if type(a) is type(b) and a == b else [f"{where}: {a!r} != {b!r}"]
 
 

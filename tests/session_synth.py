@@ -81,6 +81,7 @@ class Agent:
     tool_latency: Mix
     idle_p: float = 0.0
     idle: LogN = LogN(30.0, 120.0)
+    turns: tuple[int, int] | None = None  # a conversation: turns per session (uniform), steps per turn, idle between
     subagent_p: float = 0.0
     sub_model: Model | None = None
     sub_steps: tuple[int, int] = (2, 4)
@@ -137,30 +138,44 @@ def _subagent(agent: Agent, rng, start: float):
 
 
 def session(agent: Agent, rng, start: float) -> list[Turn]:
-    """One session: its turns (a new turn after each idle time)."""
+    """One session: its turns. With ``turns``, a conversation: that many turns (uniform) of ``steps`` steps each
+    (uniform), the person's ``idle`` time before each but the first; else ``steps`` steps in all, a new turn
+    after each step with probability ``idle_p`` (after the person's idle time)."""
     shares = np.array([m.share for m in agent.models])
     model = agent.models[int(rng.choice(len(agent.models), p=shares / shares.sum()))]
     ctx = _Context(agent.system)
     turns, t = [Turn()], start
-    values, probs = agent.tools
+    if agent.turns is not None:
+        for k in range(int(rng.integers(agent.turns[0], agent.turns[1] + 1))):
+            if k:
+                t += float(agent.idle.draw(rng))
+                turns.append(Turn())
+            for _ in range(int(rng.integers(agent.steps[0], agent.steps[1] + 1))):
+                t = _step(agent, model, ctx, rng, turns[-1], t)
+        return turns
     for _ in range(int(rng.integers(agent.steps[0], agent.steps[1] + 1))):
-        turn = turns[-1]
-        c = ctx.call(model, agent, rng, t)
-        turn.calls.append(c)
-        k = len(turn.calls) - 1
-        ends = [c.end]
-        for lat in agent.tool_latency.draw(rng, int(rng.choice(values, p=probs))):
-            turn.tools.append((c.end, c.end + float(lat), k))
-            ends.append(c.end + float(lat))
-        if agent.subagent_p and rng.random() < agent.subagent_p:
-            calls, tools, sub_end = _subagent(agent, rng, c.end)
-            turn.subagents.append((calls, tools, k))
-            ends.append(sub_end)
-        t = max(ends)
+        t = _step(agent, model, ctx, rng, turns[-1], t)
         if agent.idle_p and rng.random() < agent.idle_p:
             t += float(agent.idle.draw(rng))
             turns.append(Turn())
     return [tr for tr in turns if tr.calls]
+
+
+def _step(agent: Agent, model: Model, ctx: _Context, rng, turn: Turn, t: float) -> float:
+    """A call, the tools it asks for and maybe a subagent, from ``t``; when the last of them ends."""
+    values, probs = agent.tools
+    c = ctx.call(model, agent, rng, t)
+    turn.calls.append(c)
+    k = len(turn.calls) - 1
+    ends = [c.end]
+    for lat in agent.tool_latency.draw(rng, int(rng.choice(values, p=probs))):
+        turn.tools.append((c.end, c.end + float(lat), k))
+        ends.append(c.end + float(lat))
+    if agent.subagent_p and rng.random() < agent.subagent_p:
+        calls, tools, sub_end = _subagent(agent, rng, c.end)
+        turn.subagents.append((calls, tools, k))
+        ends.append(sub_end)
+    return max(ends)
 
 
 def turn_end(turn: Turn) -> float:

@@ -13,6 +13,9 @@ accumulate over a response. ``mode`` chooses the behaviour:
 * ``errorevent``: an error event after 3 tokens (``{"error": ...}`` / ``event: error``);
 * ``stall``: the first token only comes after 5 s (for client timeouts).
 
+With ``hold_after`` set, every request after the first ``hold_after`` is held before its answer until the
+server stops (a client that is interrupted while waiting: deterministic, whatever the machine's speed).
+
 With ``prefill_tps`` set, the TTFT grows by ``prompt words / prefill_tps``. Usage reports
 ``input = words + 64`` tokens of which 64 cached, and ``output = tokens``.
 
@@ -164,8 +167,18 @@ class _Gate:
 
 
 class _Server:
-    def __init__(self, ttft_s: float, delay_s: float, tokens: int, prefill_tps: float | None, log: Path, hidden=None):
+    def __init__(
+        self,
+        ttft_s: float,
+        delay_s: float,
+        tokens: int,
+        prefill_tps: float | None,
+        log: Path,
+        hidden=None,
+        hold_after: int | None = None,
+    ):
         self.ttft_s, self.delay_s, self.tokens, self.prefill_tps = ttft_s, delay_s, tokens, prefill_tps
+        self.hold_after, self.count, self.count_lock = hold_after, 0, threading.Lock()
         self.draws = _Draws(hidden) if hidden is not None else None
         self.hidden = hidden
         self.gate = _Gate(hidden.cap if hidden is not None else None)
@@ -186,6 +199,11 @@ class _Server:
                         except (BrokenPipeError, ConnectionResetError):  # the client gave up (a run cancelled)
                             self.close_connection = True
                     return
+                with server.count_lock:
+                    server.count += 1
+                    held = server.hold_after is not None and server.count > server.hold_after
+                if held:
+                    threading.Event().wait()  # never answered: the server process ends with the test
                 t_request = time.monotonic()
                 seen = {
                     "path": self.path,
@@ -393,8 +411,11 @@ class SSEServer:
         tokens: int = 20,
         prefill_tps: float | None = None,
         hidden: Hidden | None = None,
+        hold_after: int | None = None,
     ):
         self._args = ["--ttft", str(ttft_s), "--delay", str(delay_s), "--tokens", str(tokens)]
+        if hold_after is not None:
+            self._args += ["--hold-after", str(hold_after)]
         if prefill_tps:
             self._args += ["--prefill-tps", str(prefill_tps)]
         if hidden is not None:
@@ -434,12 +455,13 @@ def main() -> None:
     ap.add_argument("--prefill-tps", type=float, default=None)
     ap.add_argument("--log", type=Path, required=True)
     ap.add_argument("--hidden", type=str, default=None, help="a Hidden provider, as JSON")
+    ap.add_argument("--hold-after", type=int, default=None, help="hold every later request unanswered")
     a = ap.parse_args()
     hidden = None
     if a.hidden:
         fields = json.loads(a.hidden)
         hidden = Hidden(**{k: tuple(v) if isinstance(v, list) else v for k, v in fields.items()})
-    server = _Server(a.ttft, a.delay, a.tokens, a.prefill_tps, a.log, hidden)
+    server = _Server(a.ttft, a.delay, a.tokens, a.prefill_tps, a.log, hidden, a.hold_after)
     print(f"http://127.0.0.1:{server.httpd.server_address[1]}", flush=True)
     server.httpd.serve_forever()
 

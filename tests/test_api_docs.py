@@ -46,8 +46,9 @@ def test_every_name_on_the_page_exists(name):
 
 def test_spans_are_what_the_page_says():
     res = agentsim.simulate(ROOT / "scenarios" / "coding-agent.yaml", runs=3, seed=1)
-    assert "one row per tool or wait step that ran" in PAGE
+    assert "one row per step that only takes time (a tool,\n  a wait, a listen" in PAGE
     assert set(res.spans["kind"]) <= {"tool", "wait"} and len(res.spans)
+    assert (res.spans["slot"] == res.spans["kind"]).all()  # a tool's time goes to tool, a wait's to wait
     assert not set(res.spans["step"]) & set(res.calls["step"])  # calls are in res.calls, not in res.spans
 
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -632,7 +633,7 @@ def test_otel_parallel_calls_failed_call_and_recorded_ttft_by_hand(otel_file, pr
     Fast timeline: A 1-3.925; B 3.925-8.625 and C 3.925-6.025; C2 7.025-10.125; t 10.125-13.125 (C2 ends last);
     E 13.125-15.765; r ends 15.765 + 4 = 19.765: the wall time (30 s recorded).
     Critical path: lead 1 + A + C + lag 1 + C2 + t + E + tail 4: model 2.925 + 2.1 + 3.1 + 2.64 = 10.765,
-    tool 3, other 6.  Costs (opus, micro-dollars): A 5000 + 2500; B 5000 + 7500; C 0; C2 5000 + 5000;
+    tool 3, other 6.  Costs (opus, micro-dollars): A 5000 + 2500; B 5000 + 7500; C unknown (no usage); C2 5000 + 5000;
     E 2000·5 + 500·0.5 + 100·25 = 12,750: $0.04275 recorded, $0.0855 fast.
     """
     out = tmp_path / "res"
@@ -676,7 +677,9 @@ def test_otel_parallel_calls_failed_call_and_recorded_ttft_by_hand(otel_file, pr
         assert f.replay_start_s[node] - t0 == pytest.approx(start, abs=1e-6), node
         assert f.replay_end_s[node] - t0 == pytest.approx(end, abs=1e-6), node
     assert f.ttft_s["a"] == pytest.approx(1.125, rel=1e-12)  # the recorded 1.5 s TTFT, re-timed by 1.5/2
-    assert f.cost_usd["c"] == 0.0
+    # C records no usage: counted, but its cost is unknown (not $0), said in the notes and the unpriced count
+    assert math.isnan(f.cost_usd["c"]) and not f.usage_recorded["c"]
+    assert rec["unpriced_calls"] == 1 and any("no token usage recorded" in n for n in doc["notes"])
 
 
 def test_otel_conversation_traces_are_one_session_with_human_time_between(tmp_path, prof):

@@ -107,7 +107,11 @@ def test_summary_json_shape():
         assert set(v["calls"]) >= {"mean"}
         assert set(v["tokens"]) >= {"input", "cache_read", "cache_write", "output", "reasoning"}
         assert set(v["breakdown_s"]) == {"queue", "ttft", "decode", "tool", "wait"}
-        assert set(v["vs_baseline"]) == {"delta_time_s", "delta_cost_usd", "usd_per_hour_saved", "pays_off"}
+        assert set(v["vs_baseline"]) == {
+            "delta_time_s", "delta_cost_usd", "usd_per_hour_saved", "pays_off", "delta_waiting_s", "basis",
+        }  # fmt: skip
+        assert v["vs_baseline"]["basis"] == "wall_time_s" and v["waiting_s"]["mean"] == v["wall_time_s"]["mean"]
+        assert v["turns"] == {"mean": 1.0}
         lo, hi = v["wall_time_s"]["ci95"]
         assert lo <= v["wall_time_s"]["mean"] <= hi
         assert abs(sum(v["breakdown_s"].values()) - v["wall_time_s"]["mean"]) < 1e-6 * v["wall_time_s"]["mean"]

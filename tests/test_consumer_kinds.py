@@ -30,7 +30,7 @@ def _streaming_scenarios() -> list[Path]:
     paths = sorted((ROOT / "scenarios").glob("**/*.yaml")) + sorted((ROOT / "tests" / "scenarios").glob("*.yaml"))
     out = []
     for p in paths:
-        if "profiles" in p.parts:
+        if "profiles" in p.parts or "replay" in p.parts:  # profiles and replay configs, not scenarios
             continue
         plan = compile_plan(agentsim.load(p))
         if plan.has_streaming and plan.workload is None:

@@ -11,7 +11,7 @@ from pydantic import BaseModel, ValidationError
 
 from agentsim.model import domain
 from agentsim.model.domain import KINDS, TOKENS_MAX, DomainError, check, check_dist, problem
-from agentsim.model.field_kinds import FIELD_KINDS, _kind_of, kind_problems
+from agentsim.model.field_kinds import _kind_of, field_kinds, kind_problems
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -115,7 +115,7 @@ def test_the_docs_page_shows_the_table():
     page = (ROOT / "docs" / "limits-of-input.md").read_text(encoding="utf-8")
     for k in KINDS.values():
         assert f"| {k.name} |" in page and k.reason in page
-    for pattern, kind, _ in FIELD_KINDS:
+    for pattern, kind, _ in field_kinds():
         assert f"| `{'.'.join(pattern)}` | {kind}" in page
     assert "limits-of-input.md" in (ROOT / "mkdocs.yml").read_text()
 

@@ -203,9 +203,37 @@ _TOOL3 = {"tool": {"latency": 3, "output": 40}}  # 3 s, ties with the call
 _EITHER = {"choose": {"options": [{"p": 0.5, "steps": [_CALL3]}, {"p": 0.5, "steps": [_TOOL3]}]}}
 
 
+# a race inside a race, both decided at one instant: the inner race is settled first, so the outer's tie goes
+# to its first branch (the inner one, whose tool output then reaches the context), as in the fast path
+_NESTED_TIE = [
+    {
+        "parallel": {
+            "join": "any",
+            "branches": [
+                {"parallel": {"join": "any", "branches": [{"wait": {"latency": 5}}, _TOOL3]}},
+                {"wait": {"latency": 3}},
+            ],
+        }
+    },
+    _CALL3,
+]
+
+
+@pytest.mark.parametrize("engine", ["des", "fastpath"])
+def test_a_tie_between_nested_races_goes_to_the_first_branch(engine):
+    # hand count: no cache, the context holds the tool's 40 output tokens when the call is made (the inner race,
+    # branch 1 of the outer, ties at 3 s with the outer's wait and wins by branch order), then the call's 100
+    ctx = {"system": 0, "grows": True, "cache": False}
+    res = simulate_plan(compile_plan(make(_pinned(_NESTED_TIE, ctx))), 4, 3, engine=engine)
+    calls = res.calls[res.calls["variant"] == "base"]
+    assert calls["input_tokens"].tolist() == [140] * 4
+    assert res.runs[res.runs["variant"] == "base"]["wall_time_s"].tolist() == [6.0] * 4
+
+
 # ties at a join (different parts on each branch) and the cache after a join, pinned whatever hypothesis draws
 @example(_pinned([{"parallel": {"branches": [[_CALL3], [_TOOL3]]}}, {"call": {"model": "a", "output": 10}}]))
 @example(_pinned([{"parallel": {"branches": [[_TOOL3], [_CALL3]], "join": "any"}}, _CALL3]))
+@example(_pinned(_NESTED_TIE, {"system": 0, "grows": True, "cache": False}))
 @example(_pinned([{"parallel": {"branches": [[_CALL3], [_TOOL3], [_CALL3]], "join": {"k": 2}}}, _CALL3]))
 @example(_pinned([{"fanout": {"n": 3, "steps": [_EITHER]}}, _CALL3]))
 @example(_pinned([{"fanout": {"n": 3, "steps": [_EITHER], "join": "any"}}, _CALL3]))
@@ -256,6 +284,15 @@ KIND_AGENTS = {
     "listen": [{"listen": {"end_of_speech": 0.2, "stt": {"lognormal": {"median": 0.3, "p90": 0.6}}}}, _CALL],
     "parallel": [{"parallel": {"branches": [_CALL, [_CALL, _CALL]], "join": "any"}}, _CALL],
     "fanout": [{"fanout": {"n": {"uniform": {"low": 1, "high": 4}}, "steps": [_CALL], "join": {"k": 2}}}],
+    "turns": [
+        {
+            "turns": {
+                "n": {"uniform": {"low": 1, "high": 4}},
+                "think": {"exponential": {"mean": 400}},
+                "steps": [_CALL, {"tool": {"latency": 3, "output": 200}}, _CALL],
+            }
+        }
+    ],
     "repeat": [{"repeat": {"continue_p": 0.6, "max": 5, "steps": [_CALL, {"tool": {"latency": 0.5, "output": 20}}]}}],
     "choose": [{"choose": {"options": [{"p": 0.4, "steps": [_CALL]}, {"p": 0.6, "steps": []}]}}, _CALL],
     "subagent": [{"subagent": {"workflow": "helper", "output": 30}}, _CALL],

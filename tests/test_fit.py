@@ -118,7 +118,11 @@ def test_the_scenario_of_a_hand_made_population(tmp_path):
     agent = doc["agent"]
     # S = mean(first input) - mean(growth) = 1000 - (120 + 250) / 2; a cache because the calls read and write
     assert agent["context"] == {"system": 815, "grows": True, "cache": {"ttl": "5m"}}
-    first, asks, overhead, rest = agent["steps"]
+    (conversation,) = agent["steps"]  # the person paused: a conversation (contract v1.3)
+    turns = conversation["turns"]
+    # two turns in each session ([c1, c2], then c3 after the person's 30 s); the first step, then 1 or 0 more
+    assert (turns["name"], turns["n"], turns["think"]) == ("turns", 2, 30)
+    first, asks, overhead, rest = turns["steps"]
     assert first["call"]["model"] == "A" and first["call"]["input"] == {
         "empirical": {"file": "x.samples.csv", "column": "A.input"}
     }
@@ -132,16 +136,17 @@ def test_the_scenario_of_a_hand_made_population(tmp_path):
     assert subs["fanout"]["n"]["choice"]["p"] == pytest.approx([2 / 3, 1 / 3], abs=1e-15)
     assert sides["fanout"]["steps"][0]["subagent"]["workflow"] == "side.A"
     assert overhead["wait"]["latency"]["empirical"]["column"] == "A.lag_s"
-    assert rest["repeat"]["times"] == 2  # three steps in every session: the first, then two
-    human = rest["repeat"]["steps"][0]["choose"]["options"]
-    assert human[0]["p"] == 0.5 and human[0]["steps"][0]["wait"]["latency"] == 30  # one idle gap per two later steps
+    assert rest["repeat"]["times"] == {"empirical": {"file": "x.samples.csv", "column": "A.more_steps"}}
+    assert sorted(built.columns["A.more_steps"]) == [0, 0, 1, 1]
+    assert rest["repeat"]["steps"] == [first, asks, overhead]
+    assert session_shape(hand_session()).turn_s == [12, 1]  # from each message to the answer
     sub = doc["workflows"]["sub.A"]
     assert sub["steps"][0]["call"]["model"] == "H" and sub["context"]["system"] == 300 - 60  # 300 - mean growth
     assert doc["workflows"]["side.A"]["context"] == {"system": 0, "grows": False, "cache": False}
     assert _load_built(tmp_path, built).name == "x"
     # idle time left out: no human waits
     quiet = build_scenario(shapes, "x", "x.samples.csv", {"A": "p", "H": "p"}, {"A": price, "H": price}, idle="exclude")
-    assert "human" not in json.dumps(quiet.scenario)
+    assert "human" not in json.dumps(quiet.scenario) and "turns" not in json.dumps(quiet.scenario)
 
 
 def test_speeds_from_recorded_ttft_are_the_lognormals_through_median_and_p90():
@@ -209,6 +214,7 @@ def test_fit_writes_a_scenario_that_runs(small, tmp_path):
         "my-agent.samples.csv",
         "my-agent.yaml",
     ]
+    assert "&id" not in out.read_text() and "*id" not in out.read_text()  # no YAML anchors: every value written out
     report = json.loads((out.parent / "my-agent.fit.json").read_text())
     assert report["sessions"] == {"fitted": 60, "compared": 60, "compared_with": "the fitted sessions"}
     assert set(report["quantities"]) >= {"wall_time_s", "cost_usd", "steps", "tool_s", "idle_s"}

@@ -40,14 +40,14 @@ KNOWN = S.Agent(
         S.Model("claude-sonnet-4-5", 0.7, S.LogN(1.2, 2.5), S.LogN(60, 80)),
         S.Model("gpt-5", 0.3, S.LogN(2.0, 4.0), S.LogN(90, 120)),
     ),
-    steps=(16, 22),
+    steps=(5, 11),  # per turn
     output=S.LogN(250, 800),
     growth=S.LogN(800, 2000),
     system=8000,
     tools=((0, 1, 2, 3), (0.2, 0.5, 0.2, 0.1)),
     tool_latency=S.Mix(0.05, S.LogN(0.4, 3.0), S.LogN(15, 40)),
-    idle_p=0.05,
     idle=S.LogN(15, 40),
+    turns=(1, 3),
     subagent_p=0.05,
     sub_model=S.Model("claude-haiku-4-5", 0, S.LogN(0.6, 1.2), S.LogN(150, 200)),
 )
@@ -103,24 +103,26 @@ def test_fit_recovers_the_known_population(known):
         wf = doc["workflows"][f"agent.{group}"]
         assert wf["context"]["cache"] == {"ttl": "5m"} and wf["context"]["grows"] is True
         growth = np.array(cols[f"{group}.input"])
-        se_mean = np.std(growth) * math.sqrt(1 / len(cols[f"{group}.more_steps"]) + 1 / len(growth))
+        se_mean = np.std(growth) * math.sqrt(1 / len(cols[f"{group}.turns"]) + 1 / len(growth))
         assert abs(wf["context"]["system"] - KNOWN.system) <= 4 * se_mean, wf["context"]["system"]
         assert_quantiles(cols[f"{group}.output"], KNOWN.output, f"{group} output", grid=1)
         assert_quantiles(growth, KNOWN.growth, f"{group} growth", grid=1)
         assert_quantiles(cols[f"{group}.tool_s"], KNOWN.tool_latency, f"{group} tool latency")
         assert_quantiles(cols[f"{group}.idle_s"], KNOWN.idle, f"{group} idle time")
-        more = np.array(cols[f"{group}.more_steps"])
-        for v in range(KNOWN.steps[0] - 1, KNOWN.steps[1]):  # steps after the first: uniform on 15..21
+        # a conversation (contract v1.3): 1..3 turns per session, 5..11 steps per turn (uniform)
+        (conversation,) = wf["steps"]
+        turns, more = np.array(cols[f"{group}.turns"]), np.array(cols[f"{group}.more_steps"])
+        assert len(more) == int(turns.sum())  # one count per turn
+        for v in range(KNOWN.turns[0], KNOWN.turns[1] + 1):
+            assert_share(float(np.mean(turns == v)), 1 / 3, len(turns), f"{group} {v} turns")
+        for v in range(KNOWN.steps[0] - 1, KNOWN.steps[1]):  # steps after a turn's first: uniform on 4..10
             assert_share(float(np.mean(more == v)), 1 / 7, len(more), f"{group} {v} more steps")
-        asks = wf["steps"][1]
+        asks = conversation["turns"]["steps"][1]
         tools, subs = asks["parallel"]["branches"]
         n_steps = len(cols[f"{group}.output"])
         for v, p in zip(*KNOWN.tools, strict=True):
             assert_share(_choice(tools["fanout"]).get(v, 0.0), p, n_steps, f"{group} {v} tools per step")
         assert_share(_choice(subs["fanout"])[1], KNOWN.subagent_p, n_steps, f"{group} subagents per step")
-        repeat = wf["steps"][-1]["repeat"]
-        idle_p = repeat["steps"][0]["choose"]["options"][0]["p"]
-        assert_share(idle_p, KNOWN.idle_p, int(more.sum()), f"{group} idle share")
     for model in (*KNOWN.models, KNOWN.sub_model):
         prof = known.profiles[f"known.{model.name}.profile.yaml"]
         n = prof["fit"]["calls"]
@@ -141,6 +143,10 @@ def test_fitted_scenario_reproduces_the_held_back_half(known):
             assert sim[stat] == pytest.approx(rec[stat], rel=0.05), (q, stat, rec, sim)
     f = rep["figures"]
     assert f["cache_read_share"]["simulated"] == pytest.approx(f["cache_read_share"]["recorded"], rel=0.02)
+    # what a conversation is made of, each within the report's bound (10%) in mean and p90
+    for q in ("turns", "turn_s", "steps_per_turn", "server_s", "session_output_tokens", "idle_s"):
+        assert rep["quantities"][q]["verdict"] == "within", (q, rep["quantities"][q])
+    assert f["cache_read_share"]["verdict"] == "within"
 
 
 # --------------------------------------------------------------------------- TraceLab-shaped

@@ -35,7 +35,11 @@ from agentsim.cli.main import app
 
 FIX = Path(__file__).resolve().parent / "fixtures"
 MEASUREMENTS = sorted((FIX / "measurements").iterdir())
-SESSIONS = sorted(p for p in (FIX / "sessions").rglob("*") if p.is_file() and p.suffix in (".json", ".jsonl"))
+SESSIONS = [
+    *sorted(p for p in (FIX / "sessions").rglob("*") if p.is_file() and p.suffix in (".json", ".jsonl")),
+    FIX / "kv-cache-tester" / "trace_0242.json",  # the small real traces (trace_0291.json is 160 kB)
+    FIX / "kv-cache-tester" / "trace_0504.json",
+]
 LONG = "AGENTSIM_FUZZ_EXAMPLES" in os.environ
 EXAMPLES = int(os.environ.get("AGENTSIM_FUZZ_EXAMPLES", "40"))
 SEED = int(os.environ.get("AGENTSIM_FUZZ_SEED", random.SystemRandom().randrange(2**32)))

@@ -252,9 +252,16 @@ def test_prompts_are_unique_and_sized():
     assert all(abs(w - s) <= 0.05 * s for w, s in zip(words, sizes, strict=True))
 
 
-def test_ctrl_c_keeps_what_was_measured(tmp_path):
+@pytest.mark.parametrize("earlier", [False, True], ids=["new-file", "over-an-earlier-file"])
+def test_ctrl_c_keeps_what_was_measured(tmp_path, earlier):
+    """Ctrl-C while the third request waits: the two measured are kept, the file is valid, exit 130. (The server
+    holds the third request until it stops, so the signal always comes mid-run, however fast the machine.)
+    A new file is written as requests finish; an earlier file stays whole until the run ends, then the new
+    one (here: the two kept) takes its place."""
     out = tmp_path / "m.jsonl"
-    with SSEServer(ttft_s=0.05, delay_s=0.03, tokens=20) as srv:
+    if earlier:
+        out.write_text("the earlier measurement\n")
+    with SSEServer(ttft_s=0.05, delay_s=0.03, tokens=20, hold_after=2) as srv:
         proc = subprocess.Popen(
             [
                 sys.executable,
@@ -278,9 +285,12 @@ def test_ctrl_c_keeps_what_was_measured(tmp_path):
         )
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
-            if out.exists() and out.read_text().count('"kind": "request"') >= 2:
+            written = [out] if not earlier else list(tmp_path.glob(".m.jsonl.agentsim-tmp-*"))
+            if written and written[0].exists() and written[0].read_text().count('"kind": "request"') >= 2:
                 break
             time.sleep(0.05)
+        if earlier:
+            assert out.read_text() == "the earlier measurement\n"  # untouched while the run goes on
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=30)
     assert proc.returncode == 130, err
@@ -289,7 +299,8 @@ def test_ctrl_c_keeps_what_was_measured(tmp_path):
     lines = _lines(out)  # every line parses
     assert lines[0]["kind"] == "run"
     done = [r for r in lines if r["kind"] == "request"]
-    assert 2 <= len(done) < 40 and all(r["ok"] for r in done)
+    assert len(done) == 2 and all(r["ok"] for r in done)
+    assert [p.name for p in tmp_path.iterdir()] == ["m.jsonl"]  # no temporary file left
 
 
 # --------------------------------------------------------------------------- a third-party mock server

@@ -87,8 +87,11 @@ def test_compare_figures_and_missing_means():
         "delta_cost_usd": pytest.approx(0.9, rel=1e-12),
         "usd_per_hour_saved": pytest.approx(90.0, rel=1e-12),
         "pays_off": True,
+        "delta_waiting_s": None,  # runs without turns: their wall time is the time waited
+        "basis": "wall_time_s",
     }
-    none = {"delta_time_s": None, "delta_cost_usd": None, "usd_per_hour_saved": None, "pays_off": None}
+    none = {"delta_time_s": None, "delta_cost_usd": None, "usd_per_hour_saved": None, "pays_off": None,
+            "delta_waiting_s": None, "basis": "wall_time_s"}  # fmt: skip
     for base, v in (
         (_summary(None, 1.0), _summary(64.0, 1.9)),
         (_summary(100.0, None), _summary(64.0, 1.9)),

@@ -101,12 +101,22 @@ def test_slo_section_by_hand_and_with_no_run():
     # 4 runs: ttft [1, 3, 2, NaN] <= 2 -> runs 0 and 2 (2 of 4); qoe [0.9, 0.9, 0.5, 0.9] >= 0.8 -> runs 0, 1, 3;
     # both: run 0 only (1 of 4).
     vals = {"ttft_s": np.array([1.0, 3.0, 2.0, np.nan]), "qoe": np.array([0.9, 0.9, 0.5, 0.9])}
+    # The targeted metric beside the share, the missing value the worst: ttft sorted [1, 2, 3, missing], mean of
+    # the three = 2; p50 at position 0.5 x 3 = 1.5: 2 + 0.5 x (3 - 2) = 2.5; p95 at 2.85 reaches the missing
+    # value: null. qoe (a floor: the value 95% reach, worst first) sorted [0.5, 0.9, 0.9, 0.9] from the worst;
+    # p50 at 1.5: 0.9; p95 at 2.85 from the worst end [0.9, 0.9, 0.9, 0.5]: 0.9 - 0.85 x 0.4 = 0.56;
+    # p99 at 2.97: 0.9 - 0.97 x 0.4 = 0.512; mean 3.2 / 4 = 0.8.
     sec = slo_section({"ttft_s": 2, "qoe": 0.8}, vals.__getitem__, 4)
-    assert sec["ttft_s"] == {"target": 2.0, "share": 0.5, "ci95": wilson(2, 4), "runs": 4}
+    ttft = {"target": 2.0, "share": 0.5, "ci95": wilson(2, 4), "runs": 4, "mean": 2.0, "p50": 2.5, "p95": None,
+            "p99": None}  # fmt: skip
+    assert sec["ttft_s"] == ttft
+    qoe = {k: sec["qoe"].pop(k) for k in ("mean", "p50", "p95", "p99")}
     assert sec["qoe"] == {"target": 0.8, "share": 0.75, "ci95": wilson(3, 4), "runs": 4}
+    assert qoe == pytest.approx({"mean": 0.8, "p50": 0.9, "p95": 0.56, "p99": 0.512}, rel=1e-12)
     assert sec["all"] == {"share": 0.25, "ci95": wilson(1, 4), "runs": 4}
     empty = slo_section({"ttft_s": 2}, lambda m: np.zeros(0), 0)  # no run whose outcome is known
-    assert empty["ttft_s"] == {"target": 2.0, "share": None, "ci95": [None, None], "runs": 0}
+    assert empty["ttft_s"] == {"target": 2.0, "share": None, "ci95": [None, None], "runs": 0, "mean": None,
+                               "p50": None, "p95": None, "p99": None}  # fmt: skip
     assert empty["all"] == {"share": None, "ci95": [None, None], "runs": 0}
 
 
@@ -361,8 +371,7 @@ def test_the_cli_table_rows_common_then_each_kind_then_the_rest():
         ("silence_s", "silence"),
         ("voice_to_voice_s", "voice to voice"),
         ("first_render_s", "first render"),
-        ("longest_gap_s", "longest gap"),
-        ("itl_p99_s", "ITL p99"),
+        ("longest_gap_s", "longest gap"),  # (ITL p99 is in the report, not in the run table)
         ("qoe", "QoE"),
         ("interrupted_share", "interrupted"),
     ]

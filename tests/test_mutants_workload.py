@@ -92,7 +92,7 @@ def test_a_block_is_finished_and_let_go_when_its_last_run_ends(monkeypatch):
     # run end at 4 s: from then it is finished (its runner gone), and so on; the results are those of
     # finishing every block at the stop. A plan without streaming keeps no draws in a finished block.
     # Progress is told as a run ends, before its agent starts the next one (at the same instant).
-    monkeypatch.setattr(workload, "BLOCK_SIZE", 4)
+    monkeypatch.setattr(workload, "runs_per_block", lambda plan: 4)
     looks: list[tuple[float, set, set]] = []
 
     class Spy(workload._Workload):

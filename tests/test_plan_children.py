@@ -26,7 +26,7 @@ from agentsim.steps.tool import ToolNode
 from agentsim.steps.wait import WaitNode
 
 ROOT = Path(__file__).resolve().parents[1]
-SCENARIOS = sorted(p for p in (ROOT / "scenarios").glob("**/*.yaml") if "profiles" not in p.parts)
+SCENARIOS = sorted(p for p in (ROOT / "scenarios").glob("**/*.yaml") if not {"profiles", "replay"} & set(p.parts))
 STEP_KINDS = (CallNode, ToolNode, WaitNode, SeqNode, ParNode, FanoutNode, RepeatNode, ChooseNode)
 STEP_KINDS += (PipelineNode, FailNode, SubagentNode)
 

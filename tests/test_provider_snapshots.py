@@ -63,15 +63,20 @@ def test_openrouter_percentiles_become_fitted_lognormals(tmp_path):
     )
     assert doc["ttft"] == {"lognormal": {"median": 0.25, "p90": float(f"{0.25 * math.exp(Z90 * s_ttft):.4g}")}}
     assert doc["ttft"]["lognormal"]["p90"] == 0.4872
-    # throughput: the slow tail; p75 38.5 is the 25th percentile (z = -Z75), p90 28.3 the 10th, p99 15.1 the 1st
-    s_tps = (-Z75 * math.log(38.5 / 45.2) - Z90 * math.log(28.3 / 45.2) - Z99 * math.log(15.1 / 45.2)) / (
+    # throughput: ordinary percentiles (OpenRouter's schema): p75 53.07 at z = Z75, p90 72.19 at Z90, p99 135.3 at Z99
+    s_tps = (Z75 * math.log(53.07 / 45.2) + Z90 * math.log(72.19 / 45.2) + Z99 * math.log(135.3 / 45.2)) / (
         Z75**2 + Z90**2 + Z99**2
     )
     assert doc["output_tps"] == {"lognormal": {"median": 45.2, "p90": float(f"{45.2 * math.exp(Z90 * s_tps):.4g}")}}
     assert doc["output_tps"]["lognormal"]["p90"] == 78.83
     assert doc["kind"] == "measured" and doc["date"] == "2026-05-06"
     assert doc["fit"]["ttft"]["default_spread"] is False
-    assert doc["fit"]["output_tps"]["snapshots"][0]["published"] == {"p01": 15.1, "p10": 28.3, "p25": 38.5, "p50": 45.2}
+    assert doc["fit"]["output_tps"]["snapshots"][0]["published"] == {
+        "p50": 45.2,
+        "p75": 53.07,
+        "p90": 72.19,
+        "p99": 135.3,
+    }
     assert "30 minutes" in doc["source"] and "real OpenRouter traffic" in doc["source"]
     prices = {f["quantity"].split(" ")[0]: f["value"] for f in doc["figures"] if f["unit"] == "USD/Mtok"}
     assert prices == {"input": 30.0, "output": 60.0}  # "0.00003" USD per token = $30 per million
@@ -79,7 +84,7 @@ def test_openrouter_percentiles_become_fitted_lognormals(tmp_path):
     # two published percentiles each (p75 and p99 null): p90 exactly where published
     azure = _profile(tmp_path, "openrouter-gpt-4-azure")
     assert azure["ttft"] == {"lognormal": {"median": 0.6, "p90": 1.2}}
-    assert azure["output_tps"] == {"lognormal": {"median": 30.0, "p90": 45.0}}  # p10 20 -> p90 30 * 30/20
+    assert azure["output_tps"] == {"lognormal": {"median": 30.0, "p90": 45.0}}  # p90 exactly where published
     # the endpoint with null latency and zero throughput is reported and not imported
     assert "data.endpoints[2] (Nobody)" in r.stderr and "not imported" in r.stderr
     assert "latency read as seconds" in r.stderr
@@ -103,7 +108,7 @@ def test_latency_in_milliseconds_gives_the_same_profile(tmp_path):
 
 
 def test_ambiguous_latency_unit_is_refused_unless_given(tmp_path):
-    f = _write(tmp_path, _listing([_endpoint({"p50": 80, "p90": 110}, {"p50": 50, "p90": 40})]))
+    f = _write(tmp_path, _listing([_endpoint({"p50": 80, "p90": 110}, {"p50": 50, "p90": 60})]))
     r = _import("openrouter", f, "-o", tmp_path / "out")
     assert r.exit_code == 2
     assert "both as seconds and as milliseconds" in r.stderr and "--latency-unit" in r.stderr
@@ -133,7 +138,7 @@ def test_latency_plausible_in_neither_unit_or_mixed_is_refused(tmp_path):
         (_endpoint({"p50": True}, {"p50": 50}), "is not a number"),
         (_endpoint({"p50": 0.3}, {"p50": float("inf")}), "throughput_last_30m.p50: inf is not a finite number"),
         (_endpoint({"p50": 0.3}, {"p50": 1e9}), "is not a plausible output speed"),
-        (_endpoint({"p50": 0.3}, {"p50": 20, "p90": 40}), "rises from p50 to p99"),
+        (_endpoint({"p50": 0.3}, {"p50": 40, "p90": 20}), "throughput_last_30m: {'p50': 40.0, 'p90': 20.0} falls"),
         (_endpoint({"p50": 0.5, "p90": 0.2}, {"p50": 20}), "falls from p50 to p99"),
         (_endpoint({"p50": 0.3}, {"p50": 20}, pricing={"prompt": "abc"}), "pricing.prompt: 'abc' is not a number"),
         (_endpoint({"p50": 0.3}, {"p50": 20}, pricing={"prompt": "-5"}), "pricing.prompt: -5 is negative"),
@@ -186,7 +191,7 @@ def test_snapshots_at_different_hours_make_a_time_of_day_profile(tmp_path):
     # ending at 14:00 belongs to hour 13)
     files = []
     for when, ttft, tps in (("02-00", 0.2, 60.0), ("14-00", 0.4, 40.0), ("20-00", 0.3, 50.0)):
-        doc = _listing([_endpoint({"p50": ttft, "p90": ttft * 2}, {"p50": tps, "p90": tps / 1.5})])
+        doc = _listing([_endpoint({"p50": ttft, "p90": ttft * 2}, {"p50": tps, "p90": tps * 1.5})])
         files.append(_write(tmp_path, doc, f"gpt4-2026-05-06T{when}Z.json"))
     r = _import("openrouter", *files, "-o", tmp_path / "out")
     assert r.exit_code == 0, r.output

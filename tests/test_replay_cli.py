@@ -31,7 +31,7 @@ def test_prints_a_table_per_variant_and_notes():
         "waiting on the model",
         "waiting on tools",
         "waiting on the human",
-        "premium per hour saved",
+        "USD per hour of waiting saved",
         "pays off at $100/h",
         "8 sessions",
         "22 API calls",

@@ -149,6 +149,8 @@ def test_the_page_fits_1280_px(pages, name):
 def test_the_team_summary_box_warns_and_totals(pages):
     box = " ".join(pages["team-of-agents"]["summary"].split())
     assert "Warning: In variant 'fast'" in box and "completed runs only" in box
-    assert "Monthly API spend:" in box and "9,000 runs a month (--runs-per-month)" in box
+    assert "Per month, at 9,000 runs a month (--runs-per-month): standard $" in box
+    assert re.search(r"fast \$[\d,]+ \(\+\$[\d,]+\): [\d,.]+ h of waiting saved, net [+−]\$[\d,]+ at \$\d+/h", box)
+    assert "Every run's wall time counts as waiting." in box
     assert re.search(r"Variant fast pays off when an hour of waiting is worth at least \$\d+", box)
     assert "Opus 4.6 fast mode at launch prices" in box  # the prices the verdict rests on, with their date

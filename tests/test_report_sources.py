@@ -30,7 +30,10 @@ def test_report_names_catalog_dates_per_model():
     text = _text(build_report(SCENARIOS / "fast-mode-pricing-history.yaml", runs=20))
     # opus: no date of its own, so the scenario's prices_as_of; opus-4-6: its own date
     assert "prices: opus catalog anthropic/claude-opus-4-8 as of 2026-11-29" in text
-    assert "prices: opus/fast catalog anthropic/claude-opus-4-8 as of 2026-11-29 (speed=fast)" in text
+    assert (
+        "prices: opus/fast catalog anthropic/claude-opus-4-8 as of 2026-11-29 (speed=fast; Claude Opus 4.8 in "
+        "genai-prices" in text
+    )
     assert "prices: opus-4-6 catalog anthropic/claude-opus-4-6 as of 2026-02-15" in text
     assert "prices: opus-4-6/fast explicit prices in the scenario" in text
 

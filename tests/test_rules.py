@@ -108,7 +108,11 @@ def test_breakdown_of_a_cut_call_and_a_pipeline_lead_in():
     assert [float(x) for x in rules.lead_in(2.0, 3.0, 1.5, 0.0)] == [1.0, 0.0]
     # starting 4 s after: 1.5 s TTFT, 4 - 1.5 - 0.5 stalled = 2 s decode
     assert [float(x) for x in rules.lead_in(2.0, 6.0, 1.5, 0.5)] == [1.5, 2.0]
-    assert rules.N_SLOTS == 7 and (rules.Q, rules.TTFT, rules.DEC, rules.STALL, rules.LISTEN) == (0, 1, 2, 5, 6)
+    # the engines' slots first, then the step kinds' own in the vocabulary's order: listen's is the first of those
+    from agentsim.sim import slots
+
+    assert (rules.Q, rules.TTFT, rules.DEC, rules.STALL, slots.index("listen")) == (0, 1, 2, 5, 6)
+    assert slots.names()[:7] == ("queue", "ttft", "decode", "tool", "wait", "stall", "listen")
 
 
 @pytest.mark.parametrize("engine", ENGINES)

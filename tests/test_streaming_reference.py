@@ -112,7 +112,7 @@ def test_speech_matches_the_sentence_loop(seed):
             s = min(int(rng.integers(1, 12)), left)
             sizes[c, k], left, k = s, left - s, k + 1
     fa = rng.uniform(0, 0.5, len(N))
-    m = consumer_metrics(SpeechCfg("speech", 4.0), sb, N, sizes, fa)
+    m = consumer_metrics(SpeechCfg("speech", 4.0), sb, N, {"sentences": sizes, "first_audio": fa})
     for c in range(len(N)):
         sz = [int(x) for x in sizes[c] if x > 0]
         ref = _speech(sb.D[c, : N[c]], sb.send[c], sz, fa[c], 4.0)

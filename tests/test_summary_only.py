@@ -12,6 +12,7 @@ import agentsim
 from agentsim.plan.compiler import compile_plan
 from agentsim.sim import results as results_mod
 from agentsim.sim import simulation
+from agentsim.sim.executors import Placement
 from conftest import SCENARIOS, assert_frames_identical, make, model, scenario
 
 # Calls that are not always made (a repeat of 2 to 6 iterations), on two models, over three blocks.
@@ -78,7 +79,7 @@ def test_summary_bytes_do_not_depend_on_workers_the_sample_or_reading_calls(monk
     plan = compile_plan(make(DOC))
     one = simulation.simulate_plan(plan, 9000, 5, engine="fastpath")
     text = one.to_json()
-    two = simulation.simulate_plan(plan, 9000, 5, engine="fastpath", workers=2)
+    two = simulation.simulate_plan(plan, 9000, 5, engine="fastpath", where=Placement(workers=2))
     assert two.to_json() == text
     assert len(one.calls) > 0 and one.to_json() == text  # building the calls table changes nothing
     des = simulation.simulate_plan(plan, 9000, 5, engine="des")

@@ -22,6 +22,7 @@ Regenerate all four with ``python -m agentsim.docs_gen`` (``--check`` only repor
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import sys
 from pathlib import Path
@@ -31,13 +32,15 @@ __all__ = [
     "CLI_REF_PATH",
     "SCENARIO_REF_PATH",
     "SCHEMA_PATH",
-    "SECTIONS",
     "SUMMARY_SCHEMA_PATH",
     "cli_reference",
+    "definitions",
+    "folded",
     "generated",
     "model_of",
     "scenario_reference",
     "scenario_schema",
+    "sections",
     "stale",
     "unit_of",
     "write_generated",
@@ -94,7 +97,7 @@ def scenario_schema() -> dict:
     raw = Scenario.model_json_schema()
     defs = raw["$defs"]
     dist_options = [{"type": "number"}] + [_ref(f.capitalize() + "Dist") for f in DIST_FAMILIES]
-    step_options = [_ref(kind.step.__name__) for kind in step_kinds().values()]
+    step_options = [_ref(_vocabulary_name(kind.step)) for kind in step_kinds().values()]
 
     def tidy(node: dict) -> dict:
         for old, new in _KEYWORDS.items():  # constraints pydantic could not translate (after a BeforeValidator)
@@ -140,15 +143,24 @@ def scenario_schema() -> dict:
         "description": "An agentsim scenario file: models, the agent's steps, variants to compare, and optional "
         "shared limits and workload. Units: seconds, tokens, tokens per second, USD per million tokens.",
     }
-    props = {
-        "extends": {
-            "type": "string",
-            "description": "Another scenario file (relative to this one) to start from; mappings merge key by key.",
-        },
-        **schema["properties"],
-    }
+    props = _null_drops_a_variant({"extends": {"type": "string", "description": EXTENDS}, **schema["properties"]})
     rest = {k: v for k, v in schema.items() if k not in ("$defs", "properties", "title")}
     return {**top, **rest, "properties": props, "$defs": dict(sorted(defs.items()))}
+
+
+EXTENDS = "Another scenario file (relative to this one) to start from; mappings merge key by key."
+
+
+def _null_drops_a_variant(props: dict) -> dict:
+    """In a file that extends another, a variant may be null: it drops the variant the base defines."""
+    props["extends"]["description"] = props["extends"]["description"][:-1] + (
+        " (variants: {NAME: null} drops a variant it defines)."
+    )
+    variants = props["variants"]
+    mapping = next(s for s in variants["anyOf"] if s.get("type") == "object")
+    mapping["additionalProperties"] = {"anyOf": [mapping["additionalProperties"], {"type": "null"}]}
+    variants["description"] += " In a file that extends another, NAME: null drops an inherited variant."
+    return props
 
 
 def schema_text() -> str:
@@ -183,16 +195,14 @@ UNITS: dict[str, str] = {
     "LimitSpec.rpm": "requests / min",
     "RetrySpec.max_attempts": "attempts",
     "FallbackSpec.after": "failed attempts",
-    "FanoutSpec.n": "copies",
-    "RepeatSpec.times": "iterations",
-    "RepeatSpec.max": "iterations",
     "KJoin.k": "branches",
     "Duration.seconds": "s",
     "Duration.minutes": "min",
     "Duration.hours": "h",
     "Duration.days": "days",
     "ContextSpec.system": "tokens",
-    "SubagentSpec.output": "tokens",
+    "CompactSpec.above": "tokens",
+    "CompactSpec.to": "tokens",
     "ByModel.default": "probability",
     "ByModelCount.default": "iterations",
     "SweepRange.start": "the swept value's",
@@ -206,11 +216,6 @@ UNITS: dict[str, str] = {
     "StallSpec.at_chunks": "chunk numbers",
     "QoeSpec.expected_ttft": "s",
     "QoeSpec.tokens_per_s": "tokens/s",
-    "InterruptSpec.after_first_token": "s",
-    "InterruptSpec.after_first_word": "s",
-    "InterruptSpec.after_first_audio": "s",
-    "AfterTokens.tokens": "tokens",
-    "PipelineSpec.sentence_tokens": "tokens",
 }
 _BY_NAME = {
     "ttft": "s",
@@ -228,14 +233,23 @@ _BY_NAME = {
 
 
 def unit_of(definition: str, key: str) -> str | None:
-    """The unit of a numeric key (``None`` when unknown: the reference test then fails)."""
-    if f"{definition}.{key}" in UNITS:
-        return UNITS[f"{definition}.{key}"]
-    from agentsim.model.registry import consumer_kinds, step_kinds
-
-    for kind in (*step_kinds().values(), *consumer_kinds().values()):  # a kind's own keys
-        if f"{definition}.{key}" in kind.units:
-            return kind.units[f"{definition}.{key}"]
+    """The unit of a numeric key (``None`` when unknown: the reference test then fails): the vocabulary's
+    (:data:`UNITS`), its kind's (``StepKind.units``, keyed by its own classes), the unit of the quantity kind
+    its annotation names (``Of("duration")``: s), then by the key's name."""
+    try:
+        model = model_of(definition)
+    except KeyError:
+        model = None
+    kind = _owner(definition)
+    name = model.__name__ if model is not None else definition
+    if kind is None and f"{name}.{key}" in UNITS:  # the vocabulary's (by its class's name)
+        return UNITS[f"{name}.{key}"]
+    if kind is not None and model is not None:
+        if f"{model.__name__}.{key}" in kind.units:
+            return kind.units[f"{model.__name__}.{key}"]
+        unit = _quantity_unit(model, key)
+        if unit:
+            return unit
     if definition.endswith("Params") or definition.endswith("Dist"):
         return "the quantity's"  # distribution parameters carry the unit of what they describe
     if key in _BY_NAME:
@@ -244,6 +258,15 @@ def unit_of(definition: str, key: str) -> str | None:
         if key.endswith(suffix):
             return unit
     return None
+
+
+def _quantity_unit(model: type, key: str) -> str:
+    """The unit of the quantity kind a field's annotation names (``Of``), or ''."""
+    from agentsim.model.domain import KINDS, Of
+
+    field = next((f for name, f in model.model_fields.items() if (f.alias or name) == key), None)
+    kinds = [m.kind for m in (field.metadata if field is not None else ()) if isinstance(m, Of)]
+    return KINDS[kinds[0]].unit if kinds else ""
 
 
 def is_numeric(node: dict) -> bool:
@@ -259,52 +282,160 @@ def is_numeric(node: dict) -> bool:
 
 
 # (definition, heading, example YAML, path of the example object inside it). Every definition of the
-# schema is either here or in FOLDED; tests/test_docs_gen.py checks that, and validates every example.
+# schema is either in SECTIONS or in FOLDED; tests/test_docs_gen.py checks that, and validates every example.
+# A kind's module gives its sections with its models themselves (``(RepeatSpec, heading, example, where)``):
+# the definition name is the one pydantic gives the model in the schema (``RepeatSpec``, or a longer one when
+# another model has the same name), looked up here, never guessed from the class name.
+
+
+def _kinds() -> list:
+    """Every registered step kind, then every consumer kind."""
+    from agentsim.model.registry import consumer_kinds, step_kinds
+
+    return [*step_kinds().values(), *consumer_kinds().values()]
+
+
+def definitions() -> dict[type, str]:
+    """Each pydantic model of the scenario's schema -> the name of its definition there (``$defs``)."""
+    from agentsim.model.registry import version
+
+    return _definitions(version())
+
+
+@functools.lru_cache(maxsize=4)
+def _definitions(version: int) -> dict[type, str]:
+    from pydantic.json_schema import GenerateJsonSchema
+
+    from agentsim.model.scenario import Scenario
+
+    found: dict[str, str] = {}
+
+    class Names(GenerateJsonSchema):  # records the definition names pydantic settles on (after shortening)
+        def _build_definitions_remapping(self):
+            remap = super()._build_definitions_remapping()
+            for (ref, mode), long in self.core_to_defs_refs.items():
+                if mode == "validation":
+                    found[ref.rsplit(":", 1)[0]] = remap.defs_remapping.get(long, long)
+            return remap
+
+    defs = Scenario.model_json_schema(schema_generator=Names).get("$defs", {})
+    out = {}
+    for where, name in found.items():
+        model = _class_at(where)
+        if model is not None and name in defs:  # (the top level is the schema itself, not a definition)
+            out[model] = name
+    for model in _models_of_kinds():  # (were the private hook above to change: the class's own name)
+        out.setdefault(model, model.__name__)
+    return out
+
+
+def _class_at(where: str) -> type | None:
+    """The class named ``module.QualName`` (a model of the schema), or None."""
+    parts = where.split(".")
+    for i in range(len(parts) - 1, 0, -1):
+        module = sys.modules.get(".".join(parts[:i]))
+        if module is not None:
+            obj: Any = module
+            for attr in parts[i:]:
+                obj = getattr(obj, attr, None)
+            return obj if isinstance(obj, type) else None
+    return None
+
+
+def _vocabulary_name(definition: str | type) -> str:
+    """The definition name of a section's model: a kind's (given as its class) or the vocabulary's (given by the
+    class's name, the name it has unless a kind's model has the same one)."""
+    from agentsim.model import scenario
+
+    model = definition if isinstance(definition, type) else getattr(scenario, definition, None)
+    if not isinstance(model, type):
+        return str(definition)  # the top level, the consumer model: named as written
+    return definitions().get(model, model.__name__)
+
+
+def _models_of_kinds() -> list[type]:
+    """The pydantic models a kind's module defines: its step or spec model and those inside it."""
+    from agentsim.model.field_kinds import models_in
+
+    out: list[type] = []
+    for kind in _kinds():
+        top = getattr(kind, "step", None) or kind.spec
+        todo = [top]
+        while todo:
+            model = todo.pop()
+            if model in out or model.__module__ != top.__module__:
+                continue
+            out.append(model)
+            todo += [m for f in model.model_fields.values() for m, _ in models_in(f.annotation)]
+    return out
+
+
+def _kind_section(section: tuple) -> tuple[str, str, str, tuple]:
+    """A section with its definition's name (a kind gives its model itself, the vocabulary a class name)."""
+    definition, *rest = section
+    return (_vocabulary_name(definition), *rest)
+
+
 def _step_sections() -> list[tuple[str, str, str, tuple]]:
     """Each step kind's own sections (its module's ``docs``), in the vocabulary's order."""
     from agentsim.model.registry import step_kinds
 
-    return [section for kind in step_kinds().values() for section in kind.docs]
+    return [_kind_section(section) for kind in step_kinds().values() for section in kind.docs]
 
 
 def _step_models() -> set[str]:
     """The definitions of the steps themselves (``CallStep``...), folded into the Step union's section."""
     from agentsim.model.registry import step_kinds
 
-    return {kind.step.__name__ for kind in step_kinds().values()}
+    return {_vocabulary_name(kind.step) for kind in step_kinds().values()}
 
 
 def _consumer_sections() -> list[tuple[str, str, str, tuple]]:
     """Each consumer kind's own sections (its module's ``docs``), in the vocabulary's order."""
     from agentsim.model.registry import consumer_kinds
 
-    return [section for kind in consumer_kinds().values() for section in kind.docs]
+    return [_kind_section(section) for kind in consumer_kinds().values() for section in kind.docs]
 
 
-STEP_SECTIONS = _step_sections()
-CONSUMER_SECTIONS = _consumer_sections()
+def sections() -> list[tuple[str, str, str, tuple]]:
+    """Every section of the scenario reference: the vocabulary's and each registered kind's, in page order."""
+    named = [_kind_section(s) for s in (*_BEFORE_STEPS, *_BEFORE_CONSUMERS, *_AFTER_CONSUMERS)]
+    before, between = (
+        named[: len(_BEFORE_STEPS)],
+        named[len(_BEFORE_STEPS) : len(_BEFORE_STEPS) + len(_BEFORE_CONSUMERS)],
+    )
+    after = named[len(_BEFORE_STEPS) + len(_BEFORE_CONSUMERS) :]
+    return [*before, *_step_sections(), *between, *_consumer_sections(), *after]
+
+
+def _owner(definition: str):
+    """The kind whose module defines ``definition`` (None: the vocabulary's)."""
+    names = definitions()
+    for kind in _kinds():
+        top = getattr(kind, "step", None) or kind.spec
+        if any(names.get(m) == definition for m in _models_of_kinds() if m.__module__ == top.__module__):
+            return kind
+    return None
 
 
 def model_of(definition: str) -> type:
     """The pydantic model a schema definition is made from: the vocabulary's, or a step kind's module's."""
     from agentsim.model import scenario
-    from agentsim.model.registry import consumer_kinds, step_kinds
 
+    for model, name in definitions().items():  # (a name is longer than the class's when two models share one)
+        if name == definition:
+            return model
     if hasattr(scenario, definition):
         return getattr(scenario, definition)
     if definition == "ConsumerSpec":
         from agentsim.model.consumers import consumer_model
 
         return consumer_model()
-    kinds = [*(k.step for k in step_kinds().values()), *(k.spec for k in consumer_kinds().values())]
-    for model in kinds:
-        found = getattr(sys.modules[model.__module__], definition, None)
-        if found is not None:
-            return found
     raise KeyError(definition)
 
 
-SECTIONS: list[tuple[str, str, str, tuple]] = [
+# The vocabulary's own sections: before the steps, between the steps and the consumer kinds, after them.
+_BEFORE_STEPS: list[tuple[str, str, str, tuple]] = [
     (
         "Scenario",
         "Top level",
@@ -489,6 +620,15 @@ context: {system: 12000, grows: true, cache: {ttl: 5m}}
         ("context",),
     ),
     (
+        "CompactSpec",
+        "agent.context.compact, workflows.NAME.context.compact (automatic compaction)",
+        """\
+# past 160,000 tokens of context the agent summarises it to 30,000 (written anew: none of it cached)
+compact: {above: 160000, to: 30000}
+""",
+        ("compact",),
+    ),
+    (
         "Workflow",
         "workflows.NAME",
         """\
@@ -501,7 +641,8 @@ workflows:
 """,
         ("workflows", "researcher"),
     ),
-    *STEP_SECTIONS,
+]
+_BEFORE_CONSUMERS: list[tuple[str, str, str, tuple]] = [
     (
         "ByModel",
         "A probability that depends on a call's model (`continue_p`, `fail.p`, an option's `p`)",
@@ -528,7 +669,8 @@ consumer: {reader: {words_per_min: 250}, qoe: {expected_ttft: 1, tokens_per_s: 5
 """,
         ("consumer",),
     ),
-    *CONSUMER_SECTIONS,
+]
+_AFTER_CONSUMERS: list[tuple[str, str, str, tuple]] = [
     (
         "QoeSpec",
         "consumer.qoe (Andes QoE, arXiv 2404.16283)",
@@ -657,15 +799,31 @@ DIST_DRAW = {
     "empirical": "one of the values, each equally likely",
 }
 
-# Definitions documented inside another section rather than on their own.
-FOLDED = (
-    {DIST, STEP}
-    | _step_models()
-    | {
-        f"{f.capitalize()}Dist"
-        for f in ("uniform", "normal", "lognormal", "gamma", "exponential", "choice", "empirical")
-    }
-)
+
+def folded() -> set[str]:
+    """Definitions documented inside another section rather than on their own (the steps' own models)."""
+    families = ("uniform", "normal", "lognormal", "gamma", "exponential", "choice", "empirical")
+    return {DIST, STEP} | _step_models() | {f"{f.capitalize()}Dist" for f in families}
+
+
+def _step_specs() -> set[str]:
+    """The definitions whose sections sit under the steps' heading (a level lower)."""
+    kinds = {s[0] for s in (*_step_sections(), *_consumer_sections())}
+    return kinds | {"ConsumerSpec", "QoeSpec", "ByModel", "ByModelCount"}
+
+
+_LAZY = {  # module attributes made from the registered kinds when read (a kind may register after import)
+    "SECTIONS": sections,
+    "STEP_SECTIONS": _step_sections,
+    "CONSUMER_SECTIONS": _consumer_sections,
+    "FOLDED": folded,
+}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        return _LAZY[name]()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _anchor(definition: str) -> str:
@@ -746,13 +904,9 @@ def _doc(node: dict) -> str:
     return " ".join(text.replace("``", "`").split())
 
 
-def scenario_reference() -> str:
-    """The Markdown page ``docs/scenarios.md``."""
-    from agentsim.model.registry import step_kinds
-
-    schema = scenario_schema()
-    defs = {**schema["$defs"], "Scenario": schema}
-    out = [
+def _introduction() -> list[str]:
+    """The reference page's opening: the format, its units and limits, editor support."""
+    return [
         "# Scenario reference",
         "",
         f"<!-- Generated by `{REGENERATE}` from the pydantic models in src/agentsim/model/scenario.py. Do not edit. -->",  # noqa: E501
@@ -770,7 +924,9 @@ def scenario_reference() -> str:
         "*did you mean* hint), never ignored. A file may start with `extends: base.yaml` to reuse another "
         "scenario: mappings merge key by key, everything else is replaced; a key that excludes others "
         "(a distribution family, a duration unit, `median`/`p90` against `mean`/`sd`, `times` against "
-        "`continue_p`, `arrivals` against `concurrent`) replaces the parent's alternatives instead of joining them. "
+        "`continue_p`, `arrivals` against `concurrent`) replaces the parent's alternatives instead of joining them, "
+        "and `variants: {NAME: null}` drops a variant the parent defines (the first left is the baseline; at "
+        "least one must be left or added). "
         "Limits that catch typos: at most 10^8 tokens per call, tool output or context (10^6 visible tokens "
         "for an answer streamed token by token: a consumer, an interrupt, a pipeline after it or a stall "
         "process), durations and latencies "
@@ -800,8 +956,17 @@ def scenario_reference() -> str:
         "that must sum to 1, catalog prices).",
         "",
     ]
-    steps_at = next(i for i, s in enumerate(SECTIONS) if s[0] == "CallSpec")
-    for i, (definition, heading, example, _path) in enumerate(SECTIONS):
+
+
+def scenario_reference() -> str:
+    """The Markdown page ``docs/scenarios.md``."""
+    from agentsim.model.registry import step_kinds
+
+    schema = scenario_schema()
+    defs = {**schema["$defs"], "Scenario": schema}
+    out = _introduction()
+    steps_at, nested = len(_BEFORE_STEPS), _step_specs()  # the steps' sections come after the vocabulary's first
+    for i, (definition, heading, example, _path) in enumerate(sections()):
         if i == steps_at:
             out += [
                 "## Steps { #steps }",
@@ -813,7 +978,7 @@ def scenario_reference() -> str:
                 "Every step may have a `name`, used in the calls table and by variants.",
                 "",
             ]
-        level = "###" if definition in _STEP_SPECS else "##"
+        level = "###" if definition in nested else "##"
         node = defs[definition]
         out += [f"{level} {heading} {{ #{_anchor(definition)} }}", ""]
         if _doc(node):
@@ -822,14 +987,6 @@ def scenario_reference() -> str:
         out += ["", "```yaml", example.rstrip("\n"), "```", ""]
     out += _distributions(defs)
     return "\n".join(out).rstrip("\n") + "\n"
-
-
-_STEP_SPECS = {s[0] for s in (*STEP_SECTIONS, *CONSUMER_SECTIONS)} | {
-    "ConsumerSpec",
-    "QoeSpec",
-    "ByModel",
-    "ByModelCount",
-}
 
 
 def _distributions(defs: dict) -> list[str]:
@@ -869,6 +1026,70 @@ def _distributions(defs: dict) -> list[str]:
 # --------------------------------------------------------------------------- the CLI reference
 
 
+_OUTPUT_ROWS = (
+    (
+        ("what is written"),
+        ("SIGINT (Ctrl-C) or SIGTERM"),
+        ("SIGKILL (or a crash)"),
+    ),
+    (
+        ("one file (`report`, `stream`, `calibrate -o`, `--plot`)"),
+        ("the old file, or the new one: it is written beside its target and renamed over it"),
+        ("the same; a hidden `.NAME.agentsim-tmp-PID-…` file may remain, removed by the next write there"),
+    ),
+    (
+        ("a result folder (`run`, `sweep`, `replay --out`)"),
+        (
+            "the old folder or the new one: the new one is swapped in by one `renameat2(RENAME_EXCHANGE)`, and "
+            "the old removed"
+        ),
+        (
+            "the same, with a hidden temporary folder beside it (removed by the next write). Without `renameat2` "
+            "(not Linux, glibc before 2.28, a file system without it) two renames that SIGINT and SIGTERM wait "
+            "for; a SIGKILL between them leaves the target missing and the old folder beside it as "
+            "`.NAME.agentsim-old-PID-…`, which the next write to the target moves back first"
+        ),
+    ),
+    (
+        ("a set of files in a folder (`fit`, `profiles import`)"),
+        ("the old files or the new set: SIGINT and SIGTERM wait until every file is renamed into place"),
+        (
+            "before the commit, the old files; after it began, a mix **with a journal** (`.agentsim-staged-"
+            "PID-….commit.json`) that the next write to the folder finishes first: the set is then wholly new"
+        ),
+    ),
+    (
+        ("`measure -o`"),
+        (
+            "a new file holds every request that finished; an earlier file stays whole until the run ends, then "
+            "the new one (the requests kept) replaces it"
+        ),
+        ("the same; an earlier file stays as it was"),
+    ),
+)
+_OUTPUT_INTRO = """
+**Output files.** No command writes over a file it read: an output (`--out`, `-o`, `--plot`, a file `fit`
+or `profiles import` writes beside it) that is the scenario, a file it `extends:`, a profile, an empirical
+CSV, a replay config, a session, measurement or listing file (the same file by device and inode: through
+symbolic links, hard links and `..` alike) exits 2 naming both, before the work; so does a result folder
+that holds one (`run results/x/my.yaml --out results/x`). Every replacement is whole at every instant:
+"""
+_OUTPUT_TAIL = """
+
+A folder or file that is a mount point cannot be renamed: it is filled in place (a `note:` says so) with
+SIGINT and SIGTERM waiting, and a SIGKILL can leave it mixed. Names of anything agentsim read are shown with
+their bidirectional and invisible characters written out (`[U+202E]`), and every CSV cell that starts like
+a formula (`=`, `+`, `-`, `@`) gets a leading `'` (docs/limits-of-input.md).
+"""
+
+
+def _output_files() -> str:
+    """The "Output files" part of docs/cli.md: what each kind of output can be left as by each signal."""
+    rows = [_OUTPUT_ROWS[0], ("---",) * 3, *_OUTPUT_ROWS[1:]]
+    table = "\n".join("| " + " | ".join(row) + " |" for row in rows)
+    return _OUTPUT_INTRO + "\n" + table + "\n\n" + _OUTPUT_TAIL.strip("\n") + "\n"
+
+
 def cli_reference() -> str:
     """The Markdown page ``docs/cli.md``, rendered by typer from the ``agentsim`` app."""
     import typer
@@ -887,6 +1108,7 @@ def cli_reference() -> str:
         "place and the fix); `1` a run that failed for another reason; `3` `optimize` found no assignment that "
         'meets its constraint (it shows the closest, and `--json` says `"feasible": false`). Set '
         "`AGENTSIM_DEBUG=1` to see a traceback. Options that print `--json` write only JSON on standard output.\n"
+        + _output_files()
     )
     return (head + "\n" + intro + rest).rstrip("\n") + "\n"
 

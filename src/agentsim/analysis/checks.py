@@ -45,7 +45,7 @@ def command_problems(path: str | Path, scenario: Scenario, lines: Lines) -> list
 def _sweep_problems(path: str | Path, scenario: Scenario, lines: Lines) -> list[ErrorItem]:
     if not scenario.sweeps:
         return []
-    from agentsim.analysis.sweeps import MAX_POINTS, apply_values, axes_from_scenario  # pandas: only with sweeps
+    from agentsim.analysis.sweeps import apply_values, axes_from_scenario, file_grid  # pandas: only with sweeps
 
     file = str(path)
     try:
@@ -53,15 +53,10 @@ def _sweep_problems(path: str | Path, scenario: Scenario, lines: Lines) -> list[
     except ScenarioError as exc:
         return list(exc.items)
     items: list[ErrorItem] = []
-    total = 1
-    for a in axes:
-        total *= len(a.values)
-    if total > MAX_POINTS:
-        items.append(
-            ErrorItem(
-                file, lines.get(("sweeps",)), ("sweeps",), f"the grid has {total:,} points (at most {MAX_POINTS:,})"
-            )
-        )
+    try:
+        file_grid(scenario, file, lines)  # sweep's and report's check of the grid
+    except ScenarioError as exc:
+        items.extend(exc.items)
     data, _ = load_data(path)
     base = {a.text: a.values[0] for a in axes}
     seen = set()

@@ -18,7 +18,8 @@ so it is never chosen.
 Two modes:
 
 * ``budget`` (USD per run): minimise the wall time (``p95`` or ``mean``) with mean
-  cost at most the budget;
+  cost at most the budget; where the scenario has ``slo`` targets the default (``metric="auto"``) is to
+  maximise the share of runs meeting every target instead (targets drive verdicts: ``slo``);
 * ``max_time`` (seconds): minimise mean cost with the wall time metric at most that;
 * an SLO share (``min_slo_share``, contract v1.2): minimise mean cost with at least that share of runs
   meeting every ``slo`` target of the scenario ("the cheapest assignment with 95% of turns under 800 ms").
@@ -31,6 +32,7 @@ completed runs.
 
 Search: when the number of assignments is at most ``exhaustive_max`` (4096, i.e.
 twelve two-way choices) every one is simulated and the best feasible is taken
+(``method="exhaustive"`` past that bound is refused before anything is simulated, naming the greedy walk)
 (ties: lower cost, then fewer changes from the base); the *frontier* shown is the
 Pareto frontier of all of them. Beyond that, a greedy walk: from the base
 assignment, first reach the constraint (moves by most seconds saved per dollar, or
@@ -45,7 +47,6 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -55,6 +56,7 @@ from agentsim.analysis.sweeps import summary_rows
 from agentsim.analysis.tradeoffs import pareto_mask, per_success
 from agentsim.model.scenario import Scenario, VariantSpec, all_steps, step_name, suggest
 from agentsim.plan.compiler import Plan, compile_plan
+from agentsim.sim.executors import process_pool
 from agentsim.sim.simulation import simulate_plan
 
 __all__ = ["Optimum", "Option", "Unit", "critical_table", "decision_units", "optimize", "variant_for"]
@@ -111,14 +113,38 @@ def decision_units(
 ) -> tuple[list[Unit], list[str]]:
     """The units and their options; also the names of steps left as they are in the base variant
     (calls under no named step, and units with a single option)."""
-    sc = plan.scenario
-    declared = _declared_names(sc)
+    declared = _declared_names(plan.scenario)
+    bv = _base_index(plan, base)
+    _check_choices(plan.scenario, declared, steps, models)
+    found = _Owners(declared, set(steps) if steps else None)
+    found.walk(plan.root, [])
+    order = list(dict.fromkeys(found.owner.values()))
+    if steps:
+        order = [s for s in steps if s in order]
+    units, uncovered = [], found.uncovered
+    for name in order:
+        calls = tuple(cid for cid, u in found.owner.items() if u == name)
+        options, base_index = _options(plan, bv, calls, models)
+        if len(options) < 2:  # nothing to choose: it stays as it is
+            uncovered.append(name)
+            continue
+        inside = tuple(sorted(found.inner.get(name, set()) - set(order)))
+        units.append(Unit(name, found.kinds.get(name, "call"), calls, inside, tuple(options), base_index))
+    return units, list(dict.fromkeys(uncovered))
+
+
+def _base_index(plan: Plan, base: str | None) -> int:
+    """The index of the base variant (default: the first), which must exist."""
     base = base or plan.variants[0]
     if base not in plan.variants:
         raise ValueError(
             f"there is no variant '{base}' ({suggest(base, plan.variants) or 'variants: ' + ', '.join(plan.variants)})"
         )
-    bv = plan.variants.index(base)
+    return plan.variants.index(base)
+
+
+def _check_choices(sc: Scenario, declared: set[str], steps: list[str] | None, models: list[str] | None) -> None:
+    """Every step named to decide on is a declared step or group, and every model offered exists."""
     for name in steps or []:
         if name not in declared:
             hint = suggest(name, sorted(declared)) or "named: " + ", ".join(sorted(declared))
@@ -129,45 +155,42 @@ def decision_units(
                 f"there is no model '{m}' ({suggest(m, list(sc.models)) or 'models: ' + ', '.join(sc.models)})"
             )
 
-    selected = set(steps) if steps else None
-    owner: dict[int, str] = {}  # call id -> unit name
-    kinds: dict[str, str] = {}
-    inner: dict[str, set[str]] = {}
-    uncovered: list[str] = []
 
-    def walk(node, chain: list[str]) -> None:  # chain: enclosing declared names, outermost first
+@dataclass
+class _Owners:
+    """Which unit owns each call of a plan, found by one walk over its tree: the outermost declared name
+    around it, or with ``selected`` the innermost selected one (none: the call is uncovered)."""
+
+    declared: set[str]
+    selected: set[str] | None
+    owner: dict[int, str] = field(default_factory=dict)  # call id -> unit name
+    kinds: dict[str, str] = field(default_factory=dict)
+    inner: dict[str, set[str]] = field(default_factory=dict)
+    uncovered: list[str] = field(default_factory=list)
+
+    def walk(self, node, chain: list[str]) -> None:
+        """Visit ``node`` and its subtree; ``chain`` the enclosing declared names, outermost first."""
         here = chain
-        if node.name in declared and node.kind != "seq":
+        if node.name in self.declared and node.kind != "seq":
             here = [*chain, node.name]
-            kinds.setdefault(node.name, node.kind)
+            self.kinds.setdefault(node.name, node.kind)
             for outer in chain:
-                inner.setdefault(outer, set()).add(node.name)
+                self.inner.setdefault(outer, set()).add(node.name)
         if node.record == "call":
-            if selected is None:
-                unit = here[0] if here else None
-            else:
-                unit = next((n for n in reversed(here) if n in selected), None)
-            if unit is None:
-                uncovered.append(node.name)
-            else:
-                owner[node.id] = unit
+            self._own(node, here)
         for child in node.children():
-            walk(child, here)
+            self.walk(child, here)
 
-    walk(plan.root, [])
-    order = list(dict.fromkeys(owner.values()))
-    if steps:
-        order = [s for s in steps if s in order]
-    units = []
-    for name in order:
-        calls = tuple(cid for cid, u in owner.items() if u == name)
-        options, base_index = _options(plan, bv, calls, models)
-        if len(options) < 2:  # nothing to choose: it stays as it is
-            uncovered.append(name)
-            continue
-        inside = tuple(sorted(inner.get(name, set()) - set(order)))
-        units.append(Unit(name, kinds.get(name, "call"), calls, inside, tuple(options), base_index))
-    return units, list(dict.fromkeys(uncovered))
+    def _own(self, node, here: list[str]) -> None:
+        """Give a call to its unit, or count it uncovered."""
+        if self.selected is None:
+            unit = here[0] if here else None
+        else:
+            unit = next((n for n in reversed(here) if n in self.selected), None)
+        if unit is None:
+            self.uncovered.append(node.name)
+        else:
+            self.owner[node.id] = unit
 
 
 def _options(plan: Plan, bv: int, calls: tuple[int, ...], models: list[str] | None) -> tuple[list[Option], int]:
@@ -256,7 +279,7 @@ class _Evaluator:
         chunks = [todo[i : i + size] for i in range(0, len(todo), size)]
         args = [[variant_for(self.base, self.units, a) for a in chunk] for chunk in chunks]
         if self.workers > 1 and len(chunks) > 1:
-            with ProcessPoolExecutor(max_workers=min(self.workers, len(chunks))) as pool:
+            with process_pool(min(self.workers, len(chunks))) as pool:
                 futs = [pool.submit(_evaluate_chunk, self.scenario, specs, self.runs, self.seed) for specs in args]
                 results = []
                 for f, chunk in zip(futs, chunks, strict=True):
@@ -281,7 +304,7 @@ class Optimum:
 
     method: str  # exhaustive or greedy
     mode: str  # budget or max_time
-    metric: str  # p95, mean, or slo (the share of runs missing a target: the constraint of min_slo_share)
+    metric: str  # p95, mean, or slo (the share of runs missing a target: min_slo_share or a budget's goal)
     limit: float
     units: list[Unit]
     uncovered: list[str]
@@ -294,22 +317,30 @@ class Optimum:
     frontier: pd.DataFrame  # exhaustive: Pareto frontier of all candidates; greedy: the path walked
     evaluated: int
     min_slo_share: float | None = None  # the share of runs meeting every slo target asked for (metric "slo")
+    targets: dict[str, float] = field(default_factory=dict)  # the scenario's slo targets (rows: slo_KEY_...)
 
     @property
     def choices(self) -> dict[str, str]:
         return {u.name: u.options[k].label for u, k in zip(self.units, self.assignment, strict=True)}
 
 
-def _row_of(units: list[Unit], a: tuple[int, ...], m: dict, metric: str) -> dict[str, Any]:
+def metric_column(scenario: Scenario, metric: str) -> str:
+    """The summary column ``metric`` (``mean``, ``p95``, ``slo``) ranks on: the person's waiting where the
+    scenario has turns (contract v1.3: their pauses are not waiting), else the wall time."""
+    if metric != "slo" and compile_plan(scenario).turn_nodes:
+        return {"p95": "waiting_p95_s", "mean": "waiting_mean_s"}[metric]
+    return METRICS[metric]
+
+
+def _row_of(units: list[Unit], a: tuple[int, ...], m: dict, col: str) -> dict[str, Any]:
     row = {
         "assignment": ", ".join(f"{u.name}={u.options[k].label}" for u, k in zip(units, a, strict=True)),
-        "time_s": m[METRICS[metric]],
+        "time_s": m[col],
         "wall_mean_s": m["wall_mean_s"],
         "wall_p95_s": m["wall_p95_s"],
         "cost_mean_usd": m["cost_mean_usd"],
     }
-    if "slo_all_share" in m:
-        row["slo_all_share"] = m["slo_all_share"]
+    row |= {k: v for k, v in m.items() if k.startswith("slo_") and k != "slo_all_miss"}  # targets: shares, p95
     if "basis" in m:  # per success: cost_mean_usd / wall_mean_s are per success; per-run figures beside
         row |= {"cost_per_run_usd": m["cost_per_run_usd"], "success_share": m["success_share"], "basis": m["basis"]}
     return row
@@ -321,7 +352,7 @@ def optimize(
     budget_usd_per_run: float | None = None,
     max_time_s: float | None = None,
     min_slo_share: float | None = None,
-    metric: str = "p95",
+    metric: str = "auto",
     base: str | None = None,
     steps: list[str] | None = None,
     models: list[str] | None = None,
@@ -333,6 +364,46 @@ def optimize(
     progress: Callable[[int, int | None], None] | None = None,
 ) -> Optimum:
     """Choose speed tiers (or models) per unit; see the module docstring for the modes and the search."""
+    mode, limit, metric = _constraint(scenario, budget_usd_per_run, max_time_s, min_slo_share, metric)
+    if method not in ("auto", "exhaustive", "greedy"):
+        raise ValueError(f"unknown method '{method}' (choose auto, exhaustive or greedy)")
+    plan = compile_plan(scenario)
+    units, uncovered = decision_units(plan, base, steps, models)
+    if not units:
+        raise ValueError("no named step or group with calls to decide on: name the steps (name: ...) in the scenario")
+    base_name = base or plan.variants[0]
+    base_spec = scenario.variant_specs()[base_name]
+    runs = scenario.runs if runs is None else int(runs)
+    seed = scenario.seed if seed is None else int(seed)
+    combos = math.prod(len(u.options) for u in units)
+    method = _search_method(method, units, combos, exhaustive_max)
+    tick = _counter(progress, combos if method == "exhaustive" else None)
+    ev = _Evaluator(scenario, base_spec, units, runs, seed, workers, tick)
+    goal = _Goal(mode, metric_column(scenario, metric), limit)
+    base_a = tuple(u.base for u in units)
+    if method == "exhaustive":
+        chosen_a, chosen, frontier, is_ok = _exhaustive(units, ev, base_a, goal)
+    else:
+        chosen_a, frontier, is_ok = _greedy(units, ev, base_a, goal)
+        chosen = ev([chosen_a])[0]
+    baseline = ev([base_a])[0]
+    return Optimum(
+        method=method, mode=mode, metric=metric, limit=limit, units=units, uncovered=uncovered,
+        base_variant=base_name, assignment=chosen_a, feasible=is_ok,
+        variant=variant_dict(variant_for(base_spec, units, chosen_a)), chosen=chosen, baseline=baseline,
+        frontier=frontier, evaluated=len(ev.cache), min_slo_share=min_slo_share, targets=dict(scenario.slo or {}),
+    )  # fmt: skip
+
+
+def _constraint(
+    scenario: Scenario,
+    budget_usd_per_run: float | None,
+    max_time_s: float | None,
+    min_slo_share: float | None,
+    metric: str,
+) -> tuple[str, float, str]:
+    """The search's mode (``budget`` or ``max_time``), its limit and the metric it ranks on, from the one
+    constraint given (a share of runs meeting the slo is a maximum share missing it)."""
     if min_slo_share is not None:
         if budget_usd_per_run is not None or max_time_s is not None:
             raise ValueError("give one constraint: a budget, a maximum wall time or a share of runs meeting the slo")
@@ -343,54 +414,77 @@ def optimize(
         max_time_s, metric = 1.0 - float(min_slo_share), "slo"
     if (budget_usd_per_run is None) == (max_time_s is None):
         raise ValueError("give exactly one of a budget (USD per run) or a maximum wall time (s)")
-    if metric not in METRICS or (metric == "slo" and min_slo_share is None):
-        raise ValueError(f"unknown metric '{metric}' (choose p95 or mean)")
-    if method not in ("auto", "exhaustive", "greedy"):
-        raise ValueError(f"unknown method '{method}' (choose auto, exhaustive or greedy)")
+    metric = _metric(scenario, metric, budget_usd_per_run is not None, min_slo_share)
     mode = "budget" if budget_usd_per_run is not None else "max_time"
     limit = float(budget_usd_per_run if budget_usd_per_run is not None else max_time_s)
-    plan = compile_plan(scenario)
-    units, uncovered = decision_units(plan, base, steps, models)
-    if not units:
-        raise ValueError("no named step or group with calls to decide on: name the steps (name: ...) in the scenario")
-    base_name = base or plan.variants[0]
-    base_spec = scenario.variant_specs()[base_name]
-    runs = scenario.runs if runs is None else int(runs)
-    seed = scenario.seed if seed is None else int(seed)
-    combos = math.prod(len(u.options) for u in units)
+    return mode, limit, metric
+
+
+def _search_method(method: str, units: list[Unit], combos: int, exhaustive_max: int) -> str:
+    """``exhaustive`` or ``greedy``: ``auto`` is exhaustive up to ``exhaustive_max`` assignments; an exhaustive
+    search past it is refused."""
     if method == "auto":
-        method = "exhaustive" if combos <= exhaustive_max else "greedy"
+        return "exhaustive" if combos <= exhaustive_max else "greedy"
+    if method == "exhaustive" and combos > exhaustive_max:
+        raise ValueError(_too_many(units, combos, exhaustive_max))
+    return method
+
+
+def _counter(progress: Callable[[int, int | None], None] | None, total: int | None) -> Callable[[int], None]:
+    """A callback that adds up the candidates evaluated and reports ``(done, total)`` to ``progress``."""
     done = 0
 
     def tick(n: int) -> None:
         nonlocal done
         done += n
         if progress is not None:
-            progress(done, combos if method == "exhaustive" else None)
+            progress(done, total)
 
-    ev = _Evaluator(scenario, base_spec, units, runs, seed, workers, tick)
-    col = METRICS[metric]
-    base_a = tuple(u.base for u in units)
-    if method == "exhaustive":
-        chosen_a, chosen, frontier, is_ok = _exhaustive(units, ev, base_a, mode, col, limit, metric)
-    else:
-        chosen_a, frontier, is_ok = _greedy(units, ev, base_a, mode, col, limit, metric)
-        chosen = ev([chosen_a])[0]
-    baseline = ev([base_a])[0]
-    return Optimum(
-        method=method, mode=mode, metric=metric, limit=limit, units=units, uncovered=uncovered,
-        base_variant=base_name, assignment=chosen_a, feasible=is_ok,
-        variant=variant_dict(variant_for(base_spec, units, chosen_a)), chosen=chosen, baseline=baseline,
-        frontier=frontier, evaluated=len(ev.cache), min_slo_share=min_slo_share,
-    )  # fmt: skip
+    return tick
 
 
-def _exhaustive(units, ev, base_a: tuple, mode: str, col: str, limit: float, metric: str):
+@dataclass(frozen=True)
+class _Goal:
+    """What a search aims at: in ``budget`` mode the least ``col`` with mean cost at most ``limit``, in
+    ``max_time`` mode the least cost with ``col`` at most ``limit``."""
+
+    mode: str
+    col: str
+    limit: float
+
+    def feasible(self, m: dict) -> bool:
+        """Whether a candidate's summary row meets the constraint."""
+        return m["cost_mean_usd"] <= self.limit if self.mode == "budget" else m[self.col] <= self.limit
+
+
+def _too_many(units: list[Unit], combos: int, bound: int) -> str:
+    """Why an exhaustive search is refused before it starts (its count of assignments is past the bound)."""
+    sizes = sorted({len(u.options) for u in units})
+    each = f"{sizes[0]} options for each of {len(units)} units" if len(sizes) == 1 else f"{len(units)} units"
+    count = f"{combos:,}" if combos < 10**15 else f"{combos:.3g}"
+    return (
+        f"an exhaustive search would simulate {count} assignments ({each}), more than the {bound:,} it is "
+        "bounded to: use --method greedy (or auto, which takes the greedy walk beyond that), or decide on "
+        "fewer steps with --steps"
+    )
+
+
+def _metric(scenario: Scenario, metric: str, budget: bool, min_slo_share: float | None) -> str:
+    """The metric a search ranks on: ``auto`` is the share of runs missing a target (``slo``) for a budget on a
+    scenario with ``slo`` targets, else ``p95``; ``slo`` with a budget needs targets."""
+    if metric == "auto":
+        return "slo" if budget and scenario.slo else "p95"
+    if metric == "slo" and budget and not scenario.slo:
+        raise ValueError("ranking on the slo needs slo targets: add slo: {METRIC: target, ...}")
+    if metric not in METRICS or (metric == "slo" and not budget and min_slo_share is None):
+        raise ValueError(f"unknown metric '{metric}' (choose p95, mean{', slo' if scenario.slo else ''} or auto)")
+    return metric
+
+
+def _exhaustive(units, ev, base_a: tuple, goal: _Goal):
     """Every assignment simulated: the best feasible one (ties: lower cost, then fewer changes from the base;
     none feasible: the closest to the constraint) and the Pareto frontier of all of them."""
-
-    def feasible(m: dict) -> bool:
-        return m["cost_mean_usd"] <= limit if mode == "budget" else m[col] <= limit
+    mode, col = goal.mode, goal.col
 
     def changes(a) -> int:
         return sum(k != b for k, b in zip(a, base_a, strict=True))
@@ -400,87 +494,93 @@ def _exhaustive(units, ev, base_a: tuple, mode: str, col: str, limit: float, met
     key_time = [(r[col], r["cost_mean_usd"], changes(a), i) for i, (a, r) in enumerate(zip(space, rows, strict=True))]
     key_cost = [(r["cost_mean_usd"], r[col], changes(a), i) for i, (a, r) in enumerate(zip(space, rows, strict=True))]
     keys = key_time if mode == "budget" else key_cost
-    ok = [i for i, r in enumerate(rows) if feasible(r)]
+    ok = [i for i, r in enumerate(rows) if goal.feasible(r)]
     if ok:
         best = min(ok, key=lambda i: keys[i])
     else:  # nothing meets the constraint: the closest to it
         best = min(range(len(rows)), key=lambda i: key_cost[i] if mode == "budget" else key_time[i])
     mask = pareto_mask([r[col] for r in rows], [r["cost_mean_usd"] for r in rows])
     front = [
-        _row_of(units, space[i], rows[i], metric) | {"feasible": feasible(rows[i]), "chosen": i == best}
+        _row_of(units, space[i], rows[i], col) | {"feasible": goal.feasible(rows[i]), "chosen": i == best}
         for i in range(len(rows))
         if mask[i]
     ]
     frontier = pd.DataFrame(front).sort_values(["cost_mean_usd", "time_s"], kind="stable", ignore_index=True)
-    return space[best], rows[best], frontier, feasible(rows[best])
+    return space[best], rows[best], frontier, goal.feasible(rows[best])
 
 
-def _greedy(units, ev, start, mode, col, limit, metric):
+_EPS = 1e-12
+
+
+def _greedy(units, ev, start, goal: _Goal):
     """The greedy walk (see the module docstring); returns (assignment, path table, feasible)."""
-    eps = 1e-12
+    walk = _Walk(units, ev, goal.col, start)
+    while not goal.feasible(walk.m):  # phase 1: reach the constraint
+        if not walk.step(lambda m, r: _reach_key(goal, m, r), "reach"):
+            return walk.cur, pd.DataFrame(walk.path), False
+    while walk.step(lambda m, r: _improve_key(goal, m, r), "improve"):  # phase 2: improve within it
+        pass
+    return walk.cur, pd.DataFrame(walk.path), True
 
-    def neighbours(a):
-        out = []
-        for i, u in enumerate(units):
-            for k in range(len(u.options)):
-                if k != a[i]:
-                    out.append((*a[:i], k, *a[i + 1 :]))
-        return out
 
-    def moved(a, b) -> str:
+def _reach_key(goal: _Goal, m: dict, r: dict) -> tuple | None:
+    """How good a move towards the constraint is (None: it is not one): money saved per second lost in
+    ``budget`` mode, seconds saved per dollar in ``max_time`` mode."""
+    dt, dc = r[goal.col] - m[goal.col], r["cost_mean_usd"] - m["cost_mean_usd"]
+    if goal.mode == "budget" and dc < -_EPS:  # save money, per second lost
+        return (dt <= _EPS, -dc / max(dt, _EPS) if dt > _EPS else -dc)
+    if goal.mode == "max_time" and dt < -_EPS:  # save time, per dollar
+        return (dc <= _EPS, -dt / max(dc, _EPS) if dc > _EPS else -dt)
+    return None
+
+
+def _improve_key(goal: _Goal, m: dict, r: dict) -> tuple | None:
+    """How good a move within the constraint is (None: it leaves it or does not improve): seconds saved per
+    dollar in ``budget`` mode, dollars saved per second in ``max_time`` mode."""
+    if not goal.feasible(r):
+        return None
+    dt, dc = r[goal.col] - m[goal.col], r["cost_mean_usd"] - m["cost_mean_usd"]
+    if goal.mode == "budget" and dt < -_EPS * max(1.0, abs(m[goal.col])):  # seconds saved per dollar
+        return (dc <= 0, -dt / dc if dc > 0 else -dt)
+    if goal.mode == "max_time" and dc < -_EPS * max(1.0, abs(m["cost_mean_usd"])):  # dollars saved per second
+        return (dt <= 0, -dc / dt if dt > 0 else -dc)
+    return None
+
+
+class _Walk:
+    """A greedy walk under way: where it stands (``cur``, its row ``m``), the path so far and what it has seen."""
+
+    def __init__(self, units: list[Unit], ev: _Evaluator, col: str, start: tuple[int, ...]) -> None:
+        self.units, self.ev, self.col, self.cur = units, ev, col, start
+        self.m = ev([start])[0]
+        self.path = [_row_of(units, start, self.m, col) | {"move": "start", "phase": "start"}]
+        self.visited = {start}
+
+    def step(self, key: Callable[[dict, dict], tuple | None], phase: str) -> bool:
+        """Take the unvisited single-unit move of highest ``key(m, row)`` (None: not a move); False if none."""
+        cand = [a for a in self._neighbours() if a not in self.visited]
+        rows = self.ev(cand)
+        scored = [(k, a, r) for a, r in zip(cand, rows, strict=True) if (k := key(self.m, r)) is not None]
+        if not scored:
+            return False
+        _, best, mb = max(scored, key=lambda s: s[0])
+        self.path.append(_row_of(self.units, best, mb, self.col) | {"move": self._moved(best), "phase": phase})
+        self.visited.add(best)
+        self.cur, self.m = best, mb
+        return True
+
+    def _neighbours(self) -> list[tuple[int, ...]]:
+        """The assignments one unit's option away from where the walk stands."""
+        a = self.cur
+        return [(*a[:i], k, *a[i + 1 :]) for i, u in enumerate(self.units) for k in range(len(u.options)) if k != a[i]]
+
+    def _moved(self, b: tuple[int, ...]) -> str:
+        """The move from where the walk stands to ``b``, as ``unit: old → new`` parts."""
         return "; ".join(
             f"{u.name}: {u.options[x].label} → {u.options[y].label}"
-            for u, x, y in zip(units, a, b, strict=True)
+            for u, x, y in zip(self.units, self.cur, b, strict=True)
             if x != y
         )
-
-    def feasible(m):
-        return m["cost_mean_usd"] <= limit if mode == "budget" else m[col] <= limit
-
-    cur = start
-    m = ev([cur])[0]
-    path = [_row_of(units, cur, m, metric) | {"move": "start", "phase": "start"}]
-    visited = {cur}
-
-    def take(best, mb, phase):
-        nonlocal cur, m
-        path.append(_row_of(units, best, mb, metric) | {"move": moved(cur, best), "phase": phase})
-        visited.add(best)
-        cur, m = best, mb
-
-    # Phase 1: reach the constraint.
-    while not feasible(m):
-        cand = [a for a in neighbours(cur) if a not in visited]
-        rows = ev(cand)
-        scored = []
-        for a, r in zip(cand, rows, strict=True):
-            dt, dc = r[col] - m[col], r["cost_mean_usd"] - m["cost_mean_usd"]
-            if mode == "budget" and dc < -eps:  # save money, per second lost
-                scored.append(((dt <= eps, -dc / max(dt, eps) if dt > eps else -dc), a, r))
-            elif mode == "max_time" and dt < -eps:  # save time, per dollar
-                scored.append(((dc <= eps, -dt / max(dc, eps) if dc > eps else -dt), a, r))
-        if not scored:
-            return cur, pd.DataFrame(path), False
-        _, a, r = max(scored, key=lambda s: s[0])
-        take(a, r, "reach")
-    # Phase 2: improve the objective within the constraint.
-    while True:
-        cand = [a for a in neighbours(cur) if a not in visited]
-        rows = ev(cand)
-        scored = []
-        for a, r in zip(cand, rows, strict=True):
-            if not feasible(r):
-                continue
-            dt, dc = r[col] - m[col], r["cost_mean_usd"] - m["cost_mean_usd"]
-            if mode == "budget" and dt < -eps * max(1.0, abs(m[col])):  # seconds saved per dollar
-                scored.append(((dc <= 0, -dt / dc if dc > 0 else -dt), a, r))
-            elif mode == "max_time" and dc < -eps * max(1.0, abs(m["cost_mean_usd"])):  # dollars saved per second
-                scored.append(((dt <= 0, -dc / dt if dt > 0 else -dc), a, r))
-        if not scored:
-            break
-        _key, a, r = max(scored, key=lambda s: s[0])
-        take(a, r, "improve")
-    return cur, pd.DataFrame(path), True
 
 
 def critical_table(scenario: Scenario, opt: Optimum, runs: int = 500, seed: int | None = None) -> pd.DataFrame:

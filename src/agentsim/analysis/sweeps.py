@@ -19,6 +19,17 @@ Paths are dotted keys with ``[i]`` list indices; a key containing dots is quoted
 exactly three points. Several axes make a grid (their Cartesian product, the first
 axis varying slowest). ``--set`` options replace the file's ``sweeps:``.
 
+Places can also vary *together* (zipped): ``--zip PATH=VALUES`` options (all of them one group), or a
+``together:`` item in the file, take value i of each at the same grid point, so two accounts' limits
+move up a ladder of tiers side by side instead of in every combination::
+
+    sweeps:
+      - together:
+          - {set: limits.opus.preset, values: [anthropic/tier-1, anthropic/tier-2]}
+          - {set: limits.haiku.preset, values: [anthropic/tier-1, anthropic/tier-2]}
+
+A group is one dimension of the grid (its places need the same number of values), crossed with the others.
+
 Each grid point is the scenario's raw data with the values put in place, then
 validated and compiled again, so a value that makes the scenario invalid is
 reported like any other scenario error, naming the axis that set it. Every point
@@ -51,12 +62,13 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from agentsim.model.loading import ErrorItem, ScenarioError, line_of, load_data
+from agentsim.analysis.completion import THRESHOLD
+from agentsim.model.loading import ErrorItem, ScenarioError, load_data
 from agentsim.model.scenario import Scenario, suggest
 from agentsim.plan.compiler import Plan, compile_plan
 from agentsim.plan.sampling import block_spans
 from agentsim.plan.validation import parse
-from agentsim.sim.executors import EXECUTORS, unordered_map
+from agentsim.sim.executors import EXECUTORS, Placement, unordered_map
 from agentsim.sim.results import Results, summary_frame
 from agentsim.sim.results import summary_rows as results_summary_rows
 from agentsim.sim.simulation import choose_engine, simulate_plan
@@ -68,9 +80,13 @@ __all__ = [
     "apply_values",
     "axes_from_scenario",
     "default_workers",
+    "dimensions",
+    "file_grid",
     "grid",
+    "grid_size",
     "parse_path",
     "parse_set",
+    "parse_zip",
     "range_values",
     "run_sweep",
     "summary_rows",
@@ -90,6 +106,7 @@ class SweepAxis:
     values: tuple[Any, ...]
     origin: str  # "--set models.x=1,2" or "sweeps[0]": named in error messages
     label: str | None = None  # axis label for figures
+    group: int | None = None  # axes of one group vary together (zipped): value i of each at point i
 
     @property
     def title(self) -> str:
@@ -208,22 +225,58 @@ def parse_set(text: str) -> SweepAxis:
     return SweepAxis(path, lhs.strip(), tuple(values), origin)
 
 
+def parse_zip(texts: list[str], group: int = 0) -> list[SweepAxis]:
+    """``--zip PATH=VALUES`` options: places varied together (value i of each at grid point i)."""
+    import dataclasses
+
+    axes = []
+    for text in texts:
+        try:
+            axis = parse_set(text)
+        except ValueError as exc:
+            raise ValueError(str(exc).replace("--set", "--zip", 1)) from None
+        axes.append(dataclasses.replace(axis, origin=f"--zip {text}", group=group))
+    return axes
+
+
 def axes_from_scenario(scenario: Scenario, file: str = "<scenario>", lines: dict | None = None) -> list[SweepAxis]:
-    """The axes declared under the scenario's ``sweeps:`` (empty when it has none)."""
+    """The axes declared under the scenario's ``sweeps:`` (empty when it has none); the places of a
+    ``together:`` item form one group (varied together)."""
     axes = []
     for i, spec in enumerate(scenario.sweeps or []):
-        where = ("sweeps", i)
-        try:
-            path = parse_path(spec.set)
-            if spec.values is not None:
-                values = list(spec.values)
-            else:
-                r = spec.range
-                values = range_values(_plain(r.start), _plain(r.stop), _plain(r.step))
-        except ValueError as exc:
-            raise ScenarioError([ErrorItem(file, line_of(lines or {}, where), where, str(exc))]) from None
-        axes.append(SweepAxis(path, spec.set, tuple(values), f"sweeps[{i}]", spec.label))
+        if spec.together is None:
+            axes.append(_file_axis(spec, ("sweeps", i), f"sweeps[{i}]", None, file, lines))
+            continue
+        for j, member in enumerate(spec.together):
+            where = ("sweeps", i, "together", j)
+            axes.append(_file_axis(member, where, f"sweeps[{i}].together[{j}]", i, file, lines))
     return axes
+
+
+def file_grid(scenario: Scenario, file: str = "<scenario>", lines: dict | None = None) -> list[SweepAxis]:
+    """The axes of the scenario's ``sweeps:`` (:func:`axes_from_scenario`) with their grid checked
+    (:func:`grid_size`): a grid too large, or places varied together with unequal counts, is a
+    :class:`ScenarioError` at ``sweeps``. ``sweep``, ``report`` (before its simulation) and ``validate`` call it."""
+    axes = axes_from_scenario(scenario, file, lines)
+    try:
+        grid_size(axes)
+    except ValueError as exc:
+        line = (lines or {}).get(("sweeps",))
+        raise ScenarioError([ErrorItem(file, line, ("sweeps",), str(exc))]) from None
+    return axes
+
+
+def _file_axis(spec, where: tuple, origin: str, group: int | None, file: str, lines: dict | None) -> SweepAxis:
+    try:
+        path = parse_path(spec.set)
+        if spec.values is not None:
+            values = list(spec.values)
+        else:
+            r = spec.range
+            values = range_values(_plain(r.start), _plain(r.stop), _plain(r.step))
+    except ValueError as exc:
+        raise ScenarioError([ErrorItem.at(file, lines or {}, where, str(exc))]) from None
+    return SweepAxis(path, spec.set, tuple(values), origin, spec.label, group)
 
 
 def _plain(x: float) -> int | float | str:
@@ -231,16 +284,48 @@ def _plain(x: float) -> int | float | str:
     return int(x) if float(x).is_integer() else repr(float(x))
 
 
-def grid(axes: list[SweepAxis]) -> list[dict[str, Any]]:
-    """Every combination of the axes' values, the first axis varying slowest."""
-    if not axes:
-        return [{}]
-    total = math.prod(len(a.values) for a in axes)
+def dimensions(axes: list[SweepAxis]) -> list[list[SweepAxis]]:
+    """The grid's dimensions: each axis alone, or the axes of one group together (in order of first
+    appearance). The axes of a group must have the same number of values."""
+    dims: list[list[SweepAxis]] = []
+    by_group: dict[int, list[SweepAxis]] = {}
+    for a in axes:
+        if a.group is None:
+            dims.append([a])
+        elif a.group in by_group:
+            by_group[a.group].append(a)
+        else:
+            by_group[a.group] = [a]
+            dims.append(by_group[a.group])
+    for dim in dims:
+        counts = {len(a.values) for a in dim}
+        if len(counts) > 1:
+            each = ", ".join(f"{a.origin.split('=')[0]} has {len(a.values)}" for a in dim)
+            raise ValueError(f"places varied together need the same number of values: {each}")
+    return dims
+
+
+def grid_size(axes: list[SweepAxis]) -> int:
+    """The number of points of the grid of ``axes`` (the axes of a group count once: :func:`dimensions`); a
+    ValueError past :data:`MAX_POINTS`. The one check of the grid's size: ``sweep``'s, ``report``'s (before its
+    simulation) and ``validate``'s."""
+    total = math.prod(len(d[0].values) for d in dimensions(axes))
     if total > MAX_POINTS:
         raise ValueError(f"the grid has {total:,} points (more than {MAX_POINTS:,}); use fewer values")
-    return [
-        dict(zip([a.text for a in axes], combo, strict=True)) for combo in itertools.product(*[a.values for a in axes])
-    ]
+    return total
+
+
+def grid(axes: list[SweepAxis]) -> list[dict[str, Any]]:
+    """Every combination of the dimensions' values (:func:`dimensions`), the first varying slowest; the axes
+    of one group take their values together (value i of each)."""
+    if not axes:
+        return [{}]
+    grid_size(axes)
+    dims = dimensions(axes)
+    points = []
+    for combo in itertools.product(*[range(len(d[0].values)) for d in dims]):
+        points.append({a.text: a.values[k] for d, k in zip(dims, combo, strict=True) for a in d})
+    return points
 
 
 # --------------------------------------------------------------------------- applying values
@@ -264,9 +349,7 @@ def _set_in(data: Any, axis: SweepAxis, value: Any, file: str, lines: dict) -> N
             problem = (f"there is no key '{key}' here", suggest(key, list(cur)) or "keys: " + ", ".join(map(str, cur)))
         if problem is not None:
             msg, hint = problem
-            raise ScenarioError(
-                [ErrorItem(file, line_of(lines, here), here, f"{axis.origin}: {msg}", hint or "check the path")]
-            )
+            raise ScenarioError([ErrorItem.at(file, lines, here, f"{axis.origin}: {msg}", hint or "check the path")])
         if last:
             cur[key] = copy.deepcopy(value)
         else:
@@ -335,7 +418,7 @@ class _Grid:
     lines: dict
     axes: list[SweepAxis]
     file: str
-    source: str
+    source: str | None  # the file (relative paths in the scenario are relative to it); None: a dict
 
     def plan(self, point: dict[str, Any]) -> Plan:
         return _apply(self.data, self.axes, point, self.file, self.lines, self.source)[1]
@@ -362,7 +445,8 @@ def _run_task(task: _Task) -> list[tuple[int, str, Any]]:
         except ScenarioError as exc:
             out.append((i, "error", exc.items))
             continue
-        res = simulate_plan(plan, task.runs, task.seed, engine=task.engine, workers=task.inner_workers)
+        where = Placement(workers=task.inner_workers)
+        res = simulate_plan(plan, task.runs, task.seed, engine=task.engine, where=where)
         out.append((i, "rows", summary_rows(res)))
     return out
 
@@ -436,6 +520,23 @@ class Sweep:
         """The swept columns of :attr:`table`, in axis order."""
         return [a.text for a in self.axes]
 
+    def gains(self, axis: str | None = None, metric: str | None = None) -> pd.DataFrame:
+        """The marginal gain per unit of the swept ``axis`` at each point, and the knee (analysis.sweep_gains)."""
+        from agentsim.analysis.sweep_gains import sweep_gains
+
+        return sweep_gains(self, axis, metric)
+
+    def knees(self, axis: str | None = None, metric: str | None = None) -> pd.DataFrame:
+        """Where returns diminish along ``axis``: the knee per variant (agentsim.analysis.sweep_gains)."""
+        from agentsim.analysis.sweep_gains import sweep_knees
+
+        return sweep_knees(self, axis, metric)
+
+    def independent_of(self, column: str) -> list[str]:
+        """The swept columns that vary independently of ``column`` (not in its group)."""
+        dims = dimensions(self.axes)
+        return [a.text for d in dims if column not in [b.text for b in d] for a in d]
+
 
 def _axis_column(values: list[Any]) -> pd.Series:
     if all(isinstance(v, int) and not isinstance(v, bool) for v in values):
@@ -448,7 +549,7 @@ def _axis_column(values: list[Any]) -> pd.Series:
 
 
 def run_sweep(
-    source: str | os.PathLike,
+    source: str | os.PathLike | dict,
     axes: list[SweepAxis] | None = None,
     *,
     runs: int | None = None,
@@ -459,7 +560,7 @@ def run_sweep(
     scheduler: str | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> Sweep:
-    """Evaluate a scenario file over a grid.
+    """Evaluate a scenario file (or a ``dict`` shaped like one) over a grid.
 
     ``axes`` (from :func:`parse_set`) replace the file's ``sweeps:``; ``runs`` and
     ``seed`` override the scenario's; ``workers`` (default: all cores) processes,
@@ -469,12 +570,38 @@ def run_sweep(
     """
     if executor not in EXECUTORS:
         raise ValueError(f"unknown executor '{executor}' (choose one of {', '.join(EXECUTORS)})")
-    path = Path(source)
-    file = str(path)
-    data, lines = load_data(path)
+    path, file, data, lines = _read_source(source)
     base = parse(copy.deepcopy(data), file=file, lines=lines, source=path)
-    if axes is None:
-        axes = axes_from_scenario(base, file, lines)
+    axes = _sweep_axes(file_grid(base, file, lines) if axes is None else axes, file)
+    points = grid(axes)
+    runs, seed, workers = _counts(base, runs, seed, workers)
+
+    grid_ = _Grid(data, lines, list(axes), file, None if path is None else str(path))
+    first = grid_.plan(points[0])  # the first point is checked here, the others where they run
+    used_engine = choose_engine(first, engine)
+    point_seconds = _point_seconds(first, runs, seed, engine)
+    if executor == "process" and workers > 1 and len(points) < workers and len(block_spans(runs)) > 1:
+        # Few points of many runs: one point at a time, its blocks spread over the processes.
+        tasks = [_Task(grid_, seed, runs, engine, [(i, p)], inner_workers=workers) for i, p in enumerate(points)]
+        done = _execute(tasks, 1, "process", None, progress)
+    else:
+        tasks = _batch(grid_, points, seed, runs, engine, workers, point_seconds)
+        done = _execute(tasks, workers, executor, scheduler, progress)
+    table = _sweep_table(points, axes, _rows_by_point(done))
+    return Sweep(first.scenario, axes, points, table, seed, runs, used_engine, len(tasks))
+
+
+def _read_source(source: str | os.PathLike | dict) -> tuple[Path | None, str, dict, dict]:
+    """The scenario's path, the name its errors give, its raw data and its line numbers (none for a dict)."""
+    if isinstance(source, dict):  # plain data shaped like a file, checked like one (errors name <dict>)
+        return None, "<dict>", copy.deepcopy(source), {}
+    path = Path(source)
+    data, lines = load_data(path)
+    return path, str(path), data, lines
+
+
+def _sweep_axes(axes: list[SweepAxis], file: str) -> list[SweepAxis]:
+    """The axes, checked: at least one, and no place swept twice."""
     if not axes:
         raise ScenarioError(
             [ErrorItem(file, None, ("sweeps",), "nothing to sweep", "add a sweeps: section or give --set PATH=VALUES")]
@@ -484,7 +611,11 @@ def run_sweep(
         if a.text in seen:
             raise ValueError(f"{a.origin}: '{a.text}' is swept twice")
         seen.add(a.text)
-    points = grid(axes)
+    return axes
+
+
+def _counts(base: Scenario, runs: int | None, seed: int | None, workers: int | None) -> tuple[int, int, int]:
+    """The runs, seed and workers of a sweep: those given, else the scenario's (all cores), checked."""
     runs = base.runs if runs is None else int(runs)
     seed = base.seed if seed is None else int(seed)
     if runs < 1 or seed < 0:
@@ -492,40 +623,47 @@ def run_sweep(
     workers = default_workers() if workers is None else int(workers)
     if workers < 1:
         raise ValueError("workers must be at least 1")
+    return runs, seed, workers
 
-    grid_ = _Grid(data, lines, list(axes), file, str(path))
-    first = grid_.plan(points[0])  # the first point is checked here, the others where they run
-    used_engine = choose_engine(first, engine)
-    if first.workload is None:
-        n_pilot = min(runs, 64)
-        t0 = time.perf_counter()
-        simulate_plan(first, n_pilot, seed, engine=engine)  # only to size the tasks
-        point_seconds = (time.perf_counter() - t0) / n_pilot * runs
-    else:  # a workload is one long simulation per point: a task each
-        point_seconds = math.inf
-    if executor == "process" and workers > 1 and len(points) < workers and len(block_spans(runs)) > 1:
-        # Few points of many runs: one point at a time, its blocks spread over the processes.
-        tasks = [_Task(grid_, seed, runs, engine, [(i, p)], inner_workers=workers) for i, p in enumerate(points)]
-        done = _execute(tasks, 1, "process", None, progress)
-    else:
-        tasks = _batch(grid_, points, seed, runs, engine, workers, point_seconds)
-        done = _execute(tasks, workers, executor, scheduler, progress)
+
+def _point_seconds(first: Plan, runs: int, seed: int, engine: str) -> float:
+    """About how long one grid point takes, from a short pilot run of the first (a workload: infinite)."""
+    if first.workload is not None:  # a workload is one long simulation per point: a task each
+        return math.inf
+    n_pilot = min(runs, 64)
+    t0 = time.perf_counter()
+    simulate_plan(first, n_pilot, seed, engine=engine)  # only to size the tasks
+    return (time.perf_counter() - t0) / n_pilot * runs
+
+
+def _rows_by_point(done: dict[int, tuple[str, Any]]) -> dict[int, Any]:
+    """The summary rows of every grid point by its index; the first point that failed raises its errors."""
     failed = sorted(i for i, (kind, _) in done.items() if kind == "error")
     if failed:
         raise ScenarioError(done[failed[0]][1])
-    rows_of = {i: payload for i, (_, payload) in done.items()}
+    return {i: payload for i, (_, payload) in done.items()}
 
+
+def _sweep_table(points: list[dict[str, Any]], axes: list[SweepAxis], rows_of: dict[int, Any]) -> pd.DataFrame:
+    """One row per grid point x variant, in grid order: the point, its swept values, its summary."""
     index = [i for i in range(len(points)) for _ in rows_of[i]]
     table = summary_frame([r for i in range(len(points)) for r in rows_of[i]])
     table.insert(0, "point", np.array(index, dtype=np.int64))
     for j, a in enumerate(axes):
         col = _axis_column([points[int(i)][a.text] for i in table["point"]])
         table.insert(1 + j, a.text, col.to_numpy())
-    table["pays_off"] = table["pays_off"].astype("boolean")
+    return _marked(table)
+
+
+def _marked(table: pd.DataFrame) -> pd.DataFrame:
+    """The table with its booleans typed, the rows whose figures are of the completed runs only (above
+    1% failed) marked, and its Pareto frontiers."""
     from agentsim.analysis.tradeoffs import mark_pareto
 
-    table = mark_pareto(table)
-    return Sweep(first.scenario, axes, points, table, seed, runs, used_engine, len(tasks))
+    table["pays_off"] = table["pays_off"].astype("boolean")
+    if "failed_share" in table.columns:  # wall time and cost then describe only the runs that completed
+        table["completed_runs_only"] = table["failed_share"].astype("float64") > THRESHOLD
+    return mark_pareto(table)
 
 
 def with_monthly_spend(sw: Sweep, runs_per_month: float) -> Sweep:

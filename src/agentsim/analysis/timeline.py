@@ -30,6 +30,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from agentsim.sim import slots
+
 __all__ = [
     "SEGMENTS",
     "activities",
@@ -37,10 +39,11 @@ __all__ = [
     "critical_path",
     "critical_share",
     "run_timeline",
+    "span_slots",
     "summarised",
 ]
 
-SEGMENTS = ("queue", "ttft", "decode", "tool", "wait")  # the critical-path breakdown categories every run has
+SEGMENTS = slots.BREAKDOWN  # the critical-path breakdown categories every run has
 
 
 def summarised(runs: pd.DataFrame) -> pd.DataFrame:
@@ -54,19 +57,42 @@ def summarised(runs: pd.DataFrame) -> pd.DataFrame:
     return runs if keep.all() else runs[keep]
 
 
-def activities(calls: pd.DataFrame, spans: pd.DataFrame) -> pd.DataFrame:
-    """Calls and tool/wait spans as one table of activities with their segments.
+def span_slots() -> list[str]:
+    """The breakdown slots a span's time can go to (``tool``, ``wait``, then each step kind's own: ``listen``)."""
+    return [name for name in slots.names() if name not in slots.CALL_SLOTS]
 
-    Columns: ``variant, run, node, instance, step, kind, status, start, end`` and the
-    segment durations ``queue, ttft, decode, tool, wait`` and ``listen`` (s); ``model``/``speed`` for calls.
+
+def activities(calls: pd.DataFrame, spans: pd.DataFrame) -> pd.DataFrame:
+    """Calls and spans (tools, waits, listens...) as one table of activities with their segments.
+
+    Columns: ``variant, run, node, instance, step, kind, status, start, end`` and the segment durations
+    ``queue, ttft, decode`` (a call's) and one per slot a span's time can go to (:func:`span_slots`: ``tool,
+    wait, listen``...; a span's whole time is in its ``slot``, as in the breakdown) (s); ``model``/``speed``
+    for calls.
     """
+    span_cols = span_slots()
+    parts = [p for p in (_call_rows(calls, span_cols), _span_rows(spans, span_cols)) if len(p)]
+    if not parts:
+        return _call_rows(calls, span_cols)
+    out = pd.concat(parts, ignore_index=True)
+    out["_v"] = pd.Categorical(
+        out["variant"],
+        categories=list(dict.fromkeys(calls["variant"]).keys())
+        + [v for v in dict.fromkeys(spans["variant"]) if v not in set(calls["variant"])],
+    )
+    out = out.sort_values(["_v", "run", "start", "node", "instance"], kind="stable", ignore_index=True)
+    return out.drop(columns="_v")
+
+
+def _common(table: pd.DataFrame) -> dict:
+    return {k: table[k].to_numpy() for k in ("variant", "run", "node", "instance", "step")}
+
+
+def _call_rows(calls: pd.DataFrame, span_cols: list[str]) -> pd.DataFrame:
+    """The calls as activities: queue (submit to start), TTFT and decode; no span slot."""
     c = pd.DataFrame(
         {
-            "variant": calls["variant"].to_numpy(),
-            "run": calls["run"].to_numpy(),
-            "node": calls["node"].to_numpy(),
-            "instance": calls["instance"].to_numpy(),
-            "step": calls["step"].to_numpy(),
+            **_common(calls),
             "kind": "call",
             "status": calls["status"].to_numpy(),
             "start": calls["t_submit"].to_numpy(),
@@ -83,15 +109,16 @@ def activities(calls: pd.DataFrame, spans: pd.DataFrame) -> pd.DataFrame:
     c["queue"] = c["t_start"] - c["start"]
     c["ttft"] = first - c["t_start"]
     c["decode"] = c["end"] - first
-    for k in ("tool", "wait", "listen"):
+    for k in span_cols:
         c[k] = 0.0
+    return c
+
+
+def _span_rows(spans: pd.DataFrame, span_cols: list[str]) -> pd.DataFrame:
+    """The spans as activities: all of a span's time in its node's slot, whatever its kind."""
     s = pd.DataFrame(
         {
-            "variant": spans["variant"].to_numpy(),
-            "run": spans["run"].to_numpy(),
-            "node": spans["node"].to_numpy(),
-            "instance": spans["instance"].to_numpy(),
-            "step": spans["step"].to_numpy(),
+            **_common(spans),
             "kind": spans["kind"].to_numpy(),
             "status": spans["status"].to_numpy(),
             "start": spans["t_start"].to_numpy(),
@@ -105,19 +132,10 @@ def activities(calls: pd.DataFrame, spans: pd.DataFrame) -> pd.DataFrame:
     dur = (s["end"] - s["start"]).to_numpy()
     for k in ("queue", "ttft", "decode"):
         s[k] = 0.0
-    for k in ("tool", "wait", "listen"):  # a span's time is its kind's slot (a toy kind's: none of these)
-        s[k] = np.where(s["kind"] == k, dur, 0.0)
-    parts = [p for p in (c, s) if len(p)]
-    if not parts:
-        return c
-    out = pd.concat(parts, ignore_index=True)
-    out["_v"] = pd.Categorical(
-        out["variant"],
-        categories=list(dict.fromkeys(calls["variant"]).keys())
-        + [v for v in dict.fromkeys(spans["variant"]) if v not in set(calls["variant"])],
-    )
-    out = out.sort_values(["_v", "run", "start", "node", "instance"], kind="stable", ignore_index=True)
-    return out.drop(columns="_v")
+    slot = (spans["slot"] if "slot" in spans else spans["kind"]).to_numpy()  # (a table of an older version)
+    for k in span_cols:
+        s[k] = np.where(slot == k, dur, 0.0)
+    return s
 
 
 def critical_path(start: np.ndarray, end: np.ndarray, ok: np.ndarray | None = None) -> np.ndarray:

@@ -58,10 +58,35 @@ __all__ = [
     "per_success",
     "runs_per_month",
     "spend_sizing",
+    "time_basis",
+    "time_column",
     "variant_table",
+    "waiting_note",
 ]
 
 TIME_COLUMNS = {"mean": "wall_mean_s", "p95": "wall_p95_s"}
+WAITING_COLUMNS = {"mean": "waiting_mean_s", "p95": "waiting_p95_s"}
+
+
+def time_column(table: pd.DataFrame, stat: str = "mean") -> str:
+    """The column of the time a table's variants are weighed on (``mean`` or ``p95``): the person's waiting
+    where the scenario has turns (``time_basis: waiting_s``, contract v1.3), else the wall time; a table put on
+    a per-success basis (:func:`per_success`) weighs the time to success."""
+    if "basis" not in table.columns and "time_basis" in table.columns and (table["time_basis"] == "waiting_s").all():
+        return WAITING_COLUMNS[stat]
+    return TIME_COLUMNS[stat]
+
+
+def waiting_note(basis: str) -> str:
+    """What the hours of waiting of a table are, in words (contract v1.3: a conversation's pauses are not waiting)."""
+    if basis == "waiting_s":
+        return "waiting is the person's turns, from each message to the answer, not their pauses between turns"
+    return "every run's wall time counts as waiting"
+
+
+def time_basis(table: pd.DataFrame) -> str:
+    """``waiting_s`` or ``wall_time_s``: what :func:`time_column` reads (per success: the wall time to success)."""
+    return "waiting_s" if time_column(table) == WAITING_COLUMNS["mean"] else "wall_time_s"
 
 
 # --------------------------------------------------------------------------- Pareto
@@ -124,8 +149,8 @@ def mark_pareto(table: pd.DataFrame) -> pd.DataFrame:
     """Add ``pareto_mean`` and ``pareto_p95`` columns: on the frontier of (mean or p95 wall time, mean cost);
     and ``pareto_per_success`` (time to success, cost per success) for per-run rows that report success."""
     out = table.copy()
-    for key, col in TIME_COLUMNS.items():
-        out[f"pareto_{key}"] = pareto_mask(out[col].to_numpy(), out["cost_mean_usd"].to_numpy())
+    for key in TIME_COLUMNS:
+        out[f"pareto_{key}"] = pareto_mask(out[time_column(out, key)].to_numpy(), out["cost_mean_usd"].to_numpy())
     if "cost_per_success_usd" in out.columns and "basis" not in out.columns:
         # rows per run (a sweep table) of a scenario with success: also the frontier per successful task
         out["pareto_per_success"] = pareto_mask(
@@ -148,6 +173,7 @@ def variant_table(res: Results, doc: dict | None = None) -> pd.DataFrame:
     table = mark_pareto(summary_frame(rows)).set_index("variant")
     if rows and rows[0].get("basis") == PER_SUCCESS:
         table.attrs["basis"] = PER_SUCCESS
+    table.attrs["time_basis"] = time_basis(table)
     return table
 
 
@@ -198,10 +224,11 @@ def break_even(table: pd.DataFrame, baseline: str | None = None, value_of_time: 
     with a ``value_of_time``, ``pays_off`` and ``total_usd_per_run`` at that value.
     """
     baseline = baseline if baseline is not None else table.index[0]
-    t0, c0 = float(table.loc[baseline, "wall_mean_s"]), float(table.loc[baseline, "cost_mean_usd"])
+    time = time_column(table)
+    t0, c0 = float(table.loc[baseline, time]), float(table.loc[baseline, "cost_mean_usd"])
     rows = []
     for name, r in table.iterrows():
-        dt, dc = float(r["wall_mean_s"]) - t0, float(r["cost_mean_usd"]) - c0
+        dt, dc = float(r[time]) - t0, float(r["cost_mean_usd"]) - c0
         per_hour = payoff.usd_per_hour_saved(dt, dc)
         if name == baseline:
             when, v_star = "baseline", None
@@ -219,9 +246,11 @@ def break_even(table: pd.DataFrame, baseline: str | None = None, value_of_time: 
         }
         if value_of_time is not None:
             row["pays_off"] = payoff.pays_off(dt, dc, value_of_time) if when not in ("baseline", "unknown") else None
-            row["total_usd_per_run"] = float(r["cost_mean_usd"]) + value_of_time * float(r["wall_mean_s"]) / 3600.0
+            row["total_usd_per_run"] = float(r["cost_mean_usd"]) + value_of_time * float(r[time]) / 3600.0
         rows.append(row)
-    return pd.DataFrame(rows).set_index("variant")
+    out = pd.DataFrame(rows).set_index("variant")
+    out.attrs["time_basis"] = time_basis(table)  # what the hours saved are of
+    return out
 
 
 def cheapest_intervals(table: pd.DataFrame) -> pd.DataFrame:
@@ -233,12 +262,13 @@ def cheapest_intervals(table: pd.DataFrame) -> pd.DataFrame:
     within a relative 1e-9 (:data:`agentsim.sim.payoff.TIE_TOLERANCE`) count as ties, so rounding makes no
     sliver of an interval where three lines meet.
     """
-    table = table[np.isfinite(table["cost_mean_usd"].to_numpy(np.float64) + table["wall_mean_s"].to_numpy(np.float64))]
+    time = time_column(table)
+    table = table[np.isfinite(table["cost_mean_usd"].to_numpy(np.float64) + table[time].to_numpy(np.float64))]
     if table.empty:  # no variant completed a run: nothing is cheapest
         return pd.DataFrame(columns=["variant", "from_usd_per_hour", "to_usd_per_hour"])
     names = list(table.index)
     c = table["cost_mean_usd"].to_numpy(dtype=np.float64)
-    t = table["wall_mean_s"].to_numpy(dtype=np.float64) / 3600.0
+    t = table[time].to_numpy(dtype=np.float64) / 3600.0
     cuts = {0.0}
     for i in range(len(names)):
         for j in range(i + 1, len(names)):
@@ -300,12 +330,13 @@ def spend_sizing(
     """
     baseline = baseline if baseline is not None else table.index[0]
     n = float(per_month)
+    mean, p95 = time_column(table, "mean"), time_column(table, "p95")
     base_cost = float(table.loc[baseline, "cost_mean_usd"]) * n
-    base_hours = float(table.loc[baseline, "wall_mean_s"]) * n / 3600.0
+    base_hours = float(table.loc[baseline, mean]) * n / 3600.0
     rows = []
     for name, r in table.iterrows():
         spend = float(r["cost_mean_usd"]) * n
-        hours = float(r["wall_mean_s"]) * n / 3600.0
+        hours = float(r[mean]) * n / 3600.0
         saved = base_hours - hours
         extra = spend - base_cost
         row: dict[str, Any] = {
@@ -319,8 +350,8 @@ def spend_sizing(
         row.update(
             {
                 "wait_hours_per_month": hours,
-                "mean_wait_s": float(r["wall_mean_s"]),
-                "p95_wait_s": float(r["wall_p95_s"]),
+                "mean_wait_s": float(r[mean]),
+                "p95_wait_s": float(r[p95]),
                 "hours_saved_per_month": saved,
                 "extra_usd_per_month": extra,
                 "premium_usd_per_saved_hour": extra / saved if saved > 0 else math.nan,
@@ -329,4 +360,6 @@ def spend_sizing(
         if value_of_time is not None:
             row["net_usd_per_month"] = saved * value_of_time - extra
         rows.append(row)
-    return pd.DataFrame(rows).set_index("variant")
+    out = pd.DataFrame(rows).set_index("variant")
+    out.attrs["time_basis"] = time_basis(table)  # waiting_s: the person's turns, their pauses left out
+    return out

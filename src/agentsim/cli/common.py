@@ -3,8 +3,9 @@
 Command modules (:mod:`agentsim.cli.main` for ``run``/``validate``, and ``cli_measure``, ``cli_prices``,
 ``cli_replay``, ``cli_tradeoffs``) import this module and add their commands to ``app``;
 :mod:`agentsim.cli.main` imports them all (one place) and holds ``main``. Exit codes: 0 success,
-2 bad input (one paragraph per problem naming the file, the place and the fix), 1 a run that
-failed for another reason, 130 interrupted. Set ``AGENTSIM_DEBUG=1`` to see a traceback instead.
+2 bad input (one paragraph per problem naming the file, the place and the fix; also a command that ran
+out of memory), 1 a run that failed for another reason, 130 interrupted. Set ``AGENTSIM_DEBUG=1`` to see a
+traceback instead.
 """
 
 from __future__ import annotations
@@ -32,7 +33,6 @@ __all__ = [
     "check_executor_options",
     "check_number_options",
     "err_console",
-    "fmt_n",
     "fmt_s",
     "fmt_usd",
     "handle_errors",
@@ -61,9 +61,11 @@ class LazyConsole:
 
     def unwrap(self):
         if LazyConsole._console is None:
-            from rich.console import Console
+            from agentsim.cli.consoles import VisibleConsole
 
-            LazyConsole._console = Console(stderr=True, soft_wrap=True, highlight=False, markup=False, emoji=False)
+            LazyConsole._console = VisibleConsole(
+                stderr=True, soft_wrap=True, highlight=False, markup=False, emoji=False
+            )
         return LazyConsole._console
 
     def __getattr__(self, name: str):
@@ -93,6 +95,7 @@ OPTION_KINDS: dict[str, tuple[str, bool]] = {
     "max_p95": ("duration", True),
     "max_mean": ("duration", True),
     "min_slo_share": ("prob", False),
+    "max_failed_share": ("prob", False),
     "runs_per_month": ("rate", False),
     "seats": ("count", True),
     "runs_per_seat_per_day": ("rate", False),
@@ -106,6 +109,7 @@ OPTION_KINDS: dict[str, tuple[str, bool]] = {
     "run": ("count", False),
     "speed": ("factor", False),
     "holdout": ("prob", False),
+    "percentile": ("percentile", False),
     "sim_runs": ("count", True),
 }
 
@@ -244,6 +248,13 @@ def _notes_to_stderr() -> None:
         logger.propagate = False
 
 
+_OUT_OF_MEMORY = (
+    "out of memory: this command needs more memory than the machine (or the process's limit, ulimit -v) gives; "
+    "use fewer runs, smaller repeat or fanout counts, or a shorter workload, and keep the size guard on (without "
+    "--no-size-limit a simulation too large for the machine is refused before it starts)"
+)
+
+
 def handle_errors(fn: Callable) -> Callable:
     """Turn known errors into messages and exit codes instead of tracebacks."""
 
@@ -268,6 +279,8 @@ def handle_errors(fn: Callable) -> Callable:
                 _fail("\n".join(f"error: {item}" for item in exc.items), 2)
             if isinstance(exc, BadInput) or any(_is(exc, *where) for where in _BAD_INPUT):
                 _fail(f"error: {exc}", 2)
+            if isinstance(exc, MemoryError):  # past the size guard (--no-size-limit), or a machine short of memory
+                _fail(f"error: {_OUT_OF_MEMORY}", 2)
             if os.environ.get("AGENTSIM_DEBUG"):
                 raise
             _fail(
@@ -297,12 +310,6 @@ def fmt_usd(x: float | None) -> str:
     from agentsim.viz.format import usd
 
     return usd(x)
-
-
-def fmt_n(x: float | None) -> str:
-    if x is None:
-        return "–"
-    return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.1f}"
 
 
 def signed(fmt, x):

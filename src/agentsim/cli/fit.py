@@ -10,6 +10,7 @@ prompt, code or tool output is read into any file.
 
 from __future__ import annotations
 
+import glob
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -61,6 +62,7 @@ def fit_command(
         raise BadInput(str(exc)) from None
     for line in read_warnings(reports):
         err_console.print(f"warning: {line}", markup=False)
+    inputs = _check_set(out, paths, reports, cfg)
     chosen = select_sessions(sessions, project=project)
     if not chosen:
         raise BadInput(f"none of the {len(sessions)} sessions found matches --project {project}")
@@ -70,7 +72,7 @@ def fit_command(
         )
     except (FitError, ValueError) as exc:
         raise BadInput(str(exc)) from None
-    written = write_files(out.parent if str(out.parent) else Path("."), result.writers())
+    written = write_files(out.parent if str(out.parent) else Path("."), result.writers(), inputs=inputs)
     if json_out:
         import json
 
@@ -80,6 +82,24 @@ def fit_command(
     for note in result.notes:
         err_console.print(f"note: {note}", markup=False)
     err_console.print(f"wrote {', '.join(p.name for p in written)} to {out.parent}/", markup=False)
+
+
+def _check_set(out: Path, paths: list[Path], reports, cfg) -> tuple[Path, ...]:
+    """The files the fit read (sessions, the config and its profiles); before the fit, no file of the set it
+    writes beside ``out`` may be one of them. Returns them, for the write's own check."""
+    from agentsim.cli.replay import replay_inputs
+    from agentsim.viz.outdir import check_file
+
+    inputs = replay_inputs(paths, reports, cfg)
+    folder = out.parent if str(out.parent) else Path(".")
+    for name in (out.name, f"{out.stem}.fit.json", f"{out.stem}.samples.csv", *_profiles_there(folder, out.stem)):
+        check_file(folder / name, "--out", "my-agent.yaml", inputs=inputs)
+    return inputs
+
+
+def _profiles_there(folder: Path, stem: str) -> list[str]:
+    """The names of the set's profiles (``STEM.MODEL.profile.yaml``) that exist in ``folder`` already."""
+    return sorted(p.name for p in folder.glob(f"{glob.escape(stem)}.*.profile.yaml"))
 
 
 def _fmt(x) -> str:
@@ -99,8 +119,9 @@ def _print_report(report: dict) -> None:
         f"{report['simulated_runs']:,} simulated runs",
         title_justify="left",
     )
-    for col in ("quantity", "rec mean", "sim mean", "rec p50", "sim p50", "rec p95", "sim p95", "KS", "q-err"):
-        t.add_column(col, justify="left" if col == "quantity" else "right", no_wrap=True)
+    cols = ("quantity", "rec mean", "sim mean", "rec p50", "sim p50", "rec p90", "sim p90", "KS", "q-err", "verdict")
+    for col in cols:
+        t.add_column(col, justify="left" if col in ("quantity", "verdict") else "right", no_wrap=True)
     for name, q in report["quantities"].items():
         r, m = q["recorded"], q["simulated"]
         if not r.get("n"):
@@ -111,22 +132,32 @@ def _print_report(report: dict) -> None:
             _fmt(m.get("mean")),
             _fmt(r.get("p50")),
             _fmt(m.get("p50")),
-            _fmt(r.get("p95")),
-            _fmt(m.get("p95")),
+            _fmt(r.get("p90")),
+            _fmt(m.get("p90")),
             _fmt(q.get("ks")),
             _fmt(q.get("quantile_error")),
+            _verdict(q.get("verdict"), report.get("bound")),
         )
     print_table(t)
     f = Table(title="one number per population", title_justify="left")
-    for col in ("figure", "recorded", "simulated"):
-        f.add_column(col, justify="left" if col == "figure" else "right", no_wrap=True)
+    for col in ("figure", "recorded", "simulated", "verdict"):
+        f.add_column(col, justify="right" if col in ("recorded", "simulated") else "left", no_wrap=True)
     for name, fig in report["figures"].items():
         if isinstance(fig["recorded"], dict):
             for model in sorted(set(fig["recorded"]) | set(fig["simulated"])):
                 f.add_row(f"{name}: {model}", _pct(fig["recorded"].get(model)), _pct(fig["simulated"].get(model)))
         else:
-            f.add_row(name, _fmt(fig["recorded"]), _fmt(fig["simulated"]))
+            f.add_row(
+                name, _fmt(fig["recorded"]), _fmt(fig["simulated"]), _verdict(fig.get("verdict"), report.get("bound"))
+            )
     print_table(f)
+
+
+def _verdict(v: str | None, bound: float | None) -> str:
+    """``within 10%`` or ``OUTSIDE 10%`` (of the recorded mean and p90; a figure: its value)."""
+    if v is None or bound is None:
+        return "–"
+    return f"within {bound:.0%}" if v == "within" else f"OUTSIDE {bound:.0%}"
 
 
 def _pct(x) -> str:

@@ -46,6 +46,7 @@ def summary_table(doc: dict) -> Table:
     from rich.table import Table
 
     from agentsim.cli.tables import Rows, runs_title
+    from agentsim.cli.targets import barge_in_rows, target_rows
     from agentsim.viz import sections
 
     variants = doc["variants"]
@@ -57,16 +58,21 @@ def summary_table(doc: dict) -> Table:
     for name in variants:
         t.add_column(name, justify="right", no_wrap=True, min_width=len(name))
     rows = Rows(t, variants)
+    target_rows(rows, doc)  # with slo targets, the verdict leads: the share within each, p95, p99, rank
+    turns = next(iter(variants.values()))["vs_baseline"].get("basis") == "waiting_s"
+    if turns:
+        _waiting_rows(rows)
     _wall_rows(rows)
     _cost_rows(rows)
     _breakdown_rows(rows)
     _comparison_rows(rows, next(iter(variants)), doc.get("value_of_time_usd_per_hour"))
-    for make in (sections.success_section, sections.workload_section, sections.slo_section):
+    for make in (sections.success_section, sections.workload_section):
         section = make(doc)
         if section is not None:
             rows.section(section)
     if "streaming" in next(iter(variants.values())):
         _streaming_rows(rows, doc)
+    barge_in_rows(rows)
     limits = sections.limits_section(doc)
     if limits is not None:
         rows.section(limits)
@@ -97,6 +103,14 @@ def _wall_rows(rows: Rows) -> None:
         rows.t.add_row(label, *c)
 
 
+def _waiting_rows(rows: Rows) -> None:
+    """What the person waits for (a scenario with turns, contract v1.3): their turns, not their pauses."""
+    rows.heading("waiting (the person's turns)")
+    rows.times([("  per run mean", lambda v: v["waiting_s"]["mean"]), ("    p95", lambda v: v["waiting_s"]["p95"])])
+    rows.times([("  a turn mean", lambda v: v["turn_s"]["mean"]), ("    p95", lambda v: v["turn_s"]["p95"])])
+    rows.text("  turns per run", lambda v: f"{v['turns']['mean']:.1f}" if v["turns"]["mean"] is not None else "–")
+
+
 def _param_ci(v: dict, unit, decimals: int) -> str:
     from agentsim.viz import format as fmt
 
@@ -124,14 +138,15 @@ def _cost_rows(rows: Rows) -> None:
 
 
 def _breakdown_rows(rows: Rows) -> None:
+    from agentsim.sim import slots
+
     rows.heading("critical path (mean)")
-    parts = [(f"  {label}", lambda v, k=k: v["breakdown_s"][k])
-             for k, label in (("queue", "queue"), ("ttft", "TTFT"), ("decode", "decode"), ("tool", "tools"),
-                              ("wait", "waits"))]  # fmt: skip
     first = next(iter(rows.variants.values()))["breakdown_s"]
-    for k, label in (("stall", "stalls"), ("listen", "listening")):  # only when the scenario has them
-        if k in first:
-            parts.append((f"  {label}", lambda v, k=k: v["breakdown_s"].get(k)))
+    parts = [  # the five every run has, then stall and a step kind's own (listen) when the scenario has them
+        (f"  {slot.label}", lambda v, k=slot.name: v["breakdown_s"].get(k))
+        for slot in slots.slots()
+        if slot.name in slots.BREAKDOWN or slot.name in first
+    ]
     rows.times(parts)
 
 
@@ -145,22 +160,32 @@ def _comparison_rows(rows: Rows, base: str, vot: float | None) -> None:
     decimals = fmt.decimals_for(dts, unit[1])
     rows.t.add_row("Δ time vs first", *["baseline" if n == base else fmt.signed_time(x, unit, decimals)
                                         for n, x in zip(names, dts, strict=True)])  # fmt: skip
+    waiting = rows.variants[base]["vs_baseline"].get("basis") == "waiting_s"
+    if waiting:
+        dws = rows.values(lambda v: v["vs_baseline"]["delta_waiting_s"])
+        rows.t.add_row("Δ waiting vs first", *["baseline" if n == base else fmt.signed_time(x, unit, decimals)
+                                               for n, x in zip(names, dws, strict=True)])  # fmt: skip
     dcs = rows.values(lambda v: v["vs_baseline"]["delta_cost_usd"])
     rows.t.add_row("Δ cost vs first", *["baseline" if n == base else fmt.signed_usd(x)
                                         for n, x in zip(names, dcs, strict=True)])  # fmt: skip
-    rows.text("USD per hour saved", lambda v: payoff.premium_text(v["vs_baseline"]["usd_per_hour_saved"], fmt.usd))
+    rows.text(
+        "USD per hour of waiting saved" if waiting else "USD per hour saved",
+        lambda v: payoff.premium_text(v["vs_baseline"]["usd_per_hour_saved"], fmt.usd),
+    )
     label = f"pays off at {fmt.usd(vot)}/h" if vot is not None else "pays off (no value_of_time)"
     rows.text(label, lambda v: {True: "yes", False: "no", None: "–"}[v["vs_baseline"]["pays_off"]])
 
 
 def _streaming_rows(rows: Rows, doc: dict) -> None:
     """A few headline metrics (means) per call with a consumer, and the speed beyond which it gains nothing."""
+    from agentsim.sim.stream_metrics import table_rows
     from agentsim.viz.sections import stream_metric
 
+    shown = {metric for metric, _ in table_rows()}  # the headline metrics: common ones and each consumer kind's
     rows.heading("streaming (mean per call)")
     for call, names, apparate in sections_streaming(doc):
         for name in names:
-            if name in _STREAM_ROWS:
+            if name in shown:
                 m = stream_metric(name, "mean", call)
                 rows.metric(m, f"  {call}: {m.label}")
         if apparate is not None:
@@ -178,21 +203,18 @@ def _apparate(v: dict, call: str) -> str:
     return "–" if a is None else f"{a['tokens_per_s']:.1f} tok/s"
 
 
-# The streaming rows of the table: the headline metrics (the HTML report shows them all).
-_STREAM_ROWS = (
-    "ttft_s", "first_word_s", "voice_to_voice_s", "reader_done_s", "reader_wait_s", "first_audio_s", "silence_s",
-    "first_render_s", "longest_gap_s", "qoe", "interrupted_share",
-)  # fmt: skip
-
-
 def print_summary(res: Results, wide: bool = False) -> None:
     from agentsim.analysis.completion import completion
     from agentsim.cli.tables import print_sources, print_table, table_console
+    from agentsim.cli.targets import verdict_text
 
     doc = res.summary_dict()
     # Never cut: a table wider than the terminal (or COLUMNS) is split into pages of variants.
     console = table_console()
     print_table(summary_table(doc), wide=wide, pages=True, console=console)
+    verdict = verdict_text(doc)
+    if verdict is not None:
+        console.print(verdict, markup=False, highlight=False)
     print_sources(res, console)
     for c in completion(res, doc):
         if c.flagged:
@@ -249,15 +271,16 @@ def run(
 
     from agentsim.cli.progress import progress_bar
     from agentsim.plan import plausibility
-    from agentsim.plan.validation import load_with_lines
+    from agentsim.plan.validation import input_files, load_with_lines
     from agentsim.sim.simulation import simulate
     from agentsim.viz.outdir import check_folder
     from agentsim.viz.report import write_results
 
     scenario, lines = load_with_lines(file)
     warn_profile_ranges(scenario, file)
+    inputs = input_files(scenario)  # the scenario, its bases, profiles and empirical files: never written over
     if out is not None:
-        check_folder(out)  # before the simulation: a bad --out costs a second, not the run
+        check_folder(out, inputs=inputs)  # before the simulation: a bad --out costs a second, not the run
     _print_warnings(plausibility.check_scenario(scenario, str(file), lines))
     where = {"workers": workers, "executor": executor, "scheduler": scheduler}
     with progress_bar(quiet or json_out, "simulating") as bar:
@@ -269,7 +292,7 @@ def run(
         print_summary(res, wide=wide)
     if out is not None:
         with progress_bar(quiet or json_out, "writing files") as bar:
-            written = write_results(res, out, progress=bar)
+            written = write_results(res, out, progress=bar, inputs=inputs)
         if not json_out:
             err_console.print(f"wrote {len(written)} files to {out}/", markup=False)
 

@@ -95,8 +95,10 @@ def calibrate(
     from agentsim.viz.outdir import check_file, is_stdout, shown
 
     for target, option, example in ((out, "-o", "profile.yaml"), (plot, "--plot", "calibration.png")):
-        if target is not None:  # both targets checked before anything is read or written
-            check_file(target, option, example)
+        if target is not None:  # both targets checked before anything is read or written: not an input
+            check_file(target, option, example, inputs=files)
+    if plot is not None and not is_stdout(out) and os.path.realpath(plot) == os.path.realpath(out):
+        raise BadInput(f"--plot {plot} is the profile's file too (-o); give the figure a name of its own")
     if fmt != "auto" and fmt not in FORMATS:
         raise BadInput(f"--format {fmt!r} is not a known format: use {FORMAT_CHOICES}")
     window_s = _window_seconds(window)
@@ -107,12 +109,12 @@ def calibrate(
         raise BadInput(f"{', '.join(map(str, files))}: {exc}") from None
     doc = _profile_for(cal, found, files, out, name, date)
     png = _calibration_png(table, model, cal, doc["profile"]) if plot is not None else None  # before any write
-    write_profile(out, doc)
+    write_profile(out, doc, inputs=files)
     if plot is not None:
         from agentsim.viz.outdir import write_file
 
-        write_file(plot, lambda p: p.write_bytes(png), "--plot")
-    from rich.console import Console
+        write_file(plot, lambda p: p.write_bytes(png), "--plot", inputs=files)
+    from agentsim.cli.consoles import VisibleConsole as Console
 
     # the table on stdout, unless the profile itself went there
     console = Console(markup=False, emoji=False, soft_wrap=False, stderr=is_stdout(out))
@@ -242,53 +244,44 @@ def _input_range(text: str) -> tuple[int, int]:
     return lo, hi
 
 
+BaseUrlOpt = Annotated[
+    str,
+    typer.Option(help="API base URL, e.g. https://api.openai.com/v1 or https://api.anthropic.com.", show_default=False),
+]
+InputTokensOpt = Annotated[
+    str,
+    typer.Option(
+        help="Prompt sizes: a range LOW-HIGH (requests spread evenly over it, so calibrate can fit the "
+        "prefill speed) or one size, e.g. 1000 (then calibrate cannot separate prefill from TTFT)."
+    ),
+]
+MaxTokensFieldOpt = Annotated[
+    str, typer.Option(help="OpenAI body field for the output limit (max_tokens or max_completion_tokens).")
+]
+
+
 @app.command()
 @handle_errors
 def measure(
-    base_url: Annotated[
-        str,
-        typer.Option(
-            help="API base URL, e.g. https://api.openai.com/v1 or https://api.anthropic.com.", show_default=False
-        ),
-    ],
+    base_url: BaseUrlOpt,
     model: Annotated[str, typer.Option(help="Model name to request.", show_default=False)],
     out: Annotated[Path, typer.Option("-o", "--out", help="JSONL file to write.", show_default=False)],
     api: Annotated[str, typer.Option(help="openai (Chat Completions) or anthropic (Messages).")] = "openai",
     requests: Annotated[int, typer.Option(min=1, help="Number of requests.")] = 20,
     concurrency: Annotated[int, typer.Option(min=1, help="Requests in flight at once.")] = 1,
-    input_tokens: Annotated[
-        str,
-        typer.Option(
-            help="Prompt sizes: a range LOW-HIGH (requests spread evenly over it, so calibrate can fit the "
-            "prefill speed) or one size, e.g. 1000 (then calibrate cannot separate prefill from TTFT)."
-        ),
-    ] = DEFAULT_INPUT_TOKENS,
+    input_tokens: InputTokensOpt = DEFAULT_INPUT_TOKENS,
     output_tokens: Annotated[int, typer.Option(min=1, help="Maximum output tokens per request.")] = 256,
     api_key_env: Annotated[str | None, typer.Option(help="Environment variable holding the API key.")] = None,
     timeout: Annotated[str, DurationOpt("Time before a request is abandoned")] = "120",
     seed: Annotated[int, typer.Option(min=0, help="Seed for prompts and the order of input sizes.")] = 0,
-    max_tokens_field: Annotated[
-        str, typer.Option(help="OpenAI body field for the output limit (max_tokens or max_completion_tokens).")
-    ] = "max_tokens",
+    max_tokens_field: MaxTokensFieldOpt = "max_tokens",
 ) -> None:
     """Stream real requests to an endpoint and record TTFT, every token gap and usage (costs money)."""
-    from agentsim.measure.probe import APIS, MeasureConfig
-    from agentsim.viz.outdir import check_file
+    from agentsim.measure.probe import MeasureConfig
 
-    check_file(out, "-o", "measurements.jsonl")  # before any (billed) request is sent
-    from agentsim.viz.outdir import is_stdout
-
-    if is_stdout(out):  # the lines are written as they come: to the process's standard output
-        out = Path("/dev/stdout")
-    if api not in APIS:
-        raise BadInput(f"--api {api!r}: use openai or anthropic")
-    if not base_url.startswith(("http://", "https://")):
-        raise BadInput(f"--base-url {base_url!r}: give a full URL starting with http:// or https://")
-    key = None
-    if api_key_env is not None:
-        key = os.environ.get(api_key_env)
-        if not key:
-            raise BadInput(f"the environment variable {api_key_env} named by --api-key-env is not set or empty")
+    out = _measure_target(out)
+    _check_endpoint(api, base_url)
+    key = _api_key(api_key_env)
     config = MeasureConfig(
         base_url=base_url,
         model=model,
@@ -314,8 +307,39 @@ def measure(
     )
 
 
+def _measure_target(out: Path) -> Path:
+    """The file the lines go to, checked before any (billed) request is sent (``-``: standard output)."""
+    from agentsim.viz.outdir import check_file, is_stdout
+
+    check_file(out, "-o", "measurements.jsonl")
+    if is_stdout(out):  # the lines are written as they come: to the process's standard output
+        return Path("/dev/stdout")
+    return out
+
+
+def _check_endpoint(api: str, base_url: str) -> None:
+    """``--api`` is one the probe speaks and ``--base-url`` a full http(s) URL."""
+    from agentsim.measure.probe import APIS
+
+    if api not in APIS:
+        raise BadInput(f"--api {api!r}: use openai or anthropic")
+    if not base_url.startswith(("http://", "https://")):
+        raise BadInput(f"--base-url {base_url!r}: give a full URL starting with http:// or https://")
+
+
+def _api_key(api_key_env: str | None) -> str | None:
+    """The API key from the environment variable ``--api-key-env`` names (None: no variable named)."""
+    if api_key_env is None:
+        return None
+    key = os.environ.get(api_key_env)
+    if not key:
+        raise BadInput(f"the environment variable {api_key_env} named by --api-key-env is not set or empty")
+    return key
+
+
 def _send_requests(out: Path, config, key: str | None) -> dict:
-    """Run the measurement (with a progress bar on a terminal); Ctrl-C keeps the finished requests."""
+    """Run the measurement (with a progress bar on a terminal); Ctrl-C keeps the finished requests. A new file is
+    written as requests finish; an existing one is replaced, whole, when the run ends or is interrupted."""
     from agentsim.measure.probe import write_measurements
 
     done = {"n": 0, "failed": 0}
@@ -340,11 +364,22 @@ def _send_requests(out: Path, config, key: str | None) -> dict:
         if progress is not None:
             progress.update(task, advance=1, f=f"{done['failed']} failed" if done["failed"] else "")
 
-    try:
+    def measure(path: Path) -> None:
         if progress is None:
-            return write_measurements(out, config, key, on_record)
+            counts.update(write_measurements(path, config, key, on_record))
+            return
         with progress:
-            return write_measurements(out, config, key, on_record)
+            counts.update(write_measurements(path, config, key, on_record))
+
+    counts: dict = {}
+    try:
+        if out.exists() and out.is_file():  # an earlier file is replaced when the run ends (or is interrupted)
+            from agentsim.viz.outdir import write_file
+
+            write_file(out, measure, "-o", keep_partial=True)
+        else:  # a new file (or stdout) is written as requests finish: it can be watched meanwhile
+            measure(out)
+        return counts
     except KeyboardInterrupt:
         err_console.print(
             f"interrupted: the {done['n']} requests that finished are in {out} (valid JSON Lines)", markup=False

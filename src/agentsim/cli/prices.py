@@ -16,11 +16,14 @@ from __future__ import annotations
 import datetime as dt
 import json
 import sys
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from agentsim.cli.common import BadInput, app, err_console, handle_errors
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 # rich and agentsim.pricing.rates (genai-prices) are imported by the commands that use them, not at start-up
 
@@ -137,10 +140,9 @@ def _search(query: str, on: dt.date, json_out: bool, limit: int, wide: bool = Fa
 
 
 def _show(ref: str, on: dt.date, json_out: bool, wide: bool = False) -> None:
-    from rich.table import Table
-
+    """``prices show``: one catalog model, its facts and its price tables (or its JSON document)."""
     from agentsim.cli.tables import print_table, table_console
-    from agentsim.pricing.rates import PRICE_KINDS, PriceError, describe_catalog_model, find_catalog_model
+    from agentsim.pricing.rates import PriceError, describe_catalog_model, find_catalog_model
 
     try:
         provider, model = find_catalog_model(ref)
@@ -151,6 +153,24 @@ def _show(ref: str, on: dt.date, json_out: bool, wide: bool = False) -> None:
         _echo_json(d)
         return
     console = table_console()
+    _print_facts(console, d)
+    print_table(_prices_table(d), wide=wide, pages=True, console=console)
+    if len(d["history"]) > 1:
+        print_table(_history_table(d), wide=wide, pages=True, console=console)
+    if d["variants"]:
+        print_table(_variants_table(d), wide=wide, console=console)
+    other = d["prices"].get("not_simulated")
+    if other:
+        console.print(
+            "not simulated (agentsim bills text tokens and requests): "
+            + ", ".join(f"{k} {_cell(x)}" for k, x in other.items()),
+            markup=False,
+            highlight=False,
+        )
+
+
+def _print_facts(console, d: dict) -> None:
+    """The model's name, description, context window, price comments and whether it is deprecated."""
     console.print(f"{d['ref']}" + (f" — {d['name']}" if d["name"] else ""), markup=False, highlight=False)
     for label, key in (
         ("description", "description"),
@@ -162,44 +182,54 @@ def _show(ref: str, on: dt.date, json_out: bool, wide: bool = False) -> None:
             console.print(f"{label}: {value}", markup=False, highlight=False)
     if d["deprecated"]:
         console.print("deprecated by the provider", markup=False)
+
+
+def _kind_rows(t: Table, columns: list[dict]) -> None:
+    """One row per price kind that any of ``columns`` (price mappings, one per column) sets."""
+    from agentsim.pricing.rates import PRICE_KINDS
+
+    for k in PRICE_KINDS:
+        cells = [c.get(k) for c in columns]
+        if any(c is not None for c in cells):
+            t.add_row(KIND_LABELS[k], *[_cell(c) for c in cells])
+
+
+def _prices_table(d: dict) -> Table:
+    """The prices on the day asked: standard, then each price variant active that day."""
+    from rich.table import Table
+
     active = [v for v in d["variants"] if v["active"]]
     t = Table(title=f"prices as of {d['as_of']} (USD per million tokens)", title_justify="left")
     t.add_column("")
     t.add_column("standard", justify="right")
     for v in active:
         t.add_column(v["context"], justify="right")
-    for k in PRICE_KINDS:
-        cells = [d["prices"].get(k)] + [v["resolved"].get(k) for v in active]
-        if any(c is not None for c in cells):
-            t.add_row(KIND_LABELS[k], *[_cell(c) for c in cells])
-    print_table(t, wide=wide, pages=True, console=console)
-    if len(d["history"]) > 1:
-        h = Table(title="price history (standard prices)", title_justify="left")
-        h.add_column("")
-        for entry in d["history"]:
-            h.add_column(entry["from"] or "first", justify="right")
-        for k in PRICE_KINDS:
-            cells = [e["prices"].get(k) for e in d["history"]]
-            if any(c is not None for c in cells):
-                h.add_row(KIND_LABELS[k], *[_cell(c) for c in cells])
-        print_table(h, wide=wide, pages=True, console=console)
-    if d["variants"]:
-        v_t = Table(title="price variants: use as price: {catalog: ..., context: {...}}", title_justify="left")
-        v_t.add_column("context")
-        v_t.add_column("from")
-        v_t.add_column(f"on {d['as_of']}")
-        v_t.add_column("prices it sets")
-        for v in d["variants"]:
-            sets = ", ".join(
-                f"{KIND_LABELS.get(k, k)} {_cell(x)}" for k, x in v["prices"].items() if k != "not_simulated"
-            )
-            v_t.add_row(v["context"], v["from"] or "always", v["status"], sets)
-        print_table(v_t, wide=wide, console=console)
-    other = d["prices"].get("not_simulated")
-    if other:
-        console.print(
-            "not simulated (agentsim bills text tokens and requests): "
-            + ", ".join(f"{k} {_cell(x)}" for k, x in other.items()),
-            markup=False,
-            highlight=False,
-        )
+    _kind_rows(t, [d["prices"]] + [v["resolved"] for v in active])
+    return t
+
+
+def _history_table(d: dict) -> Table:
+    """The standard prices over time, one column per change."""
+    from rich.table import Table
+
+    h = Table(title="price history (standard prices)", title_justify="left")
+    h.add_column("")
+    for entry in d["history"]:
+        h.add_column(entry["from"] or "first", justify="right")
+    _kind_rows(h, [e["prices"] for e in d["history"]])
+    return h
+
+
+def _variants_table(d: dict) -> Table:
+    """The price variants (contexts such as a speed tier): from when, their status that day, what they set."""
+    from rich.table import Table
+
+    v_t = Table(title="price variants: use as price: {catalog: ..., context: {...}}", title_justify="left")
+    v_t.add_column("context")
+    v_t.add_column("from")
+    v_t.add_column(f"on {d['as_of']}")
+    v_t.add_column("prices it sets")
+    for v in d["variants"]:
+        sets = ", ".join(f"{KIND_LABELS.get(k, k)} {_cell(x)}" for k, x in v["prices"].items() if k != "not_simulated")
+        v_t.add_row(v["context"], v["from"] or "always", v["status"], sets)
+    return v_t

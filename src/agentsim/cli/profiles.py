@@ -198,7 +198,7 @@ def _import(source: str, files: list[Path], out: Path, taken_at: str | None, uni
         raise BadInput(str(exc)) from None
     writers = {f"{name}.yaml": (lambda p, d=doc: write_profile(p, d)) for name, doc in result.profiles.items()}
     try:
-        written = write_files(out, writers)
+        written = write_files(out, writers, inputs=files)  # (no profile over a listing it read)
     except OSError as exc:
         raise OutputError(
             f"--out {out}: writing the profiles failed ({exc.strerror or exc}); choose another folder"

@@ -40,8 +40,15 @@ def _date(value: str | None, option: str) -> dt.date | None:
         raise BadInput(f"{option} '{value}' is not a date (write YYYY-MM-DD, e.g. 2026-11-01)") from None
 
 
-def _fmt_h(x: float | None) -> str:
-    return "–" if x is None else _fmt_s(x)
+def _title(doc: dict, srcs: str) -> str:
+    rec = doc["recorded"]
+    text = f"Replay of {doc['sessions']:,} sessions ({srcs}), {rec['turns']:,} turns, {rec['calls']:,} API calls"
+    first, last = doc.get("first_session_start"), doc.get("last_session_start")
+    if first is not None:
+        text += f", {first[:10]} to {last[:10]}"
+    if doc.get("undated_sessions"):
+        text += f" ({doc['undated_sessions']:,} undated)"
+    return text
 
 
 def replay_table(doc: dict) -> Table:
@@ -53,21 +60,26 @@ def replay_table(doc: dict) -> Table:
     rec = doc["recorded"]
     cols = {"recorded": rec, **doc["variants"]}
     srcs = ", ".join(f"{n} {k}" for k, n in doc["sources"].items())
-    t = Table(
-        title=f"Replay of {doc['sessions']:,} sessions ({srcs}), {rec['calls']:,} API calls, "
-        f"{doc['first_session_start'][:10]} to {doc['last_session_start'][:10]}",
-        title_justify="left",
-    )
+    t = Table(title=_title(doc, srcs), title_justify="left")
     t.add_column("", style="bold", no_wrap=True)
     for name in cols:
         t.add_column(name, justify="right", no_wrap=True, min_width=min(len(name), 24))
 
+    base = doc.get("baseline", "recorded")
+
     def row(label, fn):
         t.add_row(label, *[fn(v) for v in cols.values()])
+
+    def saving(fn):  # a figure measured against the baseline: none for the recording and the baseline itself
+        return lambda v: fn(v) if "vs_recorded" in v and v is not cols.get(base) else "–"
 
     def delta(key, fmt):
         return lambda v: _signed(fmt, v["vs_recorded"][key]) if "vs_recorded" in v else "–"
 
+    row("waiting (message to answer, total)", lambda v: _fmt_s(v["waiting_s"]))
+    row(f"  Δ vs {base}", saving(lambda v: _signed(_fmt_s, -v["waiting_saved_s"])))
+    row("  share of waiting saved", saving(_share))
+    row(f"  Δ vs {base} per session (mean)", saving(lambda v: _per_session(v, "waiting_saved_s")))
     row("wall time (total)", lambda v: _fmt_s(v["wall_time_s"]))
     row("  Δ vs recorded", delta("delta_time_s", _fmt_s))
     row("  waiting on the model", lambda v: _fmt_s(v["time_s"]["model"]))
@@ -80,17 +92,35 @@ def replay_table(doc: dict) -> Table:
     row("  Δ vs recorded", delta("delta_cost_usd", _fmt_usd))
     if any(v["unpriced_calls"] for v in cols.values()):
         row("  unpriced calls", lambda v: f"{v['unpriced_calls']:,}")
+    if base != "recorded":
+        row(f"  Δ vs {base}", saving(lambda v: _signed(_fmt_usd, v["extra_cost_usd"])))
+    row(f"  Δ vs {base} per session (mean)", saving(lambda v: _per_session(v, "extra_cost_usd", _fmt_usd)))
     row(
-        "premium per hour saved",
-        lambda v: payoff.premium_text(v.get("vs_recorded", {}).get("usd_per_hour_saved"), _fmt_usd, "/h"),
+        "USD per hour of waiting saved",
+        saving(lambda v: payoff.premium_text(v["usd_per_hour_waiting_saved"], _fmt_usd, "/h")),
     )
     vot = doc.get("value_of_time_usd_per_hour")
     if vot is not None:
         row(
-            f"pays off at ${vot:,.0f}/h",
-            lambda v: {True: "yes", False: "no", None: "–"}[v.get("vs_recorded", {}).get("pays_off")],
+            f"pays off at ${vot:,.0f}/h of waiting",
+            saving(lambda v: {True: "yes", False: "no", None: "–"}[v["vs_recorded"]["pays_off"]]),
         )
     return t
+
+
+def _share(v: dict) -> str:
+    share = v.get("waiting_saved_share")
+    if share is None or share["value"] is None:
+        return "–"
+    lo, hi = share["ci95"]
+    text = f"{share['value']:.1%}"
+    return text + (f" ({lo:.1%} to {hi:.1%})" if lo is not None else "")
+
+
+def _per_session(v: dict, key: str, fmt=_fmt_s) -> str:
+    m = v["per_session"][key]
+    sign = -1 if key.endswith("saved_s") else 1
+    return _signed(fmt, sign * m["mean"])
 
 
 def _speed_profiles(values: list[str], config) -> None:
@@ -110,49 +140,80 @@ def _speed_profiles(values: list[str], config) -> None:
         config._from_option.add(model)
 
 
+PathsArg = Annotated[
+    list[Path] | None,
+    typer.Argument(
+        help="Session files or folders (default: ~/.claude/projects and ~/.codex/sessions, those present).",
+        show_default=False,
+    ),
+]
+FormatOpt = Annotated[
+    str,
+    typer.Option(
+        "--format", help="auto, claude-code, codex, otel, langfuse, langsmith, openai-agents or kv-cache-tester."
+    ),
+]
+VariantOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--variant",
+        "-v",
+        help="fast, standard, identity, speed=TIER, model=PROVIDER/MODEL (comma to combine), or a "
+        "variant named in --config. Repeat to compare several (default: fast).",
+    ),
+]
+ConfigOpt = Annotated[Path | None, typer.Option(help="Replay config (YAML): models, prices, profiles, variants.")]
+SpeedProfileOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--speed-profile",
+        help="MODEL=PROFILE or PROFILE (every model): a bundled profile or a profile file, "
+        "e.g. one written by calibration.",
+    ),
+]
+SplitOpt = Annotated[str | None, typer.Option(help="ttft-first (default) or proportional.")]
+PricesAsOfOpt = Annotated[str | None, typer.Option(help="Price every call as of this date (default: its own).")]
+ValueOfTimeOpt = Annotated[float | None, typer.Option(min=0, help="USD per hour of waiting, for 'pays off'.")]
+BaselineOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="Measure savings against this variant (default: the recording), e.g. today's model at "
+        "standard speed against the same model in fast mode."
+    ),
+]
+SinceOpt = Annotated[str | None, typer.Option(help="Only sessions started on or after this date (UTC).")]
+UntilOpt = Annotated[str | None, typer.Option(help="Only sessions started on or before this date (UTC).")]
+ProjectOpt = Annotated[str | None, typer.Option(help="Only sessions whose project name contains this.")]
+ExcludeEstimatedOpt = Annotated[
+    bool,
+    typer.Option(
+        "--exclude-estimated",
+        help="Leave out sessions with a call whose duration was not recorded but estimated "
+        "(kv-cache-tester's untimed streaming requests).",
+    ),
+]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print only the replay.json document.")]
+OutOpt = Annotated[Path | None, typer.Option(help="Write tables (Parquet, CSV), replay.json and figures here.")]
+
+
 @app.command("replay")
 @handle_errors
 def replay_command(
-    paths: Annotated[
-        list[Path] | None,
-        typer.Argument(
-            help="Session files or folders (default: ~/.claude/projects and ~/.codex/sessions, those present).",
-            show_default=False,
-        ),
-    ] = None,
-    fmt: Annotated[
-        str, typer.Option("--format", help="auto, claude-code, codex, otel, langfuse, langsmith or openai-agents.")
-    ] = "auto",
-    variant: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--variant",
-            "-v",
-            help="fast, standard, identity, speed=TIER, model=PROVIDER/MODEL (comma to combine), or a "
-            "variant named in --config. Repeat to compare several (default: fast).",
-        ),
-    ] = None,
-    config: Annotated[
-        Path | None, typer.Option(help="Replay config (YAML): models, prices, profiles, variants.")
-    ] = None,
-    speed_profile: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--speed-profile",
-            help="MODEL=PROFILE or PROFILE (every model): a bundled profile or a profile file, "
-            "e.g. one written by calibration.",
-        ),
-    ] = None,
-    split: Annotated[str | None, typer.Option(help="ttft-first (default) or proportional.")] = None,
-    prices_as_of: Annotated[
-        str | None, typer.Option(help="Price every call as of this date (default: its own).")
-    ] = None,
-    value_of_time: Annotated[float | None, typer.Option(min=0, help="USD per hour of waiting, for 'pays off'.")] = None,
-    since: Annotated[str | None, typer.Option(help="Only sessions started on or after this date (UTC).")] = None,
-    until: Annotated[str | None, typer.Option(help="Only sessions started on or before this date (UTC).")] = None,
-    project: Annotated[str | None, typer.Option(help="Only sessions whose project name contains this.")] = None,
-    json_out: Annotated[bool, typer.Option("--json", help="Print only the replay.json document.")] = False,
-    out: Annotated[Path | None, typer.Option(help="Write tables (Parquet, CSV), replay.json and figures here.")] = None,
+    paths: PathsArg = None,
+    fmt: FormatOpt = "auto",
+    variant: VariantOpt = None,
+    config: ConfigOpt = None,
+    speed_profile: SpeedProfileOpt = None,
+    split: SplitOpt = None,
+    prices_as_of: PricesAsOfOpt = None,
+    value_of_time: ValueOfTimeOpt = None,
+    baseline: BaselineOpt = None,
+    since: SinceOpt = None,
+    until: UntilOpt = None,
+    project: ProjectOpt = None,
+    exclude_estimated: ExcludeEstimatedOpt = False,
+    json_out: JsonOpt = False,
+    out: OutOpt = None,
 ) -> None:
     """Replay recorded agent sessions under other speeds and prices."""
     from agentsim.replay.retime import replay
@@ -172,11 +233,18 @@ def replay_command(
     cfg = _replay_config(config, speed_profile, split, prices_as_of)
     variants = _variants(variant, cfg)
     sessions, reports = _read_sessions(paths, fmt)
-    chosen = select_sessions(sessions, since_d, until_d, project)
+    inputs = replay_inputs(paths, reports, cfg)
+    if out is not None:
+        from agentsim.viz.outdir import check_folder
+
+        check_folder(out, inputs=inputs)  # not a folder that holds a session or a config read
+    chosen = select_sessions(sessions, since_d, until_d, project, exclude_estimated)
     if not chosen:
-        raise BadInput(f"none of the {len(sessions)} sessions found matches --since/--until/--project")
+        raise BadInput(
+            f"none of the {len(sessions)} sessions found matches --since/--until/--project/--exclude-estimated"
+        )
     try:
-        res = replay(chosen, variants, cfg, reports, value_of_time)
+        res = replay(chosen, variants, cfg, reports, value_of_time, baseline)
     except ValueError as exc:
         raise BadInput(str(exc)) from None
     if json_out:
@@ -184,7 +252,7 @@ def replay_command(
     else:
         _print_replay(res)
     if out is not None:
-        written = write_replay(res, out)
+        written = write_replay(res, out, inputs)
         if not json_out:
             err_console.print(f"wrote {len(written)} files to {out}/", markup=False)
 
@@ -218,6 +286,16 @@ def _variants(texts: list[str] | None, cfg) -> dict:
     return variants
 
 
+def replay_inputs(paths: list[Path] | None, reports, cfg) -> tuple[Path, ...]:
+    """The files a replay or a fit read: every session file a reader read, every file named, and the config's
+    files (:func:`agentsim.replay.config.config_files`)."""
+    from agentsim.replay.config import config_files
+
+    named = [p for p in paths or () if p.is_file()]
+    read = [Path(r.path) for r in reports if r.format != "unknown" and Path(r.path).is_file()]
+    return tuple(dict.fromkeys([*named, *read, *config_files(cfg)]))
+
+
 def _read_sessions(paths: list[Path] | None, fmt: str):
     """The sessions under the paths (default: the agents' own folders), with a warning per damaged file."""
     from agentsim.traces.session_files import SessionInputError, default_paths, read_sessions
@@ -248,11 +326,16 @@ def _read_sessions(paths: list[Path] | None, fmt: str):
                 "(a copy, or a path given twice) and are counted once",
                 markup=False,
             )
+        if rep.repeated:
+            err_console.print(
+                f"warning: {rep.path}: {rep.repeated} records repeat one earlier in the same file and are counted once",
+                markup=False,
+            )
     return sessions, reports
 
 
 def _print_replay(res) -> None:
-    from rich.console import Console
+    from agentsim.cli.consoles import VisibleConsole as Console
 
     doc = res.summary_dict()
     console = Console(markup=False, emoji=False, soft_wrap=False)
@@ -264,9 +347,11 @@ def _print_replay(res) -> None:
         err_console.print(f"note: {note}", markup=False)
 
 
-def write_replay(res, out_dir: Path) -> list[Path]:
-    """Write ``replay.json``, ``sessions``/``calls``/``spans`` tables (Parquet and CSV) and two figures."""
-    from agentsim.viz import figure_methods  # noqa: F401  (gives the result its plot_* methods)
+def write_replay(res, out_dir: Path, inputs=()) -> list[Path]:
+    """Write ``replay.json``, ``sessions``/``calls``/``spans`` tables (Parquet and CSV) and two figures into a
+    result folder that holds none of ``inputs``."""
+    from agentsim.model.safe_text import csv_frame
+    from agentsim.viz import figures
     from agentsim.viz.outdir import write_folder
 
     def fig_writer(make):
@@ -279,7 +364,7 @@ def write_replay(res, out_dir: Path) -> list[Path]:
     writers = {"replay.json": lambda p: p.write_text(res.to_json(), encoding="utf-8")}
     for name, frame in tables.items():
         writers[f"{name}.parquet"] = lambda p, f=frame: f.to_parquet(p, index=False)
-        writers[f"{name}.csv"] = lambda p, f=frame: f.to_csv(p, index=False)
-    writers["tradeoff.png"] = fig_writer(res.plot_tradeoff)
-    writers["breakdown.png"] = fig_writer(res.plot_breakdown)
-    return write_folder(out_dir, writers)
+        writers[f"{name}.csv"] = lambda p, f=frame: csv_frame(f).to_csv(p, index=False)  # safe in a spreadsheet
+    writers["tradeoff.png"] = fig_writer(lambda: figures.plot_tradeoff(res))
+    writers["breakdown.png"] = fig_writer(lambda: figures.plot_breakdown(res))
+    return write_folder(out_dir, writers, inputs=inputs)

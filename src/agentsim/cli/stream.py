@@ -25,6 +25,9 @@ def stream(
     ] = None,
     seed: Annotated[int | None, typer.Option(min=0, help="Random seed (default: the scenario's).")] = None,
     run: Annotated[int | None, typer.Option(min=0, help="Show this run instead of the median one.")] = None,
+    percentile: Annotated[
+        float, typer.Option(help="Show the run whose call took this percentile of its time (95: a slow turn).")
+    ] = 50.0,
     speed: Annotated[float, typer.Option(help="Initial playback speed: 0.5, 1, 2, 5, 10 or 20.")] = 1.0,
     engine: Annotated[str, typer.Option(help="auto, des or fastpath.")] = "auto",
     max_calls: MaxCallsOpt = None,
@@ -40,12 +43,20 @@ def stream(
 
     if speed not in (0.5, 1, 2, 5, 10, 20):
         raise BadInput(f"--speed {speed:g}: choose one of 0.5, 1, 2, 5, 10 or 20")
+    if not 0 <= percentile <= 100 or (run is not None and percentile != 50):
+        raise BadInput(f"--percentile {percentile:g}: give a percentile from 0 to 100, and not with --run")
+    from agentsim.plan.validation import input_files, load
+
     check_file(out, example="stream.html")  # before the simulation
+    inputs = input_files(load(file))
+    check_file(out, example="stream.html", inputs=inputs)  # not the scenario, nor a file it reads
     try:
-        page = build_stream_page(file, call, runs=runs, seed=seed, engine=engine, run=run, speed=speed)
+        page = build_stream_page(
+            file, call, runs=runs, seed=seed, engine=engine, run=run, speed=speed, percentile=percentile
+        )
     except StreamTimelineError as exc:
         raise BadInput(f"{file}: {exc}") from None
-    write_report(page, out)
+    write_report(page, out, inputs=inputs)
     from agentsim.viz.outdir import shown
 
     err_console.print(f"wrote {shown(out)}", markup=False)

@@ -28,6 +28,7 @@ from rich.console import Console
 from rich.measure import Measurement
 from rich.table import Table
 
+from agentsim.cli.consoles import VisibleConsole
 from agentsim.viz.format import fmt_time, time_unit  # the rule is shared with the HTML report
 
 __all__ = ["Rows", "fmt_time", "print_table", "runs_title", "table_console", "time_unit"]
@@ -36,7 +37,7 @@ __all__ = ["Rows", "fmt_time", "print_table", "runs_title", "table_console", "ti
 def table_console(wide: bool = False) -> Console:
     """A console for tables: the terminal's width, ``COLUMNS``, or 240 columns for a file or pipe."""
     width = None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 240
-    return Console(markup=False, emoji=False, soft_wrap=False, highlight=False, width=width)
+    return VisibleConsole(markup=False, emoji=False, soft_wrap=False, highlight=False, width=width)
 
 
 def _natural_width(console: Console, table: Table) -> int:
@@ -117,7 +118,7 @@ def print_table(
     if need <= console.width:
         console.print(table)
     elif wide:
-        Console(markup=False, emoji=False, soft_wrap=False, highlight=False, width=need).print(table)
+        VisibleConsole(markup=False, emoji=False, soft_wrap=False, highlight=False, width=need).print(table)
     elif pages and len(table.columns) > 2:
         for page in _pages(console, table):
             if _natural_width(console, page) <= console.width:

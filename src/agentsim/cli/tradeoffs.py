@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -30,29 +30,43 @@ from agentsim.cli.common import (
     err_console,
     handle_errors,
 )
+from agentsim.cli.ended import ENDED_CAPTION, ENDED_HEADS, ended_cells, ended_columns, nan_none, table_console
 from agentsim.cli.progress import progress_bar
 from agentsim.cli.volume import RunsPerMonthOpt, RunsPerSeatOpt, SeatsOpt, WorkingDaysOpt, volume_of
 
 if TYPE_CHECKING:
-    from rich.console import Console
     from rich.table import Table
 
 FileArg = Annotated[Path, typer.Argument(help="Scenario file (YAML, JSON or TOML).", show_default=False)]
 RunsOpt = Annotated[int | None, typer.Option(min=1, help="Monte-Carlo runs (default: the scenario's).")]
 SeedOpt = Annotated[int | None, typer.Option(min=0, help="Random seed (default: the scenario's).")]
 WideOpt = Annotated[bool, typer.Option("--wide", help="One wide table even if wider than the terminal.")]
+MaxFailedOpt = Annotated[
+    float | None,
+    typer.Option(
+        help="Over limit candidates (--set/--zip, or the file's sweeps:, listed from the smallest up): the first "
+        "whose runs failed or unfinished are at most this share (0 to 1, e.g. 0.01) in every variant (or "
+        "--variant), naming each candidate's binding account and limit."
+    ),
+]
+CandidatesOpt = Annotated[
+    list[str] | None, typer.Option("--set", help="With --max-failed-share: PATH=VALUES, candidates as in sweep.")
+]
+VariantOpt = Annotated[
+    list[str] | None, typer.Option(help="With --max-failed-share: the variant(s) that must meet it (default: all).")
+]
+ZipOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--zip",
+        help="PATH=VALUES varied together with the other --zip options (value i of each at the same grid "
+        "point: zipped, not crossed), e.g. two accounts' limits up a ladder of tiers; crossed with any --set. "
+        "Replaces the file's sweeps:.",
+    ),
+]
 
 
-def _console() -> Console:
-    """stdout; COLUMNS wide when set, else wide enough for the tables when it is not a terminal (a file, a pipe)."""
-    from rich.console import Console
-
-    c = Console(markup=False, emoji=False, soft_wrap=False)
-    return (
-        c
-        if c.is_terminal or os.environ.get("COLUMNS")
-        else Console(markup=False, emoji=False, soft_wrap=False, width=160)
-    )
+_console = table_console
 
 
 def _bad(exc: Exception) -> BadInput:
@@ -62,41 +76,50 @@ def _bad(exc: Exception) -> BadInput:
 # --------------------------------------------------------------------------- sweep
 
 
+SetOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--set",
+        help="PATH=VALUES: a range start:stop:step (stop included when on the grid), a list "
+        "a,b,c or one YAML value. Repeat for a grid. Replaces the file's sweeps:.",
+    ),
+]
+SweepWorkersOpt = Annotated[int | None, typer.Option(min=1, help="Processes (default: all cores).")]
+SweepOutOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--out",
+        "-o",
+        help="Folder for sweep.parquet, sweep.csv, sweep.json and figures (default: results/<scenario>-sweep).",
+    ),
+]
+TimeOpt = Annotated[str, typer.Option(help="Frontier on mean or p95 wall time (for the printed table).")]
+SweepJsonOpt = Annotated[bool, typer.Option("--json", help="Print only the sweep as JSON; write no files.")]
+LabelOpt = Annotated[
+    list[str] | None,
+    typer.Option("--label", help="PATH=TEXT: the title of a swept path's axis in figures and the table."),
+]
+
+
 @app.command()
 @handle_errors
 def sweep(
     file: FileArg,
-    set_: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--set",
-            help="PATH=VALUES: a range start:stop:step (stop included when on the grid), a list "
-            "a,b,c or one YAML value. Repeat for a grid. Replaces the file's sweeps:.",
-        ),
-    ] = None,
+    set_: SetOpt = None,
+    zip_: ZipOpt = None,
     runs: RunsOpt = None,
     seed: SeedOpt = None,
-    workers: Annotated[int | None, typer.Option(min=1, help="Processes (default: all cores).")] = None,
+    workers: SweepWorkersOpt = None,
     executor: ExecutorOpt = "process",
     scheduler: SchedulerOpt = None,
-    out: Annotated[
-        Path | None,
-        typer.Option(
-            "--out",
-            "-o",
-            help="Folder for sweep.parquet, sweep.csv, sweep.json and figures (default: results/<scenario>-sweep).",
-        ),
-    ] = None,
-    time: Annotated[str, typer.Option(help="Frontier on mean or p95 wall time (for the printed table).")] = "mean",
-    json_out: Annotated[bool, typer.Option("--json", help="Print only the sweep as JSON; write no files.")] = False,
+    out: SweepOutOpt = None,
+    time: TimeOpt = "mean",
+    json_out: SweepJsonOpt = False,
     quiet: QuietOpt = False,
     max_calls: MaxCallsOpt = None,
     no_size_limit: NoSizeLimitOpt = False,
     wide: WideOpt = False,
-    label: Annotated[
-        list[str] | None,
-        typer.Option("--label", help="PATH=TEXT: the title of a swept path's axis in figures and the table."),
-    ] = None,
+    label: LabelOpt = None,
     runs_per_month: RunsPerMonthOpt = None,
     seats: SeatsOpt = None,
     runs_per_seat_per_day: RunsPerSeatOpt = None,
@@ -112,13 +135,9 @@ def sweep(
     if time not in ("mean", "p95"):
         raise BadInput(f"--time {time!r}: choose mean or p95")
     check_executor_options(executor, scheduler)
-    target = None
-    if not json_out:  # the folder checked before the sweep; by default one named after the scenario (a slug)
-        from agentsim.viz.outdir import check_folder, default_folder
-
-        target = check_folder(out if out is not None else default_folder(load(file).name, "sweep"))
     sc0 = load(file)
-    axes = _sweep_axes(file, sc0, set_, label)
+    target = None if json_out else _sweep_folder(sc0, out)  # checked before the sweep
+    axes = _sweep_axes(file, sc0, set_, label, zip_)
     volume = volume_of(file, sc0, runs_per_month, seats, runs_per_seat_per_day, working_days, required=False)
     with progress_bar(quiet or json_out, "sweep") as bar:
         try:
@@ -134,24 +153,42 @@ def sweep(
     if json_out:
         sys.stdout.write(json.dumps(sweep_document(sw, volume), indent=2, allow_nan=False) + "\n")
         return
-    from agentsim.cli.tables import print_table
-
-    console = _console()
-    print_table(sweep_table(sw, time), wide=wide, heading=len(sw.axes) + 1, console=console)
-    if volume is not None:
-        console.print(f"volume: {volume.derivation}", markup=False, highlight=False)
+    _print_sweep(sw, time, wide, volume)
     written = write_sweep(sw, target, volume)
     err_console.print(f"wrote {len(written)} files to {target}/", markup=False)
 
 
-def _sweep_axes(file: Path, sc, set_: list[str] | None, label: list[str] | None):
-    """The axes of ``--set`` (None: the file's ``sweeps:``), titled by ``--label``."""
-    from agentsim.analysis.sweeps import axes_from_scenario, parse_set
+def _sweep_folder(sc0, out: Path | None) -> Path:
+    """The folder the sweep's files go to, checked: ``--out``, by default one named after the scenario (a slug)."""
+    from agentsim.plan.validation import input_files
+    from agentsim.viz.outdir import check_folder, default_folder
+
+    return check_folder(out if out is not None else default_folder(sc0.name, "sweep"), inputs=input_files(sc0))
+
+
+def _print_sweep(sw, time: str, wide: bool, volume) -> None:
+    """The sweep table, where returns diminish along its first numeric swept value, and the volume."""
+    from agentsim.cli.tables import print_table
+
+    console = _console()
+    print_table(sweep_table(sw, time), wide=wide, heading=len(sw.axes) + 1, console=console)
+    for line in knee_lines(sw):
+        console.print(line, markup=False, highlight=False)
+    if volume is not None:
+        console.print(f"volume: {volume.derivation}", markup=False, highlight=False)
+
+
+def _sweep_axes(file: Path, sc, set_: list[str] | None, label: list[str] | None, zip_: list[str] | None = None):
+    """The axes of ``--set`` and ``--zip`` (None: the file's ``sweeps:``), titled by ``--label``."""
+    from agentsim.analysis.sweeps import axes_from_scenario, parse_set, parse_zip
 
     try:
-        axes = [parse_set(s) for s in set_] if set_ else None
+        axes = [parse_set(s) for s in set_ or []] + parse_zip(zip_ or [])
     except ValueError as exc:
         raise _bad(exc) from None
+    if zip_ is not None and len(zip_) == 1:
+        raise BadInput(f"--zip {zip_[0]}: --zip varies several places together; give it at least twice")
+    axes = axes or None
     labels = _labels(label)
     if labels and axes is None:
         axes = axes_from_scenario(sc, str(file))
@@ -201,25 +238,98 @@ def sweep_table(sw, time: str = "mean", max_rows: int = 60) -> Table:
     shown = t if len(t) <= max_rows else t[t[col]]
     heads = [a.label or str(a.path[-1]) for a in sw.axes]  # short headers; the full paths go in the caption
     title = (
-        f"{sw.scenario.name}: {len(sw.points)} grid points × {len(sw.variants)} variants, {sw.runs:,} runs, "
+        f"{sw.scenario.name}: {len(sw.points)} grid points × {len(sw.variants)} variants, {_runs_words(sw)}, "
         f"seed {sw.seed}; ◆ = on the Pareto frontier ({time} wall time, mean cost)"
     )
     if shown is not t:
         title += f"; showing the {len(shown)} frontier rows of {len(t)}"
     caption = "; ".join(f"{h} = {a.text}" for h, a in zip(heads, sw.axes, strict=True) if h != a.text)
     caption += ("; " if caption else "") + "Δ against the first variant at each grid point"
+    ended = ended_columns(t)
+    if ended:
+        caption += "; " + ENDED_CAPTION
     table = Table(title=title, title_justify="left", caption=caption, caption_justify="left")
     for h in heads:
         table.add_column(h, justify="right", overflow="fold")
     monthly = "api_usd_per_month" in t.columns
     slo = "slo_all_share" in t.columns  # the scenario's targets: the share of runs meeting all of them
-    names = ["variant", "mean wall", "p95 wall", "mean cost", *(["$/month"] if monthly else []),
-             *(["slo met"] if slo else []), "Δ time", "Δ cost", "$/h saved", "pays off", "◆"]  # fmt: skip
+    gains = gain_cells(sw, shown)  # per unit of the first numeric swept value, from its previous point
+    if gains is not None:
+        table.caption += f"; {gains[0]}"
+    names = ["variant", *[ENDED_HEADS[c] for c in ended], "mean wall", *(["gain/unit"] if gains else []),
+             "p95 wall", "mean cost", *(["$/month"] if monthly else []), *(["slo met"] if slo else []), "Δ time",
+             "Δ cost", "$/h saved", "pays off", "◆"]  # fmt: skip
     for name in names:
-        table.add_column(name, justify="left" if name == "variant" else "right", no_wrap=True)
-    for cells in _sweep_cells(sw, shown, col, monthly, slo):
-        table.add_row(*cells)
+        table.add_column(name, justify="left" if name in ("variant", "binds") else "right", no_wrap=True)
+    for i, cells in enumerate(_sweep_cells(sw, shown, col, monthly, slo)):
+        at = len(sw.axes) + 1 + len(ended) + 1  # after the mean wall time
+        table.add_row(*cells[:at], *([gains[1][i]] if gains else []), *cells[at:])
     return table
+
+
+def gain_cells(sw, shown) -> tuple[str, list[str]] | None:
+    """The sweep table's ``gain/unit`` column (the mean wall time, or waiting, saved per unit of the first
+    numeric swept value since its previous point) and its caption; None when no swept value is a number."""
+    from agentsim.analysis.sweep_gains import sweep_gains
+
+    try:
+        g = sweep_gains(sw)
+    except ValueError:
+        return None
+    axis, metric = g.attrs["axis"], g.attrs["metric"]
+    by_row = dict(zip(zip(g["point"], g["variant"], strict=True), g["gain_per_unit"], strict=True))
+    values = [by_row.get((p, v)) for p, v in zip(shown["point"], shown["variant"], strict=True)]
+    what = "waiting" if metric.startswith("waiting") else "wall time"
+    caption = f"gain/unit = mean {what} saved per +1 of {axis} since its previous value"
+    return caption, [_small_time(x) for x in values]
+
+
+def _small_time(x) -> str:
+    """A gain per unit, which can be tiny: three significant digits in s, ms or µs."""
+    if x is None or not math.isfinite(x):
+        return "–"
+    if x == 0:
+        return "0 s"
+    for scale, unit in ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs")):
+        if abs(x) >= scale or unit == "µs":
+            return f"{x / scale:.3g} {unit}".replace("-", "−")
+    return "–"  # pragma: no cover
+
+
+def knee_lines(sw) -> list[str]:
+    """Under the sweep table: per variant (and value of the other swept columns), where returns diminish."""
+    from agentsim.analysis.sweep_gains import sweep_knees
+    from agentsim.viz import format as fmt
+
+    try:
+        knees = sweep_knees(sw)
+    except ValueError:
+        return []
+    axis, metric = knees.attrs["axis"], knees.attrs["metric"]
+    what = "waiting" if metric.startswith("waiting") else "wall time"
+    out = []
+    for r in knees.to_dict("records"):
+        where = ", ".join(f"{k}={v}" for k, v in r.items() if k not in ("knee_x", "knee_y", "gain_per_unit_after"))
+        if not math.isfinite(r["knee_x"]):
+            out.append(f"knee ({where}): none along {axis} (no bend in the mean {what})")
+            continue
+        after = r["gain_per_unit_after"]
+        then = "" if not math.isfinite(after) else f", then {_small_time(after)} saved per +1"
+        out.append(f"knee ({where}): returns diminish at {axis} = {r['knee_x']:g} (mean {what} "
+                   f"{fmt.durations([r['knee_y']])[0]}{then})")  # fmt: skip
+    return out
+
+
+def _dagger(r) -> str:
+    """† on a figure made from the completed runs only (more than 1% of the runs counted did not complete)."""
+    return " †" if bool(_nan_none(r.get("completed_runs_only")) or False) else ""
+
+
+def _runs_words(sw) -> str:
+    """The runs of each grid point: a workload's are the runs its window counts, not ``runs``."""
+    if sw.scenario.workload is not None and sw.scenario.workload.simulates_many:
+        return "runs: those each workload's window counts"
+    return f"{sw.runs:,} runs"
 
 
 def _sweep_cells(sw, shown, col: str, monthly: bool, slo: bool = False) -> list[list[str]]:
@@ -234,15 +344,17 @@ def _sweep_cells(sw, shown, col: str, monthly: bool, slo: bool = False) -> list[
     dt_unit = fmt.time_unit(shown["delta_time_s"])
     dt_dec = fmt.decimals_for(shown["delta_time_s"], dt_unit[1])
     out = []
+    ended = ended_columns(shown)
     for i, (_, r) in enumerate(shown.iterrows()):
         base = first is not None and first.iloc[i] == r["variant"] and r["delta_time_s"] == 0
         out.append([
             *[str(r[a.text]) for a in sw.axes],
             str(r["variant"]),
-            fmt.fmt_time(r["wall_mean_s"], unit, decimals),
-            fmt.fmt_time(r["wall_p95_s"], unit, decimals),
-            fmt.usd(r["cost_mean_usd"]),
-            *([fmt.usd(r["api_usd_per_month"])] if monthly else []),
+            *ended_cells(r, ended),
+            fmt.fmt_time(r["wall_mean_s"], unit, decimals) + _dagger(r),
+            fmt.fmt_time(r["wall_p95_s"], unit, decimals) + _dagger(r),
+            fmt.usd(r["cost_mean_usd"]) + _dagger(r),
+            *([fmt.usd(r["api_usd_per_month"]) + _dagger(r)] if monthly else []),
             *([fmt.pct(_nan_none(r["slo_all_share"]))] if slo else []),
             "baseline" if base else fmt.signed_time(r["delta_time_s"], dt_unit, dt_dec),
             "baseline" if base else fmt.signed_usd(r["delta_cost_usd"]),
@@ -253,8 +365,7 @@ def _sweep_cells(sw, shown, col: str, monthly: bool, slo: bool = False) -> list[
     return out
 
 
-def _nan_none(x):
-    return None if x is None or (isinstance(x, float) and math.isnan(x)) else x
+_nan_none = nan_none
 
 
 # --------------------------------------------------------------------------- size
@@ -367,6 +478,7 @@ def buyers_table(name, res, sizing, be, env, vot, doc: dict | None = None, volum
     it applies (success, workload counts, shared limits), with the volume and its derivation in the title."""
     from rich.table import Table
 
+    from agentsim.analysis.tradeoffs import waiting_note
     from agentsim.cli.tables import Rows, runs_title
     from agentsim.viz import format as fmt
     from agentsim.viz import sections
@@ -379,7 +491,8 @@ def buyers_table(name, res, sizing, be, env, vot, doc: dict | None = None, volum
         title=f"{name}: monthly spend ({runs_title(doc)}, seed {res.seed})\nvolume: {how}"
         + (f"\n{n:,.0f} successful tasks per month (failed runs retried)" if success else ""),
         title_justify="left",
-        caption="every run's wall time counts as waiting; Δ against the first variant"
+        caption=waiting_note(sizing.attrs.get("time_basis", "wall_time_s"))
+        + "; Δ against the first variant"
         + ("; per successful task (cost per success, time to success: failed runs retried)" if success else ""),
         caption_justify="left",
     )
@@ -436,39 +549,60 @@ def _spend_rows(rows, sizing, be, vot) -> None:
 
 
 EXIT_INFEASIBLE = 3  # optimize: no assignment meets the constraint (the closest one is shown)
+MetricOpt = Annotated[
+    str,
+    typer.Option(
+        help="With a budget: minimise p95 or mean wall time, or maximise the share of runs meeting every slo "
+        "target (slo); auto: slo where the scenario has slo targets, else p95."
+    ),
+]
+
+
+BudgetOpt = Annotated[float | None, typer.Option(help="Minimise wall time with mean cost per run at most this (USD).")]
+MaxP95Opt = Annotated[str | None, DurationOpt("Minimise cost with p95 wall time at most this")]
+MaxMeanOpt = Annotated[str | None, DurationOpt("Minimise cost with mean wall time at most this")]
+MinSloShareOpt = Annotated[
+    float | None,
+    typer.Option(
+        help="Minimise cost with at least this share of runs (0 to 1) meeting every slo target of the "
+        "scenario, e.g. 0.95."
+    ),
+]
+StepsOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="Comma-separated step or group names to decide on (default: the outermost named steps); "
+        "a name given twice counts once."
+    ),
+]
+ModelsOpt = Annotated[str | None, typer.Option(help="Comma-separated models a unit may also move to.")]
+BaseOpt = Annotated[str | None, typer.Option(help="Variant to start from (default: the first).")]
+MethodOpt = Annotated[str, typer.Option(help="auto, exhaustive or greedy.")]
+CandidateWorkersOpt = Annotated[int, typer.Option(min=1, help="Processes evaluating candidates.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print only JSON.")]
 
 
 @app.command()
 @handle_errors
 def optimize(
     file: FileArg,
-    budget_usd_per_run: Annotated[
-        float | None, typer.Option(help="Minimise wall time with mean cost per run at most this (USD).")
-    ] = None,
-    max_p95: Annotated[str | None, DurationOpt("Minimise cost with p95 wall time at most this")] = None,
-    max_mean: Annotated[str | None, DurationOpt("Minimise cost with mean wall time at most this")] = None,
-    min_slo_share: Annotated[
-        float | None,
-        typer.Option(
-            help="Minimise cost with at least this share of runs (0 to 1) meeting every slo target of the "
-            "scenario, e.g. 0.95."
-        ),
-    ] = None,
-    metric: Annotated[str, typer.Option(help="With a budget: minimise p95 or mean wall time.")] = "p95",
-    steps: Annotated[
-        str | None,
-        typer.Option(
-            help="Comma-separated step or group names to decide on (default: the outermost named steps); "
-            "a name given twice counts once."
-        ),
-    ] = None,
-    models: Annotated[str | None, typer.Option(help="Comma-separated models a unit may also move to.")] = None,
-    base: Annotated[str | None, typer.Option(help="Variant to start from (default: the first).")] = None,
-    method: Annotated[str, typer.Option(help="auto, exhaustive or greedy.")] = "auto",
+    budget_usd_per_run: BudgetOpt = None,
+    max_p95: MaxP95Opt = None,
+    max_mean: MaxMeanOpt = None,
+    min_slo_share: MinSloShareOpt = None,
+    max_failed_share: MaxFailedOpt = None,
+    set_: CandidatesOpt = None,
+    zip_: ZipOpt = None,
+    variant: VariantOpt = None,
+    metric: MetricOpt = "auto",
+    steps: StepsOpt = None,
+    models: ModelsOpt = None,
+    base: BaseOpt = None,
+    method: MethodOpt = "auto",
     runs: RunsOpt = None,
     seed: SeedOpt = None,
-    workers: Annotated[int, typer.Option(min=1, help="Processes evaluating candidates.")] = 1,
-    json_out: Annotated[bool, typer.Option("--json", help="Print only JSON.")] = False,
+    workers: CandidateWorkersOpt = 1,
+    json_out: JsonOpt = False,
     quiet: QuietOpt = False,
     max_calls: MaxCallsOpt = None,
     no_size_limit: NoSizeLimitOpt = False,
@@ -486,12 +620,18 @@ def optimize(
     from agentsim.analysis.optimize import critical_table
     from agentsim.plan.validation import load
 
+    if max_failed_share is not None or set_ or zip_ or variant:  # over limit candidates (cli/limits_optimize)
+        goals = (budget_usd_per_run, max_p95, max_mean, min_slo_share, steps, models, base)
+        return _optimize_limits(
+            file, max_failed_share, (set_, zip_, variant), goals, (runs, seed, workers, json_out, quiet)
+        )
     metric, limit = _optimize_goal(budget_usd_per_run, max_p95, max_mean, metric, min_slo_share)
     sc = load(file)
     volume = volume_of(file, sc, runs_per_month, seats, runs_per_seat_per_day, working_days, required=False)
     goal = {"budget": budget_usd_per_run, "limit": limit, "slo": min_slo_share, "metric": metric}
+    search = _Search(base, _names(steps), _names(models), runs, seed, method, workers)
     with progress_bar(quiet or json_out, "candidates") as bar:
-        opt = _run_optimize(file, sc, goal, base, steps, models, runs, seed, method, workers, bar)
+        opt = _run_optimize(file, sc, goal, search, bar)
     crit = critical_table(sc, opt, runs=min(500, runs or sc.runs), seed=seed)
     if json_out:
         sys.stdout.write(json.dumps(optimize_document(sc.name, opt, crit, volume), indent=2, allow_nan=False) + "\n")
@@ -499,6 +639,19 @@ def optimize(
         _print_optimize(sc.name, opt, crit, volume)
     if not opt.feasible:
         raise typer.Exit(EXIT_INFEASIBLE)
+
+
+def _optimize_limits(file: Path, bound, candidates: tuple, goals: tuple, run: tuple) -> None:
+    """``optimize --max-failed-share``: ``candidates`` is (--set, --zip, --variant); ``goals`` the other goals'
+    and decisions' options (none may be given); ``run`` (runs, seed, workers, --json, --quiet)."""
+    from agentsim.cli.limits_optimize import optimize_limits
+    from agentsim.plan.validation import load
+
+    set_, zip_, variant = candidates
+    names = ("--budget-usd-per-run", "--max-p95", "--max-mean", "--min-slo-share", "--steps", "--models", "--base")
+    others = dict(zip(names, goals, strict=True))
+    run_opts = dict(zip(("runs", "seed", "workers", "json", "quiet"), run, strict=True))
+    optimize_limits(file, bound, _sweep_axes(file, load(file), set_, None, zip_), variant, others, run_opts)
 
 
 def _optimize_goal(budget, max_p95, max_mean, metric: str, slo=None) -> tuple[str, float | None]:
@@ -520,15 +673,30 @@ def _optimize_goal(budget, max_p95, max_mean, metric: str, slo=None) -> tuple[st
     return metric, None
 
 
-def _run_optimize(file, sc, goal: dict, base, steps, models, runs, seed, method, workers, bar):
+@dataclass(frozen=True)
+class _Search:
+    """How ``optimize`` searches: from which variant, over which steps and models, on how many runs and
+    processes (the options besides the goal)."""
+
+    base: str | None
+    steps: list[str] | None
+    models: list[str] | None
+    runs: int | None
+    seed: int | None
+    method: str
+    workers: int
+
+
+def _run_optimize(file, sc, goal: dict, search: _Search, bar):
+    """:func:`agentsim.analysis.optimize.optimize` on the goal and the search; its ValueError a BadInput."""
     from agentsim.analysis.optimize import optimize as run_optimize
 
     slo = goal["slo"]
     try:
         return run_optimize(sc, budget_usd_per_run=goal["budget"], max_time_s=goal["limit"], min_slo_share=slo,
-                            metric="p95" if slo is not None else goal["metric"], base=base, steps=_names(steps),
-                            models=_names(models), runs=runs, seed=seed, method=method, workers=workers,
-                            progress=bar)  # fmt: skip
+                            metric="p95" if slo is not None else goal["metric"], base=search.base,
+                            steps=search.steps, models=search.models, runs=search.runs, seed=search.seed,
+                            method=search.method, workers=search.workers, progress=bar)  # fmt: skip
     except ValueError as exc:
         raise BadInput(f"{file}: {exc}") from None
 
@@ -601,7 +769,10 @@ def _choice_table(name: str, opt) -> Table:
     unit = "per success" if success else "per run"
     cost_word = "cost per success" if success else "mean cost"
     time_word = "time to success" if success and opt.metric == "mean" else f"{opt.metric} wall time"
-    if opt.mode == "budget":
+    if opt.mode == "budget" and opt.metric == "slo":
+        every = "every slo target" if len(opt.targets) > 1 else _one_target(opt)
+        goal = f"maximise the share of runs within {every} with {cost_word} ≤ {fmt.usd(opt.limit)} {unit}"
+    elif opt.mode == "budget":
         goal = f"minimise {time_word} with {cost_word} ≤ {fmt.usd(opt.limit)} {unit}"
     elif opt.metric == "slo":
         goal = f"minimise {cost_word} with ≥ {fmt.pct(opt.min_slo_share)} of runs meeting every slo target"
@@ -626,15 +797,24 @@ def _choice_table(name: str, opt) -> Table:
     return head
 
 
+def _one_target(opt) -> str:
+    from agentsim.cli.targets import target_label
+
+    key, target = next(iter(opt.targets.items()))
+    return target_label(key, target)
+
+
 def _result_table(opt, volume) -> Table:
     from rich.table import Table
 
+    from agentsim.cli.targets import optimize_target_rows
     from agentsim.viz import format as fmt
 
     success = "basis" in opt.chosen
     res = Table(title="result", title_justify="left")
     for c in ("", "base", "chosen", "Δ"):
         res.add_column(c, justify="right" if c else "left")
+    optimize_target_rows(res, opt)  # with slo targets they lead: the share within each (95% CI), p95, p99
     times = [("time to success" if success else "mean wall time", "wall_mean_s"), ("p95 wall time", "wall_p95_s")]
     values = [opt.baseline[k] for _, k in times] + [opt.chosen[k] for _, k in times]
     unit = fmt.time_unit(values)
@@ -652,7 +832,6 @@ def _result_table(opt, volume) -> Table:
         res.add_row("API spend per month", fmt.usd(b), fmt.usd(c),
                     fmt.signed_usd(c - b) if b is not None and c is not None else fmt.DASH)  # fmt: skip
     shares = [("success share", "success_share")] if success else []
-    shares += [("runs meeting every slo target", "slo_all_share")] if "slo_all_share" in opt.chosen else []
     for label, key in shares:
         b, c = opt.baseline[key], opt.chosen[key]
         delta = fmt.DASH if b is None or c is None else ("+" if c >= b else "") + f"{100 * (c - b):.1f} pts"
@@ -663,6 +842,7 @@ def _result_table(opt, volume) -> Table:
 def _frontier_table(opt) -> Table:
     from rich.table import Table
 
+    from agentsim.cli.targets import frontier_target_cells
     from agentsim.viz import format as fmt
 
     success = "basis" in opt.chosen
@@ -671,19 +851,19 @@ def _frontier_table(opt) -> Table:
         title_justify="left",
     )
     front.add_column("assignment")
-    slo = opt.metric == "slo"
-    head = "meet every slo" if slo else f"{opt.metric} wall" if not success or opt.metric != "mean" else "to success"
-    front.add_column(head, justify="right")
+    heads, target_cells = frontier_target_cells(opt)  # the targets first: the share within each, its p95
+    for h in heads:
+        front.add_column(h, justify="right")
+    slo = opt.metric == "slo"  # (the frontier's time column then holds the share missing a target: shown above)
+    if not slo:
+        front.add_column(f"{opt.metric} wall" if not success or opt.metric != "mean" else "to success", justify="right")
     front.add_column("cost per success" if success else "mean cost", justify="right")
     extra = "move" if opt.method == "greedy" else "chosen"
     front.add_column(extra)
-    if slo:  # the share of runs meeting every target (the frontier's time column holds the share missing one)
-        times = [fmt.pct(x) for x in opt.frontier["slo_all_share"]]
-    else:
-        times = fmt.durations(list(opt.frontier["time_s"]))
-    for r, t in zip(opt.frontier.itertuples(), times, strict=True):
+    times = [[t] for t in fmt.durations(list(opt.frontier["time_s"]))] if not slo else [[]] * len(opt.frontier)
+    for r, cells, t in zip(opt.frontier.itertuples(), target_cells, times, strict=True):
         front.add_row(
-            r.assignment, t, fmt.usd(r.cost_mean_usd), r.move if extra == "move" else ("◀" if r.chosen else "")
+            r.assignment, *cells, *t, fmt.usd(r.cost_mean_usd), r.move if extra == "move" else ("◀" if r.chosen else "")
         )
     return front
 
@@ -736,12 +916,15 @@ def report(
     """One self-contained HTML page (figures, tables, the scenario) to open in a browser or mail.
 
     Its last line is the command that makes the same page, byte for byte (every option that changed it)."""
-    from agentsim.plan.validation import load
+    from agentsim.plan.validation import input_files, load
     from agentsim.viz.outdir import check_file
     from agentsim.viz.report import build_report, write_report
 
     check_file(out)  # before the simulation: a folder, a special file, a name too long, a folder not writable
-    volume_of(file, load(file), runs_per_month, seats, runs_per_seat_per_day, working_days, required=False)
+    sc = load(file)
+    inputs = input_files(sc)
+    check_file(out, inputs=inputs)  # and not the scenario, nor a file it reads
+    volume_of(file, sc, runs_per_month, seats, runs_per_seat_per_day, working_days, required=False)
     with progress_bar(quiet, "report") as bar:
         page = build_report(
             file,
@@ -755,7 +938,7 @@ def report(
             sweep=sweep,
             progress=(lambda stage, d, t: bar(d, t, stage)) if bar else None,
         )
-    write_report(page, out)
+    write_report(page, out, inputs=inputs)
     from agentsim.viz.outdir import shown
 
     err_console.print(f"wrote {shown(out)}", markup=False)

@@ -18,11 +18,13 @@ the first token.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Annotated
 
 from pydantic import Field, model_validator
 from pydantic_core import PydanticCustomError
 
 from agentsim.model.base import PosNum, StrictModel
+from agentsim.model.domain import Of
 from agentsim.model.registry import ConsumerKind, register_consumer
 from agentsim.plan.nodes import ConsumerCfg
 
@@ -32,8 +34,12 @@ __all__ = ["ReaderCfg", "ReaderSpec", "read_times"]
 class ReaderSpec(StrictModel):
     """A person reading the answer as it streams, at a fixed pace (1 token = 0.75 words)."""
 
-    tokens_per_s: PosNum | None = Field(None, description="Reading pace in tokens per second.")
-    words_per_min: PosNum | None = Field(None, description="Or: reading pace in words per minute.")
+    tokens_per_s: Annotated[PosNum | None, Of("speed", positive=True)] = Field(
+        None, description="Reading pace in tokens per second."
+    )
+    words_per_min: Annotated[PosNum | None, Of("words_per_min", positive=True)] = Field(
+        None, description="Or: reading pace in words per minute."
+    )
 
     @model_validator(mode="after")
     def _one(self) -> ReaderSpec:
@@ -107,9 +113,9 @@ def timeline(cfg: ReaderCfg, sb, n, **draws) -> dict:
     return {"read_s": read_times(cfg, sb, n)}
 
 
-DOCS = (  # the kind's section of docs/scenarios.md: (definition, heading, example, where)
+DOCS = (  # the kind's section of docs/scenarios.md: (its model, heading, example, where)
     (
-        "ReaderSpec",
+        ReaderSpec,
         "consumer.reader",
         """\
 reader: {words_per_min: 250}      # 1 token = 0.75 words: 5.56 tokens/s
@@ -133,7 +139,7 @@ KIND = register_consumer(
         labels={"reader_done_s": "reader done", "reader_wait_s": "reader waits"},
         pace=lambda cfg: cfg.rate,
         docs=DOCS,
-        units={"ReaderSpec.tokens_per_s": "tokens/s", "ReaderSpec.words_per_min": "words / min"},
+        units={"ReaderSpec.words_per_min": "words / min"},
         summary="A person reading at a pace.",
     )
 )

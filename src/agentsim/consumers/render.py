@@ -8,11 +8,12 @@ token; one cut off before its ``m``-th token never renders (the metric is then l
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated, Literal
+from typing import Annotated
 
 from pydantic import Field
 
 from agentsim.model.base import StrictModel
+from agentsim.model.domain import Of, quantity_or
 from agentsim.model.registry import ConsumerKind, register_consumer
 from agentsim.plan.nodes import ConsumerCfg
 
@@ -22,7 +23,9 @@ __all__ = ["RenderCfg", "RenderSpec"]
 class RenderSpec(StrictModel):
     """A generated interface that can first draw once it has ``tokens`` tokens (or ``all`` of them)."""
 
-    tokens: Annotated[int, Field(ge=1)] | Literal["all"] = Field(description="Tokens needed before the first render.")
+    tokens: Annotated[quantity_or("tokens", "all", positive=True), Of("tokens", positive=True)] = Field(
+        description="Tokens needed before the first render."
+    )
 
 
 @dataclass(frozen=True)
@@ -48,9 +51,9 @@ def measure(cfg: RenderCfg, sb, n, **draws) -> dict:
     return {"first_render_s": np.where(ok, np.take_along_axis(sb.D, idx[:, None], axis=1)[:, 0] - sb.send, np.nan)}
 
 
-DOCS = (  # the kind's section of docs/scenarios.md: (definition, heading, example, where)
+DOCS = (  # the kind's section of docs/scenarios.md: (its model, heading, example, where)
     (
-        "RenderSpec",
+        RenderSpec,
         "consumer.render",
         """\
 render: {tokens: 200}
@@ -71,7 +74,6 @@ KIND = register_consumer(
         qoe_pace=4.8,  # Andes (arXiv 2404.16283, §3.1): see docs/concepts.md#qoe
         labels={"first_render_s": "first render"},
         docs=DOCS,
-        units={"RenderSpec.tokens": "tokens"},
         summary="An interface drawn once enough tokens arrived.",
     )
 )

@@ -19,26 +19,32 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Annotated
 
 from pydantic import Field
 
 from agentsim.model.base import PosNum, StrictModel
 from agentsim.model.distributions import Dist
+from agentsim.model.domain import Of
 from agentsim.model.registry import ConsumerKind, register_consumer
 from agentsim.plan.distributions import Sampler
-from agentsim.plan.nodes import FIRST_AUDIO, ConsumerCfg
+from agentsim.plan.nodes import FIRST_AUDIO, SENTENCES, ConsumerCfg
 
-__all__ = ["SpeechCfg", "SpeechSpec", "schedule"]
+__all__ = ["SpeechCfg", "SpeechSpec", "first_audio", "schedule", "sentence_ends"]
 
 
 class SpeechSpec(StrictModel):
     """Text-to-speech: each complete sentence is spoken after the previous one."""
 
-    first_audio: Dist = Field(
+    first_audio: Annotated[Dist, Of("duration")] = Field(
         0.0, description="Seconds from a sentence's last token to its first audio (drawn per call)."
     )
-    tokens_per_s: PosNum = Field(description="Speaking rate in tokens per second.")
-    sentence_tokens: Dist = Field(20.0, description="Tokens per sentence, drawn per sentence (rounded, at least 1).")
+    tokens_per_s: Annotated[PosNum, Of("speed", positive=True)] = Field(
+        description="Speaking rate in tokens per second."
+    )
+    sentence_tokens: Annotated[Dist, Of("tokens")] = Field(
+        20.0, description="Tokens per sentence, drawn per sentence (rounded, at least 1)."
+    )
 
 
 @dataclass(frozen=True)
@@ -47,6 +53,12 @@ class SpeechCfg(ConsumerCfg):
 
     first_audio: Sampler | None = None  # seconds from a sentence's last token to its audio (drawn per call)
     sentence: Sampler | None = None  # tokens per sentence, drawn per sentence
+
+    def sentences(self) -> Sampler | None:
+        return self.sentence
+
+    def token_draws(self) -> int:
+        return int(self.sentence is not None and not self.sentence.is_constant)  # the sentence lengths
 
 
 def compile_speech(c, spec: SpeechSpec, node, path, qoe: tuple) -> SpeechCfg:
@@ -64,17 +76,46 @@ def compile_speech(c, spec: SpeechSpec, node, path, qoe: tuple) -> SpeechCfg:
     return cfg
 
 
-def draws(cfg: SpeechCfg, slot, n) -> dict:
-    """Each call's sentence lengths over its ``n`` tokens and its first-audio latency."""
+def sentence_ends(sampler, block, key_node: int, flat: int, runs, n, cache=False):
+    """Sentence lengths ``(calls, K)`` over ``n`` tokens: the last sentence shortened to fit, then zeros."""
     import numpy as np
 
-    from agentsim.sim.streaming import sentence_ends
+    from agentsim.sim.stream_draws import group_sizes
+
+    if sampler.is_constant:  # no draw: as many sentences of L tokens as the longest answer needs
+        L = max(1, int(np.rint(sampler.constant_value)))
+        got = np.full((len(n), max(-(-int(n.max()) // L) if len(n) else 1, 1)), L, dtype=np.int64)
+    else:
+        got = group_sizes(sampler, block, key_node, SENTENCES, flat, runs, n, cache)
+    cum = np.minimum(np.cumsum(got, axis=1), n[:, None])
+    start = np.concatenate([np.zeros((len(n), 1), dtype=np.int64), cum[:, :-1]], axis=1)
+    return cum - start  # tokens per sentence; 0 once the answer is used up
+
+
+def _latencies(slot):
+    """The first-audio latency of each call of ``slot`` (drawn per call)."""
+    from agentsim.sim.streaming import slot_values
 
     block, node = slot.block, slot.node
-    sentences = sentence_ends(cfg.sentence, block, node.id, slot.flat, slot.runs, n, cache=True)
-    shape = (block.n, *block.shape(node.scope))
-    fa = np.broadcast_to(block.get(node.id, FIRST_AUDIO), shape).reshape(block.n, -1)[slot.runs, slot.flat]
-    return {"sentences": sentences, "first_audio": fa}
+    return slot_values(block.get(node.id, FIRST_AUDIO), block, node, slot.runs, slot.flat)
+
+
+def draws(cfg: SpeechCfg, slot, n) -> dict:
+    """Each call's sentence lengths over its ``n`` tokens and its first-audio latency."""
+    sentences = sentence_ends(cfg.sentence, slot.block, slot.node.id, slot.flat, slot.runs, n, cache=True)
+    return {"sentences": sentences, "first_audio": _latencies(slot)}
+
+
+def first_audio(cfg: SpeechCfg, slot, sb):
+    """When each call of the batch is first heard (absolute): the delivery of its first sentence's last token
+    plus its first-audio latency (``s_1`` before any wait for an earlier sentence: there is none)."""
+    import numpy as np
+
+    from agentsim.sim.stream_draws import first_size
+
+    first = first_size(cfg.sentence, slot.block, slot.node.id, SENTENCES, slot.flat, np.asarray(slot.runs), sb.N)
+    e1 = np.maximum(first, 1) - 1
+    return np.take_along_axis(sb.D, e1[:, None], axis=1)[:, 0] + _latencies(slot)
 
 
 def schedule(cfg: SpeechCfg, sb, sentences, first_audio, stop=None) -> dict:
@@ -206,9 +247,9 @@ def timeline(cfg: SpeechCfg, sb, n, sentences=None, first_audio=None) -> dict:
     return {"spoken_s": spoken}
 
 
-DOCS = (  # the kind's section of docs/scenarios.md: (definition, heading, example, where)
+DOCS = (  # the kind's section of docs/scenarios.md: (its model, heading, example, where)
     (
-        "SpeechSpec",
+        SpeechSpec,
         "consumer.speech",
         """\
 speech: {first_audio: 0.3, tokens_per_s: 3, sentence_tokens: {uniform: {low: 12, high: 30}}}
@@ -230,14 +271,18 @@ KIND = register_consumer(
         draws=draws,
         timeline=timeline,
         columns={"spoken_s": ("spoken", ":")},
-        labels={"first_audio_s": "first audio", "silence_s": "silence"},
-        pace=lambda cfg: cfg.rate,
-        docs=DOCS,
-        units={
-            "SpeechSpec.first_audio": "s",
-            "SpeechSpec.tokens_per_s": "tokens/s",
-            "SpeechSpec.sentence_tokens": "tokens",
+        labels={
+            "first_sentence_s": "first sentence",
+            "first_audio_s": "first audio",
+            "speech_done_s": "speech done",
+            "silence_s": "silence",
+            "longest_silence_s": "longest silence",
         },
+        table=("first_audio_s", "silence_s"),
+        pace=lambda cfg: cfg.rate,
+        first_audio=first_audio,
+        voice="first_audio_s",
+        docs=DOCS,
         summary="Text-to-speech, sentence by sentence.",
     )
 )

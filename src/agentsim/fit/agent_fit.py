@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import tempfile
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
@@ -52,19 +53,20 @@ class FitResult:
     def writers(self) -> dict:
         """File name -> function writing it (scenario YAML, samples CSV, profiles, the report JSON)."""
         import pandas as pd
-        import yaml
 
         from agentsim.measure.calibrate import write_profile
+        from agentsim.model import yaml_text
+        from agentsim.model.safe_text import csv_frame
 
         out = {
             f"{self.stem}.yaml": lambda p: p.write_text(
-                yaml.safe_dump(self.scenario, sort_keys=False, width=110), encoding="utf-8"
+                yaml_text.dump(self.scenario, sort_keys=False, width=110), encoding="utf-8"
             ),
             f"{self.stem}.fit.json": lambda p: p.write_text(json.dumps(self.report, indent=2) + "\n", encoding="utf-8"),
         }
         if self.samples:
             frame = pd.DataFrame({k: pd.Series(v) for k, v in self.samples.items()})
-            out[f"{self.stem}.samples.csv"] = lambda p: frame.to_csv(p, index=False)
+            out[f"{self.stem}.samples.csv"] = lambda p: csv_frame(frame).to_csv(p, index=False)
         for name, doc in self.profiles.items():
             out[name] = lambda p, d=doc: write_profile(p, d)
         return out
@@ -128,7 +130,7 @@ def _speed_doc(stem: str, model: str, fit: SpeedFit, inputs: list, outputs: list
 
 def _speeds_and_prices(shapes, stem: str, date: str, config, notes: list[str]):
     """Profile file (or bundled name) and price spec per recorded model; the profile documents to write."""
-    from agentsim.model.profiles import bundled_profiles
+    from agentsim.model.profiles import bundled_profiles, profile_problems
     from agentsim.replay.config import DEFAULT_PROFILE, Resolver
 
     resolver = Resolver(config)
@@ -148,20 +150,48 @@ def _speeds_and_prices(shapes, stem: str, date: str, config, notes: list[str]):
             )
         fit = fit_speeds(durs, outs, ttfts, inputs)
         name = f"{stem}.{model_key(model)}.profile.yaml"
+        why = f"{len(durs)} calls are too few to fit speeds (or too few have output tokens)"
         if fit is not None:
-            docs[name] = _profile_doc(stem, model, fit, inputs, outs, len(shapes), date)
-            files[model] = f"./{name}"
-            continue
+            doc = _profile_doc(stem, model, fit, inputs, outs, len(shapes), date)
+            bad = profile_problems(doc) or _beyond_limits(fit)  # never write what agentsim would refuse
+            if not bad:
+                docs[name] = doc
+                files[model] = f"./{name}"
+                continue
+            why = f"the speeds fitted to its {len(durs)} calls are not plausible ({bad[0]})"
         short = target.catalog.split("/", 1)[1] if target.catalog else None
         if short in bundled:
             files[model] = short
-            notes.append(f"{model}: {len(durs)} calls are too few to fit speeds; the bundled profile {short} is used")
+            notes.append(f"{model}: {why}; the bundled profile {short} is used")
             continue
         doc = DEFAULT_PROFILE.model_dump(mode="json", exclude_none=True)
         docs[name] = {**doc, "profile": f"{stem}.{model_key(model)}"}
         files[model] = f"./{name}"
-        notes.append(f"{model}: {len(durs)} calls are too few to fit speeds; replay's default assumption is used")
+        notes.append(f"{model}: {why}; replay's default assumption is used")
     return files, prices, docs
+
+
+def _beyond_limits(fit: SpeedFit) -> list[str]:
+    """The fitted lognormals' practical maxima (the 1 - 1e-12 quantile, as a scenario's check computes
+    it) beyond what a scenario accepts: a spread so wide the fit says nothing."""
+    from agentsim.model.base import MAX_SECONDS
+    from agentsim.plan.distributions import Z_TOP
+
+    top = fit.ttft_median * math.exp(Z_TOP * fit.ttft_sigma)
+    if top > MAX_SECONDS:
+        return [f"ttft can reach {top:.3g} s (median {fit.ttft_median:.3g} s, spread {fit.ttft_sigma:.3g})"]
+    return []
+
+
+def _price_date(sessions: list[Session], config) -> str:
+    """The date the fitted scenario's catalog prices are as of: the replay config's ``prices_as_of``, else the
+    last dated session's start, else (sessions recorded without a date) today, UTC."""
+    import datetime as dt
+
+    if config.prices_as_of is not None:
+        return config.prices_as_of.isoformat()
+    dated = [s.start_date for s in sessions if s.dated]
+    return (max(dated) if dated else dt.datetime.now(dt.UTC).date()).isoformat()
 
 
 def _split(sessions: list[Session], holdout: float) -> tuple[list[Session], list[Session]]:
@@ -189,7 +219,6 @@ def fit_agent(
     holdout: float = 0.0,
     runs: int = 2000,
     sim_runs: int | None = None,
-    seed: int = 1,
 ) -> FitResult:
     """Fit a scenario to ``sessions`` (see the module docstring); raises :class:`FitError` on unusable input."""
     from agentsim.replay.config import ReplayConfig
@@ -202,24 +231,30 @@ def fit_agent(
     if not shapes:
         raise FitError("none of the sessions has a call to fit a scenario to")
     notes: list[str] = []
-    last = max(s.start_date for s in fit_set).isoformat()
+    last = _price_date(fit_set, config)
     files, prices, profiles = _speeds_and_prices(shapes, stem, last, config, notes)
-    built = build_scenario(
-        shapes, name, f"{stem}.samples.csv", files, prices, idle=idle, runs=runs, seed=seed, prices_as_of=last
-    )
+    built = build_scenario(shapes, name, f"{stem}.samples.csv", files, prices, idle=idle, runs=runs, prices_as_of=last)
     result = FitResult(built.scenario, built.columns, profiles, {}, stem, notes + built.notes)
     result.report = _report(result, fit_set, ref_set, config, idle, sim_runs or max(2000, 4 * len(ref_set)))
     return result
 
 
 def _report(result: FitResult, fit_set, ref_set, config, idle: str, sim_runs: int) -> dict:
+    from agentsim.model.loading import ScenarioError
     from agentsim.replay.retime import replay
     from agentsim.sim.simulation import simulate
 
     with tempfile.TemporaryDirectory(prefix="agentsim-fit-") as tmp:
         for fname, write in result.writers().items():
             write(Path(tmp) / fname)
-        res = simulate(Path(tmp) / f"{result.stem}.yaml", runs=sim_runs)
+        try:
+            res = simulate(Path(tmp) / f"{result.stem}.yaml", runs=sim_runs)
+        except (ScenarioError, ValueError) as exc:  # said of the files the user asked for, never the temporary ones
+            text = str(exc).replace(str(Path(tmp)) + "/", "").replace(str(Path(tmp)), ".")
+            raise FitError(
+                f"the fitted scenario would not run, so nothing was written: {text}; this is a fault of agentsim's "
+                "fit on these sessions: leave out the sessions of the model named, or report it"
+            ) from None
     ref_shapes = [sh for sh in map(session_shape, ref_set) if sh.main.steps]
     keep = {s.id for s in ref_shapes}
     rep = replay([s for s in ref_set if s.id in keep], {}, config)
@@ -242,8 +277,8 @@ def _report(result: FitResult, fit_set, ref_set, config, idle: str, sim_runs: in
             "steps_whose_context_shrank": shrinks,
             "steps_overlapping_the_next": overlapped,
             "steps": steps,
-            "note": "a fitted context only grows (compaction is not modelled); overlapping main-thread calls "
-            "are replayed one after the other",
+            "note": "a fitted context grows, and is compacted (context.compact) where the sessions show at least 3 "
+            "compactions; overlapping main-thread calls are replayed one after the other",
         },
         "notes": result.notes,
     }

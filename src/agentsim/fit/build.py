@@ -112,7 +112,40 @@ def _context(threads: list[Thread], growth: list[float]) -> dict:
     cache: bool | dict = False
     if reads or w5 or w1:
         cache = {"ttl": "1h" if w1 > w5 else "5m"}
-    return {"system": system, "grows": True, "cache": cache}
+    out: dict = {"system": system, "grows": True, "cache": cache}
+    compact = _compaction(threads, growth)
+    if compact is not None:
+        out["compact"] = compact
+    return out
+
+
+SEED = 1  # the fitted scenario's seed (change it in the written file; `agentsim run --seed` overrides it)
+COMPACTED = 0.7  # a call whose input is below this share of the context before it: the context was compacted
+MIN_COMPACTIONS = 3  # compactions recorded before a fitted context compacts
+
+
+def _compaction(threads: list[Thread], growth: list[float]) -> dict | None:
+    """``compact: {above, to}`` from the recorded compactions (a call sending under 70% of the context the call
+    before it left); None with fewer than :data:`MIN_COMPACTIONS`. ``above``: the median context before one, or,
+    when higher, the 90th percentile of the largest context of the sessions that never compacted (a group that
+    mixes context windows: its larger contexts are not cut); ``to``: the median input after one less the mean
+    growth (what the call itself added)."""
+    pre, post, peaks = [], [], []
+    for t in threads:
+        compacted = False
+        for a, b in zip(t.steps, t.steps[1:], strict=False):
+            before = a.call.input_tokens + a.call.output_tokens - a.call.reasoning_tokens
+            if b.call.input_tokens < COMPACTED * before:
+                pre.append(before)
+                post.append(b.call.input_tokens)
+                compacted = True
+        if not compacted and t.steps:
+            peaks.append(max(s.call.input_tokens for s in t.steps))
+    if len(pre) < MIN_COMPACTIONS:
+        return None
+    above = int(max(np.median(pre), np.percentile(peaks, 90) if peaks else 0.0))
+    to = int(np.median(post) - (float(np.mean(growth)) if growth else 0.0))
+    return {"above": above, "to": min(max(to, 0), above - 1)}
 
 
 def _asks(b: _Builder, group: str, steps: list[Step], names: dict[str, str], sub: str | None) -> list:
@@ -171,6 +204,8 @@ def _steps_body(
     if any(lag > 0 for lag in lags):
         one.append({"wait": {"name": names["overhead"], "latency": b.empirical(f"{group}.lag_s", lags)}})
     idle = [s.idle for s in steps if s.idle > 0]
+    if idle and b.idle == "include":  # a conversation: the person's turns, their pauses between
+        return _conversation(b, group, threads, one, names, idle), growth
     later = sum(len(t.steps) - 1 for t in threads)  # steps after a first: those idle time may precede
     before: list = []
     if idle and b.idle == "include" and later:
@@ -182,6 +217,23 @@ def _steps_body(
     if more != 0:
         body.append({"repeat": {"name": names["steps"], "times": more, "steps": before + one}})
     return body, growth
+
+
+def _conversation(b: _Builder, group: str, threads: list[Thread], one: list, names: dict, idle: list[float]) -> list:
+    """Sessions with the person's pauses as a ``turns`` step (contract v1.3): turns per session, the pauses,
+    and in a turn its first step, then the others (steps per turn less one), as recorded."""
+    turns = [turn for t in threads for turn in t.turns()]
+    more = b.empirical(f"{group}.more_steps", [len(turn) - 1 for turn in turns])
+    body = list(one)
+    if more != 0:
+        body.append({"repeat": {"name": names["steps"], "times": more, "steps": list(one)}})
+    spec = {
+        "name": names["turns"],
+        "n": b.empirical(f"{group}.turns", [len(t.turns()) for t in threads]),
+        "think": b.empirical(f"{group}.idle_s", idle),
+        "steps": body,
+    }
+    return [{"turns": spec}]
 
 
 def _side_workflow(b: _Builder, group: str, steps: list[Step]) -> str | None:
@@ -222,7 +274,20 @@ def _side_workflow(b: _Builder, group: str, steps: list[Step]) -> str | None:
     return name
 
 
-NAMES = ("step", "tools", "tool", "subagents", "subagent", "sides", "side", "asks", "human", "overhead", "steps")
+NAMES = (
+    "step",
+    "tools",
+    "tool",
+    "subagents",
+    "subagent",
+    "sides",
+    "side",
+    "asks",
+    "human",
+    "overhead",
+    "steps",
+    "turns",
+)
 
 
 def _names(prefix: str, suffix: str) -> dict[str, str]:
@@ -250,10 +315,9 @@ def build_scenario(
     *,
     idle: str = "include",
     runs: int = 2000,
-    seed: int = 1,
     prices_as_of: str | None = None,
 ) -> Built:
-    """The scenario of ``shapes`` (profile file and price spec per recorded model id)."""
+    """The scenario of ``shapes`` (profile file and price spec per recorded model id), seeded with :data:`SEED`."""
     b = _Builder(samples_file, idle)
     groups: dict[str, list[SessionShape]] = {}
     for s in shapes:
@@ -287,7 +351,7 @@ def build_scenario(
     doc = {
         "name": name,
         "description": f"Fitted by agentsim fit from {len(shapes)} recorded sessions",
-        "seed": seed,
+        "seed": SEED,
         "runs": runs,
         **({"prices_as_of": prices_as_of} if prices_as_of else {}),
         "models": models,

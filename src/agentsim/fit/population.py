@@ -30,6 +30,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
+from agentsim.replay.retime import turns_of
 from agentsim.traces.sessions import Call, Node, Session
 
 __all__ = ["SessionShape", "Step", "Thread", "session_shape"]
@@ -59,6 +60,15 @@ class Thread:
     def model(self) -> str | None:
         return self.steps[0].model if self.steps else None
 
+    def turns(self) -> list[list[Step]]:
+        """The steps by the person's turns: a turn ends with a step after which the person paused (idle time)."""
+        out: list[list[Step]] = [[]]
+        for step in self.steps:
+            out[-1].append(step)
+            if step.idle > 0:
+                out.append([])
+        return [t for t in out if t]
+
     @property
     def shrinks(self) -> int:
         return sum(1 for s in self.steps if s.growth is not None and s.growth < 0)
@@ -72,6 +82,7 @@ class SessionShape:
     wall_time_s: float
     human_s: float
     main: Thread
+    turn_s: list[float] = field(default_factory=list)  # the person's turns, from each message to the answer
 
 
 def _main_level(level: list[Node], kids: dict[str | None, list[Node]]) -> list[Node]:
@@ -145,4 +156,5 @@ def session_shape(session: Session) -> SessionShape:
     top = kids.pop(None, [])
     main = _thread(_main_level(top, kids), kids, 0)
     human = sum(n.duration for n in session.nodes if n.kind == "human")
-    return SessionShape(session.id, session.source, session.start, session.wall_time_s, human, main)
+    turns = [b - a for a, b in turns_of(top, {n.id: n.start for n in top}, {n.id: n.end for n in top})]
+    return SessionShape(session.id, session.source, session.start, session.wall_time_s, human, main, turns)

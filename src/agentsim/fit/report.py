@@ -32,6 +32,7 @@ from collections import Counter
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from agentsim.fit.build import model_key
 from agentsim.fit.population import SessionShape
@@ -48,8 +49,23 @@ QUANTITIES = {
     "call_s": "s",
     "tool_s": "s",
     "idle_s": "s",
+    "turns": "turns",
+    "turn_s": "s",
+    "steps_per_turn": "calls",
+    "server_s": "s",
+    "session_output_tokens": "tokens",
 }
 PROBS = (0.10, 0.25, 0.50, 0.75, 0.90)
+BOUND = 0.10  # a quantity is reproduced when its mean and p90 (a figure: its value) are within 10% of the recorded
+
+
+def _all_durations(shape: SessionShape):
+    """Every call of a session (main thread, side calls, subagents) with its duration."""
+    for st in shape.main.steps:
+        yield st.call, st.duration
+        yield from st.sides
+        for t in st.subagents:
+            yield from ((s.call, s.duration) for s in t.steps)
 
 
 def _all_calls(shape: SessionShape):
@@ -77,6 +93,11 @@ def recorded_samples(shapes: list[SessionShape], replayed, idle: str) -> tuple[d
         "call_s": np.array([st.duration for st in steps]),
         "tool_s": np.array([d for st in steps for d in st.tools]),
         "idle_s": np.array([st.idle for st in steps if st.idle > 0]),
+        "turns": np.array([len(s.main.turns()) for s in shapes], dtype=float),
+        "turn_s": np.array([x for s in shapes for x in s.turn_s]),
+        "steps_per_turn": np.array([len(t) for s in shapes for t in s.main.turns()], dtype=float),
+        "server_s": np.array([math.fsum(d for _, d in _all_durations(s)) for s in shapes]),
+        "session_output_tokens": np.array([sum(c.output_tokens for c in _all_calls(s)) for s in shapes], dtype=float),
     }
     tool, model = float(rows["tool_s"].sum()), float(rows["model_s"].sum())
     figures = {
@@ -95,11 +116,15 @@ def _is(steps, base: str):
 
 def simulated_samples(res) -> tuple[dict, dict]:
     """(samples, one-number figures) of a fitted scenario's simulation (the first variant)."""
-    runs, calls, spans = res.runs, res.calls, res.spans
+    runs = res.runs
+    calls, spans = res.tables_of(range(res.n_runs))  # both tables from one pass over the blocks
     main = calls[_is(calls["step"].astype(str), "step")]
     tools = spans[(spans["kind"] == "tool") & _is(spans["step"].astype(str), "tool")]
-    idle = spans[(spans["kind"] == "wait") & _is(spans["step"].astype(str), "human")]
+    human = (spans["kind"] == "wait") & _is(spans["step"].astype(str), "human")
+    idle = spans[human | (spans["slot"] == "think")]
     per_run = main.groupby("run").size().reindex(runs["run"], fill_value=0)
+    turn_s = res.turns_of(res.variants[0], (runs["variant"] == res.variants[0]).to_numpy())[0]
+    served = (calls["t_end"] - calls["t_start"]).groupby(calls["run"]).sum().reindex(runs["run"], fill_value=0.0)
     samples = {
         "wall_time_s": runs["wall_time_s"].to_numpy(),
         "cost_usd": runs["cost_usd"].to_numpy(),
@@ -110,6 +135,11 @@ def simulated_samples(res) -> tuple[dict, dict]:
         "call_s": (main["t_end"] - main["t_start"]).to_numpy(),
         "tool_s": (tools["t_end"] - tools["t_start"]).to_numpy(),
         "idle_s": (idle["t_end"] - idle["t_start"]).to_numpy(),
+        "turns": runs["turns"].to_numpy(dtype=float),
+        "turn_s": turn_s,
+        "steps_per_turn": _steps_per_turn(main, spans[spans["slot"] == "think"]),
+        "server_s": served.to_numpy(dtype=float),
+        "session_output_tokens": (runs["output_tokens"] + runs["reasoning_tokens"]).to_numpy(dtype=float),
     }
     tool = float(runs["tool_s"].sum())
     model = float(runs["ttft_s"].sum() + runs["decode_s"].sum())
@@ -120,6 +150,16 @@ def simulated_samples(res) -> tuple[dict, dict]:
         "tool_calls_per_step": _share(len(tools), len(main)),
     }
     return samples, figures
+
+
+def _steps_per_turn(main, think) -> np.ndarray:
+    """Main-thread calls per turn of a simulation: a call belongs to the turn after the pauses that ended by its
+    start (the runs' pauses are the ``think`` spans; a run without them is one turn)."""
+    ends = {r: np.sort(g.to_numpy()) for r, g in think.groupby("run")["t_end"]}
+    turn = [int(np.searchsorted(ends[r], t, side="right")) if r in ends else 0 for r, t in
+            zip(main["run"].to_numpy(), main["t_start"].to_numpy(), strict=True)]  # fmt: skip
+    counts = pd.Series(1, index=pd.MultiIndex.from_arrays([main["run"].to_numpy(), turn])).groupby(level=[0, 1]).sum()
+    return counts.to_numpy(dtype=float)
 
 
 def _share(a: float, b: float) -> float | None:
@@ -158,6 +198,10 @@ def _quantity(rec: np.ndarray, sim: np.ndarray, unit: str) -> dict[str, Any]:
         out["mean_error"] = (
             _sig((float(np.mean(sim)) - float(np.mean(rec))) / float(np.mean(rec))) if np.mean(rec) else None
         )
+        p90r, p90s = float(np.percentile(rec, 90)), float(np.percentile(sim, 90))
+        out["p90_error"] = _sig((p90s - p90r) / p90r) if p90r else None
+        errors = [e for e in (out["mean_error"], out["p90_error"]) if e is not None]
+        out["verdict"] = "within" if errors and all(abs(e) <= BOUND for e in errors) else "outside"
     return out
 
 
@@ -175,5 +219,6 @@ def compare(recorded: tuple[dict, dict], simulated: tuple[dict, dict]) -> dict:
             }
         else:
             err = (b - a) / a if a and b is not None else None
-            figures[k] = {"recorded": _sig(a), "simulated": _sig(b), "error": _sig(err)}
-    return {"quantities": quantities, "figures": figures}
+            verdict = None if err is None else ("within" if abs(err) <= BOUND else "outside")
+            figures[k] = {"recorded": _sig(a), "simulated": _sig(b), "error": _sig(err), "verdict": verdict}
+    return {"quantities": quantities, "figures": figures, "bound": BOUND}

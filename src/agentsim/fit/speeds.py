@@ -145,13 +145,13 @@ def _ks(a: np.ndarray, b: np.ndarray) -> float:
 def fit_speeds(durations, outputs, ttfts, inputs=None) -> SpeedFit | None:
     """The speed profile of one model's calls (``ttfts`` holds None where no TTFT was recorded; ``inputs``:
     each call's whole input, for speed by context size); None when fewer than :data:`MIN_CALLS` calls have
-    a positive duration."""
+    a positive duration and output tokens (the speed is not observed without them)."""
     dur = np.asarray(durations, dtype=float)
     out = np.asarray(outputs, dtype=float)
     ttft = np.array([np.nan if t is None else t for t in ttfts], dtype=float)
     n = np.full(dur.shape, np.nan) if inputs is None else np.asarray(inputs, dtype=float)
     ok = (dur > 0) & np.isfinite(dur)
-    if ok.sum() < MIN_CALLS:
+    if ok.sum() < MIN_CALLS or (ok & (out > 0)).sum() < MIN_CALLS:  # no output tokens: no speed to see
         return None
     dur, out, ttft, n = dur[ok], out[ok], ttft[ok], n[ok]
     have = np.isfinite(ttft)

@@ -518,6 +518,7 @@ def _sig(x: float, digits: int = 4) -> float:
 
 
 def _tidy(obj: Any) -> Any:
+    """Diagnostics as plain data for a profile: numbers to 4 significant digits, NaN and infinities as null."""
     if isinstance(obj, dict):
         return {str(k): _tidy(v) for k, v in obj.items()}
     if isinstance(obj, list | tuple):
@@ -527,7 +528,7 @@ def _tidy(obj: Any) -> Any:
     if isinstance(obj, int | np.integer):
         return int(obj)
     if isinstance(obj, float | np.floating):
-        return _sig(float(obj))
+        return _sig(float(obj)) if math.isfinite(obj) else None  # a profile holds finite numbers only: none here
     return obj
 
 
@@ -639,8 +640,8 @@ def _fit_section(cal: Calibration, sources, formats, date_source: str, notes, sh
     return _tidy(fit)
 
 
-def write_profile(path: str | Path, doc: dict[str, Any]) -> Path:
-    """Write a profile document as YAML, atomically."""
+def write_profile(path: str | Path, doc: dict[str, Any], inputs=()) -> Path:
+    """Write a profile document as YAML, atomically; ``path`` must be none of ``inputs`` (the files read)."""
     import yaml
 
     from agentsim.viz.outdir import write_file
@@ -656,4 +657,4 @@ def write_profile(path: str | Path, doc: dict[str, Any]) -> Path:
 
     _Dumper.add_representer(list, _list)
     text = yaml.dump(doc, Dumper=_Dumper, sort_keys=False, allow_unicode=True, default_flow_style=None, width=110)
-    return write_file(path, lambda p: p.write_text(text, encoding="utf-8"), "-o")
+    return write_file(path, lambda p: p.write_text(text, encoding="utf-8"), "-o", inputs=inputs)

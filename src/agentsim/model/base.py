@@ -20,6 +20,7 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fie
 from pydantic_core import PydanticCustomError
 
 from agentsim.model.heap import gc_paused
+from agentsim.model.safe_text import is_plain_name, value_text
 
 __all__ = [
     "INT64_MAX",
@@ -68,8 +69,11 @@ _ALLOWED: dict[type, frozenset[str]] = {}  # model class -> the keys it takes (i
 
 
 def suggest(word: str, options: list[str] | set[str] | tuple[str, ...]) -> str:
-    """A ``did you mean 'x'?`` hint for a misspelt name, or an empty string."""
-    close = difflib.get_close_matches(str(word), sorted(map(str, options)), n=3, cutoff=0.6)
+    """A ``did you mean 'x'?`` hint for a misspelt name, or an empty string. Only plain names are offered
+    (:func:`agentsim.model.safe_text.is_plain_name`): a suggestion never repeats a line of a file."""
+    close = difflib.get_close_matches(
+        str(word), sorted(o for o in map(str, options) if is_plain_name(o)), n=3, cutoff=0.6
+    )
     if not close:
         return ""
     return "did you mean " + " or ".join(f"'{c}'" for c in close) + "?"
@@ -95,18 +99,24 @@ class StrictModel(BaseModel):
                     hint = suggest(key, allowed) or "allowed keys: " + ", ".join(sorted(allowed))
                     raise PydanticCustomError(
                         "unknown_key",
-                        "unknown key '{key}' ({hint})",
-                        {"key": str(key), "hint": hint},
+                        "unknown key {shown} ({hint})",
+                        {"key": str(key), "shown": _key_shown(key), "hint": hint},
                     )
         return data
+
+
+def _key_shown(key: Any) -> str:
+    """How ``unknown key …`` names a key: itself when it is a plain name, else only that it is not one."""
+    text = str(key)
+    return f"'{text}'" if is_plain_name(text) else "(not a plain name: not shown)"
 
 
 def number(value: Any) -> Any:
     """Accept ints and floats only (YAML ``true`` or ``"5"`` are errors, not numbers)."""
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise PydanticCustomError("not_a_number", "expected a number, got {got}", {"got": repr(value)})
+        raise PydanticCustomError("not_a_number", "expected a number, got {got}", {"got": value_text(value)})
     if isinstance(value, float) and not math.isfinite(value):
-        raise PydanticCustomError("not_finite", "expected a finite number, got {got}", {"got": repr(value)})
+        raise PydanticCustomError("not_finite", "expected a finite number, got {got}", {"got": value_text(value)})
     return float(value)
 
 
@@ -116,9 +126,9 @@ INT64_MAX = 2**63 - 1
 def integer(value: Any) -> Any:
     """Accept whole numbers only (YAML ``true`` or ``"5"`` are errors), within int64 (the arrays' type)."""
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise PydanticCustomError("not_a_number", "expected a whole number, got {got}", {"got": repr(value)})
+        raise PydanticCustomError("not_a_number", "expected a whole number, got {got}", {"got": value_text(value)})
     if isinstance(value, float) and not math.isfinite(value):
-        raise PydanticCustomError("not_finite", "expected a finite number, got {got}", {"got": repr(value)})
+        raise PydanticCustomError("not_finite", "expected a finite number, got {got}", {"got": value_text(value)})
     if abs(value) > INT64_MAX:
         raise PydanticCustomError("too_large", "{got} is too large (the limit is 2^63 - 1)", {"got": repr(value)})
     return value

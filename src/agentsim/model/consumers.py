@@ -19,6 +19,7 @@ from agentsim.model.base import NonNegNum, PosNum, StrictModel
 
 __all__ = [
     "COMMON",
+    "HIGHER_IS_BETTER",
     "QOE_TTFT",
     "RUN_METRICS",
     "VOICE",
@@ -27,6 +28,7 @@ __all__ = [
     "QoeSpec",
     "consumer_model",
     "from_ask",
+    "higher_is_better",
     "metrics_of",
 ]
 
@@ -48,8 +50,21 @@ COMMON = (
     "cut_share",
     "wasted_usd",
 )
-VOICE = "voice_to_voice_s"  # of a kind with a first audio: from the end of the person's speech
-RUN_METRICS = ("wall_time_s", "cost_usd")  # per-run figures an slo target may name besides the streaming ones
+VOICE = "voice_to_voice_s"  # of a kind with a voice (ConsumerKind.voice): from the end of the person's speech
+RUN_METRICS = (
+    "wall_time_s",
+    "cost_usd",
+    "waiting_s",
+    "turn_s",
+)  # per-run figures an slo target may name besides the streaming ones
+
+
+HIGHER_IS_BETTER = ("qoe", "qoe_from_ask")  # scores whose bad tail is low: their worst 5% is the p5, not the p95
+
+
+def higher_is_better(metric: str) -> bool:
+    """Whether more of ``metric`` (``qoe`` or ``CALL.qoe``) is better: a floor as an slo target, its tail low."""
+    return metric.rsplit(".", 1)[-1] in HIGHER_IS_BETTER
 
 
 def from_ask(metric: str) -> str:
@@ -62,7 +77,7 @@ def metrics_of(kind: str) -> tuple[str, ...]:
     if kind == "none":  # a call without a consumer that can be interrupted
         return COMMON
     k = registry.consumer_kind(kind)
-    voice = (VOICE,) if "first_audio_s" in k.metrics else ()
+    voice = (VOICE,) if k.voice else ()
     return (*COMMON[:2], *k.metrics, *(from_ask(m) for m in k.since_send), *voice, *COMMON[2:])
 
 

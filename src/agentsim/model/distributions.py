@@ -18,6 +18,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Discriminator, Fiel
 from pydantic_core import PydanticCustomError
 
 from agentsim.model.base import NonNegNum, Num, PosNum, Prob, StrictModel, number, suggest
+from agentsim.model.safe_text import key_text, value_text
 
 __all__ = ["DIST_FAMILIES", "ByModel", "ByModelCount", "Count", "Dist", "ModelProb", "max_p"]
 
@@ -64,8 +65,8 @@ class ByModel(BaseModel):
                 if not 0 <= value <= 1:
                     raise PydanticCustomError(
                         "by_model_p",
-                        "'{key}': {value} is not a probability (0 to 1)",
-                        {"key": str(key), "value": value},
+                        "{key}: {value} is not a probability (0 to 1)",
+                        {"key": key_text(key), "value": value},
                     )
         return data
 
@@ -248,7 +249,7 @@ def _check_dist_shape(value: Any) -> Any:
         raise PydanticCustomError(
             "bad_distribution",
             "expected a number or a distribution such as {example}, got {got}",
-            {"got": repr(value), "example": "{lognormal: {median: 2, p90: 5}}"},
+            {"got": value_text(value), "example": "{lognormal: {median: 2, p90: 5}}"},
         )
     if isinstance(value, dict):
         fams = [k for k in value if k in DIST_FAMILIES]
@@ -256,7 +257,7 @@ def _check_dist_shape(value: Any) -> Any:
         if len(fams) > 1:
             raise PydanticCustomError(
                 "bad_distribution",
-                "a distribution has one family key, got {fams}",
+                "a distribution has one family key, got {fams}",  # (family names: known words)
                 {"fams": ", ".join(fams)},
             )
         if not fams:
@@ -264,8 +265,8 @@ def _check_dist_shape(value: Any) -> Any:
             hint = suggest(bad, DIST_FAMILIES) if bad else ""
             raise PydanticCustomError(
                 "bad_distribution",
-                "unknown distribution family '{bad}' ({hint})",
-                {"bad": bad, "hint": hint or "families: " + ", ".join(DIST_FAMILIES)},
+                "unknown distribution family {bad} ({hint})",
+                {"bad": key_text(bad), "hint": hint or "families: " + ", ".join(DIST_FAMILIES)},
             )
     return value
 
@@ -343,8 +344,8 @@ class ByModelCount(BaseModel):
                 except ValidationError as exc:
                     raise PydanticCustomError(
                         "by_model_count",
-                        "'{key}': {msg}",
-                        {"key": str(key), "msg": exc.errors()[0]["msg"]},
+                        "{key}: {msg}",
+                        {"key": key_text(key), "msg": exc.errors()[0]["msg"]},
                     ) from None
         return data
 

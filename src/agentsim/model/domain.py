@@ -37,10 +37,12 @@ from __future__ import annotations
 import math
 import sys
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field
 from pydantic_core import PydanticCustomError
+
+from agentsim.model.safe_text import value_text
 
 __all__ = [
     "CV",
@@ -49,13 +51,16 @@ __all__ = [
     "YEAR_S",
     "Count",
     "CountRate",
+    "DaysPerMonth",
     "DomainError",
     "Duration",
     "Factor",
     "Kind",
     "Number",
+    "Of",
     "PosCount",
     "PosDuration",
+    "PosTokens",
     "Price",
     "Prob",
     "Seed",
@@ -69,6 +74,7 @@ __all__ = [
     "is_denormal",
     "problem",
     "quantity",
+    "quantity_or",
 ]
 
 YEAR_S = 365.25 * 86400.0
@@ -141,6 +147,7 @@ KINDS: dict[str, Kind] = {
         ),
         Kind("usd", "USD", 0.0, 1e12, "an amount of money: a trillion dollars bounds any budget", tiny=1e-12),
         Kind("prob", "", 0.0, 1.0, "a probability"),
+        Kind("percentile", "%", 0.0, 100.0, "a percentile of a distribution, 0 to 100", tiny=1e-6),
         Kind(
             "factor",
             "×",
@@ -243,7 +250,7 @@ def problem(kind: str | Kind, value: Any, *, positive: bool = False) -> str | No
         return None
     what = _NOUNS.get(k.name, "a " + k.name) + (f" in {k.unit}" if k.unit and k.unit not in ("×", "tokens") else "")
     if isinstance(value, bool) or not isinstance(value, int | float):
-        return f"expected {what} (a number), got {value!r}"
+        return f"expected {what} (a number), got {value_text(value)}"
     if isinstance(value, float) and math.isnan(value):
         return f"expected {what}, got NaN (allowed: {k.range_text()})"
     if isinstance(value, float) and math.isinf(value):
@@ -262,6 +269,21 @@ def problem(kind: str | Kind, value: Any, *, positive: bool = False) -> str | No
     if value != 0 and abs(value) < k.tiny:
         return f"{_shown(value)} is too small for {what} (allowed: 0 or {_num(k.tiny)} to {_num(k.hi)})"
     return None
+
+
+@dataclass(frozen=True)
+class Of:
+    """A field of a scenario model is a quantity of ``kind`` (``positive``: 0 refused too), written in its
+    annotation: ``latency: Annotated[Dist, Of("duration")] = Field(...)``. The checks of plain data
+    (:mod:`agentsim.model.field_kinds`) read it from a step or consumer kind's model, so a kind's fields pass
+    this table by their own kind wherever the kind is defined; pydantic ignores it."""
+
+    kind: str
+    positive: bool = False
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"unknown quantity kind {self.kind!r}; the kinds are {', '.join(KINDS)}")
 
 
 def _why(k: Kind) -> str:
@@ -303,11 +325,33 @@ def quantity(kind: str, *, positive: bool = False):
     return Annotated[core, bound, BeforeValidator(_validator(kind, positive))]
 
 
+def quantity_or(kind: str, *words: str, positive: bool = False):
+    """A quantity of ``kind`` or one of ``words`` (``render: {tokens: all}``): strict like :func:`quantity` (no text
+    but the words, no booleans), with one message when it is neither."""
+    k = KINDS[kind]
+    core = int if k.integer else float
+    lo = k.lo if not positive or k.lo > 0 else (1 if k.integer else k.tiny)
+    bound = Field(ge=int(lo), le=int(k.hi)) if k.integer else Field(ge=lo, le=k.hi)
+    either = " or ".join(words)
+
+    def validate(value: Any) -> Any:
+        if isinstance(value, str) and value in words:
+            return value
+        msg = problem(kind, value, positive=positive)
+        if msg is not None:
+            raise PydanticCustomError(f"domain_{kind}", f"{msg} (or {either})".replace("{", "{{").replace("}", "}}"))
+        return int(value) if k.integer else float(value)
+
+    return Annotated[Annotated[core, bound] | Literal[words], BeforeValidator(validate)]
+
+
 Duration = quantity("duration")
 PosDuration = quantity("duration", positive=True)
 Speed = quantity("speed")
 WordsPerMin = quantity("words_per_min")
 Tokens = quantity("tokens")
+PosTokens = quantity("tokens", positive=True)
+PosTokens = quantity("tokens", positive=True)
 Price = quantity("price")
 Usd = quantity("usd")
 Prob = quantity("prob")
@@ -319,6 +363,7 @@ CountRate = quantity("rate")
 Seed = quantity("seed")
 Timestamp = quantity("timestamp")
 Number = quantity("number")
+DaysPerMonth = quantity("days_per_month")
 
 # --------------------------------------------------------------------------- distributions of a kind
 

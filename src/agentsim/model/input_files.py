@@ -3,8 +3,10 @@
 One helper for every reader (scenarios and the files they ``extends:``, profiles, replay configs,
 measurement files, recorded sessions, empirical CSV files), so that a 200 MB one-line YAML file, a
 named pipe that never ends or a symbolic link that points at itself is refused at once, with
-exit 2, instead of being parsed for minutes or hanging. The limits (:data:`MAX_BYTES`, documented
-in docs/limits-of-input.md) are far above any real file of the kind:
+exit 2, instead of being parsed for minutes or hanging. Files of the kernel's pseudo file systems
+(``/proc``, ``/sys``: a process's environment is a "regular file" there, of size 0) are refused too, by the
+device they live on (:data:`PSEUDO_FILE_SYSTEMS`), whatever link leads to them. The limits (:data:`MAX_BYTES`,
+documented in docs/limits-of-input.md) are far above any real file of the kind:
 
 ==================  =========  ==========================================================
 kind                limit      why
@@ -29,7 +31,7 @@ import os
 import stat
 from pathlib import Path
 
-__all__ = ["MAX_BYTES", "InputError", "input_problem", "read_bounded"]
+__all__ = ["MAX_BYTES", "PSEUDO_FILE_SYSTEMS", "InputError", "input_problem", "read_bounded"]
 
 MIB = 1 << 20
 MAX_BYTES: dict[str, int] = {
@@ -58,6 +60,22 @@ def _mib(n: int) -> str:
     return f"{n / MIB:,.0f} MiB" if n >= MIB else f"{n:,} bytes"
 
 
+# Pseudo file systems whose "files" are the kernel's state (a process's environment, its memory map): refused
+# whatever path reaches them (a link, /proc/self/cwd/...), by the device they live on.
+PSEUDO_FILE_SYSTEMS = ("/proc", "/sys")
+
+
+def _system_file(st: os.stat_result) -> str | None:
+    """``/proc`` or ``/sys`` when the file ``st`` describes lives there, else None."""
+    for root in PSEUDO_FILE_SYSTEMS:
+        try:
+            if os.stat(root).st_dev == st.st_dev:
+                return root
+        except OSError:  # not mounted here (another system)
+            continue
+    return None
+
+
 def input_problem(path: str | os.PathLike, kind: str) -> tuple[str, str] | None:
     """``(message, hint)`` when ``path`` must not be read as a ``kind`` file, else None.
 
@@ -79,6 +97,12 @@ def input_problem(path: str | os.PathLike, kind: str) -> tuple[str, str] | None:
         return (
             "not a regular file (a pipe, a device or a socket)",
             f"give the {kind} file itself; agentsim reads files, not streams",
+        )
+    system = _system_file(st)
+    if system is not None:
+        return (
+            f"a file of the system's {system} (not a file on disk)",
+            f"give the {kind} file itself; agentsim does not read files under {system}",
         )
     limit = MAX_BYTES[kind]
     if st.st_size > limit:

@@ -34,14 +34,16 @@ A profile file::
 from __future__ import annotations
 
 import datetime as dt
+import os
 from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import Field, ValidationError
 
+from agentsim.model.domain import Duration, Number, PosCount, Tokens
 from agentsim.model.field_kinds import PROFILE_ROOTS, kind_problems
-from agentsim.model.loading import ErrorItem, ScenarioError, errors_from_validation, line_of, load_data
+from agentsim.model.loading import ErrorItem, ScenarioError, errors_from_validation, load_data
 from agentsim.model.scenario import (
     ConditionsSpec,
     ContextSpeedSpec,
@@ -53,7 +55,7 @@ from agentsim.model.scenario import (
     suggest,
 )
 
-__all__ = ["PROFILE_KINDS", "Profile", "apply_profiles", "bundled_profiles", "load_profile"]
+__all__ = ["PROFILE_KINDS", "Profile", "apply_profiles", "bundled_profiles", "load_profile", "profile_problems"]
 
 PROFILE_KINDS = ("measured", "vendor-claimed", "calibrated", "assumption")
 
@@ -62,8 +64,8 @@ class Figure(StrictModel):
     """One published number behind a profile: what, how much, in what unit, from where and when."""
 
     quantity: str = Field(description="What the number measures, e.g. 'output speed'.")
-    value: float
-    high: float | None = Field(None, description="Upper end, when the source gives a range.")
+    value: Number
+    high: Number | None = Field(None, description="Upper end, when the source gives a range.")
     unit: str
     kind: Literal["measured", "vendor-claimed", "derived"]
     source: str = Field(description="The publication (and who measured or claimed the number).")
@@ -83,16 +85,16 @@ class QueueingFound(StrictModel):
 
     headers_queued: bool = Field(description="The response headers waited in a queue (the wait was removed from TTFT).")
     ttft_grows: bool = Field(description="TTFT grew with requests in flight (queueing left in TTFT).")
-    removed_median_s: float = Field(0.0, ge=0, description="Median seconds of header wait taken out of TTFT.")
-    valid_at_concurrency: int | None = Field(None, ge=1, description="The only concurrency the TTFT holds at.")
+    removed_median_s: Duration = Field(0.0, description="Median seconds of header wait taken out of TTFT.")
+    valid_at_concurrency: PosCount | None = Field(None, description="The only concurrency the TTFT holds at.")
 
 
 class MeasuredRange(StrictModel):
     """Where a calibrated profile holds (see :mod:`agentsim.measured_range`)."""
 
-    input_tokens: tuple[float, float] | None = Field(None, description="Smallest and largest prompt measured.")
-    output_tokens: tuple[float, float] | None = Field(None, description="Smallest and largest response measured.")
-    concurrency: int | None = Field(None, ge=1, description="Most requests in flight at once while measuring.")
+    input_tokens: tuple[Tokens, Tokens] | None = Field(None, description="Smallest and largest prompt measured.")
+    output_tokens: tuple[Tokens, Tokens] | None = Field(None, description="Smallest and largest response measured.")
+    concurrency: PosCount | None = Field(None, description="Most requests in flight at once while measuring.")
     dropped: list[Literal["prefill_tps"]] = Field(
         default_factory=list, description="Terms left out of the fit for lack of spread."
     )
@@ -155,7 +157,7 @@ def load_profile(ref: str, base_dir: Path | None = None) -> tuple[Profile, Path]
     if isinstance(data, dict):  # the speed fields against the domain table, as a scenario model's are
         speeds = {k: data[k] for k in PROFILE_ROOTS if k in data}
         for where, msg in kind_problems(speeds, ("models", "profile")):
-            items.append(ErrorItem(str(path), line_of(lines, where[2:]), where[2:], msg))
+            items.append(ErrorItem.at(str(path), lines, where[2:], msg))
     try:
         profile = Profile.model_validate(data)
     except ValidationError as exc:
@@ -166,11 +168,24 @@ def load_profile(ref: str, base_dir: Path | None = None) -> tuple[Profile, Path]
     return profile, path
 
 
+def profile_problems(doc: dict) -> list[str]:
+    """What :func:`load_profile` would refuse in a profile document (``"place: why"`` each), without a
+    file: a writer checks with it what it is about to write."""
+    speeds = {k: doc[k] for k in PROFILE_ROOTS if k in doc}
+    out = [f"{where[2:]}: {msg}" for where, msg in kind_problems(speeds, ("models", "profile"))]
+    try:
+        Profile.model_validate(doc)
+    except ValidationError as exc:
+        out += [f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()]
+    return out
+
+
 SPEED_KEYS = ("ttft", "output_tps", "prefill_tps", "stream", "uncertainty", "conditions", "context_speed")
 
 
-def apply_profiles(data: dict, file: str, lines: dict, base_dir: Path | None) -> dict:
-    """Fill ``models.*`` speed fields from their ``profile:`` (scenario values win). Returns new data."""
+def apply_profiles(data: dict, file: str, lines: dict, base_dir: Path | None, read: list | None = None) -> dict:
+    """Fill ``models.*`` speed fields from their ``profile:`` (scenario values win). Returns new data; each
+    profile file read is added to ``read`` (resolved Paths) when given."""
     models = data.get("models")
     if not isinstance(models, dict):
         return data
@@ -182,12 +197,12 @@ def apply_profiles(data: dict, file: str, lines: dict, base_dir: Path | None) ->
         ref = m["profile"]
         where = ("models", name, "profile")
         if not isinstance(ref, str) or "\0" in ref:
-            raise ScenarioError([ErrorItem(file, line_of(lines, where), where, "profile takes a name or a file path")])
+            raise ScenarioError([ErrorItem.at(file, lines, where, "profile takes a name or a file path")])
         try:
-            prof, _ = load_profile(ref, base_dir)
+            prof, prof_path = load_profile(ref, base_dir)
         except LookupError as exc:
             raise ScenarioError(
-                [ErrorItem(file, line_of(lines, where), where, f"no bundled profile named '{ref}'", exc.args[1])]
+                [ErrorItem.at(file, lines, where, f"no bundled profile named '{ref}'", exc.args[1])]
             ) from None
         except ScenarioError as exc:
             if len(exc.items) == 1 and exc.items[0].line is None:  # the file as a whole: say where it is named
@@ -195,9 +210,9 @@ def apply_profiles(data: dict, file: str, lines: dict, base_dir: Path | None) ->
                 missing = item.message == "no such file"
                 raise ScenarioError(
                     [
-                        ErrorItem(
+                        ErrorItem.at(
                             file,
-                            line_of(lines, where),
+                            lines,
                             where,
                             f"profile file '{ref}' does not exist"
                             if missing
@@ -207,6 +222,8 @@ def apply_profiles(data: dict, file: str, lines: dict, base_dir: Path | None) ->
                     ]
                 ) from None
             raise
+        if read is not None:
+            read.append(Path(os.path.realpath(prof_path)))
         merged = dict(m)
         pdump = prof.model_dump(mode="json", exclude_none=True)
         for key in SPEED_KEYS:

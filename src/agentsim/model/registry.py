@@ -28,6 +28,7 @@ from typing import Any
 
 __all__ = [
     "ConsumerKind",
+    "Slot",
     "StepKind",
     "consumer_kind",
     "consumer_kinds",
@@ -38,11 +39,25 @@ __all__ = [
     "set_loader",
     "step_kind",
     "step_kinds",
+    "table_metrics",
 ]
 
 
 def _no_sequences(step: Any, here: tuple) -> Iterable[tuple[tuple, list]]:
     return ()
+
+
+@dataclass(frozen=True)
+class Slot:
+    """A breakdown slot: where seconds of a run's critical path go (``breakdown_s.NAME``, the runs table's
+    ``NAME_s``). ``label``: its row in the ``run`` table; ``legend``: its name in figures; ``colour``: its
+    colour there (the breakdown bars, a run's timeline). The engines' own slots are :mod:`agentsim.sim.slots`'s;
+    a step kind whose time is none of them declares its own (``StepKind.slots``)."""
+
+    name: str
+    label: str
+    legend: str
+    colour: str
 
 
 @dataclass(frozen=True, eq=False)
@@ -59,6 +74,11 @@ class StepKind:
       (``()`` for a leaf);
     * ``check(scenario, step, path, previous)``: cross-field problems (names that must exist, a step
       that must follow a call), a list of :class:`~agentsim.model.base.Problem`;
+    * ``stand_in(spec, name) -> dict``: a valid step that keeps what the cross-field checks need of a step of
+      this kind whose keys are broken (its name, a call's model), so ``validate`` reports the scenario's
+      other problems in the same pass; ``None``: a wait of 0 s with the step's name;
+    * ``slots``: the breakdown slots of its own (:class:`Slot`), reported when a plan has a node whose ``slot``
+      names one (a ``listen`` step's time goes to ``listen``);
     * ``summary``: one line for the scenario reference, and ``docs`` its sections there:
       ``(definition, heading, example, where)`` (see :mod:`agentsim.docs_gen`), and ``units`` the unit of
       each numeric key the reference cannot guess (``{"ListenSpec.stt": "s"}``).
@@ -74,6 +94,8 @@ class StepKind:
     des_only: str = ""
     sequences: Callable[[Any, tuple], Iterable[tuple[tuple, list]]] = _no_sequences
     check: Callable | None = None
+    stand_in: Callable[[dict, str | None], dict] | None = None
+    slots: tuple[Slot, ...] = ()
     summary: str = ""
     docs: tuple = ()
     units: dict[str, str] = field(default_factory=dict)
@@ -97,8 +119,13 @@ class ConsumerKind:
     * ``timeline(cfg, stream, n, **draws) -> {column: matrix}``: its per-token times (``read_s``,
       ``spoken_s``), the same rule ``measure`` reads its metrics from, and ``columns``: column ->
       (label, line style) for the stream page and figure;
-    * ``labels``: metric -> short label for tables (the CLI, the report);
+    * ``labels``: metric -> short label for tables (the CLI, the report), in reading order; a metric without
+      one is labelled by its name; ``table``: the metrics the CLI's ``run`` table shows (default: those
+      labelled);
     * ``pace(cfg)``: the tokens per second it consumes at, or ``None`` (the apparate point);
+    * ``first_audio(cfg, slot, stream) -> times``: when the person first hears each call of a batch (absolute
+      seconds), for a kind with a voice: an interruption ``after_first_audio`` counts from it, and ``voice``
+      names the metric (since the send) that ``voice_to_voice_s`` is measured with (``first_audio_s``);
     * ``since_send``: those of its metrics that are seconds since the call was sent; each also exists from
       the person's ask as ``<name>_from_ask_s`` (contract v1.2), the time from the ask to the send added;
     * ``qoe_pace``: the pace (tokens/s) the Andes QoE expects of this kind when the scenario gives none.
@@ -119,7 +146,10 @@ class ConsumerKind:
     timeline: Callable | None = None
     columns: dict[str, tuple[str, str]] = field(default_factory=dict)
     labels: dict[str, str] = field(default_factory=dict)
+    table: tuple[str, ...] | None = None
     pace: Callable | None = None
+    first_audio: Callable | None = None
+    voice: str = ""
     summary: str = ""
     docs: tuple = ()
     units: dict[str, str] = field(default_factory=dict)
@@ -158,6 +188,11 @@ def register_step(kind: StepKind) -> StepKind:
     _by_type[kind.step] = kind
     _version[0] += 1
     return kind
+
+
+def table_metrics(kind: ConsumerKind) -> tuple[str, ...]:
+    """The metrics of a consumer kind that the CLI's ``run`` table shows."""
+    return tuple(kind.labels) if kind.table is None else kind.table
 
 
 def register_consumer(kind: ConsumerKind) -> ConsumerKind:

@@ -130,12 +130,42 @@ __all__ = [
 ]
 
 
+class CompactSpec(StrictModel):
+    """Compaction: when the context grows past ``above`` tokens, its history is summarised into ``to`` tokens."""
+
+    above: domain.PosTokens = Field(description="Tokens past which the context is compacted.")
+    to: domain.Tokens = Field(description="Tokens the compacted context keeps (a summary: nothing of it cached).")
+
+    @model_validator(mode="after")
+    def _smaller(self) -> CompactSpec:
+        if self.to >= self.above:
+            raise PydanticCustomError(
+                "compact_to",
+                "compact.to ({to}) must be below compact.above ({above})",
+                {"to": self.to, "above": self.above},
+            )
+        return self
+
+
 class ContextSpec(StrictModel):
     system: Annotated[int, BeforeValidator(integer), Field(ge=0)] = Field(
         0, description="Tokens every call re-sends first."
     )
     grows: bool = Field(False, description="Calls' new input and output, and tool output, join the context.")
     cache: bool | CacheSpec = Field(False, description="Prompt caching: true, false, or {ttl: 5m|1h}.")
+    compact: CompactSpec | None = Field(
+        None,
+        description="With grows: when tokens joining the context take it past compact.above, it is compacted to "
+        "compact.to tokens (an agent's automatic compaction), and the prompt cache holds nothing of it.",
+    )
+
+    @model_validator(mode="after")
+    def _compact_needs_growth(self) -> ContextSpec:
+        if self.compact is not None and not self.grows:
+            raise PydanticCustomError(
+                "compact_grows", "compact only applies to a context that grows: add grows: true", {}
+            )
+        return self
 
     @property
     def cache_on(self) -> bool:
@@ -180,15 +210,32 @@ class SweepRange(StrictModel):
 
 
 class SweepSpec(StrictModel):
-    """One swept place (see agentsim.analysis.sweeps): ``{set: path, values: [...]}`` or ``{set: path, range: {...}}``."""  # noqa: E501
+    """One swept place (see agentsim.analysis.sweeps): ``{set: path, values: [...]}`` or ``{set: path, range: {...}}``;
+    or several varied together (zipped, not crossed): ``{together: [{set, values}, {set, values}]}``."""
 
-    set: str = Field(description="Dotted path into the scenario, e.g. agent.steps[1].repeat.times.")
+    set: str | None = Field(None, description="Dotted path into the scenario, e.g. agent.steps[1].repeat.times.")
     values: list[Any] | None = Field(None, min_length=1, description="The values it takes.")
     range: SweepRange | None = Field(None, description="Or: a range {start, stop, step}.")
     label: str | None = Field(None, description="Axis label for figures, with its unit.")
+    together: list[SweepSpec] | None = Field(
+        None,
+        min_length=2,
+        description="Instead of set: places varied together, value i of each at grid point i (zipped, not "
+        "crossed); each {set, values | range, label}, all with the same number of values.",
+    )
 
     @model_validator(mode="after")
     def _one(self) -> SweepSpec:
+        if self.together is not None:
+            if self.set is not None or self.values is not None or self.range is not None:
+                raise PydanticCustomError(
+                    "sweep_together", "a sweep has together: (places varied together) or set:, not both", {}
+                )
+            if any(t.together is not None for t in self.together):
+                raise PydanticCustomError("sweep_together", "together: lists places ({set, values}), not groups", {})
+            return self
+        if self.set is None:
+            raise PydanticCustomError("sweep_set", "a sweep needs set: (a path), or together: (several)", {})
         if (self.values is None) == (self.range is None):
             raise PydanticCustomError("sweep_values", "a sweep takes one of values or range", {})
         return self
@@ -255,6 +302,7 @@ class Scenario(StrictModel):
     )
 
     _source: str | None = PrivateAttr(None)  # the file it was loaded from (for relative paths)
+    _inputs: tuple = PrivateAttr(())  # every file read to make it (the file, its bases, profiles), as Paths
     # its compiled plan: agentsim.plan.compiler.compile_plan compiles a scenario once (it is frozen)
     _plan: Memo = PrivateAttr(default_factory=Memo)
 
@@ -292,9 +340,17 @@ def check_references(scenario: Scenario) -> list[Problem]:
     Each step kind checks its own steps (its ``check``: a call's model and tier, a subagent's
     workflow, a parallel's k, a pipeline that must follow a call); the rest is checked here.
     """
+    problems, step_names = _check_steps(scenario)
+    problems.extend(_check_subagent_cycles(scenario))
+    problems.extend(_check_slo(scenario))
+    problems.extend(_check_models(scenario))
+    problems.extend(_check_variants(scenario, step_names))
+    return problems
+
+
+def _check_steps(scenario: Scenario) -> tuple[list[Problem], set[str]]:
+    """Each step checked by its kind, and the step names."""
     problems: list[Problem] = []
-    models = scenario.models
-    model_names = list(models)
     step_names: set[str] = set()
     for path, step, previous in each_step(scenario):
         name = step_name(step)
@@ -303,9 +359,14 @@ def check_references(scenario: Scenario) -> list[Problem]:
         check = kind_of(step).check
         if check is not None:
             problems.extend(check(scenario, step, path, previous))
-    problems.extend(_check_subagent_cycles(scenario))
-    problems.extend(_check_slo(scenario))
+    return problems, step_names
 
+
+def _check_models(scenario: Scenario) -> list[Problem]:
+    """A model's time-of-day conditions need a start clock time; its fallback must be another defined model."""
+    problems: list[Problem] = []
+    models = scenario.models
+    model_names = list(models)
     start = scenario.workload.start if scenario.workload is not None else None
     for mname, m in models.items():
         if m.conditions is not None and m.conditions.time_of_day is not None and start is None:
@@ -328,7 +389,14 @@ def check_references(scenario: Scenario) -> list[Problem]:
                 )
             elif m.fallback.model == mname:
                 problems.append(Problem(where, "a model cannot fall back to itself", "name another model"))
+    return problems
 
+
+def _check_variants(scenario: Scenario, step_names: set[str]) -> list[Problem]:
+    """A variant's model and speed keys each name a model or a step (not both); a model it assigns must exist."""
+    problems: list[Problem] = []
+    models = scenario.models
+    model_names = list(models)
     for vname, v in scenario.variant_specs().items():
         for kind, mapping in (("model", v.model), ("speed", v.speed)):
             for key, value in mapping.items():

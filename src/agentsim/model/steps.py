@@ -23,6 +23,7 @@ from pydantic_core import PydanticCustomError
 
 from agentsim.model import registry
 from agentsim.model.base import StrictModel, integer, suggest
+from agentsim.model.safe_text import key_text, value_text
 
 __all__ = [
     "Join",
@@ -78,7 +79,12 @@ def _check_step_shape(value: Any) -> Any:
         return value
     kinds = step_kind_names()
     if not isinstance(value, dict) or len(value) != 1:
-        got = list(value) if isinstance(value, dict) else type(value).__name__
+        got = (
+            f"a mapping of {len(value)} keys"
+            + (f" ({', '.join(key_text(k) for k in list(value)[:4])})" if value else "")
+            if isinstance(value, dict)
+            else value_text(value)
+        )
         raise PydanticCustomError(
             "bad_step",
             "a step is a mapping with exactly one of {kinds}; got {got}",
@@ -88,7 +94,7 @@ def _check_step_shape(value: Any) -> Any:
     if kind not in kinds:
         hint = suggest(kind, kinds) or "step types: " + ", ".join(kinds)
         raise PydanticCustomError(
-            "unknown_step", "unknown step type '{kind}' ({hint})", {"kind": str(kind), "hint": hint}
+            "unknown_step", "unknown step type {kind} ({hint})", {"kind": key_text(kind), "hint": hint}
         )
     return value
 

@@ -16,6 +16,8 @@ from pydantic_core import PydanticCustomError
 
 from agentsim.model.base import MAX_SECONDS, NonNegNum, PosNum, StrictModel, integer
 from agentsim.model.distributions import Dist
+from agentsim.model.domain import DaysPerMonth
+from agentsim.model.safe_text import value_text
 
 __all__ = ["Arrivals", "ClockTime", "Duration", "LimitSpec", "Volume", "Workload"]
 
@@ -28,7 +30,7 @@ def _clock_time(value: Any) -> float:
             "clock_time",
             'expected a clock time in quotes such as "09:00" or "14:30:00", got {got}'
             + (hint if isinstance(value, int) and not isinstance(value, bool) else ""),
-            {"got": repr(value)},
+            {"got": value_text(value)},
         )
     parts = value.strip().split(":")
     ok = len(parts) in (2, 3) and all(p.isdigit() and len(p) == (2 if i else len(p)) for i, p in enumerate(parts))
@@ -38,7 +40,7 @@ def _clock_time(value: Any) -> float:
         raise PydanticCustomError(
             "clock_time",
             'expected a clock time "HH:MM" or "HH:MM:SS" from "00:00" to "23:59:59", got {got}',
-            {"got": repr(value)},
+            {"got": f'"{value}"' if len(value) <= 8 and set(value) <= set("0123456789: ") else value_text(value)},
         )
     return float(h * 3600 + m * 60 + sec)
 
@@ -88,6 +90,12 @@ class LimitSpec(StrictModel):
     """A provider account (or a client-side limiter) shared by the calls of some models."""
 
     models: list[str] = Field(min_length=1, description="Models (or model@tier) that share this account.")
+    preset: str | None = Field(
+        None,
+        description="A provider's published limits, PROVIDER/TIER/CLASS (e.g. anthropic/tier-2/opus-4): fills "
+        "rpm, input_tpm, output_tpm, concurrency, policy and count_cache_reads where the account does not set "
+        "them (dated and sourced: docs/limits.md).",
+    )
     concurrency: Annotated[int, BeforeValidator(integer), Field(ge=1)] | None = Field(
         None, description="Requests in flight at once."
     )
@@ -116,7 +124,7 @@ class Volume(StrictModel):
     runs_per_day: PosNum | None = Field(None, description="Agent runs per day (times working_days).")
     seats: PosNum | None = Field(None, description="People (or agents) using it; with runs_per_seat_per_day.")
     runs_per_seat_per_day: PosNum | None = Field(None, description="Runs per seat per working day.")
-    working_days: Annotated[float, Field(gt=0, le=31)] | None = Field(
+    working_days: DaysPerMonth | None = Field(
         None, description="Days of use per month (default 30: every calendar day; 21 for weekdays)."
     )
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from agentsim.model.scenario import ByModel, ByModelCount, suggest
 
 if TYPE_CHECKING:
-    from agentsim.plan.compiler import Compiler
+    from agentsim.plan.compile_context import CompileContext
 
 __all__ = ["Resolver"]
 
@@ -26,7 +26,7 @@ __all__ = ["Resolver"]
 class Resolver:
     """Per-variant values of model-dependent entries, from the calls' tiers of a compiled plan."""
 
-    def __init__(self, comp: Compiler):
+    def __init__(self, comp: CompileContext):
         self.comp = comp
         self.calls: dict[str, list] = {}
         for n in comp.nodes:

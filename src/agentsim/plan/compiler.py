@@ -33,11 +33,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 from agentsim.model.base import Memo, gc_paused
-from agentsim.model.loading import ErrorItem, ScenarioError, line_of, source_of
+from agentsim.model.loading import ErrorItem, ScenarioError, source_of
 from agentsim.model.registry import kind_of
-from agentsim.model.scenario import Problem, Scenario
+from agentsim.model.scenario import Scenario
 from agentsim.plan.by_model import Resolver
-from agentsim.plan.distributions import DistError, Sampler, practical_max, sampler
+from agentsim.plan.compile_context import CompileContext
+from agentsim.plan.distributions import Sampler
 from agentsim.plan.nodes import (  # the plan's vocabulary, importable from here too
     ARRIVAL,
     CHUNKS,
@@ -124,76 +125,30 @@ __all__ = [
 
 
 class Compiler:
-    """One compile of a scenario: the nodes, draws and tiers made so far, and the problems found."""
+    """One compile of a scenario: the step kinds' kit (``new_node``, ``sampler``, ``draw``, ``seq``, ``later``...)
+    over a :class:`~agentsim.plan.compile_context.CompileContext` (``ctx``: the nodes, draws and tiers made so
+    far, and the problems found), which the compiler's helpers take instead of the compiler."""
 
     def __init__(self, scenario: Scenario, base_dir: Path | None):
-        self.sc = scenario
-        self.base_dir = base_dir
-        self.problems: list[Problem] = []
-        self.nodes: list[Node] = []
-        self.draws: list[Draw] = []
-        self.variants = scenario.variant_specs()
-        self.prices_as_of = scenario.prices_as_of or today()  # one date for the whole compile
-        self.table = TierTable(self)
+        self.ctx = ctx = CompileContext(scenario, base_dir, scenario.prices_as_of or today())  # one date per compile
+        self.sc, self.base_dir, self.variants, self.prices_as_of = scenario, base_dir, ctx.variants, ctx.prices_as_of
+        self.problems, self.nodes, self.draws = ctx.problems, ctx.nodes, ctx.draws  # the context's lists
+        self.table = TierTable(ctx)
         self.groups: list[str] = []  # names of the enclosing named steps, outermost first
         self.branch_depth = 0  # parallel/fanout/pipeline branches around the step being compiled
         self._later: list[Callable[[Resolver], None]] = []
-        self._samplers: dict = {}  # distribution spec -> its sampler
-        self._tops: dict[int, float] = {}  # id(sampler) -> its practical maximum
 
     @property
     def tiers(self) -> list[Tier]:
-        return self.table.tiers
+        return self.ctx.tiers
 
     # ------------------------------------------------------------------ helpers
     def problem(self, path, message, hint=""):
-        self.problems.append(Problem(tuple(path), message, hint))
+        self.ctx.problem(path, message, hint)
 
     def sampler(self, spec, path, what: str, *, positive=False, upper: float | None = None) -> Sampler:
         """A sampler of a distribution, checked: above zero (``positive``) or not negative, at most ``upper``."""
-        try:
-            s = self._sampler_of(spec)
-        except DistError as exc:
-            self.problem((*path, *exc.subpath), exc.message, exc.hint)
-            return Sampler("constant", {"value": 1.0})
-        if upper is not None:
-            top = self._tops.get(id(s))
-            if top is None:
-                top = self._tops[id(s)] = practical_max(s)
-            if top > upper:
-                unit = "tokens" if upper == MAX_TOKENS else "s"
-                self.problem(
-                    path,
-                    f"{what} can reach {top:.3g} {unit}, above the limit of {upper:.3g} {unit}",
-                    "check the value for a typo, or clip it with max:"
-                    if s.family != "constant"
-                    else "check the value for a typo",
-                )
-                return Sampler("constant", {"value": 1.0})
-        lo, _ = s.support
-        if positive and not s.strictly_positive:
-            self.problem(
-                path,
-                f"{what} must be above zero but this distribution can reach {lo:g}",
-                "add a positive min, e.g. min: 1" if s.family != "constant" else "use a positive number",
-            )
-        elif not positive and lo < 0:
-            self.problem(
-                path,
-                f"{what} cannot be negative but this distribution can reach {lo:g}",
-                "add min: 0" if s.family != "constant" else "use a number of at least 0",
-            )
-        return s
-
-    def _sampler_of(self, spec) -> Sampler:
-        """The sampler of a distribution, made once per distinct spec (a scenario repeats most of them)."""
-        try:
-            found = self._samplers.get(spec)
-        except TypeError:  # a spec holding a list (choice, empirical values) is not hashable: made each time
-            return sampler(spec, self.base_dir)
-        if found is None:
-            found = self._samplers[spec] = sampler(spec, self.base_dir)
-        return found
+        return self.ctx.sampler(spec, path, what, positive=positive, upper=upper)
 
     def new_node(self, cls, name, scope, path, **kw) -> Node:
         node = cls(id=len(self.nodes), name=name, scope=scope, path=tuple(path), **kw)
@@ -242,7 +197,7 @@ class Compiler:
 
     def resolve(self) -> None:
         """Resolve what waited for every call (model-dependent values), in the order it was asked for."""
-        resolver = Resolver(self)
+        resolver = Resolver(self.ctx)
         for fn in self._later:
             fn(resolver)
 
@@ -297,7 +252,7 @@ def _raise_problems(comp: Compiler, file: str | None, src: str | None, lines: di
         if (p.path, p.message) in seen:
             continue
         seen.add((p.path, p.message))
-        items.append(ErrorItem(file, line_of(lines, p.path), p.path, p.message, p.hint))
+        items.append(ErrorItem.at(file, lines, p.path, p.message, p.hint))
     raise ScenarioError(items)
 
 
@@ -328,13 +283,13 @@ def _compile(scenario: Scenario, file: str | None, lines: dict | None) -> Plan:
         comp.tier(model, "standard", ("models", model))
         for speed in scenario.models[model].speeds:
             comp.tier(model, speed, ("models", model, "speeds", speed))
-    accounts = compile_accounts(comp, scenario)
-    stall_draws(comp)
-    workload = compile_workload(comp, scenario)
+    accounts = compile_accounts(comp.ctx, scenario)
+    stall_draws(comp.ctx)
+    workload = compile_workload(comp.ctx, scenario)
     _check_closed_loop(comp, root, workload)
     _check_streamed_answers(comp)
-    conditions = compile_conditions(comp, scenario)
-    attempt_draws(comp, accounts)
+    conditions = compile_conditions(comp.ctx, scenario)
+    attempt_draws(comp.ctx, accounts)
     if comp.problems:
         _raise_problems(comp, file, src, lines)
     specs = [s for m in scenario.models.values() for s in (m.price, *(t.price for t in m.speeds.values()))]
@@ -352,4 +307,5 @@ def _compile(scenario: Scenario, file: str | None, lines: dict | None) -> Plan:
         as_of,
         conditions,
         compile_time_of_day(scenario),
+        tuple(comp.ctx.read),
     )

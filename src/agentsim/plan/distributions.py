@@ -44,6 +44,7 @@ from agentsim.model.distributions import (
     NormalDist,
     UniformDist,
 )
+from agentsim.model.safe_text import is_plain_name, key_text, scrub
 
 if TYPE_CHECKING:
     import numpy as np
@@ -157,6 +158,8 @@ class Sampler:
     def constant_value(self) -> float:
         if self.lo is not None and self.lo == self.hi:
             return float(self.lo)
+        if self.lo is None and self.hi is None:  # nothing to clip (NumPy's clip of a scalar costs microseconds)
+            return float(self.params["value"])
         import numpy as np
 
         return float(np.clip(self.params["value"], self.lo, self.hi))
@@ -347,13 +350,18 @@ def sampler(spec: Dist, base_dir: Path | None = None) -> Sampler:
     raise AssertionError(type(spec))  # pragma: no cover
 
 
+def empirical_path(file: str, base_dir: Path | None) -> Path:
+    """Where an ``empirical: {file: ...}`` file is: as written when absolute, else relative to ``base_dir`` (the
+    scenario file's folder)."""
+    path = Path(file)
+    return base_dir / path if not path.is_absolute() and base_dir is not None else path
+
+
 def _read_column(file: str, column: str, base_dir: Path | None) -> np.ndarray:
     import numpy as np
     import pandas as pd
 
-    path = Path(file)
-    if not path.is_absolute() and base_dir is not None:
-        path = base_dir / path
+    path = empirical_path(file, base_dir)
     sub = ("empirical", "file")
     if not path.exists():
         raise DistError(f"empirical file '{file}' does not exist", f"looked at {path}", sub)
@@ -364,14 +372,14 @@ def _read_column(file: str, column: str, base_dir: Path | None) -> np.ndarray:
         raise DistError(f"empirical file '{file}': {bad[0]}", bad[1], sub)
     try:
         frame = pd.read_csv(path)
-    except Exception as exc:  # pandas raises many parser errors
-        raise DistError(f"cannot read '{file}' as CSV: {exc}", "", sub) from None
+    except Exception as exc:  # pandas raises many parser errors (their quoted fragments are not repeated)
+        raise DistError(f"cannot read '{file}' as CSV: {scrub(str(exc))}", "", sub) from None
     if column not in frame.columns:
         from agentsim.model.scenario import suggest
 
         raise DistError(
-            f"'{file}' has no column '{column}'",
-            suggest(column, list(map(str, frame.columns))) or "columns: " + ", ".join(map(str, frame.columns)),
+            f"'{file}' has no column {key_text(column)}",
+            suggest(column, list(map(str, frame.columns))) or _columns_text(frame.columns),
             ("empirical", "column"),
         )
     values = pd.to_numeric(frame[column], errors="coerce").dropna().to_numpy(dtype=np.float64)
@@ -383,6 +391,22 @@ def _read_column(file: str, column: str, base_dir: Path | None) -> np.ndarray:
             "remove it, or leave the cell empty", ("empirical", "column"),
         )  # fmt: skip
     return values
+
+
+def _columns_text(columns) -> str:
+    """The CSV's column names an error may list: the plain names (a header line of a file that is no CSV is
+    not repeated)."""
+    names = [str(c) for c in columns]
+    plain = [n for n in names if is_plain_name(n)]
+    hidden = len(names) - len(plain)
+    return (
+        "columns: " + ", ".join(plain) + (f" ({hidden} more, not plain names)" if hidden else "")
+        if plain
+        else (
+            f"the file's first line gives {len(names)} column name{'s' if len(names) != 1 else ''}, none a plain name: "
+            "is it a CSV file with a header line?"
+        )
+    )
 
 
 def practical_max(s: Sampler) -> float:

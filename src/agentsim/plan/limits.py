@@ -33,10 +33,22 @@ from dataclasses import dataclass, field
 
 import simpy
 
-__all__ = ["Account", "AccountSpec", "Bucket", "Gate", "PairLog", "Slots", "TooLarge", "request_needs"]
+__all__ = [
+    "LIMIT_NAMES",
+    "Account",
+    "AccountSpec",
+    "Bucket",
+    "Gate",
+    "PairLog",
+    "Slots",
+    "TooLarge",
+    "request_needs",
+]
 
 # which of a request's needs a bucket takes: an index into request_needs(...)
 NEED_REQUEST, NEED_INPUT, NEED_OUTPUT, NEED_INPUT_ALL = range(4)
+# an account's limits, as summary.json names them
+LIMIT_NAMES = ("concurrency", "rpm", "input_tpm", "output_tpm")
 
 
 def request_needs(uncached_input: int, cache_read: int, output: int) -> tuple[float, float, float, float]:
@@ -146,8 +158,9 @@ class Slots:
 class Bucket:
     """A token bucket of ``capacity`` tokens refilled at ``rate`` tokens/s, starting full."""
 
-    def __init__(self, env: simpy.Environment, per_minute: float, log: list | None = None):
+    def __init__(self, env: simpy.Environment, per_minute: float, log: list | None = None, name: str = ""):
         self.env = env
+        self.name = name  # the limit it stands for (rpm, input_tpm, output_tpm): named when it refuses
         self.capacity = float(per_minute)
         self.rate = per_minute / 60.0
         self.slack = 1e-9 * self.capacity  # the rounding of the refill sums (:meth:`_has`)
@@ -263,17 +276,23 @@ class Account:
     inflight_log: PairLog = field(default_factory=lambda: PairLog("q"))
     level_logs: dict = field(default_factory=dict)
     rejections: int = 0
+    # per limit (concurrency, rpm, input_tpm, output_tpm): the refusals it took part in (a refusal counts
+    # under every limit short at that instant; a request larger than a bucket under that bucket's limit),
+    # and the seconds calls waited in line for it (``queue`` accounts)
+    refused_by: dict = field(default_factory=lambda: dict.fromkeys(LIMIT_NAMES, 0))
+    waited_s: dict = field(default_factory=lambda: dict.fromkeys(LIMIT_NAMES, 0.0))
 
     @classmethod
     def create(cls, spec: AccountSpec, env: simpy.Environment) -> Account:
         acc = cls(spec, env)
         # in-flight requests are counted for every account (a cap of infinity when none is set)
         acc.slots = Slots(env, spec.concurrency if spec.concurrency is not None else math.inf, acc.inflight_log)
-        for attr, limit in (("rpm", spec.rpm), ("itpm", spec.input_tpm), ("otpm", spec.output_tpm)):
+        for attr, name, limit in (("rpm", "rpm", spec.rpm), ("itpm", "input_tpm", spec.input_tpm),
+                                  ("otpm", "output_tpm", spec.output_tpm)):  # fmt: skip
             if limit is not None:
                 log = PairLog()
                 acc.level_logs[attr] = log
-                setattr(acc, attr, Bucket(env, limit, log))
+                setattr(acc, attr, Bucket(env, limit, log, name))
         return acc
 
     def detach(self) -> None:
@@ -309,10 +328,10 @@ class Gate:
     is refused (HTTP 429) -- with a retry-after when every refusal is a short bucket (the longest wait),
     without one when some account's concurrency cap is full. Every bucket of every account is refilled
     to the instant and asked, whether or not an earlier one refused; each refusing account counts one
-    rejection. An admitted request then takes its tokens from every bucket and a slot from every capped
-    account: one look at each bucket, then one take (:meth:`Bucket.room`, :meth:`Bucket.take_now`).
-    A request larger than a bucket raises :class:`TooLarge` at that bucket (the accounts before it have
-    counted their rejections)."""
+    rejection, and each of its limits that was short one refusal (``Account.refused_by``). An admitted
+    request then takes its tokens from every bucket and a slot from every capped account: one look at each
+    bucket, then one take (:meth:`Bucket.room`, :meth:`Bucket.take_now`). A request larger than a bucket
+    raises :class:`TooLarge` at that bucket (the accounts before it have counted their rejections)."""
 
     __slots__ = ("parts",)
 
@@ -332,10 +351,16 @@ class Gate:
             refused = False
             if slots is not None and not slots.free():
                 refused = unknown = True
+                acc.refused_by["concurrency"] += 1
             for bucket, need in checks:
-                short = bucket.room(needs[need], now)
+                try:
+                    short = bucket.room(needs[need], now)
+                except TooLarge:
+                    acc.refused_by[bucket.name] += 1
+                    raise
                 if short is not None:
                     refused = True
+                    acc.refused_by[bucket.name] += 1
                     if longest is None or short > longest:
                         longest = short
             if refused:

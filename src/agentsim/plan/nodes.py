@@ -7,14 +7,18 @@ instead of asking which kind it is:
 
 * :meth:`Node.children` -- the nodes directly inside it (the one walk of the tree);
 * ``record`` -- ``"call"`` or ``"span"`` when its instances are rows of the calls or spans table;
-* ``axis`` -- ``"repeat"`` or ``"fanout"`` when it gives its body an instance axis (iterations made
-  one after another, or copies made at once), with :meth:`Node.count_bounds` for the size guard;
+* ``axis`` -- :data:`IN_TURN` or :data:`AT_ONCE` when it gives its body an instance axis (iterations made
+  one after another: a repeat's; or copies made at once: a fan-out's), with :meth:`Node.count_bounds` for
+  the size guard and its count drawn as purpose ``COUNT`` with ``counts=True``;
 * ``lanes`` -- whether each child runs beside the others (a lane of its own in the timeline);
 * ``own_context`` -- the context its children run in, when it starts a fresh one (a subagent);
 * ``ends_runs`` -- whether it can end a run as failed (the summary then reports success);
-* ``follows_call`` -- whether it starts on the partial output of the call just before it;
+* ``follows_call`` -- whether it starts on the partial output of the call just before it (then
+  :meth:`Node.starts_on` says when, and :meth:`Node.token_draws` what it draws to know);
 * ``slot`` -- the breakdown slot its own time goes to (``tool``, ``wait``, ``listen``);
 * ``keeps_start`` -- whether the engines keep each instance's start (a listen: the end of the user's speech);
+* ``turn`` -- whether each instance of its body is a turn of the person's conversation: the engines keep
+  how long each took (``BlockResult.turns``), which the runs table sums to what the person waited;
 * :meth:`Node.can_take_time` / :meth:`Node.mean_time_lower` -- the size guard's bounds on time;
 * :meth:`Node.des_reason` / :meth:`Node.summary_only_reason` -- why the fast path cannot run it, or
   must keep every call of it.
@@ -40,6 +44,8 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
 __all__ = [
+    "AT_ONCE",
+    "IN_TURN",
     "ConsumerCfg",
     "ContextCfg",
     "Draw",
@@ -53,6 +59,7 @@ __all__ = [
 ]
 
 TTL_SECONDS = {"5m": 300.0, "1h": 3600.0}
+IN_TURN, AT_ONCE = "in_turn", "at_once"  # a node's instance axis: iterations one after another, or copies at once
 MAX_TOKENS = 1e8  # tokens in one call, tool output or context: beyond it a value is a typo (and int64 is near)
 MAX_SECONDS = 10 * 365.25 * 86400.0  # a latency beyond 10 years is a typo
 
@@ -120,15 +127,23 @@ class Tier:
 
 @dataclass(frozen=True)
 class ConsumerCfg:
-    """Who consumes a call's streamed answer (see agentsim.sim.streaming)."""
+    """Who consumes a call's streamed answer: the base of each consumer kind's compiled form (its module in
+    agentsim.consumers adds its own fields). It declares, with defaults, what the readers of a call ask a
+    consumer instead of asking which kind it is (:meth:`sentences`, :meth:`token_draws`)."""
 
-    kind: str  # "reader", "speech", "render", or "none" (no consumer, but interruptible: common metrics)
-    rate: float  # tokens/s: reading pace (reader), speaking rate (speech); 0 for render
-    first_audio: Sampler | None = None  # speech: seconds from a sentence's last token to its audio
-    sentence: Sampler | None = None  # speech: tokens per sentence, drawn per sentence
-    render_tokens: int | None = None  # render: tokens needed to first draw (None: all of them)
+    kind: str  # the consumer kind's name, or "none" (no consumer, but interruptible: the common metrics)
+    rate: float  # tokens/s it consumes at (a reading pace, a speaking rate); 0 for none
     qoe_ttft: float = 1.0  # expected TTFT of the Andes QoE
     qoe_rate: float = 5.0  # expected pace (tokens/s) of the Andes QoE
+
+    def sentences(self) -> Sampler | None:
+        """The sentence lengths (tokens, drawn per sentence) it cuts the answer into, or None (a pipeline after
+        the call that starts on the first sentence uses these, keyed by the call, else its own)."""
+        return None
+
+    def token_draws(self) -> int:
+        """How many per-token random matrices (runs x tokens) it draws per instance (the size guard counts them)."""
+        return 0
 
 
 @dataclass(frozen=True)
@@ -145,10 +160,21 @@ class ContextCfg:
     cache: bool
     ttl_s: float
     per_model: bool = False  # cache entries per (model, tier) instead of per context
+    compact_above: int | None = None  # compaction: past this many tokens the context becomes compact_to tokens
+    compact_to: int = 0
 
     @classmethod
     def from_spec(cls, spec: ContextSpec) -> ContextCfg:
-        return cls(spec.system, spec.grows, spec.cache_on, TTL_SECONDS[spec.cache_ttl or "5m"], spec.cache_per_model)
+        c = spec.compact
+        return cls(
+            spec.system,
+            spec.grows,
+            spec.cache_on,
+            TTL_SECONDS[spec.cache_ttl or "5m"],
+            spec.cache_per_model,
+            c.above if c is not None else None,
+            c.to if c is not None else 0,
+        )
 
 
 def can_be_positive(s: Sampler | None) -> bool:
@@ -181,13 +207,14 @@ class Node:
 
     kind: ClassVar[str] = "node"
     record: ClassVar[str | None] = None  # "call" or "span": its instances are rows of the calls or spans table
-    axis: ClassVar[str | None] = None  # "repeat" or "fanout": it gives its body an instance axis
+    axis: ClassVar[str | None] = None  # IN_TURN or AT_ONCE: it gives its body an instance axis
     lanes: ClassVar[bool] = False  # each child runs beside the others (a lane of its own in the timeline)
     own_context: ClassVar[ContextCfg | None] = None  # the fresh context its children run in (a subagent's)
     ends_runs: ClassVar[bool] = False  # it can end a run as failed
     follows_call: ClassVar[bool] = False  # it starts on the partial output of the call just before it
     slot: ClassVar[str | None] = None  # the breakdown slot its own time goes to (agentsim.sim.slots)
     keeps_start: ClassVar[bool] = False  # a span whose start the engines keep per run (BlockResult.starts)
+    turn: ClassVar[bool] = False  # each body instance is a turn of the person's: its duration is kept
 
     def children(self) -> tuple[Node, ...]:
         """The nodes directly inside this one, in order (the one walk every tree reader uses)."""
@@ -212,6 +239,15 @@ class Node:
     def summary_only_reason(self) -> str:
         """Why the fast path must keep per-call tensors for this node even for a summary ('' when not)."""
         return ""
+
+    def starts_on(self, slot: Any, stream: Any, cut: Any = None) -> Any:
+        """A node that ``follows_call``: when it starts in each call of ``slot`` (an array, absolute seconds), from
+        the call's token ``stream`` (agentsim.sim.streaming.StreamBatch) and where it is ``cut`` (``inf``: not)."""
+        raise NotImplementedError(f"a {self.kind} node does not start on a call's stream")
+
+    def token_draws(self) -> int:
+        """A node that ``follows_call``: the per-token random matrices it draws on the call's stream per instance."""
+        return 0
 
 
 @dataclass(eq=False)
@@ -275,10 +311,13 @@ class Plan:
     prices_as_of: dt.date | None = None  # date of catalog prices without their own date (None: none used)
     conditions: dict[str, int] = field(default_factory=dict)  # model -> pseudo-node of its per-run factors
     time_of_day: dict = field(default_factory=dict)  # model -> agentsim.plan.time_of_day.TimeOfDay
+    inputs: tuple = ()  # files the compile read (empirical CSV files), as Paths
+    memo: dict = field(default_factory=dict, repr=False, compare=False)  # what is worked out from it once
 
     def __post_init__(self) -> None:
         self.calls: list[Any] = [n for n in self.nodes if n.record == "call"]
         self.spans: list[Node] = [n for n in self.nodes if n.record == "span"]
+        self.turn_nodes: list[Node] = [n for n in self.nodes if n.turn]
 
     @property
     def defines_success(self) -> bool:

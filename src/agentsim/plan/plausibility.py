@@ -54,7 +54,7 @@ def check_scenario(scenario: Scenario, file: str = "<scenario>", lines: dict | N
     out: list[Warning_] = []
 
     def warn(key: str, path: tuple, message: str, hint: str) -> None:
-        out.append(Warning_(key, ErrorItem(file, line_of(lines, path), path, message, hint)))
+        out.append(Warning_(key, ErrorItem.at(file, lines, path, message, hint)))
 
     for name, m in scenario.models.items():
         base = ("models", name)

@@ -39,6 +39,7 @@ import numpy as np
 from agentsim.model.domain import KINDS
 from agentsim.plan.memory import tune_malloc
 from agentsim.plan.nodes import COND_TPS, COND_TTFT, U_TPS, U_TTFT, Plan
+from agentsim.plan.sizeguard import tiers_of
 
 SPEED_FLOOR = KINDS["speed"].lo  # the slowest output speed a draw may take (tokens/s)
 
@@ -51,6 +52,7 @@ __all__ = [
     "late_draw",
     "per_variant",
     "sample_block",
+    "unread_speed_draws",
 ]
 
 BLOCK_SIZE = 4096
@@ -99,6 +101,7 @@ def sample_block(plan: Plan, seed: int, index: int, start: int, n: int) -> Block
     dims: dict[int, int] = {}
     values: dict[tuple[int, int], np.ndarray] = {}
     by_variant: dict[int, dict[tuple[int, int], np.ndarray]] = {}
+    unread = unread_speed_draws(plan)
     for d in plan.draws:
         if d.late:  # (late_draw)
             continue
@@ -106,6 +109,8 @@ def sample_block(plan: Plan, seed: int, index: int, start: int, n: int) -> Block
         s = d.sampler
         if s is not None and s.is_constant:
             arr = _constant_array(s.constant_value, d.integer, (n, *shape))
+        elif (d.node, d.purpose) in unread:  # normals no transform reads: not drawn (their stream is their own)
+            arr = _constant_array(0.0, False, (n, *shape))
         else:
             z = _normals(seed, index, d.node, d.purpose, shape, n)
             if s is not None:
@@ -117,12 +122,43 @@ def sample_block(plan: Plan, seed: int, index: int, start: int, n: int) -> Block
             else:  # raw normals for TTFT and TPS, transformed per variant (instance-major memory, see tier_speeds)
                 arr = z
         if d.counts:  # the instance counts of a repeat or fanout: its axis is the block's largest count
-            dims[d.node] = int(arr.max()) if arr.size else 0
+            dims[d.node] = _largest(arr)
             for own in by_variant.values():  # a block's instance axes fit every variant's counts
                 if (d.node, d.purpose) in own and own[(d.node, d.purpose)].size:
                     dims[d.node] = max(dims[d.node], int(own[(d.node, d.purpose)].max()))
         values[(d.node, d.purpose)] = arr
     return Block(index, start, n, dims, values, seed=seed, by_variant=by_variant)
+
+
+def _largest(arr: np.ndarray) -> int:
+    """The largest count of a block (0 when it has none). A constant is a broadcast view of one value, read
+    without a pass over its elements: a reduction over a view of 10^13 elements would take hours in C, where no
+    Ctrl-C is seen."""
+    if not arr.size:
+        return 0
+    if arr.ndim and 0 in arr.strides:
+        base = arr[(0,) * arr.ndim] if all(st == 0 for st in arr.strides) else None
+        if base is not None:
+            return int(base)
+    return int(arr.max())
+
+
+def unread_speed_draws(plan: Plan) -> frozenset[tuple[int, int]]:
+    """The raw normals of a call's TTFT or output speed (``U_TTFT``, ``U_TPS``) that no transform reads: every
+    tier the call can run on (its variants' and the fallbacks they lead to) has a constant there, whose transform
+    ignores its input (:meth:`Sampler.transform`). Such draws are not made: each (block, node, purpose) has a stream
+    of its own, so no other draw changes, and the speeds are the same bits. Worked out once per plan (``memo``)."""
+    found = plan.memo.get("unread_speed_draws")
+    if found is None:
+        out = set()
+        for node in plan.calls:
+            tiers = [plan.tiers[t] for t in tiers_of(node, plan.tiers)]
+            if tiers and all(t.ttft.family == "constant" for t in tiers):
+                out.add((node.id, U_TTFT))
+            if tiers and all(t.output_tps.family == "constant" for t in tiers):
+                out.add((node.id, U_TPS))
+        found = plan.memo["unread_speed_draws"] = frozenset(out)
+    return found
 
 
 def late_draw(plan: Plan, block: Block, node: int, purpose: int) -> np.ndarray:

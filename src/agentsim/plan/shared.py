@@ -31,12 +31,12 @@ from agentsim.plan.nodes import (
 )
 
 if TYPE_CHECKING:
-    from agentsim.plan.compiler import Compiler
+    from agentsim.plan.compile_context import CompileContext
 
 __all__ = ["attempt_draws", "compile_accounts", "compile_conditions", "compile_workload", "stall_draws"]
 
 
-def compile_conditions(comp: Compiler, scenario: Scenario) -> dict[str, int]:
+def compile_conditions(comp: CompileContext, scenario: Scenario) -> dict[str, int]:
     """Per-run provider-condition factors: one pseudo-node per model with ``conditions`` (after all real
     nodes and the workload's pseudo-node), drawn with scope () so each run has one factor per model."""
     out: dict[str, int] = {}
@@ -54,7 +54,7 @@ def compile_conditions(comp: Compiler, scenario: Scenario) -> dict[str, int]:
     return out
 
 
-def compile_accounts(comp: Compiler, scenario: Scenario) -> list:
+def compile_accounts(comp: CompileContext, scenario: Scenario) -> list:
     """Account specs, and each tier's accounts (``opus`` covers every tier of opus, ``opus@fast`` one)."""
     if scenario.limits:  # agentsim.plan.limits imports SimPy: not for a scenario without limits
         from agentsim.plan.limits import AccountSpec
@@ -107,7 +107,7 @@ def compile_accounts(comp: Compiler, scenario: Scenario) -> list:
     return accounts
 
 
-def compile_workload(comp: Compiler, scenario: Scenario) -> WorkloadCfg | None:
+def compile_workload(comp: CompileContext, scenario: Scenario) -> WorkloadCfg | None:
     wl = scenario.workload
     if wl is None or not wl.simulates_many:
         return None
@@ -132,7 +132,7 @@ def compile_workload(comp: Compiler, scenario: Scenario) -> WorkloadCfg | None:
     return WorkloadCfg(node, "closed", None, wl.concurrent, think, duration, warmup)
 
 
-def attempt_draws(comp: Compiler, accounts: list) -> None:
+def attempt_draws(comp: CompileContext, accounts: list) -> None:
     """Per call and attempt: a draw deciding a server error, and one for back-off jitter. Both are drawn
     when first read (``late``): a workload whose calls cannot error, or whose refusals all carry a
     retry-after, never reads them (they are the largest draws of a block: one per attempt)."""
@@ -151,7 +151,7 @@ def attempt_draws(comp: Compiler, accounts: list) -> None:
             comp.draws.append(Draw(node.id, purpose, node.scope, None, extra=(attempts,), transform=uniform, late=True))
 
 
-def stall_draws(comp: Compiler) -> None:
+def stall_draws(comp: CompileContext) -> None:
     """Per call whose tier can stall: whether (STALL_P), how long (STALL_S) and after which token (STALL_AT)."""
     tiers = comp.tiers
     for node in comp.nodes:

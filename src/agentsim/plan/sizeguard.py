@@ -59,9 +59,11 @@ __all__ = [
     "des_stream_bytes",
     "estimate",
     "limits",
+    "runs_per_block",
     "set_limits",
     "size_limits",
     "streamed_calls",
+    "tiers_of",
 ]
 
 DEFAULT_MAX_CALLS = 2_000_000_000  # simulated calls, all variants (the bundled benchmarks use < 2e8)
@@ -70,6 +72,7 @@ BYTES_PER_CALL = 512  # call records, draws and the DES's per-run lists, per cal
 BYTES_PER_STEP = 128  # the same for any other step instance (a span's record, its draws; a count, a pick)
 BYTES_PER_RUN = 160  # one row of the runs table (17 columns)
 BLOCK = 4096  # runs per block (agentsim.plan.sampling.BLOCK_SIZE; not imported to keep this module light)
+BLOCK_BYTES = 4 * 2**30  # the records one block may hold before blocks get fewer runs (runs_per_block)
 MAX_STREAMED_TOKENS = 1_000_000  # visible tokens one streamed answer may reach (8x the longest output sold in 2026)
 DEFAULT_MAX_STREAMED_TOKENS = 1_000_000_000  # tokens streamed over a simulation, all variants (~1-2 us each)
 STREAM_BATCH = 1 << 21  # calls x tokens of one batch (agentsim.sim.streaming.BATCH_ELEMENTS)
@@ -166,12 +169,16 @@ def streamed_calls(nodes, tiers) -> list[Streamed]:
     """The calls whose answers the engines follow token by token, and what each needs (see the module doc)."""
     from agentsim.plan.distributions import practical_max
 
-    after = {n.call.id: n for n in nodes if n.kind == "pipeline" and getattr(n, "call", None) is not None}
+    after = {n.call.id: n for n in nodes if n.follows_call and getattr(n, "call", None) is not None}
     out = []
+    streams_of: dict[tuple, list] = {}  # the streams of a set of tiers (calls share a few sets), found once
     for node in nodes:
         if node.record != "call":
             continue
-        streams = [tiers[t].stream for t in _tiers_of(node, tiers) if tiers[t].stream is not None]
+        key = tuple(node.tiers)
+        streams = streams_of.get(key)
+        if streams is None:
+            streams = streams_of[key] = [tiers[t].stream for t in tiers_of(node, tiers) if tiers[t].stream is not None]
         pipe = after.get(node.id)
         consumer = getattr(node, "consumer", None)
         why = [
@@ -201,7 +208,7 @@ def _mean_bound(s) -> float:
     return max(min(bound, s.hi if s.hi is not None else math.inf), 0.0)
 
 
-def _tiers_of(node, tiers) -> set[int]:
+def tiers_of(node, tiers) -> set[int]:
     """The tiers a call can run on: its variants' tiers and the fallbacks they lead to."""
     todo, seen = list(node.tiers), set()
     while todo:
@@ -215,8 +222,9 @@ def _tiers_of(node, tiers) -> set[int]:
 
 def _draws(node, streams, pipe, followed: bool) -> int:
     """How many per-token random matrices one instance of a streamed call can keep (stream_draws purposes):
-    gap weights and chunk sizes when its token timeline is built (``followed``), chunk sizes for a stall process
-    by chunk, the places and lengths of a stall process, sentence lengths."""
+        gap weights and chunk sizes when its token timeline is built (``followed``), chunk sizes for a stall process
+        by chunk, the places and lengths of a stall process, and what its consumer and the step after it draw
+    (``token_draws``: sentence lengths)."""
     n = sum(
         (
             followed and any(st.jitter_cv > 0 for st in streams),
@@ -228,19 +236,52 @@ def _draws(node, streams, pipe, followed: bool) -> int:
             any(st.stall_process and not st.stall_s.is_constant for st in streams),
         )
     )
-    own = getattr(getattr(node, "consumer", None), "sentence", None)
-    n += own is not None and not own.is_constant  # a speech consumer's sentences
-    if pipe is not None and pipe.after_tokens is None and own is None:  # a pipeline's own sentences
-        n += not pipe.sentence.is_constant
+    consumer = getattr(node, "consumer", None)
+    n += consumer.token_draws() if consumer is not None else 0  # a voice's sentence lengths
+    n += pipe.token_draws() if pipe is not None else 0  # a pipeline's own sentence lengths
     return int(n)
 
 
-def estimate(plan, runs: int, des: bool = True) -> Estimate:
-    """Calls, runs and memory a simulation of ``plan`` with ``runs`` runs per variant needs (see module doc;
-    ``des``: on the discrete-event engine)."""
+def runs_per_block(plan) -> int:
+    """Runs per block: :data:`BLOCK`, or a power of two fewer (at least 1) when a block of that many runs, each
+    holding its largest number of step instances, would need more than :data:`BLOCK_BYTES` (a long
+    conversation: turns of many steps). It depends on the plan alone, so the blocks, and with them every
+    draw, are the same on any machine and with any number of workers."""
+    found = _instances(plan)
+    largest = sum(big for _, big in found.calls.values())
+    per_run = largest * BYTES_PER_CALL + found.steps_largest * BYTES_PER_STEP
+    size = BLOCK
+    while size > 1 and size * per_run > BLOCK_BYTES:
+        size //= 2
+    return size
+
+
+@dataclass
+class _Instances:
+    calls: dict  # call node -> (mean, largest) instances in one run
+    steps_per_run: float  # mean instances of the other leaf steps of one run
+    steps_largest: float  # largest instances of the other steps (leaves and containers) of one run
+
+
+def _streamed_of(plan) -> list[Streamed]:
+    """:func:`streamed_calls` of a compiled plan, worked out once (the plan's ``memo``)."""
+    found = plan.memo.get("streamed_calls")
+    if found is None:
+        found = plan.memo["streamed_calls"] = streamed_calls(plan.nodes, plan.tiers)
+    return found
+
+
+def _instances(plan) -> _Instances:
+    """Instances of every node in one run (see :func:`estimate`), worked out once (the plan's ``memo``)."""
+    found = plan.memo.get("instances")
+    if found is None:
+        found = plan.memo["instances"] = _count_instances(plan)
+    return found
+
+
+def _count_instances(plan) -> _Instances:
     counts = {n.id: n.count_bounds() for n in plan.nodes if n.axis is not None}
-    per_run = largest = steps_per_run = steps_largest = 0.0
-    instances: dict[int, tuple[float, float]] = {}  # call node -> (mean, largest) instances in one run
+    out = _Instances({}, 0.0, 0.0)
     for node in plan.nodes:
         if node.kind == "seq":
             continue  # a sequence is its steps
@@ -249,17 +290,27 @@ def estimate(plan, runs: int, des: bool = True) -> Estimate:
             mean *= counts[m][0]
             big *= counts[m][1]
         if node.record == "call":
-            instances[node.id] = (mean, big)
-            per_run += mean
-            largest += big
+            out.calls[node.id] = (mean, big)
         else:  # held in memory (its draws: a count, a pick...); work when it is a leaf (a tool, a wait...)
-            steps_per_run += 0.0 if node.children() else mean
-            steps_largest += big
+            out.steps_per_run += 0.0 if node.children() else mean
+            out.steps_largest += big
+    return out
+
+
+def estimate(plan, runs: int, des: bool = True) -> Estimate:
+    """Calls, runs and memory a simulation of ``plan`` with ``runs`` runs per variant needs (see module doc;
+    ``des``: on the discrete-event engine)."""
+    found = _instances(plan)
+    instances = found.calls  # call node -> (mean, largest) instances in one run
+    per_run = sum(mean for mean, _ in instances.values())
+    largest = sum(big for _, big in instances.values())
+    steps_per_run, steps_largest = found.steps_per_run, found.steps_largest
+    block = runs_per_block(plan)
     nv = len(plan.variants)
     wl = plan.workload
     if wl is None:
         total_runs = float(runs) * nv
-        held_runs = min(runs, BLOCK)  # one block at a time
+        held_runs = min(runs, block)  # one block at a time
     else:
         horizon = 2.0 * wl.duration_s  # arrivals go on while counted runs drain
         if wl.kind == "open":
@@ -270,8 +321,8 @@ def estimate(plan, runs: int, des: bool = True) -> Estimate:
         total_runs = started * nv
         held_runs = started  # a workload keeps every run's records until the end
     memory = total_runs * BYTES_PER_RUN + held_runs * (largest * BYTES_PER_CALL + steps_largest * BYTES_PER_STEP)
-    blocks = 1.0 if wl is None else max(1.0, held_runs / BLOCK)  # a workload keeps every block it started (inf: no end)
-    tokens, stream_bytes, top = _streaming(plan, instances, min(held_runs, BLOCK), blocks, des)
+    blocks = 1.0 if wl is None else max(1.0, held_runs / block)  # a workload keeps every block it started (inf: no end)
+    tokens, stream_bytes, top = _streaming(plan, instances, min(held_runs, block), blocks, des)
     est = Estimate(total_runs * per_run, memory + stream_bytes, total_runs, per_run, largest)
     return replace(
         est,
@@ -292,7 +343,7 @@ def des_stream_bytes(plan, block_runs: float) -> float:
     """
     counts = {n.id: n.count_bounds() for n in plan.nodes if n.axis is not None}
     total = 0.0
-    for s in streamed_calls(plan.nodes, plan.tiers):
+    for s in _streamed_of(plan):
         if not s.live:
             continue  # streamed after the run (its consumer's metrics), one instance slot at a time
         big = math.prod(counts[m][1] for m in s.node.scope)
@@ -316,7 +367,7 @@ def _streaming(
     """
     tokens = kept = biggest = 0.0
     top: Streamed | None = None
-    for s in streamed_calls(plan.nodes, plan.tiers):
+    for s in _streamed_of(plan):
         mean, big = instances[s.node.id]
         tokens += mean * s.mean
         matrix = 8.0 * s.top * block_runs
@@ -405,17 +456,38 @@ def _stream_of(est: Estimate) -> str:
 
 
 def max_workload_runs(plan) -> float:
-    """How many runs a workload variant may start before it is stopped (see module doc)."""
+    """How many runs one workload variant may start before it is stopped (see module doc).
+
+    Each variant is its own simulation, so the cap is per variant and does not grow with the number of
+    variants: four times the runs a variant is expected to start (an expectation from a lower bound of a
+    completed run's time), within the variant's share of the calls limit. Where runs can end early -- a call
+    refused (HTTP 429), errored or timed out until its retries are used up, or a ``fail`` step -- a failed
+    run can be far shorter than that bound (a run whose first call is refused ends in seconds), so the
+    factor is twenty: room for workloads most of whose runs fail, still a bound (a closed loop whose runs
+    fail at the instant they start, with no think time, never gets past its first instant)."""
     lim = limits()
     if not lim.enabled:
         return math.inf
     est = estimate(plan, 1)
+    nv = max(1, len(plan.variants))
     per_run = max(est.calls_per_run, 1e-9)
-    # twice the estimate (it is an expectation), within the calls limit
-    return max(min(2.0 * est.runs, lim.max_des_calls / per_run), float(BLOCK))
+    by_calls = lim.max_des_calls / per_run / nv
+    factor = 20.0 if plan.needs_attempts or plan.defines_success else 4.0
+    return max(min(factor * est.runs / nv, by_calls), float(BLOCK))
 
 
-def workload_runaway(started: int) -> SizeError:
+def workload_runaway(started: int, ended: int = 0, failed: int = 0, failed_s: float = 0.0) -> SizeError:
+    """The error of a workload variant that started more runs than :func:`max_workload_runs` allows;
+    ``ended``, ``failed``: the runs that had ended, failed, by then, ``failed_s`` the failed runs' total time."""
+    if ended and failed * 2 > ended:
+        return SizeError(
+            f"the workload started {started:,} runs without reaching the end of its duration: {failed:,} of the "
+            f"{ended:,} runs that ended failed, after {failed_s / failed:,.3g} s on average (their calls used up "
+            "their retries: refused with HTTP 429 by a limit, or errors or timeouts), so runs end almost as soon "
+            "as they start and far more start than runs that complete would; raise the limits (or use "
+            "policy: queue), allow more retries (retry: max_attempts), lower the arrival rate or the number "
+            "of agents, or raise the size limit with --max-calls N (or --no-size-limit)"
+        )
     return SizeError(
         f"the workload started {started:,} runs without reaching the end of its duration: its runs take "
         "(almost) no simulated time, or arrive faster than any limit; give the agent steps that take time "

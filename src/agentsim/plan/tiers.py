@@ -21,7 +21,7 @@ from agentsim.plan.nodes import MAX_SECONDS, TTL_SECONDS, StreamCfg, Tier
 from agentsim.pricing.rates import PriceError, Rates, compile_price
 
 if TYPE_CHECKING:
-    from agentsim.plan.compiler import Compiler
+    from agentsim.plan.compile_context import CompileContext
 
 __all__ = ["TierTable"]
 
@@ -29,9 +29,9 @@ __all__ = ["TierTable"]
 class TierTable:
     """The tiers of one compile, made on first request (``tier(model, speed)`` is their index)."""
 
-    def __init__(self, comp: Compiler):
+    def __init__(self, comp: CompileContext):
         self.comp = comp
-        self.tiers: list[Tier] = []
+        self.tiers: list[Tier] = comp.tiers  # the context's list: the helpers read it there
         self._index: dict[tuple[str, str], int] = {}
         self._model_rates: dict[str, Rates] = {}
 

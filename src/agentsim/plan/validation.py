@@ -16,12 +16,15 @@ from pydantic import ValidationError
 
 from agentsim.model.base import gc_paused
 from agentsim.model.field_kinds import kind_problems
-from agentsim.model.loading import ErrorItem, Lines, ScenarioError, errors_from_validation, line_of, load_data
+from agentsim.model.limit_presets import apply_limit_presets
+from agentsim.model.loading import ErrorItem, Lines, ScenarioError, errors_from_validation, files_read, load_data
 from agentsim.model.profiles import apply_profiles
+from agentsim.model.registry import step_kinds
 from agentsim.model.scenario import Problem, Scenario, check_references
 from agentsim.plan.compiler import compile_plan
+from agentsim.plan.nodes import Plan
 
-__all__ = ["load", "load_with_lines", "parse"]
+__all__ = ["input_files", "load", "load_with_lines", "parse"]
 
 
 def parse(
@@ -36,8 +39,10 @@ def parse(
     """
     lines = lines or {}
     base_dir = Path(source).parent if source is not None else None
-    data = apply_profiles(data, file, lines, base_dir)
-    items = [ErrorItem(file, line_of(lines, path), path, msg) for path, msg in kind_problems(data)]
+    read = list(getattr(lines, "read", ()))
+    data = apply_profiles(data, file, lines, base_dir, read)
+    data = apply_limit_presets(data, file, lines)
+    items = [ErrorItem.at(file, lines, path, msg) for path, msg in kind_problems(data)]
     scenario: Scenario | None = None
     try:
         with gc_paused():
@@ -49,12 +54,13 @@ def parse(
         items = [*schema, *(i for i in items if not any(_related(i.path, s.path) for s in schema))]
         broken = [i.path for i in schema]
         problems = [p for p in _references_of(_stand_ins(data, broken)) if not any(_related(p.path, b) for b in broken)]
-    items += [ErrorItem(file, line_of(lines, p.path), p.path, p.message, p.hint) for p in problems]
+    items += [ErrorItem.at(file, lines, p.path, p.message, p.hint) for p in problems]
     if items:
         raise ScenarioError(_with_price_problems(items, data, file, lines))
     assert scenario is not None
     if source is not None:
         scenario._source = str(source)
+    scenario._inputs = tuple(dict.fromkeys(read))
     return scenario
 
 
@@ -73,17 +79,19 @@ def _references_of(data: dict | None) -> list[Problem]:
         return []
 
 
-_STEP_KINDS = ("call", "tool", "wait", "parallel", "fanout", "repeat", "choose", "subagent", "pipeline", "fail")
+PLACEHOLDER = {"wait": {"latency": 0}}  # a valid step that names nothing: stands in for a broken one
 
 
 def _stand_in_step(step: Any) -> dict:
-    """A valid step that keeps what references need of ``step``: its kind if a call, its name, its model."""
-    spec = next(iter(step.values()), None) if isinstance(step, dict) and len(step) == 1 else None
+    """A valid step that keeps what references need of ``step``: its kind's stand-in (a call's keeps its model,
+    :attr:`~agentsim.model.registry.StepKind.stand_in`), else the placeholder with the step's name."""
+    key, spec = next(iter(step.items()), (None, None)) if isinstance(step, dict) and len(step) == 1 else (None, None)
     name = spec.get("name") if isinstance(spec, dict) and isinstance(spec.get("name"), str) else None
-    if isinstance(step, dict) and "call" in step and isinstance(spec, dict):
-        call = {"output": 0, **({"model": spec["model"]} if isinstance(spec.get("model"), str) else {})}
-        return {"call": {**call, **({"name": name} if name else {})}}
-    return {"wait": {"latency": 0, **({"name": name} if name else {})}}
+    kind = step_kinds().get(key) if isinstance(key, str) else None
+    if kind is not None and kind.stand_in is not None and isinstance(spec, dict):
+        return kind.stand_in(spec, name)
+    ((place, keys),) = PLACEHOLDER.items()
+    return {place: {**keys, **({"name": name} if name else {})}}
 
 
 def _stand_in_model(model: Any) -> dict:
@@ -124,7 +132,7 @@ def _replace(data: dict, path: tuple) -> bool:
         if isinstance(cur, list):
             if not (isinstance(key, int) and 0 <= key < len(cur)):
                 break
-            if isinstance(cur[key], dict) and len(cur[key]) == 1 and next(iter(cur[key])) in _STEP_KINDS:
+            if isinstance(cur[key], dict) and len(cur[key]) == 1 and next(iter(cur[key])) in step_kinds():
                 step_at = (cur, key)
         elif not (isinstance(cur, dict) and key in cur):
             break
@@ -137,7 +145,7 @@ def _replace(data: dict, path: tuple) -> bool:
         data["models"][path[1]] = _stand_in_model(data["models"][path[1]])
         return True
     if len(path) >= 2 and path[0] == "workflows" and isinstance(data.get("workflows"), dict):
-        data["workflows"][path[1]] = {"steps": [{"wait": {"latency": 0}}]}
+        data["workflows"][path[1]] = {"steps": [_stand_in_step(PLACEHOLDER)]}
         return True
     if path[0] == "agent" and isinstance(data.get("agent"), dict) and len(path) >= 2 and path[1] == "context":
         data["agent"].pop("context", None)
@@ -182,7 +190,7 @@ def price_problems(data: Any, file: str, lines: Lines) -> list[ErrorItem]:
             continue  # reported by the scenario's validation
         except PriceError as exc:
             where = (*path, *exc.subpath)
-            out.append(ErrorItem(file, line_of(lines, where), where, exc.message, exc.hint))
+            out.append(ErrorItem.at(file, lines, where, exc.message, exc.hint))
     return out
 
 
@@ -190,6 +198,15 @@ def _with_price_problems(items: list[ErrorItem], data: Any, file: str, lines: Li
     seen = {(i.path, i.message) for i in items}
     extra = [i for i in price_problems(data, file, lines) if (i.path, i.message) not in seen]
     return sorted([*items, *extra], key=lambda i: (i.line is None, i.line or 0))
+
+
+def input_files(scenario: Scenario, plan: Plan | None = None) -> tuple[Path, ...]:
+    """Every file read to make and compile ``scenario``: the file, the files it ``extends:``, its profiles and
+    the empirical CSV files its distributions read (resolved; ``plan``: its compiled plan, when at hand). A
+    command that writes checks its outputs against these (:mod:`agentsim.viz.outdir`): it never writes over
+    what it read."""
+    plan = compile_plan(scenario) if plan is None else plan
+    return tuple(dict.fromkeys((*files_read(scenario), *plan.inputs)))
 
 
 def load(path: str | Path) -> Scenario:

@@ -496,7 +496,7 @@ def _variant_status(active: bool, ends: tuple[dt.date, str] | None, date: dt.dat
 
 def describe_catalog_model(provider, model, date: dt.date) -> dict[str, Any]:
     """Everything the catalog says about a model's prices: history, variants, and the prices on ``date``."""
-    from agentsim.pricing.provenance import ended_per_notes
+    from agentsim.pricing.catalog_notes import ended_per_notes
 
     when = dt.datetime.combine(date, NOON, tzinfo=dt.UTC)
     comments = model.price_comments or provider.price_comments

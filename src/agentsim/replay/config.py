@@ -35,6 +35,7 @@ catalog's price variant whose condition names the tier (``{speed: fast}``,
 from __future__ import annotations
 
 import datetime as dt
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -43,7 +44,7 @@ import numpy as np
 from pydantic import Field, PrivateAttr, ValidationError, model_validator
 from pydantic_core import PydanticCustomError
 
-from agentsim.model.loading import ErrorItem, ScenarioError, errors_from_validation, line_of, load_data
+from agentsim.model.loading import ErrorItem, ScenarioError, errors_from_validation, load_data
 from agentsim.model.profiles import Profile, bundled_profiles, load_profile
 from agentsim.model.scenario import PosNum, PriceSpec, StrictModel, ValueOfTime, suggest
 from agentsim.pricing.rates import PriceError, Rates, catalog_price_fields, compile_price, find_catalog_model
@@ -58,6 +59,7 @@ __all__ = [
     "Resolver",
     "SpeedModel",
     "Target",
+    "config_files",
     "load_replay_config",
     "mapped",
     "parse_variant",
@@ -120,6 +122,9 @@ class ReplayConfig(StrictModel):
     split: Literal["ttft-first", "proportional"] = "ttft-first"
     models: dict[str, ReplayModelSpec] = Field(default_factory=dict)
     variants: dict[str, ReplayVariantSpec] = Field(default_factory=dict)
+    baseline: str | None = Field(
+        None, description="The variant savings are measured against (default: the recording itself)."
+    )
 
     _base_dir: Path | None = PrivateAttr(None)
     _file: str = PrivateAttr("<replay config>")
@@ -138,6 +143,20 @@ def load_replay_config(path: str | Path) -> ReplayConfig:
     cfg._file = str(path)
     cfg._lines = lines
     return cfg
+
+
+def config_files(config: ReplayConfig) -> tuple[Path, ...]:
+    """Every file read to make ``config``: its file and the files it ``extends:``, and the profile files its
+    models name (``--speed-profile`` ones included), resolved. A name that is no profile is left out (it is
+    reported where the profiles are loaded)."""
+    read = [*getattr(config._lines, "read", ())]
+    for spec in config.models.values():
+        if spec.profile is not None:
+            try:
+                read.append(Path(os.path.realpath(load_profile(spec.profile, config._base_dir)[1])))
+            except (LookupError, ScenarioError):
+                continue
+    return tuple(dict.fromkeys(read))
 
 
 def parse_variant(text: str, config: ReplayConfig | None = None) -> tuple[str, ReplayVariantSpec]:
@@ -194,11 +213,11 @@ class SpeedModel:
     def context_x(self, tier: str, context_tokens: int) -> tuple[float, float]:
         """(output speed, TTFT) factors of a call sending ``context_tokens`` (the profile's ``context_speed``,
         a tier's replacing the model's; 1 without one): :func:`agentsim.sim.rules.context_speeds`."""
-        from agentsim.sim.rules import context_speeds
-
         cs = self.context.get(tier, self.context.get(""))
         if cs is None:
             return 1.0, 1.0
+        from agentsim.sim.rules import context_speeds
+
         ttft_x, tps_x = context_speeds(1.0, 1.0, float(context_tokens), cs)
         return tps_x, ttft_x
 
@@ -231,6 +250,26 @@ def _median(dist) -> float:
     from agentsim.plan.distributions import sampler
 
     return float(sampler(dist).ppf(np.array([0.5]))[0])
+
+
+MIN_RECORDED = 20  # calls with a recorded TTFT a model needs before its recorded speeds are used
+
+
+def recorded_profile(model: str, ttfts: list[float], speeds: list[float]) -> Profile | None:
+    """A model's speeds as the replayed sessions recorded them (median TTFT, median output speed of the calls
+    that record their TTFT), or None with fewer than :data:`MIN_RECORDED` calls: what splits a call without a
+    recorded TTFT when no bundled or given profile knows the model."""
+    if len(ttfts) < MIN_RECORDED or len(speeds) < MIN_RECORDED:
+        return None
+    return Profile(
+        profile=f"recorded-{model}",
+        kind="measured",
+        source=f"the replayed sessions: {len(ttfts):,} calls of {model} with a recorded TTFT",
+        date=dt.date(1970, 1, 1),  # not shown: a replay's speed models carry no date
+        ttft=float(np.median(ttfts)),
+        output_tps=float(np.median(speeds)),
+        notes="Median TTFT and median output speed (output tokens / (duration - TTFT)) of the recorded calls.",
+    )
 
 
 def speed_model(profile: Profile, tier_specs: dict[str, ReplayTierSpec]) -> SpeedModel:
@@ -280,8 +319,9 @@ class Target:
 class Resolver:
     """Model names to catalog entries, config entries, speed models and price tables (all cached)."""
 
-    def __init__(self, config: ReplayConfig):
+    def __init__(self, config: ReplayConfig, recorded: dict[str, Profile] | None = None):
         self.config = config
+        self.recorded = recorded or {}  # model label -> speeds measured in the replayed sessions themselves
         self._catalog: dict[tuple, str | None] = {}
         self._speed: dict[str, SpeedModel] = {}
         self._rates: dict[tuple, tuple[Rates | None, str]] = {}
@@ -325,9 +365,7 @@ class Resolver:
                 out[spec.profile], _ = load_profile(spec.profile, self.config._base_dir)
             except LookupError as exc:
                 msg = f"'{spec.profile}' is neither a bundled profile nor a profile file"
-                raise ScenarioError(
-                    [ErrorItem(file, line_of(self.config._lines, where), where, msg, exc.args[1])]
-                ) from None
+                raise ScenarioError([ErrorItem.at(file, self.config._lines, where, msg, exc.args[1])]) from None
         return out
 
     def speed(self, t: Target) -> SpeedModel:
@@ -338,12 +376,13 @@ class Resolver:
         if ref is not None:
             prof = self.profiles[ref]
         else:
-            prof = DEFAULT_PROFILE
+            prof = self.recorded.get(t.label)  # what these sessions measured comes first
             catalog_id = t.catalog.split("/", 1)[1] if t.catalog else None
-            for name in (t.label, catalog_id, _undated(t.label)):
+            for name in (t.label, catalog_id, _undated(t.label)) if prof is None else ():
                 if name and name in self.bundled:
                     prof, _ = load_profile(name)
                     break
+            prof = prof or DEFAULT_PROFILE
         tier_specs = {**(star.speeds if star else {}), **(t.spec.speeds if t.spec else {})}
         sm = speed_model(prof, tier_specs)
         self._speed[t.label] = sm

@@ -47,6 +47,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from agentsim.model import extensions
+from agentsim.model.heap import gc_paused
 from agentsim.pricing.rates import PriceError, Rates, call_cost, compile_price
 from agentsim.replay.config import (
     DEFAULT_PROFILE,
@@ -59,6 +61,7 @@ from agentsim.replay.config import (
     load_replay_config,
     mapped,
     parse_variant,
+    recorded_profile,
     variant_target,
 )
 from agentsim.sim import payoff
@@ -109,13 +112,35 @@ def split_call(
 
 @dataclass
 class Timeline:
-    """A session's replayed timeline: node starts and ends, wall time and its critical-path split."""
+    """A session's replayed timeline: node starts and ends, wall time and its critical-path split, and the
+    person's turns (``(start, end)`` each: from their message to the agent's answer)."""
 
     start: dict[str, float]
     end: dict[str, float]
     origin: float
     wall_time_s: float
     time_s: dict[str, float]
+    turns: list[tuple[float, float]] = field(default_factory=list)
+
+    @property
+    def waiting_s(self) -> float:
+        """What the person waited: the sum of their turns (contract v1.3's ``waiting_s``)."""
+        return math.fsum(b - a for a, b in self.turns)
+
+
+def turns_of(roots: list[Node], start: dict[str, float], end: dict[str, float]) -> list[tuple[float, float]]:
+    """The person's turns: the top-level nodes between their pauses (``human`` nodes), each turn from its first
+    node's start to its last node's end. A session without pauses is one turn (its whole wall time)."""
+    out: list[tuple[float, float]] = []
+    group: list[Node] = []
+    for n in [*sorted(roots, key=lambda n: n.order), None]:
+        if n is None or n.kind == "human":
+            if group:
+                out.append((min(start[g.id] for g in group), max(end[g.id] for g in group)))
+            group = []
+        else:
+            group.append(n)
+    return out
 
 
 def timeline(session: Session, parts: dict[str, tuple[float, float]]) -> Timeline:
@@ -136,52 +161,83 @@ def timeline(session: Session, parts: dict[str, tuple[float, float]]) -> Timelin
 
     def run(parent: str | None, new_from: float, rec_from: float) -> None:
         for n in kids.get(parent, ()):
-            if n.preds:
-                b = max(n.preds, key=lambda p: (end[p], -nodes[p].order))
-                new_anchor, rec_anchor = end[b], max(nodes[p].end for p in n.preds)
+            nid, preds = n.id, n.preds
+            if len(preds) == 1:  # the usual case, without a search
+                b = preds[0]
+                new_anchor, rec_anchor = end[b], nodes[b].end
+            elif preds:
+                last, rec_anchor = _latest([nodes[p] for p in preds], end)
+                b = last.id
+                new_anchor = end[b]
             else:
                 b, new_anchor, rec_anchor = None, new_from, rec_from
-            binding[n.id] = b
+            binding[nid] = b
             s = new_anchor + (n.start - rec_anchor)
-            start[n.id] = s
-            inner = kids.get(n.id)
+            start[nid] = s
+            inner = kids.get(nid)
             if inner:
-                run(n.id, s, n.start)
-                last = max(inner, key=lambda c: (end[c.id], -c.order))
-                last_child[n.id] = last.id
-                end[n.id] = end[last.id] + (n.end - max(c.end for c in inner))
+                run(nid, s, n.start)
+                last, rec_end = _latest(inner, end)
+                last_child[nid] = last.id
+                end[nid] = end[last.id] + (n.end - rec_end)
             elif n.kind == "call":
-                ttft, decode = parts[n.id]
-                end[n.id] = s + (ttft + decode)
+                ttft, decode = parts[nid]
+                end[nid] = s + (ttft + decode)
             else:
-                end[n.id] = s + n.duration
+                end[nid] = s + (n.end - n.start)
 
     roots = kids.get(None, [])
     origin = min(n.start for n in roots)
     run(None, origin, origin)
     acc = dict.fromkeys(TIME_KINDS, 0.0)
 
-    def walk(last: str, floor: float) -> None:
-        cur: str | None = last
+    last_root = max(roots, key=lambda n: (end[n.id], -n.order))
+    _critical_path(last_root.id, origin, nodes, parts, (start, end, binding, last_child), acc)
+    acc["model"] = acc["ttft"] + acc["decode"]
+    return Timeline(start, end, origin, end[last_root.id] - origin, acc, turns_of(roots, start, end))
+
+
+def _latest(group: list[Node], end: dict[str, float]) -> tuple[Node, float]:
+    """The node of ``group`` that ends last in the replay (the first in order among equals: ``max`` by
+    ``(end, -order)``), and the latest recorded end in ``group`` (``max`` of the ends), in one pass."""
+    best = group[0]
+    best_end, rec_end = end[best.id], best.end
+    for c in group[1:]:
+        e = end[c.id]
+        if e > best_end or (e == best_end and c.order < best.order):
+            best, best_end = c, e
+        if c.end > rec_end:
+            rec_end = c.end
+    return best, rec_end
+
+
+def _critical_path(last: str, origin: float, nodes: dict, parts: dict, times: tuple, acc: dict) -> None:
+    """Add the critical path that ends at ``last`` to ``acc`` by kind, from the last node back along the
+    predecessors that set each start, into each container (its last child) and out again. The additions
+    are made in the order of the walk written recursively, with a stack of the walks left to finish."""
+    start, end, binding, last_child = times
+    todo: list[tuple[str | None, float, bool]] = [(last, origin, False)]  # (node, floor, inside done)
+    while todo:
+        cur, floor, inside_done = todo.pop()
         while cur is not None:
-            n = nodes[cur]
-            if cur in last_child:
-                acc["other"] += end[cur] - end[last_child[cur]]
-                walk(last_child[cur], start[cur])
-            elif n.kind == "call":
-                ttft, decode = parts[cur]
-                acc["ttft"] += ttft
-                acc["decode"] += decode
-            else:
-                acc[n.kind if n.kind in acc else "other"] += end[cur] - start[cur]
+            if not inside_done:
+                inner = last_child.get(cur)
+                if inner is not None:
+                    acc["other"] += end[cur] - end[inner]
+                    todo.append((cur, floor, True))  # on from here once the container's own path is walked
+                    todo.append((inner, start[cur], False))
+                    break
+                n = nodes[cur]
+                if n.kind == "call":
+                    ttft, decode = parts[cur]
+                    acc["ttft"] += ttft
+                    acc["decode"] += decode
+                else:
+                    acc[n.kind if n.kind in acc else "other"] += end[cur] - start[cur]
+            inside_done = False
             b = binding[cur]
             acc["other"] += start[cur] - (end[b] if b is not None else floor)
             cur = b
-
-    last_root = max(roots, key=lambda n: (end[n.id], -n.order))
-    walk(last_root.id, origin)
-    acc["model"] = acc["ttft"] + acc["decode"]
-    return Timeline(start, end, origin, end[last_root.id] - origin, acc)
 
 
 # --------------------------------------------------------------------------- replaying
@@ -200,6 +256,7 @@ class ReplayResult:
     notes: list[str]
     reports: list[FileReport] = field(default_factory=list)
     value_of_time: float | None = None
+    baseline: str = RECORDED  # what waiting_saved_s, session_saved_s and extra_cost_usd are measured against
 
     @property
     def names(self) -> list[str]:
@@ -212,7 +269,9 @@ class ReplayResult:
         block = {
             "sessions": len(rows),
             "calls": len(calls),
+            "turns": int(rows["turns"].sum()),
             "wall_time_s": _fsum(rows["wall_time_s"]),
+            "waiting_s": _fsum(rows["waiting_s"]),
             "cost_usd": _fsum(cost[cost.notna()]),
             "unpriced_calls": int(cost.isna().sum()),
             "time_s": {k: _fsum(rows[f"{k}_s"]) for k in TIME_KINDS},
@@ -231,16 +290,21 @@ class ReplayResult:
             dtime = v["wall_time_s"] - rec["wall_time_s"]
             dcost = v["cost_usd"] - rec["cost_usd"]
             per_hour = payoff.usd_per_hour_saved(dtime, dcost)
-            pays = payoff.pays_off(dtime, dcost, self.value_of_time) if self.value_of_time is not None else None
+            saving = saving_summary(self.session_table[self.session_table.variant == name])
+            pays = None
+            if self.value_of_time is not None and name != self.baseline:
+                pays = payoff.pays_off(-saving["waiting_saved_s"], saving["extra_cost_usd"], self.value_of_time)
             v["spec"] = spec.model_dump(mode="json", exclude_none=True, exclude_defaults=True)
             v["vs_recorded"] = {
                 "delta_time_s": dtime,
                 "delta_cost_usd": dcost,
                 "usd_per_hour_saved": per_hour,
                 "pays_off": pays,
+                "pays_off_basis": f"waiting_s against {self.baseline}",
             }
+            v.update(saving)
             variants[name] = v
-        starts = [s.start for s in self.sessions]
+        starts = [s.start for s in self.sessions if s.dated]
         from agentsim.sim.results import version
 
         return _json_safe(
@@ -248,10 +312,12 @@ class ReplayResult:
                 "agentsim_version": version(),
                 "kind": "replay",
                 "sessions": len(self.sessions),
-                "first_session_start": _iso(min(starts)),
-                "last_session_start": _iso(max(starts)),
+                "first_session_start": _iso(min(starts)) if starts else None,
+                "last_session_start": _iso(max(starts)) if starts else None,
+                "undated_sessions": sum(1 for s in self.sessions if not s.dated),
                 "sources": dict(sorted(Counter(s.source for s in self.sessions).items())),
                 "value_of_time_usd_per_hour": self.value_of_time,
+                "baseline": self.baseline,
                 "assumptions": self.assumptions,
                 "notes": self.notes,
                 "files": [r.to_json() for r in self.reports],
@@ -291,7 +357,72 @@ class ReplayResult:
     def _repr_html_(self) -> str:
         return self.summary()._repr_html_()
 
-    # Figures (plot_tradeoff, plot_breakdown) are attached by agentsim.viz.figure_methods.
+    # Figures are functions of the figures layer (agentsim.viz.figures); see Results.__getattr__ for plot_*.
+    def __getattr__(self, name: str):
+        if name.startswith("plot_") and extensions.load("figures"):
+            return getattr(self, name)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+
+def _price_dates(sessions: list[Session], today: dt.date) -> str:
+    undated = sum(1 for s in sessions if not s.dated)
+    if not undated:
+        return "as of each call's date (UTC)"
+    text = f"as of {today.isoformat()} (today, UTC) for the {undated} sessions recorded without a date"
+    return text if undated == len(sessions) else f"as of each call's date (UTC); {text}"
+
+
+def saving_summary(rows: pd.DataFrame) -> dict:
+    """What a variant saves against the recording (contract v1.3): in total and per session, with 95%
+    intervals over the sessions (the sessions read are a sample of a team's sessions).
+
+    ``waiting_saved_share`` is the share of the person's waiting saved (total saved / total recorded
+    waiting; its interval by the delta method for a ratio of means); ``usd_per_hour_waiting_saved`` is the
+    extra cost per hour of waiting saved (None unless waiting is saved)."""
+    saved, extra = rows["waiting_saved_s"].to_numpy(float), rows["extra_cost_usd"].to_numpy(float)
+    waited = rows["recorded_waiting_s"].to_numpy(float)
+    total_saved, total_extra = _fsum(saved), _fsum(extra)
+    return {
+        "waiting_saved_s": total_saved,
+        "session_saved_s": _fsum(rows["session_saved_s"]),
+        "extra_cost_usd": total_extra,
+        "usd_per_hour_waiting_saved": payoff.usd_per_hour_saved(-total_saved, total_extra),
+        "waiting_saved_share": _ratio(saved, waited),
+        "per_session": {
+            k: _mean_ci(rows[k].to_numpy(float))
+            for k in ("waiting_saved_s", "session_saved_s", "extra_cost_usd", "waiting_s", "wall_time_s")
+        },
+    }
+
+
+def _mean_ci(x: np.ndarray) -> dict:
+    """Mean with its 95% t interval, and the median and 90th percentile, of per-session values."""
+    from scipy import stats
+
+    n = len(x)
+    mean = _fsum(x) / n
+    half = float(stats.t.ppf(0.975, n - 1) * np.std(x, ddof=1) / math.sqrt(n)) if n > 1 else math.nan
+    return {"mean": mean, "ci95": [mean - half, mean + half], "p50": float(np.median(x)), "p90": _q(x, 0.9)}
+
+
+def _q(x: np.ndarray, q: float) -> float:
+    return float(np.quantile(x, q))
+
+
+def _ratio(num: np.ndarray, den: np.ndarray) -> dict:
+    """``sum(num) / sum(den)`` over sessions, with a 95% interval by the delta method (ratio of means)."""
+    from scipy import stats
+
+    n, total = len(num), _fsum(den)
+    if total <= 0:
+        return {"value": None, "ci95": [None, None]}
+    r = _fsum(num) / total
+    if n < 2:
+        return {"value": r, "ci95": [None, None]}
+    resid = num - r * den
+    se = float(np.std(resid, ddof=1) / (math.sqrt(n) * (total / n)))
+    half = float(stats.t.ppf(0.975, n - 1)) * se
+    return {"value": r, "ci95": [r - half, r + half]}
 
 
 def _fsum(series) -> float:
@@ -329,7 +460,7 @@ class _Notes:
         return [f"{m} ({n} call{'s' if n != 1 else ''})" for m, n in sorted(self.counts.items())]
 
 
-@dataclass
+@dataclass(slots=True)
 class _Plan:
     """One call under one variant: model, tier, speed, its (TTFT, decode) and its price table."""
 
@@ -342,14 +473,60 @@ class _Plan:
     expected_ttft: float
 
 
+def _recorded_speeds(sessions: list[Session]) -> dict:
+    """Per model, the speeds its calls that record a TTFT show (:func:`recorded_profile`)."""
+    ttfts: dict[str, list[float]] = {}
+    speeds: dict[str, list[float]] = {}
+    for s in sessions:
+        for n in s.calls:
+            c = n.call
+            if c.ttft_s is None or n.duration <= 0:
+                continue
+            ttfts.setdefault(c.model, []).append(c.ttft_s)
+            decode = n.duration - c.ttft_s
+            if c.output_tokens >= 100 and decode > 0.1:  # too few tokens: the speed is noise
+                speeds.setdefault(c.model, []).append(c.output_tokens / decode)
+    out = {}
+    for model in ttfts:
+        prof = recorded_profile(model, ttfts[model], speeds.get(model, []))
+        if prof is not None:
+            out[model] = prof
+    return out
+
+
+DAY_S = 86_400
+
+
+def utc_date(t: float, dates: dict[float, dt.date]) -> dt.date:
+    """``datetime.fromtimestamp(t, UTC).date()``, from ``dates`` (day number -> date, filled as met) where ``t``
+    is more than a millisecond from midnight (the microsecond rounding of ``fromtimestamp`` cannot change
+    its day); a million calls in a few hundred days need a few hundred conversions."""
+    if not 0 <= t < 4_102_444_800:  # before 1970 or after 2100: the conversion itself (and its errors)
+        return dt.datetime.fromtimestamp(t, dt.UTC).date()
+    day = t // DAY_S
+    if not 1e-3 <= t - day * DAY_S <= DAY_S - 1e-3:
+        return dt.datetime.fromtimestamp(t, dt.UTC).date()
+    date = dates.get(day)
+    if date is None:
+        date = dates[day] = dt.datetime.fromtimestamp(day * DAY_S + DAY_S / 2, dt.UTC).date()
+    return date
+
+
 class _Planner:
     def __init__(self, sessions: list[Session], config: ReplayConfig):
         self.sessions, self.config = sessions, config
-        self.res = Resolver(config)
+        self.res = Resolver(config, _recorded_speeds(sessions))
         self.notes = _Notes()
+        self.today = dt.datetime.now(dt.UTC).date()
+        self._dates: dict[float, dt.date] = {}  # day number -> its date (utc_date)
 
-    def day(self, t: float) -> dt.date:
-        return self.config.prices_as_of or dt.datetime.fromtimestamp(t, dt.UTC).date()
+    def day(self, key: tuple, t: float) -> dt.date:
+        """The date a call is priced as of: ``prices_as_of``, else its own (an undated session's: today, UTC)."""
+        if self.config.prices_as_of is not None:
+            return self.config.prices_as_of
+        if not self.sessions[key[0]].dated:
+            return self.today
+        return utc_date(t, self._dates)
 
     def calls(self):
         for si, s in enumerate(self.sessions):
@@ -361,12 +538,14 @@ class _Planner:
         out, decided = {}, {}
         for key, n in self.calls():
             c = n.call
-            k = (c.provider, c.model, c.tier, self.day(n.start))
+            k = (c.provider, c.model, c.tier, self.day(key, n.start))
             if k not in decided:
                 decided[k] = self._recorded_choice(*k)
             t, sm, rates, notes = decided[k]
             for note in notes:
                 self.notes.add(note)
+            if not c.usage_recorded:
+                self.notes.add("no token usage recorded: counted with 0 tokens, left unpriced (cost unknown, not $0)")
             e_ttft = sm.expected_ttft(c.tier, c.uncached_input_tokens, c.input_tokens)
             e_decode = sm.expected_decode(c.tier, c.output_tokens, c.input_tokens)
             ttft, decode = split_call(n.duration, e_ttft, e_decode, c.ttft_s, self.config.split)
@@ -389,7 +568,7 @@ class _Planner:
         out, decided = {}, {}
         for key, n in self.calls():
             c, r = n.call, rec[key]
-            k = (r.target, r.tier, self.day(n.start))
+            k = (r.target, r.tier, self.day(key, n.start))
             if k not in decided:
                 decided[k] = self._variant_choice(name, spec, c.model, *k)
             t, sm, tier, rates, notes = decided[k]
@@ -448,55 +627,98 @@ def _costs(base: pd.DataFrame, rates: list[Rates | None]) -> np.ndarray:
     return out
 
 
-def _tabulate(sessions: list[Session], plans: dict[str, dict[tuple, _Plan]]):
+def _recorded_turns(s: Session) -> list[tuple[float, float]]:
+    roots = [n for n in s.nodes if n.parent is None]
+    return turns_of(roots, {n.id: n.start for n in roots}, {n.id: n.end for n in roots})
+
+
+@dataclass
+class _Replayed:
+    """One session under one variant: its wall time, turns, cost and critical-path split."""
+
+    wall: float
+    turns: list[tuple[float, float]]
+    cost: float
+    time_s: dict[str, float]
+
+    @property
+    def waiting(self) -> float:
+        return math.fsum(b - a for a, b in self.turns)
+
+
+def _session_row(name: str, s: Session, mine: _Replayed, rec: _Replayed, base: _Replayed) -> dict:
+    """One (variant, session) row: its times, cost and turns, the changes against the recording (``delta_*``)
+    and what it saves against the baseline (the recording, or ``--baseline``)."""
+    saved, extra = base.waiting - mine.waiting, mine.cost - base.cost
+    return {
+        "variant": name,
+        "session": s.id,
+        "project": s.project,
+        "source": s.source,
+        "start": _iso(s.start) if s.dated else None,
+        "calls": len(s.calls),
+        "turns": len(mine.turns),
+        "wall_time_s": mine.wall,
+        "recorded_wall_time_s": rec.wall,
+        "waiting_s": mine.waiting,
+        "recorded_waiting_s": rec.waiting,
+        "baseline_waiting_s": base.waiting,
+        "cost_usd": mine.cost,
+        **{f"{k}_s": v for k, v in mine.time_s.items()},
+        "delta_time_s": mine.wall - rec.wall,
+        "delta_cost_usd": mine.cost - rec.cost,
+        "session_saved_s": base.wall - mine.wall,
+        "waiting_saved_s": saved,
+        "extra_cost_usd": extra,
+        "usd_per_hour_waiting_saved": payoff.usd_per_hour_saved(-saved, extra),
+    }
+
+
+def _tabulate(sessions: list[Session], plans: dict[str, dict[tuple, _Plan]], baseline: str = RECORDED):
     """The long calls and sessions tables: one row per (variant, call) and per (variant, session)."""
     base = calls_table(sessions)
     keys = [(si, n.id) for si, s in enumerate(sessions) for n in s.calls]
-    frames, rows = [], []
-    rec_cost: dict[int, float] = {}
+    frames: list[pd.DataFrame] = []
+    replayed: dict[str, list[_Replayed]] = {}
     for name, plan in plans.items():
         ps = [plan[k] for k in keys]
-        costs = _costs(base, [p.rates for p in ps])
-        starts, ends = [], []
+        rates = [p.rates if ok else None for p, ok in zip(ps, base["usage_recorded"], strict=True)]
+        costs = _costs(base, rates)  # a call without recorded usage has no known cost
+        starts, ends, mine = [], [], []
         i = 0
         for si, s in enumerate(sessions):
             calls = s.calls
             tl = timeline(s, {n.id: (plan[(si, n.id)].ttft, plan[(si, n.id)].decode) for n in calls})
             starts += [tl.start[n.id] for n in calls]
             ends += [tl.end[n.id] for n in calls]
-            mine = costs[i : i + len(calls)]
+            cost = math.fsum(float(x) for x in costs[i : i + len(calls)] if not math.isnan(x))
             i += len(calls)
-            wall = s.wall_time_s if name == RECORDED else tl.wall_time_s
-            cost = math.fsum(float(x) for x in mine if not math.isnan(x))
-            rec_cost.setdefault(si, cost)
-            rows.append(
-                {
-                    "variant": name,
-                    "session": s.id,
-                    "project": s.project,
-                    "source": s.source,
-                    "start": _iso(s.start),
-                    "calls": len(calls),
-                    "wall_time_s": wall,
-                    "recorded_wall_time_s": s.wall_time_s,
-                    "cost_usd": cost,
-                    **{f"{k}_s": v for k, v in tl.time_s.items()},
-                    "delta_time_s": wall - s.wall_time_s,
-                    "delta_cost_usd": cost - rec_cost[si],
-                }
-            )
-        frame = base.copy()
-        frame.insert(0, "variant", name)
-        frame["target_model"] = [p.target.label for p in ps]
-        frame["target_tier"] = [p.tier for p in ps]
-        frame["ttft_s"] = [p.ttft for p in ps]
-        frame["decode_s"] = [p.decode for p in ps]
-        frame["replay_start_s"] = starts
-        frame["replay_end_s"] = ends
-        frame["cost_usd"] = costs
-        frame["price_source"] = [p.rates.source if p.rates is not None else None for p in ps]
-        frames.append(frame)
+            if name == RECORDED:  # the recording itself: wall time and turns from the recorded times
+                mine.append(_Replayed(s.wall_time_s, _recorded_turns(s), cost, tl.time_s))
+            else:
+                mine.append(_Replayed(tl.wall_time_s, tl.turns, cost, tl.time_s))
+        replayed[name] = mine
+        frames.append(_calls_frame(base, name, ps, starts, ends, costs, rates))
+    rows = [
+        _session_row(name, s, replayed[name][si], replayed[RECORDED][si], replayed[baseline][si])
+        for name in plans
+        for si, s in enumerate(sessions)
+    ]
     return pd.concat(frames, ignore_index=True), pd.DataFrame(rows)
+
+
+def _calls_frame(base: pd.DataFrame, name: str, ps: list[_Plan], starts, ends, costs, rates) -> pd.DataFrame:
+    frame = base.copy()
+    frame.insert(0, "variant", name)
+    frame["target_model"] = [p.target.label for p in ps]
+    frame["target_tier"] = [p.tier for p in ps]
+    frame["ttft_s"] = [p.ttft for p in ps]
+    frame["decode_s"] = [p.decode for p in ps]
+    frame["replay_start_s"] = starts
+    frame["replay_end_s"] = ends
+    frame["cost_usd"] = costs
+    frame["price_source"] = [r.source if r is not None else None for r in rates]
+    return frame
 
 
 def replay(
@@ -505,6 +727,7 @@ def replay(
     config: ReplayConfig | None = None,
     reports: list[FileReport] | None = None,
     value_of_time: float | None = None,
+    baseline: str | None = None,
 ) -> ReplayResult:
     """Replay recorded sessions under each variant (see the module docstring).
 
@@ -516,11 +739,18 @@ def replay(
         raise ValueError("no sessions to replay")
     if RECORDED in variants:
         raise ValueError(f"'{RECORDED}' is the recorded baseline; give the variant another name")
+    baseline = baseline or config.baseline or RECORDED
+    if baseline != RECORDED and baseline not in variants:
+        raise ValueError(
+            f"baseline '{baseline}' is not one of the variants ({', '.join(variants)}); give one of them, or leave "
+            "it out to compare with the recording"
+        )
     planner = _Planner(sessions, config)
-    plans = {RECORDED: planner.recorded()}
-    for name, spec in variants.items():
-        plans[name] = planner.variant(name, spec, plans[RECORDED])
-    calls, session_table = _tabulate(sessions, plans)
+    with gc_paused():  # a plan and a row per call and variant: millions of objects made and kept
+        plans = {RECORDED: planner.recorded()}
+        for name, spec in variants.items():
+            plans[name] = planner.variant(name, spec, plans[RECORDED])
+        calls, session_table = _tabulate(sessions, plans, baseline)
     models = {}
     for plan in plans.values():
         for p in plan.values():
@@ -528,7 +758,7 @@ def replay(
                 models[p.target.label] = p.speed.to_json()
     assumptions = {
         "split": config.split,
-        "prices": f"as of {config.prices_as_of}" if config.prices_as_of else "as of each call's date (UTC)",
+        "prices": f"as of {config.prices_as_of}" if config.prices_as_of else _price_dates(sessions, planner.today),
         "usage": "every variant keeps the recorded token usage (cache reads and writes included)",
         "default_profile": {
             "ttft_s": float(DEFAULT_PROFILE.ttft),
@@ -549,4 +779,5 @@ def replay(
         planner.notes.lines(),
         list(reports or []),
         value_of_time,
+        baseline,
     )

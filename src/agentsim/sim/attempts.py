@@ -59,6 +59,11 @@ def _outcome(error: bool, timeout: float | None, ttft: float, d: float) -> tuple
     return d, ATT_OK
 
 
+def _ttl(ctx, tier) -> float | None:
+    """The cache lifetime of a call on ``tier``: the tier's own, else the context's."""
+    return ctx.cfg.ttl_s if tier.ttl_s is None else tier.ttl_s
+
+
 class _LimitedCall:
     """A call node's constants for its attempts, in one block: its numbers (``engine._CallInfo``), its tier and
     the fallback's (None: none), and where its pre-drawn error and jitter uniforms are: instance ``j``'s
@@ -146,32 +151,18 @@ class LimitedCalls:
         env, st, c = self.env, job.st, job.lc.c
         ctx, tkey = st.ctx, tier.index
         i_new, out, reas = job.drawn
-        ttl = ctx.cfg.ttl_s if tier.ttl_s is None else tier.ttl_s
         t_try = env._now  # SimPy's `now` without the property call (the hot path, as Runner.seq reads it)
         tokens = None
         held = ()
         if tier.accounts:
-            adm = self._admissions.get(tkey)
-            if adm is None:
-                adm = self._admissions[tkey] = _Admission([self.accounts[a] for a in tier.accounts])
-            if adm.tokens:  # (input, cache read, ...) of the call if it starts now
-                tokens = ctx.begin_call(tkey, ttl, i_new, t_try)
-            refused, retry_after = self._admit(adm, tokens, out + reas, t_try)
-            if not refused and adm.queueing:
-                held = yield from self._wait_in_line(adm, tokens, out + reas)
-                refused = held is None
-            elif not refused:
-                held = adm.held
+            refused, retry_after, tokens, held = yield from self._admission(job, tier, attempt, t_try)
             if refused:
-                now = env._now
-                self.attempt_recs.frombytes(
-                    attempt_row(*job.where, attempt, tkey, ATT_REJECTED, t_try, now, now, *_NOTHING_BILLED)
-                )
                 return False, retry_after
         t0 = env._now
         if tokens is None or t0 != t_try:  # (the context is this flow's own: only the clock can change them)
-            tokens = ctx.begin_call(tkey, ttl, i_new, t0)
-        ttft, tps, dec, stall, d = self._timing(job, tier, t0, tokens, out, reas)
+            tokens = ctx.begin_call(tkey, _ttl(ctx, tier), i_new, t0)
+        timing = self._timing(job, tier, t0, tokens, out, reas)
+        ttft, tps, dec, stall, d = timing
         error = u_err < tier.error_rate
         timeout = tier.timeout_s
         d_run, outcome = (d, ATT_OK) if not error and timeout is None else _outcome(error, timeout, ttft, d)
@@ -192,7 +183,7 @@ class LimitedCalls:
         self._release(held)
         if outcome == ATT_OK:
             if cut is None:
-                self._completed(job, t0, ttft, dec, stall, tokens, tkey, attempt, t_try)
+                self._completed(job, t0, timing, tokens, tkey, attempt, t_try)
             else:
                 self._succeeded(job, tl.cut_at(cut), tokens, tkey, attempt, t_try, i_new)
             return True, None
@@ -202,6 +193,30 @@ class LimitedCalls:
             billed = (*tokens, *cut_tokens(env.now, t0, ttft, tps, out, reas, not error))
         self.attempt_recs.frombytes(attempt_row(*job.where, attempt, tkey, outcome, t_try, t0, env.now, *billed))
         return False, None
+
+    def _admission(self, job: _Job, tier, attempt: int, t_try: float):
+        """An attempt at ``t_try`` before the tier's accounts, waiting in line where they queue:
+        ``(refused, retry-after, tokens, slots held)``, a refusal recorded as a rejected attempt.
+        ``tokens``: the call's (input, cache read, ...) at ``t_try`` when an account counts them, else None."""
+        tkey = tier.index
+        i_new, out, reas = job.drawn
+        adm = self._admissions.get(tkey)
+        if adm is None:
+            adm = self._admissions[tkey] = _Admission([self.accounts[a] for a in tier.accounts])
+        tokens = job.st.ctx.begin_call(tkey, _ttl(job.st.ctx, tier), i_new, t_try) if adm.tokens else None
+        refused, retry_after = self._admit(adm, tokens, out + reas, t_try)
+        held = ()
+        if not refused and adm.queueing:
+            held = yield from self._wait_in_line(adm, tokens, out + reas)
+            refused = held is None
+        elif not refused:
+            held = adm.held
+        if refused:
+            now = self.env._now
+            self.attempt_recs.frombytes(
+                attempt_row(*job.where, attempt, tkey, ATT_REJECTED, t_try, now, now, *_NOTHING_BILLED)
+            )
+        return refused, retry_after, tokens, held
 
     @staticmethod
     def _admit(adm: _Admission, tokens: tuple | None, out_tokens: int, now: float) -> tuple[bool, float | None]:
@@ -238,13 +253,17 @@ class LimitedCalls:
                 if slots is not None and slots.capacity != math.inf:
                     ev = slots.request()
                     if ev is not None:
+                        t = self.env.now
                         yield from self._wait_in(slots, ev, held)
+                        a.waited_s["concurrency"] += self.env.now - t
                     held.append(slots)
                 if adm.tokens:
                     for bucket, need in a.needs(uncached, read, out_tokens):
                         ev = bucket.take(need)
                         if ev is not None:
+                            t = self.env.now
                             yield from self._wait_in(bucket, ev, held)
+                            a.waited_s[bucket.name] += self.env.now - t
         except TooLarge:
             self._release(held)
             return None
@@ -296,12 +315,13 @@ class LimitedCalls:
             ttft0, tps = context_speeds(ttft0, tps, inp, tier.context_speed)
         return ttft0, tps
 
-    def _completed(self, job: _Job, t0: float, ttft: float, dec: float, stall, tokens: tuple, tkey: int,
-                   attempt: int, t_try: float) -> None:  # fmt: skip
+    def _completed(self, job: _Job, t0: float, timing: tuple, tokens: tuple, tkey: int, attempt: int,
+                   t_try: float) -> None:  # fmt: skip
         """The attempt that completed the call, uncut: what :meth:`_succeeded` does with its timeline, from its
-        numbers. Recorded in full (``_record``: first token ``t0 + ttft``, end now), its queue time and its
-        effect on the flow (``_closed``, what ``_close`` does from a timeline)."""
+        numbers (``timing``: :meth:`_timing`'s). Recorded in full (``_record``: first token ``t0 + ttft``, end
+        now), its queue time and its effect on the flow (``_closed``, what ``_close`` does from a timeline)."""
         st, now = job.st, self.env._now
+        ttft, _tps, dec, stall, _d = timing
         i_new, out, reas = job.drawn
         t_submit = job.t_submit
         self.call_recs.frombytes(

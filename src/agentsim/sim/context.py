@@ -18,6 +18,10 @@ entry idle for longer than its TTL (5 minutes by default, or 1 hour) is gone;
 a call that reads or writes it refreshes it: idle time counts from the call's end
 (:meth:`Ctx.mark`), and a call starting ``now`` sees the entries idle at most the TTL.
 
+With ``compact: {above, to}`` (and ``grows``), tokens that take the context past ``above`` make it
+``to`` tokens long (an agent's automatic compaction: the history summarised), and the cache holds
+nothing of the new context: the next call writes it all.
+
 Parallel branches fork the context: each sees it as it was at the fork. At the
 join, the branches that count (all of them, or the first ``k`` finishers) append
 their additions in branch order. A branch's cache entries survive the join in
@@ -81,6 +85,13 @@ class Ctx:
     def add(self, tokens: int) -> None:
         if self.cfg.grows:
             self.L += tokens
+            if self.cfg.compact_above is not None and self.cfg.compact_above < self.L:
+                self.compact()
+
+    def compact(self) -> None:
+        """The context is compacted: a summary of ``compact_to`` tokens, of which the cache holds nothing."""
+        self.L = self.cfg.compact_to
+        self.entries = {}
 
     def join(self, winners: list[Ctx]) -> None:
         """Merge the counted branches (in branch order) back into this, the context at the fork."""

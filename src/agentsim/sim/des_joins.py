@@ -11,16 +11,28 @@ process at all. :class:`Joins` is a part of :class:`agentsim.sim.engine.Runner` 
 
 from __future__ import annotations
 
+from weakref import WeakKeyDictionary
+
 import simpy
 from simpy.events import Event, Timeout
 
-from agentsim.plan.nodes import SeqNode
+from agentsim.plan.nodes import Node, SeqNode
 from agentsim.sim.flow import Flow, RunFailed
 from agentsim.sim.rules import DEC, STALL, TTFT, critical_all, race
 
 __all__ = ["SETTLE", "Joins"]
 
 SETTLE = 2  # priority below SimPy's NORMAL (1): processed after every other event at the same time
+_HEIGHTS: WeakKeyDictionary[Node, int] = WeakKeyDictionary()  # a plan node's tree height, worked out once
+
+
+def _height(node: Node) -> int:
+    """The height of ``node``'s tree (a leaf: 0), once per node of a plan."""
+    h = _HEIGHTS.get(node)
+    if h is None:
+        h = 1 + max((_height(c) for c in node.children()), default=-1)
+        _HEIGHTS[node] = h
+    return h
 
 
 class _Settle(Event):
@@ -31,11 +43,11 @@ class _Settle(Event):
     checks their meaning on the pinned SimPy range; docs/design.md).
     """
 
-    def __init__(self, env: simpy.Environment):
+    def __init__(self, env: simpy.Environment, priority: int = SETTLE):
         super().__init__(env)
         self._ok = True
         self._value = None
-        env.schedule(self, priority=SETTLE)
+        env.schedule(self, priority=priority)
 
 
 class Joins:
@@ -94,67 +106,86 @@ class Joins:
         nb = len(branches)
         if nb == 0:
             return
-        env = self.env
-        kk = nb if k is None else min(k, nb)
         cfg = st.ctx.cfg
         static = not cfg.grows and not cfg.cache  # nothing can change the context: branches share it
         states = [Flow(st.ctx if static else st.ctx.fork(), list(st.acc), st.r) for _ in range(nb)]
-        ends: list[float | None] = [None] * nb
-        done = env.event()
-        count = [0]
-
-        def finished(b: int) -> None:
-            ends[b] = env.now
-            count[0] += 1
-            if count[0] == kk:
-                if kk == nb:
-                    done.succeed()
-                else:  # decide the race once everything else at this instant has happened
-                    _Settle(env).callbacks.append(lambda _ev: done.succeed())
-
-        def failed(exc: BaseException) -> None:
-            if isinstance(exc, RunFailed) and not done.triggered:
-                done.fail(exc)  # the run fails: the parent stops the other branches
-
-        if self.limited:  # each branch in a wrapper process (the event order shared accounts were tuned on)
-
-            def branch(b: int, seq: SeqNode, flat: int):
-                try:
-                    yield from self.seq(seq, states[b], flat)
-                except (simpy.Interrupt, RunFailed) as exc:
-                    failed(exc)
-                    return
-                finished(b)
-
-            procs = [env.process(branch(b, seq, flat)) for b, (seq, flat) in enumerate(branches)]
-        else:  # each branch's sequence is its process; its end is seen by a callback
-
-            def ended(ev: simpy.Event, b: int) -> None:
-                if ev.ok:
-                    finished(b)
-                elif isinstance(ev.value, simpy.Interrupt | RunFailed):  # cancelled or failed: handled here
-                    ev.defused = True
-                    failed(ev.value)
-
-            procs = []
-            for b, (seq, flat) in enumerate(branches):
-                p = env.process(self.seq(seq, states[b], flat))
-                p.callbacks.append(lambda ev, b=b: ended(ev, b))
-                procs.append(p)
+        # a race is settled after the races nested in its branches at the same instant (ties by branch order)
+        settle = SETTLE + max(_height(seq) for seq, _ in branches)
+        bar = _Barrier(self.env, nb, nb if k is None else min(k, nb), settle)
+        procs = self._start_branches(branches, states, bar)
         try:
-            yield done
+            yield bar.done
         except (simpy.Interrupt, RunFailed):
-            for p in procs:
-                if p.is_alive:
-                    p.interrupt()
+            _stop(procs)
             raise
-        if kk == nb:
-            critical, winners = critical_all(ends), range(nb)
+        if bar.k == nb:
+            critical, winners = critical_all(bar.ends), range(nb)
         else:
-            critical, winners = race(ends, kk)
-            for p in procs:
-                if p.is_alive:
-                    p.interrupt()
+            critical, winners = race(bar.ends, bar.k)
+            _stop(procs)
         if not static:
             st.ctx.join([states[b].ctx for b in winners])
         st.acc[:] = states[critical].acc
+
+    def _start_branches(self, branches: list[tuple[SeqNode, int]], states: list[Flow], bar: _Barrier) -> list:
+        """Each branch's process, its end or failure reported to ``bar``."""
+        env = self.env
+        if self.limited:  # each branch in a wrapper process (the event order shared accounts were tuned on)
+            return [env.process(self._branch(seq, flat, states[b], b, bar)) for b, (seq, flat) in enumerate(branches)]
+        procs = []  # each branch's sequence is its process; its end is seen by a callback
+        for b, (seq, flat) in enumerate(branches):
+            p = env.process(self.seq(seq, states[b], flat))
+            p.callbacks.append(lambda ev, b=b: bar.ended(ev, b))
+            procs.append(p)
+        return procs
+
+    def _branch(self, seq: SeqNode, flat: int, st: Flow, b: int, bar: _Barrier):
+        """Branch ``b`` in a wrapper process: its sequence, then its end (or failure) reported to ``bar``."""
+        try:
+            yield from self.seq(seq, st, flat)
+        except (simpy.Interrupt, RunFailed) as exc:
+            bar.failed(exc)
+            return
+        bar.finished(b)
+
+
+class _Barrier:
+    """A join's bookkeeping: when each branch ended, and ``done``, which fires once ``k`` have (a race: after
+    everything else at that instant has happened) or fails when a branch fails the run."""
+
+    __slots__ = ("count", "done", "ends", "env", "k", "settle")
+
+    def __init__(self, env: simpy.Environment, nb: int, k: int, settle: int = SETTLE):
+        self.env, self.k, self.count, self.settle = env, k, 0, settle
+        self.ends: list[float | None] = [None] * nb
+        self.done = env.event()
+
+    def finished(self, b: int) -> None:
+        """Branch ``b`` ended now."""
+        self.ends[b] = self.env.now
+        self.count += 1
+        if self.count == self.k:
+            if self.k == len(self.ends):
+                self.done.succeed()
+            else:  # decide the race once everything else at this instant has happened
+                _Settle(self.env, self.settle).callbacks.append(lambda _ev: self.done.succeed())
+
+    def failed(self, exc: BaseException) -> None:
+        """A branch was cancelled (nothing to do) or failed the run (the parent stops the other branches)."""
+        if isinstance(exc, RunFailed) and not self.done.triggered:
+            self.done.fail(exc)
+
+    def ended(self, ev: simpy.Event, b: int) -> None:
+        """The end of branch ``b``'s process: finished, or cancelled or failed (handled here)."""
+        if ev.ok:
+            self.finished(b)
+        elif isinstance(ev.value, simpy.Interrupt | RunFailed):
+            ev.defused = True
+            self.failed(ev.value)
+
+
+def _stop(procs: list) -> None:
+    """Interrupt the processes still alive."""
+    for p in procs:
+        if p.is_alive:
+            p.interrupt()

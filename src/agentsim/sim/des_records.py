@@ -26,6 +26,7 @@ from agentsim.sim.records import (
     BlockResult,
     empty_call_tensors,
     empty_span_tensors,
+    turn_tensor,
 )
 from agentsim.sim.rows import ATTEMPT_RECORD, CALL_RECORD, PLAIN_RECORD, WHERE
 from agentsim.sim.rules import context_factor_array
@@ -116,6 +117,15 @@ def _scatter_calls(plan: Plan, runner, variant: int) -> dict[int, dict[str, np.n
     return out
 
 
+def _scatter_turns(plan: Plan, block: Block, recs: list[tuple]) -> dict[int, np.ndarray]:
+    """Each turn node's ``(runs, *turns)`` durations (NaN: no such turn) from ``(node, run, instance, seconds)``."""
+    out = {n.id: turn_tensor(block, n) for n in plan.turn_nodes}
+    for nid, r, flat, seconds in recs:
+        t = out[nid]
+        t.reshape(block.n, -1)[r, flat] = seconds
+    return out
+
+
 def _scatter_spans(plan: Plan, block: Block, recs: list[tuple]) -> dict[int, dict[str, np.ndarray]]:
     return _scatter(plan.spans, block, recs, SPAN_FIELDS, empty_span_tensors)
 
@@ -159,6 +169,7 @@ def finish_block(plan: Plan, runner, block: Block, variant: int, start=None) -> 
         start=start,
     )
     res.starts = {n.id: res.spans[n.id]["t_start"] for n in plan.spans if n.keeps_start}
+    res.turns = _scatter_turns(plan, block, runner.turn_recs)
     if runner.streamed:
         res.interrupted = _interrupted(plan, block, runner.interrupt_recs)
     if plan.needs_attempts:

@@ -3,7 +3,7 @@
 Such a call's token timeline is built with the streaming rules (:func:`agentsim.sim.streaming.streams`,
 over an array of one call: the same operations as the fast path's), and decides where the user cuts
 the call (:func:`~agentsim.sim.streaming.interruption`: a :class:`~agentsim.sim.call_timeline.Cut`) and
-when the pipeline after it starts (:func:`~agentsim.sim.streaming.pipeline_offset`; its critical path
+when the pipeline after it starts (the pipeline node's ``starts_on``; its critical path
 inherits the call's TTFT, decode and stall up to then, :func:`~agentsim.sim.rules.lead_in`).
 :class:`StreamedCalls` is a part of :class:`agentsim.sim.engine.Runner` (a mixin).
 """
@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from agentsim.plan.nodes import FIRST_AUDIO
 from agentsim.sim.call_timeline import CallSlot, Cut, timeline
 from agentsim.sim.flow import Flow
 from agentsim.sim.rules import DEC, STALL, TTFT, lead_in
 from agentsim.sim.stalls import stall_draws, stalled_by
-from agentsim.sim.streaming import interruption, pipeline_offset, slot_values, streams
+from agentsim.sim.streaming import interruption, slot_values, streams
 
 __all__ = ["StreamedCalls"]
 
@@ -45,22 +44,19 @@ class StreamedCalls:
         stall = np.array([tl.stall or 0.0])
         one = timeline(np.array([tl.send]), tl.ttft, np.array([tl.output], dtype=np.int64), tl.reasoning, tl.tps, stall)
         sb = streams(tier, slot, one, stall_u, cache=True)
-        fa = None
-        if (node.id, FIRST_AUDIO) in self.tl:  # a consumer with a first-audio latency (speech)
-            fa = np.array([self.value(node, FIRST_AUDIO, r, flat)])
         if node.interrupt is not None:
-            _drawn, t_cut, hit, billed = interruption(self.plan, slot, tier, sb, fa)
+            _drawn, t_cut, hit, billed = interruption(self.plan, slot, tier, sb)
         else:
             hit, t_cut, billed = np.zeros(1, dtype=bool), one.end, one.output
         return sb, hit, t_cut, billed
 
     def _arm_pipeline(self, st: Flow, tl, sb, t_cut: float | None, flat: int) -> None:
-        """Start the pipeline after the call once it has streamed enough (agentsim.sim.streaming.pipeline_offset)."""
+        """Start the pipeline after the call once it has streamed enough (its node's ``starts_on``)."""
         env = self.env
         event, pipe, pflow = st.trigger
         st.trigger = None
         slot = CallSlot(self.block, pipe.call, flat, np.array([st.r]))
-        t_go = float(pipeline_offset(pipe, slot, sb, None if t_cut is None else np.array([t_cut]))[0])
+        t_go = float(pipe.starts_on(slot, sb, None if t_cut is None else np.array([t_cut]))[0])
         t_go = max(t_go, tl.send)
         # the pipeline's critical path so far: this call's TTFT, decode and stall up to t_go
         acc = list(st.acc)

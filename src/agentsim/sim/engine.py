@@ -27,7 +27,8 @@ happens.
 
 What each step kind does is its own module's DES form (:mod:`agentsim.steps`), dispatched through the
 registry; it is written with the runner's primitives: :meth:`Runner.value` (a pre-drawn number),
-:meth:`Runner.seq` (a sequence), :meth:`Runner.span` (a step that only takes time), :meth:`Runner.join`
+:meth:`Runner.seq` (a sequence), :meth:`Runner.span` (a step that only takes time), :meth:`Runner.instances`
+and :meth:`Runner.iterate` (a node's instance axis: its copies, its iterations in turn), :meth:`Runner.join`
 and :meth:`Runner.join_calls` (branches and their join), and the call (:meth:`Runner.call_step`;
 with limits or failures :class:`agentsim.sim.attempts.LimitedCalls`). A :class:`~agentsim.sim.flow.RunFailed`
 raised by any of them stops the run (inside a parallel branch, the other branches are cancelled as
@@ -50,9 +51,10 @@ import simpy
 from simpy.events import Timeout
 
 from agentsim.model.registry import step_kind
-from agentsim.plan.nodes import INPUT, OUTPUT, REASONING, U_TPS, U_TTFT, ContextCfg, Plan, SeqNode
+from agentsim.plan.nodes import COUNT, INPUT, OUTPUT, REASONING, U_TPS, U_TTFT, ContextCfg, Plan, SeqNode
 from agentsim.plan.sampling import Block, tier_speeds
 from agentsim.plan.sizeguard import des_stream_bytes
+from agentsim.sim import slots
 from agentsim.sim.attempts import LimitedCalls
 from agentsim.sim.call_timeline import timeline
 from agentsim.sim.context import Ctx
@@ -64,7 +66,6 @@ from agentsim.sim.records import CANCELLED, DONE, RUN_FAILED, BlockResult
 from agentsim.sim.rows import call_row, plain_row, span_row
 from agentsim.sim.rules import (
     DEC,
-    N_SLOTS,
     STALL,
     TTFT,
     context_speeds,
@@ -200,6 +201,7 @@ class Runner(LimitedCalls, StreamedCalls, Joins):
         self.call_recs = array("d")  # CALL_RECORD rows: cancelled, failed and limited calls
         self.plain_recs = array("d")  # PLAIN_RECORD rows: plain calls that completed (the rest is rebuilt)
         self.span_recs = array("d")
+        self.turn_recs: list[tuple[int, int, int, float]] = []  # (node, run, instance, seconds) of each turn
         self.attempt_recs = array("d")
         self.limited = plan.needs_attempts
         # limited calls' constants (agentsim.sim.attempts): per call node, per tier's accounts, per (node, tier) stalls
@@ -216,7 +218,8 @@ class Runner(LimitedCalls, StreamedCalls, Joins):
         # per-run results
         self.wall = np.zeros(n)
         self.start = np.zeros(n)
-        self.acc = np.zeros((n, N_SLOTS))
+        self.n_slots = slots.count()
+        self.acc = np.zeros((n, self.n_slots))
         self.status = np.zeros(n, dtype=np.int8)
         self.done: list[simpy.Event | None] = [None] * n
 
@@ -252,7 +255,7 @@ class Runner(LimitedCalls, StreamedCalls, Joins):
                 continue
             steps = []
             for ch in node.steps:
-                fn = call_form if ch.kind == "call" else step_kind(ch.kind).des
+                fn = call_form if ch.record == "call" else step_kind(ch.kind).des
                 if ch.follows_call and steps and steps[-1][1] is ch.call:
                     fn_call, call = steps.pop()
                     steps.append((fn, (call, ch, fn_call)))
@@ -279,7 +282,7 @@ class Runner(LimitedCalls, StreamedCalls, Joins):
 
             self.accounts = [Account.create(spec, env) for spec in self.plan.accounts]
             self._admissions = {}  # (attempts._Admission) they name the accounts: drop the old run's
-        flow = Flow(Ctx(self.plan.ctx), [0.0] * N_SLOTS, r)
+        flow = Flow(Ctx(self.plan.ctx), [0.0] * self.n_slots, r)
         env.process(self.seq(self.plan.root, flow, 0)).callbacks.append(lambda ev: self._ended(ev, r, flow))
         env.run()
 
@@ -300,7 +303,7 @@ class Runner(LimitedCalls, StreamedCalls, Joins):
         env = self.env
         t_start = env.now
         self.start[r] = t_start
-        flow = Flow(Ctx(self.plan.ctx), [0.0] * N_SLOTS, r)
+        flow = Flow(Ctx(self.plan.ctx), [0.0] * self.n_slots, r)
         try:
             yield from self.seq(self.plan.root, flow, 0)
         except RunFailed:
@@ -318,6 +321,18 @@ class Runner(LimitedCalls, StreamedCalls, Joins):
         """A per-run draw of a pseudo-node (the workload's arrival gaps and think times)."""
         key = (node_id, purpose)
         return self.tl[key][0] if self.const[key] else self.tl[key][r]
+
+    def instances(self, node, st: Flow, flat: int) -> range:
+        """The instance slots of the body of a node with an axis (a repeat's iterations, a fan-out's copies) in its
+        instance ``flat`` of run ``st.r``: as many as its count drawn (purpose ``COUNT``)."""
+        base = flat * self.dims[node.id]
+        return range(base, base + self.value(node, COUNT, st.r, flat))
+
+    def iterate(self, node, st: Flow, flat: int, each):
+        """The iterations of a node whose axis is ``IN_TURN`` (repeat, a retry, turns), one after the other:
+        ``each(k, slot)`` is iteration ``k``'s form (an iterable the runner yields from) on its instance slot."""
+        for k, slot in enumerate(self.instances(node, st, flat)):
+            yield from each(k, slot)
 
     def tier_speeds(self, node, tier: int) -> tuple[list, list]:
         """(TTFT, TPS) flat lists of a call on another tier (a fallback), from the same draws."""
@@ -414,6 +429,8 @@ class Runner(LimitedCalls, StreamedCalls, Joins):
         self.plain_recs.frombytes(plain_row(node.id, r, flat, t0, ttft, *tokens))
         if cfg.grows:  # self._close(st, i_new, tl), inline: the hot path
             ctx.L += i_new + out
+            if cfg.compact_above is not None and cfg.compact_above < ctx.L:
+                ctx.compact()
         acc = st.acc
         acc[TTFT] += ttft
         acc[DEC] += dec
@@ -467,12 +484,16 @@ class Runner(LimitedCalls, StreamedCalls, Joins):
         """A finished call's effect on its flow: the context grows by its new input and ``out``; TTFT, DEC and
         STALL slots add up."""
         if st.ctx.cfg.grows:
-            st.ctx.L += i_new + out
+            st.ctx.add(i_new + out)
         acc = st.acc
         acc[TTFT] += ttft
         acc[DEC] += dec
         if stall:
             acc[STALL] += stall
+
+    def turn_ended(self, node, st: Flow, flat: int, t0: float) -> None:
+        """Instance ``flat`` (a turn) of ``node``'s body in run ``st.r`` ends now, having begun at ``t0``."""
+        self.turn_recs.append((node.id, st.r, flat, self.env.now - t0))
 
     def span(self, node, st: Flow, flat: int, slot: int, seconds: float, out: int):
         """A step that only takes ``seconds`` (a tool, a wait, a listen): a row of the spans table; ``out``

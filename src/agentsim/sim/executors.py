@@ -27,6 +27,7 @@ from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from contextlib import contextmanager
+from dataclasses import asdict, dataclass
 from functools import partial
 from itertools import repeat
 from typing import Any
@@ -34,10 +35,12 @@ from typing import Any
 __all__ = [
     "EXECUTORS",
     "ExecutorError",
+    "Placement",
     "check_executor",
     "dask_client",
     "ordered_chunks",
     "ordered_map",
+    "process_pool",
     "reach_scheduler",
     "unordered_map",
 ]
@@ -59,6 +62,28 @@ QUIET_CLUSTER = {
 
 class ExecutorError(ValueError):
     """The requested executor cannot be used (Dask missing, a scheduler out of reach, a bad name)."""
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where blocks of runs are simulated: ``workers`` local processes, or a Dask cluster (``executor="dask"``
+    with an optional ``scheduler`` address, or a connected ``distributed.Client`` as ``executor``)."""
+
+    workers: int = 1
+    executor: Any = "process"
+    scheduler: str | None = None
+
+    def check(self) -> None:
+        """Refuse an unknown executor, or a scheduler address without Dask (:func:`check_executor`)."""
+        check_executor(self.executor, self.scheduler)
+
+    def in_this_process(self, blocks: int) -> bool:
+        """Whether ``blocks`` blocks run here, one after another."""
+        return self.executor == "process" and (self.workers == 1 or blocks == 1)
+
+    def options(self) -> dict[str, Any]:
+        """As the keyword options of :func:`ordered_chunks`."""
+        return asdict(self)
 
 
 def _is_client(executor: Any) -> bool:
@@ -197,11 +222,50 @@ def ordered_chunks(
             yield from _dask_ordered(client, fn, shared, items)
     elif workers > 1 and len(items) > 1:
         chunks = _chunks(items, workers)
-        with ProcessPoolExecutor(max_workers=min(workers, len(chunks))) as pool:
+        with process_pool(min(workers, len(chunks))) as pool:
             yield from zip(chunks, pool.map(fn, repeat(shared), chunks), strict=True)
     else:
         for item in items:
             yield [item], fn(shared, [item])
+
+
+@contextmanager
+def process_pool(workers: int) -> Iterator[ProcessPoolExecutor]:
+    """A pool of ``workers`` processes that ends at once when its block ends by an exception.
+
+    ``with ProcessPoolExecutor()`` waits, on the way out, for every task queued: a Ctrl-C (SIGINT, raised as
+    :class:`KeyboardInterrupt` in this process) during a sweep of many points would end the command only once
+    every point had run. Here an exception (or a generator closed early) cancels the tasks not started and ends
+    the worker processes (SIGTERM) before it goes on; a block that ends normally waits for its tasks as usual.
+    """
+    pool = ProcessPoolExecutor(max_workers=workers)
+    try:
+        yield pool
+    except BaseException:
+        stop_pool(pool)
+        raise
+    pool.shutdown(wait=True)
+
+
+def stop_pool(pool: ProcessPoolExecutor) -> None:
+    """Cancel a pool's queued tasks and end its worker processes now (Python 3.14's ``terminate_workers``;
+    before it, each of the pool's processes, ``_processes``, is terminated, and killed if still alive 2 s later:
+    tests/test_interrupts.py checks the attribute still means that)."""
+    terminate = getattr(pool, "terminate_workers", None)
+    if terminate is not None:  # pragma: no cover - Python 3.14 and later
+        terminate()
+        return
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for proc in processes:
+        if proc.is_alive():
+            proc.terminate()
+    for proc in processes:
+        proc.join(timeout=2)
+    for proc in processes:  # a worker whose SIGTERM handler hangs (coverage's, saving its data) ends anyway
+        if proc.is_alive():
+            proc.kill()
+            proc.join(timeout=5)
 
 
 def _run_chunk(fn: Callable, shared: Any, chunk: Sequence) -> list:
@@ -252,7 +316,7 @@ def unordered_map(
             for fut in dask_completed(client.map(fn, items, pure=False), loop=client.loop):
                 yield fut.result()
     elif workers > 1 and len(items) > 1:
-        with ProcessPoolExecutor(max_workers=min(workers, len(items))) as pool:
+        with process_pool(min(workers, len(items))) as pool:
             for fut in as_completed([pool.submit(fn, t) for t in items]):
                 yield fut.result()
     else:

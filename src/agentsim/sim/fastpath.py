@@ -11,6 +11,8 @@ array unchanged.
 What each step kind does is its own module's vectorised form (:mod:`agentsim.steps`), dispatched
 through the registry and written with the evaluator's primitives: :meth:`Evaluator.values` (the
 pre-drawn arrays), :meth:`Evaluator.seq`, :meth:`Evaluator.span` (a step that only takes time),
+:meth:`Evaluator.counts` and :meth:`Evaluator.iterate` (a node's instance axis: its count, its iterations in
+turn under a mask), :meth:`Evaluator.not_made`,
 :meth:`Evaluator.call`, :meth:`Evaluator.live` (masks without the runs a ``fail`` step ended: an
 evaluator-wide *alive* mask), :meth:`Evaluator.cut` (a race's losers) and :class:`State`.
 
@@ -32,7 +34,7 @@ import numpy as np
 
 from agentsim.model.registry import step_kind
 from agentsim.plan.memory import tune_malloc
-from agentsim.plan.nodes import FIRST_AUDIO, INPUT, OUTPUT, REASONING, ContextCfg, Node, Plan, SeqNode
+from agentsim.plan.nodes import COUNT, IN_TURN, INPUT, OUTPUT, REASONING, ContextCfg, Node, Plan, SeqNode
 from agentsim.plan.sampling import Block, constant_view
 from agentsim.sim import rules
 from agentsim.sim.call_timeline import CallSlot, Cut, cut_array, timeline
@@ -44,13 +46,15 @@ from agentsim.sim.records import (
     RUN_FAILED,
     RUN_OK,
     BlockResult,
+    clear,
     empty_call_tensors,
     empty_span_tensors,
+    turn_tensor,
 )
 from agentsim.sim.stalls import stall_draws, stalled_by
 from agentsim.sim.stream_draws import batch_runs
-from agentsim.sim.streaming import interruption, pipeline_offset, slot_values, streams
-from agentsim.sim.totals import RunTotals, add_ints, lean
+from agentsim.sim.streaming import interruption, slot_values, streams
+from agentsim.sim.totals import MadeCall, RunTotals, add_ints, lean
 
 __all__ = ["Evaluator", "State", "VecCtx", "run_block_fast", "summary_only_reasons"]
 
@@ -136,6 +140,15 @@ class VecCtx:
     def add(self, tokens: np.ndarray, active: np.ndarray, all_on: bool = False) -> None:
         if self.cfg.grows:
             self.L = add_ints(self.L, tokens) if all_on else np.where(active, self.L + tokens, self.L)
+            if self.cfg.compact_above is not None:
+                self._compact()
+
+    def _compact(self) -> None:
+        """Contexts past ``compact_above`` become ``compact_to`` tokens; their cache entries are gone (S = 0)."""
+        over = self.cfg.compact_above < self.L
+        if over.any():
+            self.L = np.where(over, np.int64(self.cfg.compact_to), self.L)
+            self.entries = {k: (np.where(over[..., None], 0, S), T) for k, (S, T) in self.entries.items()}
 
     def join(self, branches: list[VecCtx], counted: list[np.ndarray]) -> None:
         """Merge branch contexts; ``counted[b]`` says where branch ``b`` is a winner (or did not run)."""
@@ -228,7 +241,7 @@ def _tensors(make, plan: Plan, block: Block, scope: tuple[int, ...]) -> dict[str
     than the strided writes and keeps readers (pricing, totals: 4x slower on transposed arrays) fast.
     """
     dims = block.shape(scope)
-    rep = [i for i, m in enumerate(scope) if plan.nodes[m].axis == "repeat"]
+    rep = [i for i, m in enumerate(scope) if plan.nodes[m].axis == IN_TURN]
     if not rep:
         return make((block.n, *dims), fill=False)
     rest = [i for i in range(len(scope)) if i not in rep]
@@ -263,6 +276,7 @@ class Evaluator:
             )
             # only the spans whose start is kept (a listen's: the end of the user's speech)
             self.spans = {s.id: _tensors(empty_span_tensors, plan, block, s.scope) for s in plan.spans if s.keeps_start}
+        self.turns = {n.id: turn_tensor(block, n) for n in plan.turn_nodes}  # kept summary-only too
         self._members: dict[int, list[Node]] = {}
         # The last step of the agent (or of a subagent, whose context ends with it): nothing reads the context
         # after it, so a parallel or fan-out there need not merge its branches' contexts.
@@ -301,6 +315,36 @@ class Evaluator:
         """The pre-drawn values of ``node`` for ``purpose`` at instance index ``ix``, for every run."""
         return self.V[(node.id, purpose)][(slice(None), *ix)]
 
+    def counts(self, node: Node, ix: tuple) -> np.ndarray:
+        """The instance count of a node with an axis (purpose ``COUNT``: a repeat's iterations, a fan-out's copies)
+        at instance index ``ix``, for every run."""
+        return self.values(node, COUNT, ix)
+
+    def iterate(self, node: Node, st: State, ix: tuple, each) -> None:
+        """The iterations of a node whose axis is ``IN_TURN`` (repeat, a retry, turns), in turn for every run:
+        ``each(k, st, (*ix, k))`` under the mask of the runs that still iterate (their count is above ``k``).
+        The instances no run reaches are marked not made (:meth:`not_made`)."""
+        count = self.counts(node, ix)
+        outer = st.active
+        dim = self.block.dims[node.id]
+        for k in range(dim):
+            act = self.live(outer & (count > k))
+            if not act.any():  # no run does iteration k or later: those instances are not made
+                for child in node.children():
+                    self.not_made(child, (*ix, slice(k, dim)))
+                break
+            st.active = act
+            each(k, st, (*ix, k))
+        st.active = self.live(outer)
+
+    def not_made(self, node: Node, ix: tuple) -> None:
+        """Mark the instances at ``ix`` of ``node`` and of every recorded node inside it not made, for every run
+        (what a skipped instance leaves; summary-only, a node without tensors has nothing to mark)."""
+        for member in self.members(node):
+            tensors = (self.calls if member.record == "call" else self.spans).get(member.id)
+            if tensors is not None:
+                clear(tensors, (slice(None), *ix))
+
     def live(self, mask: np.ndarray) -> np.ndarray:
         """``mask`` without the runs that have failed at a fail step (``mask`` may have fanout copy axes)."""
         if self.alive is None:
@@ -312,6 +356,11 @@ class Evaluator:
         forms = self.forms
         for child in node.steps:
             forms[type(child)](self, child, st, ix)
+
+    def turn_ended(self, node: Node, st: State, ix: tuple, t0) -> None:
+        """Instance ``ix`` (a turn) of ``node``'s body ends now for the runs making it, having begun at ``t0``."""
+        done = self.live(st.active)
+        self.turns[node.id][(slice(None), *ix)] = np.where(done, st.t - t0, np.nan)
 
     def span(self, node: Node, st: State, ix: tuple, slot: int, seconds: np.ndarray, out: np.ndarray | None) -> None:
         """A step that only takes ``seconds`` (tool, wait, listen): its span rows, its slot; ``out`` tokens
@@ -382,10 +431,11 @@ class Evaluator:
         if sd is not None:
             st.acc[STALL] = st.acc[STALL] + np.where(active, tl.stall, 0.0)
         st.ctx.mark(tier.index, inp, t_mark, active, on)
+        made = MadeCall(nid, sl, on, active, tokens, out, reas)
         if self.totals is not None:
-            self._total(node, sl, on, active, tokens, out, reas, tl, st.ctx.cfg.cache)
+            self._total(made, tl, st.ctx.cfg.cache)
         else:
-            self._record(node, sl, on, active, tokens, out, reas, tl, tier)
+            self._record(made, tl, tier)
         if on:
             st.t = tl.end
             st.acc[TTFT] = st.acc[TTFT] + ttft
@@ -396,22 +446,22 @@ class Evaluator:
             st.acc[DEC] = np.where(active, st.acc[DEC] + tl.decode, st.acc[DEC])
         st.ctx.add(add_ints(i_new, out) if self.totals is not None else i_new + out, active, on)
 
-    def _total(self, node, sl, on: bool, active, tokens: tuple, out, reas, tl, cached: bool) -> None:
+    def _total(self, made: MadeCall, tl, cached: bool) -> None:
         """Summary-only: the call's cost and tokens into the per-run totals (and its status and TTFT, when sampled)."""
-        inp, read, write, w1h = tokens
         # with a cache, write = inp - read (VecCtx.begin_call): the uncached count is 0 by construction
-        uncached = 0 if cached else None
-        self.totals.add(node.id, sl, on, active, inp, read, write, w1h, out, reas, uncached)
-        r = self.calls.get(node.id)
+        self.totals.add(made, 0 if cached else None)
+        r = self.calls.get(made.nid)
+        sl, on, active = made.sl, made.on, made.active
         if r is not None:
             r["status"][sl] = DONE if on else np.where(active, DONE, NOT_MADE)
             r["ttft"][sl] = tl.ttft if on else np.where(active, tl.ttft, np.nan)
             if "tps" in r:  # a speed that depends on the context size: the one the call ran at
                 r["tps"][sl] = tl.tps if on else np.where(active, tl.tps, np.nan)
 
-    def _record(self, node, sl, on: bool, active, tokens: tuple, out, reas, tl, tier) -> None:
-        """The call's row of every run at ``sl`` in its tensors (not made where not ``active``)."""
-        inp, read, write, w1h = tokens
+    def _record(self, made: MadeCall, tl, tier) -> None:
+        """The call's row of every run at ``made.sl`` in its tensors (not made where not ``made.active``)."""
+        inp, read, write, w1h = made.tokens
+        sl, on, active = made.sl, made.on, made.active
         fields = (
             ("t_submit", tl.send),
             ("t_start", tl.send),
@@ -422,10 +472,10 @@ class Evaluator:
             ("cache_read", read),
             ("cache_write", write),
             ("cache_write_1h", w1h),
-            ("output", out),
-            ("reasoning", reas),
+            ("output", made.output),
+            ("reasoning", made.reasoning),
         )
-        r = self.calls[node.id]
+        r = self.calls[made.nid]
         r["tier"][sl] = tier.index
         if on:
             r["status"][sl] = DONE
@@ -439,13 +489,12 @@ class Evaluator:
     def _stream_slots(self, node, tier, ix: tuple, tl, active):
         """Token timelines (agentsim.sim.streaming.streams) of the active calls at ``ix``, one instance slot at a time.
 
-        Yields ``(idx, slot, sb, first_audio)``; ``idx`` indexes arrays shaped like ``tl.send``.
+        Yields ``(idx, slot, sb)``; ``idx`` indexes arrays shaped like ``tl.send``.
         """
         shape = tl.send.shape
         dims = self.block.shape(node.scope)
         slots = np.arange(max(1, int(np.prod(dims, dtype=np.int64)))).reshape(dims)[tuple(ix)]
         sd = stall_draws(self.plan, self.block, node, tier.index)
-        fa_all = self.V.get((node.id, FIRST_AUDIO))
 
         def full(x):
             return np.broadcast_to(x, shape)
@@ -475,8 +524,7 @@ class Evaluator:
                 )
                 slot = CallSlot(self.block, node, flat, runs)
                 sb = streams(tier, slot, one, st_u, cache=True)
-                fa = None if fa_all is None else slot_values(fa_all, self.block, node, runs, flat)
-                yield (runs, *pos), slot, sb, fa
+                yield (runs, *pos), slot, sb
 
     def _interrupt(self, node, tier, ix: tuple, tl, active) -> tuple[np.ndarray, Cut]:
         """Where every active call instance at ``ix`` is interrupted: ``(hit, Cut)`` (agentsim.sim.streaming rules)."""
@@ -485,8 +533,8 @@ class Evaluator:
         t_cut = np.full(shape, np.inf)
         billed = np.zeros(shape, dtype=np.int64)
         stalled = np.zeros(shape)
-        for idx, slot, sb, fa in self._stream_slots(node, tier, ix, tl, active):
-            _drawn, t, h, b = interruption(self.plan, slot, tier, sb, fa)
+        for idx, slot, sb in self._stream_slots(node, tier, ix, tl, active):
+            _drawn, t, h, b = interruption(self.plan, slot, tier, sb)
             hit[idx], t_cut[idx], billed[idx] = h, t, b
             stalled[idx] = np.where(h, stalled_by(sb, t), 0.0)
         return hit, Cut(t_cut, billed, stalled)
@@ -500,8 +548,8 @@ class Evaluator:
         hit, t_cut = (np.zeros(shape, dtype=bool), np.full(shape, np.inf)) if cut is None else cut
         t_go = np.array(np.broadcast_to(tl.send, shape), dtype=np.float64)
         stalled = np.zeros(shape)
-        for idx, slot, sb, _fa in self._stream_slots(node, tier, ix, tl, active):
-            go = pipeline_offset(pipe, slot, sb, np.where(hit[idx], t_cut[idx], np.inf))
+        for idx, slot, sb in self._stream_slots(node, tier, ix, tl, active):
+            go = pipe.starts_on(slot, sb, np.where(hit[idx], t_cut[idx], np.inf))
             go = np.maximum(go, sb.send)
             t_go[idx] = go
             stalled[idx] = stalled_by(sb, go)
@@ -588,7 +636,7 @@ def run_block_fast(
     result carries its per-run totals, priced (``totals``, see :mod:`agentsim.sim.totals`),
     and, when ``samples``, each call's ``status``, ``ttft`` and ``tps`` for the per-call statistics.
     """
-    from agentsim.sim.slots import slot_names
+    from agentsim.sim import slots
 
     tune_malloc()
     totals = None
@@ -597,11 +645,11 @@ def run_block_fast(
     ev = Evaluator(plan, block, variant, speeds, totals)
     n = block.n
     st = State(
-        np.zeros(n), [np.zeros(n) for _ in range(rules.N_SLOTS)], VecCtx.fresh(plan.ctx, (n,)), np.ones(n, dtype=bool)
+        np.zeros(n), [np.zeros(n) for _ in range(slots.count())], VecCtx.fresh(plan.ctx, (n,)), np.ones(n, dtype=bool)
     )
     with np.errstate(divide="ignore", invalid="ignore"):
         ev.seq(plan.root, st, ())
-    breakdown = {name: st.acc[i] for name, i in slot_names(plan).items()}
+    breakdown = {name: st.acc[i] for name, i in slots.slot_names(plan).items()}
     ev.to_c_order()
     res = BlockResult(
         variant=variant,
@@ -618,6 +666,7 @@ def run_block_fast(
             if "tps" not in t:  # the drawn speed (a context-dependent one was kept as the calls ran)
                 t["tps"] = speeds[nid][1]
     res.interrupted = ev.interrupted
+    res.turns = ev.turns
     if ev.alive is not None:
         res.status = np.where(ev.alive, RUN_OK, RUN_FAILED).astype(np.int8)
     return res

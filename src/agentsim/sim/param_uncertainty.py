@@ -41,16 +41,11 @@ import math
 
 import numpy as np
 
-__all__ = ["PARAMETER_SETS", "parameter_ci95", "plan_with_factors", "uncertain_models"]
+__all__ = ["PARAMETER_SETS", "parameter_ci95", "plan_with_factors"]
 
 PARAMETER_SETS = 20  # K: parameter sets drawn
 Z95 = 1.959963984540054
 _STREAM = 0x9A7A  # random-stream tag of parameter draws (apart from every simulation stream)
-
-
-def uncertain_models(scenario) -> dict[str, object]:
-    """Model name -> its ``uncertainty`` spec, for the models that have one."""
-    return {n: m.uncertainty for n, m in scenario.models.items() if getattr(m, "uncertainty", None) is not None}
 
 
 def plan_with_factors(plan, factors: dict[str, tuple[float, float, float]]):
@@ -63,6 +58,7 @@ def plan_with_factors(plan, factors: dict[str, tuple[float, float, float]]):
         tiers.append(t)
     out = copy.copy(plan)
     out.tiers = tiers
+    out.memo = {}  # worked out from the tiers anew
     return out
 
 

@@ -41,6 +41,9 @@ __all__ = [
     "running_row_sum",
     "spans_frame",
     "tables_from",
+    "turn_durations",
+    "turn_tensor",
+    "waiting",
 ]
 
 NOT_MADE, DONE, CANCELLED, FAILED = 0, 1, 2, 3
@@ -60,7 +63,7 @@ class BlockResult:
     wall: np.ndarray  # (n,) seconds, end of the last step - start
     breakdown: dict[str, np.ndarray]  # BREAKDOWN -> (n,) seconds along the critical path
     calls: dict[int, dict[str, np.ndarray]]  # call node id -> field -> (n, *instances)
-    spans: dict[int, dict[str, np.ndarray]]  # tool/wait node id -> field -> (n, *instances)
+    spans: dict[int, dict[str, np.ndarray]]  # span node (tool, wait, think, a kind's) -> field -> (n, *instances)
     start: np.ndarray | None = None  # (n,) start time of each run (workloads); None: all at 0
     # span node that keeps its start (a listen) -> (n, *instances) start times (NaN: the instance did not happen)
     starts: dict[int, np.ndarray] = field(default_factory=dict)
@@ -70,7 +73,13 @@ class BlockResult:
     attempts: dict[str, np.ndarray] | None = None  # DES with limits or failures: the attempts table's columns
     failed_attempts_cost: np.ndarray | None = None  # (n,) USD of the failed attempts billed (timeouts)
     counted: np.ndarray | None = None  # workloads: (n,) whether the run started inside the counting window
+    turns: dict[int, np.ndarray] = field(default_factory=dict)  # turn node -> (n, *turns) seconds (NaN: none)
     started: np.ndarray | None = None  # workloads: (n,) whether the run started at all
+
+
+def turn_tensor(block: Block, node) -> np.ndarray:
+    """The durations of a turn node's turns, one per instance of its body: NaN until a turn ends."""
+    return np.full((block.n, *block.shape((*node.scope, node.id))), np.nan)
 
 
 def empty_call_tensors(shape: tuple[int, ...], fill: bool = True) -> dict[str, np.ndarray]:
@@ -219,12 +228,36 @@ def run_columns(plan: Plan, result: BlockResult) -> dict[str, np.ndarray]:
         data[f"{k}_tokens"] = tot[f"{k}_tokens"]
     for k, seconds in result.breakdown.items():  # BREAKDOWN, then stall and listen when the plan has them
         data[f"{k}_s"] = seconds
+    data["waiting_s"], data["turns"] = waiting(plan, result)
     data["status"] = result.status if result.status is not None else np.zeros(n, dtype=np.int8)
     if result.start is not None:
         data["start_s"] = result.start
     if result.counted is not None:
         data["counted"] = result.counted
     return data
+
+
+def turn_durations(plan: Plan, result: BlockResult) -> tuple[np.ndarray, np.ndarray]:
+    """Every turn's seconds and the run (of the simulation) it belongs to, run by run, turns in order; a plan
+    without ``turns`` has one turn per run, its wall time (contract v1.3)."""
+    n = result.block.n
+    if not plan.turn_nodes:
+        return result.wall, np.arange(result.block.start, result.block.start + n)
+    t = np.concatenate([result.turns[node.id].reshape(n, -1) for node in plan.turn_nodes], axis=1)
+    done = ~np.isnan(t)
+    runs = np.broadcast_to(np.arange(result.block.start, result.block.start + n)[:, None], t.shape)
+    return t[done], runs[done]
+
+
+def waiting(plan: Plan, result: BlockResult) -> tuple[np.ndarray, np.ndarray]:
+    """Per run: what the person waited (the sum of their turns; a run without turns: its wall time) and how
+    many turns they had (1 without ``turns``)."""
+    n = result.block.n
+    if not plan.turn_nodes:
+        return result.wall, np.ones(n, dtype=np.int64)
+    t = np.concatenate([result.turns[node.id].reshape(n, -1) for node in plan.turn_nodes], axis=1)
+    done = ~np.isnan(t)
+    return np.where(done, t, 0.0).sum(axis=1), done.sum(axis=1).astype(np.int64)
 
 
 def _made(plan_nodes, tensors: dict, result: BlockResult, only: np.ndarray | None = None):
@@ -270,7 +303,9 @@ CALL_COLUMNS = [
     "reasoning_tokens",
     "cost_usd",
 ]
-SPAN_COLUMNS = ["variant", "run", "node", "instance", "step", "kind", "status", "t_start", "t_end", "output_tokens"]
+SPAN_COLUMNS = [
+    "variant", "run", "node", "instance", "step", "kind", "slot", "status", "t_start", "t_end", "output_tokens",
+]  # fmt: skip
 
 
 def _frame(parts: list[pd.DataFrame], columns: list[str]) -> pd.DataFrame:
@@ -323,7 +358,8 @@ def calls_frame(plan: Plan, result: BlockResult, variant_name: str, only: np.nda
 
 
 def spans_frame(plan: Plan, result: BlockResult, variant_name: str, only: np.ndarray | None = None) -> pd.DataFrame:
-    """Tool and wait steps: one row per span that happened (``only``: as :func:`calls_frame`'s)."""
+    """Steps that only take time (tool, wait, listen...): one row per span that happened, with its kind and the
+    breakdown slot its time goes to (``only``: as :func:`calls_frame`'s)."""
     parts = []
     for node, col, runs, inst in _made(plan.spans, result.spans, result, only):
         parts.append(
@@ -335,6 +371,7 @@ def spans_frame(plan: Plan, result: BlockResult, variant_name: str, only: np.nda
                     "instance": inst,
                     "step": node.name,
                     "kind": node.kind,
+                    "slot": node.slot,
                     "status": _STATUS[col("status")],
                     "t_start": col("t_start"),
                     "t_end": col("t_end"),

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,15 +29,15 @@ import numpy as np
 import pandas as pd
 from scipy import special  # (not scipy.stats: its import alone costs ~0.5 s of CPU)
 
+from agentsim.model import extensions
 from agentsim.plan.compiler import Plan
 from agentsim.pricing.rates import prices_summary
-from agentsim.sim import payoff
-from agentsim.sim.slots import BREAKDOWN, NAMES
+from agentsim.sim import payoff, slots
+from agentsim.sim.slots import BREAKDOWN
 
-__all__ = ["Results", "describe", "summary_frame", "version"]
+__all__ = ["Results", "TableSources", "VariantStats", "describe", "summary_frame", "version"]
 
 PERCENTILES = (50, 90, 95, 99)
-OPTIONAL_SLOTS = NAMES[len(BREAKDOWN) :]  # breakdown slots reported only when the plan has them
 # Per-call statistics (TTFT, TPS, ITL) read every completed call of the first runs of each variant
 # (per_call_runs): one run in PER_CALL_SHARE, but enough runs for about PER_CALL_MIN calls and at most about
 # PER_CALL_CAP calls, by the plan's mean number of calls per run. PER_CALL_LIMIT bounds what is kept
@@ -157,6 +158,27 @@ def _mean_p50_p95(x: np.ndarray) -> dict[str, float | None]:
     return {"mean": mean, "p50": _f(p50), "p95": _f(p95)}
 
 
+@dataclass(frozen=True)
+class TableSources:
+    """Where a :class:`Results` gets its per-call and per-span tables: builders called on first use, and
+    optionally readers of the calls table in parts and of a few runs' rows without building it whole."""
+
+    calls: Callable[[], pd.DataFrame]
+    spans: Callable[[], pd.DataFrame]
+    calls_parts: Callable | None = None  # () -> (variant index, frame) pairs
+    of_runs: Callable | None = None  # set of runs -> (calls rows, spans rows)
+
+
+@dataclass(frozen=True)
+class VariantStats:
+    """What the summary reads per variant besides the runs table: statistics gathered while simulating."""
+
+    calls: dict[str, CallStats]
+    streams: dict | None = None  # variant -> agentsim.sim.stream_stats.StreamStats (calls with consumers)
+    turns: dict | None = None  # variant -> agentsim.sim.turn_stats.TurnSamples (plans with turns)
+    sections: dict = field(default_factory=dict)  # summary section -> fn(variant name) -> dict ("limits", …)
+
+
 class Results:
     """What :func:`agentsim.simulate` returns: tables, the summary and figures."""
 
@@ -168,14 +190,9 @@ class Results:
         runs: int,
         engine: str,
         runs_df: pd.DataFrame,
-        call_stats: dict[str, CallStats],
-        calls_builder,
-        spans_builder,
-        stream_stats: dict | None = None,
-        sections: dict | None = None,
+        stats: VariantStats,
+        tables: TableSources,
         outcomes: list | None = None,
-        calls_parts=None,
-        tables_of=None,
     ):
         self.plan = plan
         self.scenario = plan.scenario
@@ -184,24 +201,22 @@ class Results:
         self.engine = engine
         self.variants = list(plan.variants)
         self.runs = runs_df
-        self._call_stats = call_stats
-        self._calls_builder = calls_builder
-        self._spans_builder = spans_builder
+        self._call_stats = stats.calls
+        self._tables = tables
         self._calls: pd.DataFrame | None = None
         self._spans: pd.DataFrame | None = None
-        self.stream_stats = stream_stats  # variant -> agentsim.sim.stream_stats.StreamStats (calls with consumers)
-        self.sections = sections or {}  # summary section -> fn(variant name) -> dict ("limits", "workload")
+        self.stream_stats = stats.streams
+        self.turn_samples = stats.turns
+        self.sections = stats.sections
         self.outcomes = outcomes or []  # workloads: each variant's agentsim.sim.workload.WorkloadOutcome
         self.param_ci95: dict | None = None  # uncertainty: parameters -> variant -> [lo, hi] (param_uncertainty)
-        self._calls_parts = calls_parts
-        self._tables_of = tables_of
 
     # ------------------------------------------------------------------ tables
     @property
     def calls(self) -> pd.DataFrame:
         """One row per model call made (built on first use)."""
         if self._calls is None:
-            self._calls = self._calls_builder()
+            self._calls = self._tables.calls()
         return self._calls
 
     def calls_parts(self):
@@ -211,18 +226,19 @@ class Results:
         :attr:`calls` (the ``variant`` column here is plain text). Used to write large tables
         block by block; when the table is already built (or cannot be split), it is one part.
         """
-        if self._calls is not None or self._calls_parts is None:
+        if self._calls is not None or self._tables.calls_parts is None:
             yield 0, self.calls
         else:
-            yield from self._calls_parts()
+            yield from self._tables.calls_parts()
 
     def calls_parts_count(self) -> int:
         """How many parts :meth:`calls_parts` yields (one per block of runs and variant, or one)."""
-        if self._calls is not None or self._calls_parts is None:
+        if self._calls is not None or self._tables.calls_parts is None:
             return 1
         from agentsim.plan.sampling import block_spans
+        from agentsim.plan.sizeguard import runs_per_block
 
-        return len(block_spans(self.n_runs)) * len(self.variants)
+        return len(block_spans(self.n_runs, runs_per_block(self.plan))) * len(self.variants)
 
     def tables_of(self, runs) -> tuple[pd.DataFrame, pd.DataFrame]:
         """The ``calls`` and ``spans`` rows of the given runs only (every variant; the tables' columns and
@@ -230,8 +246,8 @@ class Results:
         are read (or simulated again), so a Gantt chart of one run of a million costs one block.
         """
         runs = {int(r) for r in runs}
-        if self._tables_of is not None and self._calls is None:
-            return self._tables_of(runs)
+        if self._tables.of_runs is not None and self._calls is None:
+            return self._tables.of_runs(runs)
 
         def rows(df: pd.DataFrame) -> pd.DataFrame:
             return df[df["run"].isin(runs)].reset_index(drop=True)
@@ -242,7 +258,7 @@ class Results:
     def spans(self) -> pd.DataFrame:
         """One row per tool or wait step that ran (built on first use)."""
         if self._spans is None:
-            self._spans = self._spans_builder()
+            self._spans = self._tables.spans()
         return self._spans
 
     @property
@@ -266,64 +282,29 @@ class Results:
         """The ``summary.json`` document."""
         variants: dict[str, Any] = {}
         base = None
-        vot = self.value_of_time
         variant_col = self.runs["variant"]
-        # Summaries describe runs that completed (and, in a workload, started inside the window).
-        keep = np.ones(len(self.runs), dtype=bool)
-        if "status" in self.runs:
-            keep &= (self.runs["status"] == 0).to_numpy()
-        if "counted" in self.runs:
-            keep &= self.runs["counted"].to_numpy(dtype=bool)
+        keep = self._summarised_runs()
         for name in self.variants:
-            mask = _as_slice((variant_col == name).to_numpy() & keep)
-
-            def col(column: str, mask=mask) -> np.ndarray:
-                # one column at a time, so the summary never copies the whole runs table
-                return self.runs[column].to_numpy()[mask]
-
-            wall = describe(col("wall_time_s"))
-            if self.param_ci95 is not None:  # agentsim.param_uncertainty (uncertainty: parameters)
-                wall["param_ci95"] = [_f(x) if x is not None else None for x in self.param_ci95[name]]
-            cost_full = describe(col("cost_usd"))
-            cost = {k: cost_full[k] for k in ("mean", "ci95", "p50", "p90", "p95", "p99")}
-            v: dict[str, Any] = {
-                "wall_time_s": wall,
-                "cost_usd": cost,
-                "calls": {"mean": _mean(col("calls"))},
-                "tokens": {
-                    "input": _mean(col("input_tokens")),
-                    "cache_read": _mean(col("cache_read_tokens")),
-                    "cache_write": _mean(col("cache_write_tokens")),
-                    "output": _mean(col("output_tokens")),
-                    "reasoning": _mean(col("reasoning_tokens")),
-                    "cache_write_1h": _mean(col("cache_write_1h_tokens")),
-                },
-                "breakdown_s": {k: _mean(col(f"{k}_s")) for k in BREAKDOWN},
-            }
-            for slot in OPTIONAL_SLOTS:  # stall (paused streams) and listen, only when the scenario has them
-                if f"{slot}_s" in self.runs:
-                    v["breakdown_s"][slot] = _mean(col(f"{slot}_s"))
+            v = self._variant_summary(name, _as_slice((variant_col == name).to_numpy() & keep))
             if base is None:
                 base = v
-                empty = wall["mean"] is None
+                empty = v["wall_time_s"]["mean"] is None
                 v["vs_baseline"] = {
                     "delta_time_s": None if empty else 0.0,
                     "delta_cost_usd": None if empty else 0.0,
                     "usd_per_hour_saved": None,
                     "pays_off": None,
+                    "delta_waiting_s": None if empty else 0.0,
+                    "basis": self.time_basis,
                 }
             else:
-                v["vs_baseline"] = compare(base, v, vot)
-            if vot is not None:
-                v["total_cost_usd"] = {
-                    "mean": _f(cost["mean"] + vot * wall["mean"] / 3600.0)
-                    if cost["mean"] is not None and wall["mean"] is not None
-                    else None,
-                    "value_of_time_usd_per_hour": vot,
-                }
+                v["vs_baseline"] = compare(base, v, self.value_of_time, self.time_basis)
+            if self.value_of_time is not None:
+                v["total_cost_usd"] = self._total_cost(v)
             v["per_call"] = self._call_stats[name].summary()
             v.update(self._sections_of(name))
             variants[name] = v
+        vot = self.value_of_time
         doc = {
             "scenario": self.scenario.name,
             "seed": self.seed,
@@ -338,16 +319,104 @@ class Results:
         doc["prices"] = prices_summary(self.plan.tiers)
         return doc
 
+    def _summarised_runs(self) -> np.ndarray:
+        """Which runs the summaries describe: those that completed (and, in a workload, started inside the
+        window)."""
+        keep = np.ones(len(self.runs), dtype=bool)
+        if "status" in self.runs:
+            keep &= (self.runs["status"] == 0).to_numpy()
+        if "counted" in self.runs:
+            keep &= self.runs["counted"].to_numpy(dtype=bool)
+        return keep
+
+    def _variant_summary(self, name: str, mask) -> dict[str, Any]:
+        """One variant's times, cost, calls, tokens, breakdown and waiting over the runs of ``mask``."""
+
+        def col(column: str) -> np.ndarray:
+            # one column at a time, so the summary never copies the whole runs table
+            return self.runs[column].to_numpy()[mask]
+
+        wall = describe(col("wall_time_s"))
+        if self.param_ci95 is not None:  # agentsim.param_uncertainty (uncertainty: parameters)
+            wall["param_ci95"] = [_f(x) if x is not None else None for x in self.param_ci95[name]]
+        cost_full = describe(col("cost_usd"))
+        v: dict[str, Any] = {
+            "wall_time_s": wall,
+            "cost_usd": {k: cost_full[k] for k in ("mean", "ci95", "p50", "p90", "p95", "p99")},
+            "calls": {"mean": _mean(col("calls"))},
+            "tokens": {
+                "input": _mean(col("input_tokens")),
+                "cache_read": _mean(col("cache_read_tokens")),
+                "cache_write": _mean(col("cache_write_tokens")),
+                "output": _mean(col("output_tokens")),
+                "reasoning": _mean(col("reasoning_tokens")),
+                "cache_write_1h": _mean(col("cache_write_1h_tokens")),
+            },
+            "breakdown_s": {k: _mean(col(f"{k}_s")) for k in BREAKDOWN},
+            **self._waiting(name, col, mask),
+        }
+        for slot in slots.names()[len(BREAKDOWN) :]:  # stall, a step kind's own (listen): when the plan has them
+            if f"{slot}_s" in self.runs:
+                v["breakdown_s"][slot] = _mean(col(f"{slot}_s"))
+        return v
+
+    def _total_cost(self, v: dict[str, Any]) -> dict[str, Any]:
+        """API cost plus the value of the time waited (wall time, or the person's waiting where there are turns)."""
+        vot, cost, waited = self.value_of_time, v["cost_usd"]["mean"], v[self.time_basis]["mean"]
+        return {
+            "mean": _f(cost + vot * waited / 3600.0) if cost is not None and waited is not None else None,
+            "value_of_time_usd_per_hour": vot,
+            "basis": self.time_basis,
+        }
+
+    @property
+    def time_basis(self) -> str:
+        """The time a variant's value of time is weighed against: ``waiting_s`` where the scenario has the
+        person's turns (what they wait for, not their own pauses), else ``wall_time_s`` (contract v1.3)."""
+        return "waiting_s" if self.plan.turn_nodes else "wall_time_s"
+
+    def _waiting(self, name: str, col, mask) -> dict[str, Any]:
+        """``waiting_s``, ``turn_s`` and ``turns`` of a variant's summarised runs (contract v1.3)."""
+        from agentsim.sim.turn_stats import turn_summary
+
+        w = describe(col("waiting_s"))
+        return {
+            "waiting_s": {k: w[k] for k in ("mean", "ci95", "p50", "p90", "p95", "p99")},
+            "turn_s": turn_summary(self.turns_of(name, mask)[0]),
+            "turns": {"mean": _mean(col("turns"))},
+        }
+
+    def turns_of(self, name: str, mask) -> tuple[np.ndarray, np.ndarray]:
+        """The seconds of every turn of variant ``name``'s runs selected by ``mask`` (rows of the runs table), and
+        each turn's position among those runs; without ``turns`` each run is one turn, its wall time."""
+        runs = self.runs
+        if self.turn_samples is None:
+            wall = runs["wall_time_s"].to_numpy()[mask]
+            return wall, np.arange(wall.size)
+        return self.turn_samples[name].of_runs(runs["run"].to_numpy()[mask])
+
     def _sections_of(self, name: str) -> dict[str, Any]:
         """A variant's sections that only some scenarios have: limits and workload, streaming, success, slo."""
         out = {key: fn(name) for key, fn in self.sections.items()}
         if self.stream_stats is not None:
             out["streaming"] = self.stream_stats[name].section()
+            if any(node.interrupt is not None for node in self.plan.calls):
+                out["barge_in"] = self.stream_stats[name].barge_in(*self._streamed_runs(name))
         if self.plan.defines_success:
             out["success"] = self._success(name)
         if self.scenario.slo:
             out["slo"] = self._slo(name)
         return out
+
+    def _streamed_runs(self, name: str) -> tuple[int, float, float]:
+        """The runs whose calls the streaming section summarises (every run; in a workload the counted runs
+        that completed), their turns and their cost: the denominators of the ``barge_in`` section."""
+        runs = self.runs
+        mask = (runs["variant"] == name).to_numpy()
+        if "counted" in runs:
+            mask = mask & runs["counted"].to_numpy(dtype=bool) & (runs["status"].to_numpy() == 0)
+        turns = float(np.sum(runs["turns"].to_numpy(dtype=np.float64)[mask]))
+        return int(mask.sum()), turns, float(np.sum(runs["cost_usd"].to_numpy(dtype=np.float64)[mask]))
 
     def _success(self, name: str) -> dict[str, Any]:
         """Success share, cost per success and time to success of a variant (see docs/concepts.md).
@@ -388,7 +457,12 @@ class Results:
         n = int(mask.sum())
         streamed = {c: runs[c].to_numpy()[mask] for c in runs.columns if isinstance(c, str) and "." in c}
 
-        def value_of(metric: str) -> np.ndarray:
+        def value_of(metric: str):
+            if metric == "turn_s":  # a target on each turn: the turns, and each run's longest
+                from agentsim.sim.turn_stats import per_run_worst
+
+                seconds, where = self.turns_of(name, mask)
+                return seconds, per_run_worst(seconds, where, n)
             if metric in runs.columns:
                 return runs[metric].to_numpy(dtype=np.float64)[mask]
             return turn_values(streamed, metric, n)
@@ -445,15 +519,11 @@ class Results:
             return pd.DataFrame(columns=["variant", "account", "series", "t_s", "value", "limit"])
         return pd.concat(rows, ignore_index=True)
 
-    # Figures (plot_tradeoff, plot_limits, plot_wait_cdf) are attached by agentsim.viz.figure_methods:
-    # this layer computes tables and statistics and knows no figures. ``import agentsim`` is lazy, so
-    # a result made through a submodule loads them on first use of a ``plot_*`` name.
+    # Figures are functions of the figures layer (agentsim.viz.figures: plot_tradeoff(res)); this layer computes
+    # tables and statistics and imports no figure code. For res.plot_tradeoff(), the package root (the composition
+    # root, outside the layers) installs the methods' loader in agentsim.model.extensions, run on first use.
     def __getattr__(self, name: str):
-        if name.startswith("plot_") and "_figures_loaded" not in type(self).__dict__:
-            import importlib
-
-            importlib.import_module("agentsim.viz.figure_methods")
-            type(self)._figures_loaded = True
+        if name.startswith("plot_") and extensions.load("figures"):
             return getattr(self, name)
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
@@ -496,11 +566,16 @@ def summary_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
                 "cost_ci95_hi_usd": c["ci95"][1],
                 "cost_p95_usd": c["p95"],
                 "calls_mean": v["calls"]["mean"],
+                "waiting_mean_s": v["waiting_s"]["mean"],
+                "waiting_p95_s": v["waiting_s"]["p95"],
+                "turn_p95_s": v["turn_s"]["p95"],
+                "turns_mean": v["turns"]["mean"],
+                "time_basis": vs["basis"],
                 **{
                     f"{k}_tokens_mean": v["tokens"][k]
                     for k in ("input", "cache_read", "cache_write", "output", "reasoning")
                 },
-                **{f"{k}_s": v["breakdown_s"][k] for k in ("queue", "ttft", "decode", "tool", "wait")},
+                **{f"{k}_s": v["breakdown_s"][k] for k in BREAKDOWN},
                 "delta_time_s": vs["delta_time_s"],
                 "delta_cost_usd": vs["delta_cost_usd"],
                 "usd_per_hour_saved": vs["usd_per_hour_saved"],
@@ -514,10 +589,47 @@ def summary_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
                     if "success" in v
                     else {}
                 ),
-                **{f"slo_{k}_share": e["share"] for k, e in v.get("slo", {}).items()},
+                **_slo_columns(v.get("slo") or {}),
+                **_ended_columns(v, doc.get("runs")),
             }
         )
     return rows
+
+
+def _slo_columns(slo: dict[str, Any]) -> dict[str, Any]:
+    """Per ``slo`` target (and ``all``): ``slo_KEY_share`` and its interval ``slo_KEY_ci95_lo`` / ``_hi``; per
+    target also the targeted metric's ``slo_KEY_mean``, ``slo_KEY_p95`` and ``slo_KEY_p99``."""
+    out: dict[str, Any] = {}
+    for k, e in slo.items():
+        out[f"slo_{k}_share"] = e["share"]
+        out[f"slo_{k}_ci95_lo"], out[f"slo_{k}_ci95_hi"] = e["ci95"]
+        for stat in ("mean", "p95", "p99") if k != "all" else ():
+            out[f"slo_{k}_{stat}"] = e.get(stat)
+    return out
+
+
+TEXT_COLUMNS = ("variant", "pays_off", "basis", "time_basis", "binding_account", "binding_limit")
+
+
+def _ended_columns(v: dict[str, Any], runs: int | None) -> dict[str, Any]:
+    """How the runs of a variant ended and what limited them, where they can fail: a workload's runs counted,
+    completed, failed share and throughput; with limits or failures, the 429s and the binding account and
+    limit (a workload's: agentsim.sim.binding). A replication's failed share is its runs that failed (retries
+    used up) over its runs."""
+    out: dict[str, Any] = {}
+    w, lim = v.get("workload"), v.get("limits")
+    if w:
+        for k in ("runs_counted", "runs_completed", "failed_share", "throughput_runs_per_hour"):
+            out[k] = w[k]
+    elif lim and runs:
+        out["failed_share"] = lim["attempts"]["failed_runs"] / runs
+    if lim:
+        out["rejected_429"] = lim["attempts"]["rejected_429"]
+        if w:
+            b = lim.get("binding")
+            out["binding_account"] = b["account"] if b else None
+            out["binding_limit"] = b["limit"] if b else None
+    return out
 
 
 def summary_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
@@ -525,24 +637,37 @@ def summary_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
     (its ``None`` figures become NaN instead of making the column an object column)."""
     df = pd.DataFrame(rows)
     for col in df.columns:
-        if col not in ("variant", "pays_off", "basis") and df[col].dtype == object:
+        if col not in TEXT_COLUMNS and df[col].dtype == object:
             df[col] = df[col].astype("float64")
     return df
 
 
-def compare(base: dict, v: dict, vot: float | None) -> dict[str, Any]:
-    """Δ time, Δ cost, USD per hour saved, and whether it pays off at ``vot`` USD/h (the rule of
-    :mod:`agentsim.sim.payoff`: total cost not above the baseline's, for a variant faster or cheaper)."""
-    figures = (v["wall_time_s"]["mean"], base["wall_time_s"]["mean"], v["cost_usd"]["mean"], base["cost_usd"]["mean"])
+def compare(base: dict, v: dict, vot: float | None, basis: str = "wall_time_s") -> dict[str, Any]:
+    """Δ wall time, Δ waiting, Δ cost, USD per hour saved, and whether it pays off at ``vot`` USD/h (the rule of
+    :mod:`agentsim.sim.payoff`: total cost not above the baseline's, for a variant faster or cheaper). The hours
+    saved are of ``basis``: ``waiting_s`` where the scenario has turns (the person's pauses are not waiting),
+    else ``wall_time_s``."""
+    figures = (v[basis]["mean"], base[basis]["mean"], v["cost_usd"]["mean"], base["cost_usd"]["mean"])
     if any(x is None for x in figures):
         # a variant (or the baseline) with no completed run has nothing to compare
-        return {"delta_time_s": None, "delta_cost_usd": None, "usd_per_hour_saved": None, "pays_off": None}
-    dt = v["wall_time_s"]["mean"] - base["wall_time_s"]["mean"]
+        return {
+            "delta_time_s": None,
+            "delta_cost_usd": None,
+            "usd_per_hour_saved": None,
+            "pays_off": None,
+            "delta_waiting_s": None,
+            "basis": basis,
+        }
+    dt = v[basis]["mean"] - base[basis]["mean"]
     dc = v["cost_usd"]["mean"] - base["cost_usd"]["mean"]
     per_hour = payoff.usd_per_hour_saved(dt, dc)
     return {
-        "delta_time_s": _f(dt),
+        "delta_time_s": _f(v["wall_time_s"]["mean"] - base["wall_time_s"]["mean"]),
         "delta_cost_usd": _f(dc),
         "usd_per_hour_saved": _f(per_hour) if per_hour is not None else None,
         "pays_off": payoff.pays_off(dt, dc, vot) if vot is not None else None,
+        "delta_waiting_s": _f(v["waiting_s"]["mean"] - base["waiting_s"]["mean"])
+        if "waiting_s" in v and "waiting_s" in base
+        else None,
+        "basis": basis,
     }

@@ -82,8 +82,6 @@ import numpy as np
 
 __all__ = [
     "DEC",
-    "LISTEN",
-    "N_SLOTS",
     "STALL",
     "TOOL",
     "TTFT",
@@ -108,8 +106,8 @@ __all__ = [
     "race_array",
 ]
 
-# Breakdown slots (agentsim.sim.slots): queue, ttft, decode, tool, wait, stall, listen
-from agentsim.sim.slots import DEC, LISTEN, N_SLOTS, STALL, TOOL, TTFT, WAIT, Q
+# Breakdown slots (agentsim.sim.slots): the engines' own; a step kind's own come after them
+from agentsim.sim.slots import DEC, STALL, TOOL, TTFT, WAIT, Q
 
 
 # ---------------------------------------------------------------------------------------- timing

@@ -24,10 +24,10 @@ import pandas as pd
 from agentsim.model.registry import step_kinds
 from agentsim.model.scenario import Scenario
 from agentsim.plan.compiler import Plan, compile_plan
-from agentsim.plan.sampling import BLOCK_SIZE, block_spans, call_speeds, sample_block
-from agentsim.plan.sizeguard import check_plan
+from agentsim.plan.sampling import block_spans, call_speeds, sample_block
+from agentsim.plan.sizeguard import check_plan, runs_per_block
 from agentsim.plan.validation import load, parse
-from agentsim.sim.executors import check_executor, dask_client, ordered_chunks
+from agentsim.sim.executors import Placement, check_executor, dask_client, ordered_chunks
 from agentsim.sim.packing import new_column, pack_columns, raw, unpack_into
 from agentsim.sim.records import (
     DONE,
@@ -39,14 +39,17 @@ from agentsim.sim.records import (
     run_columns,
     spans_frame,
     tables_from,
+    turn_durations,
 )
-from agentsim.sim.results import CallStats, Results, per_call_runs
+from agentsim.sim.results import CallStats, Results, TableSources, VariantStats, per_call_runs
 from agentsim.sim.stream_stats import StreamStats
+from agentsim.sim.turn_stats import TurnSamples
 
 __all__ = ["ENGINES", "choose_engine", "simulate", "simulate_block", "simulate_plan"]
 
 ENGINES = ("auto", "des", "fastpath")
 KEEP_CALLS_LIMIT = 4_000_000  # call instances kept in memory for .calls; beyond that, re-simulated on demand
+_HERE = Placement()  # blocks simulated in this process, one after another
 
 
 class EngineError(ValueError):
@@ -163,7 +166,7 @@ def _block_summary(plan: Plan, seed: int, span, engine: str, keep: bool, sampled
             columns[-1].update(run_values(plan, streams[-1], res.block.n))
         else:
             streams.append(None)
-        samples.append(_call_samples(plan, res, first))
+        samples.append((*_call_samples(plan, res, first), *_turn_samples(plan, res)))
     return columns, samples, (results if keep else None), streams
 
 
@@ -177,8 +180,15 @@ def _chunk_task(shared: tuple, spans: list) -> tuple:
     cols, samples = [], []
     for v in range(len(plan.variants)):
         cols.append(pack_columns([p[0][v] for p in parts]))
-        samples.append(tuple(np.concatenate([p[1][v][k] for p in parts]) for k in (0, 1)))
+        samples.append(tuple(np.concatenate([p[1][v][k] for p in parts]) for k in range(4)))
     return cols, samples, [p[2] for p in parts], [p[3] for p in parts]
+
+
+def _turn_samples(plan: Plan, res: BlockResult) -> tuple[np.ndarray, np.ndarray]:
+    """Every turn's seconds and run, when the plan has ``turns`` (else none: the runs table has them)."""
+    if not plan.turn_nodes:
+        return np.zeros(0), np.zeros(0, dtype=np.int64)
+    return turn_durations(plan, res)
 
 
 def _call_samples(plan: Plan, res: BlockResult, first: int) -> tuple[np.ndarray, np.ndarray]:
@@ -223,9 +233,7 @@ def simulate_plan(
     seed: int,
     *,
     engine: str = "auto",
-    workers: int = 1,
-    executor: Any = "process",
-    scheduler: str | None = None,
+    where: Placement = _HERE,
     keep_calls: bool | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> Results:
@@ -234,18 +242,38 @@ def simulate_plan(
     ``keep_calls``: True builds every block's per-call tensors and keeps them for ``.calls``; False
     never keeps them (``.calls``, ``.spans`` and ``--out`` re-simulate the blocks, same draws, same
     bits); None (default) keeps them for small simulations the fast path cannot run summary-only.
-    The summary is the same bytes whichever is chosen. ``executor``/``scheduler``: where the blocks
-    run (agentsim.sim.executors: this process, local processes, or a Dask cluster). ``progress(done,
+    The summary is the same bytes whichever is chosen. ``where``: where the blocks run
+    (agentsim.sim.executors: this process, local processes, or a Dask cluster). ``progress(done,
     total)``: called with the runs simulated so far, block by block (a workload: its simulated seconds).
     """
-    check_executor(executor, scheduler)
+    where.check()
     engine = choose_engine(plan, engine)
     check_plan(plan, runs, engine)  # refuses absurd sizes before any work starts
     if plan.workload is not None:
         from agentsim.sim.workload_summary import simulate_workload
 
         return simulate_workload(plan, seed, progress=progress)
-    spans = block_spans(runs)
+    spans = block_spans(runs, runs_per_block(plan))
+    keep = _keep_blocks(plan, runs, engine, keep_calls)
+    sampled = per_call_runs(runs, _calls_per_run(plan))
+    got = _Collected(plan, runs, keep)
+    if where.in_this_process(len(spans)):
+        for s in spans:
+            cols, samples, results, streams = _block_summary(plan, seed, s, engine, keep, sampled)
+            got.consume(s[1], [{k: raw(a) for k, a in c.items()} for c in cols], samples, [results], [streams])
+            if progress is not None:
+                progress(s[1] + s[2], runs)
+    else:  # blocks elsewhere (processes, a Dask cluster), handed back in order, several to a task
+        shared = (plan, seed, engine, keep, sampled)
+        for chunk, part in ordered_chunks(_chunk_task, shared, spans, **where.options()):
+            got.consume(chunk[0][1], *part)
+            if progress is not None:
+                progress(chunk[-1][1] + chunk[-1][2], runs)
+    return got.results(seed, engine, spans)
+
+
+def _keep_blocks(plan: Plan, runs: int, engine: str, keep_calls: bool | None) -> bool:
+    """Whether to keep the blocks for ``.calls`` (see :func:`simulate_plan`'s ``keep_calls``)."""
     # keep the blocks for .calls when they are small, unless the fast path can skip per-call tensors:
     # then .calls, .spans and --out re-simulate the blocks in full on demand (the same draws, the same bits)
     keep = plan.needs_attempts or keep_calls is True
@@ -254,22 +282,7 @@ def simulate_plan(
             _est_call_instances(plan, runs) * len(plan.variants) <= KEEP_CALLS_LIMIT
             and not summary_only_possible(plan, engine)
         )
-    sampled = per_call_runs(runs, _calls_per_run(plan))
-    got = _Collected(plan, runs, keep)
-    if executor == "process" and (workers == 1 or len(spans) == 1):
-        for s in spans:
-            cols, samples, results, streams = _block_summary(plan, seed, s, engine, keep, sampled)
-            got.consume(s[1], [{k: raw(a) for k, a in c.items()} for c in cols], samples, [results], [streams])
-            if progress is not None:
-                progress(s[1] + s[2], runs)
-    else:  # blocks elsewhere (processes, a Dask cluster), handed back in order, several to a task
-        shared = (plan, seed, engine, keep, sampled)
-        where = {"workers": workers, "executor": executor, "scheduler": scheduler}
-        for chunk, part in ordered_chunks(_chunk_task, shared, spans, **where):
-            got.consume(chunk[0][1], *part)
-            if progress is not None:
-                progress(chunk[-1][1] + chunk[-1][2], runs)
-    return got.results(seed, engine, spans)
+    return keep
 
 
 class _Collected:
@@ -280,6 +293,7 @@ class _Collected:
         self.plan, self.runs = plan, runs
         self.call_stats = {name: CallStats() for name in plan.variants}
         self.stream_stats = {name: StreamStats(plan) for name in plan.variants}
+        self.turn_samples = {name: TurnSamples() for name in plan.variants}
         self.columns: dict[str, np.ndarray] = {}
         self.kept: list | None = [] if keep else None
 
@@ -291,7 +305,8 @@ class _Collected:
                 if name not in self.columns:
                     self.columns[name] = new_column(self.runs * nv, packed[0])
                 unpack_into(self.columns[name], v * self.runs + first, packed)
-            self.call_stats[plan.variants[v]].add(*samples[v])
+            self.call_stats[plan.variants[v]].add(*samples[v][:2])
+            self.turn_samples[plan.variants[v]].add(*samples[v][2:])
             if plan.has_streaming:
                 for block_streams in streams:
                     self.stream_stats[plan.variants[v]].add(block_streams[v])
@@ -315,13 +330,13 @@ class _Collected:
             runs=runs,
             engine=engine,
             runs_df=runs_df,
-            call_stats=self.call_stats,
-            calls_builder=calls_builder,
-            spans_builder=tables.builder(spans_frame),
-            stream_stats=self.stream_stats if plan.has_streaming else None,
-            sections=sections,
-            calls_parts=tables.calls_parts,
-            tables_of=tables.of_runs,
+            stats=VariantStats(
+                self.call_stats,
+                streams=self.stream_stats if plan.has_streaming else None,
+                turns=self.turn_samples if plan.turn_nodes else None,
+                sections=sections,
+            ),
+            tables=TableSources(calls_builder, tables.builder(spans_frame), tables.calls_parts, tables.of_runs),
         )
 
 
@@ -347,7 +362,8 @@ class _Tables:
         """The calls and spans rows of ``runs`` only, from the blocks that hold them (kept, or simulated
         again: one block of 4096 runs for the first runs, whatever the simulation's size)."""
         wanted = {int(r) for r in runs if 0 <= r < self.spans[-1][1] + self.spans[-1][2]}
-        held = sorted({r // BLOCK_SIZE for r in wanted})
+        size = self.spans[0][2]  # runs per block (the plan's: agentsim.plan.sizeguard.runs_per_block)
+        held = sorted({r // size for r in wanted})
 
         def results():
             for b in held:
@@ -355,7 +371,7 @@ class _Tables:
                     yield self.kept[b]
                 else:  # one variant's tensors at a time: read for the runs wanted, then let go
                     block = sample_block(self.plan, self.seed, *self.spans[b])
-                    block = _first_runs(self.plan, block, max(r for r in wanted if r // BLOCK_SIZE == b) + 1)
+                    block = _first_runs(self.plan, block, max(r for r in wanted if r // size == b) + 1)
                     for res in _variant_results(self.plan, block, self.engine):
                         yield [res]
 
@@ -454,13 +470,13 @@ def simulate(
     with ExitStack() as stack:
         if executor == "dask" and plan.workload is None:  # one cluster (or connection) for every simulation here
             executor = stack.enter_context(dask_client(workers, scheduler))
-        where = {"workers": workers, "executor": executor}
-        res = simulate_plan(plan, runs, seed, engine=engine, progress=progress, **where)
+        where = Placement(workers, executor)
+        res = simulate_plan(plan, runs, seed, engine=engine, where=where, progress=progress)
         if (uncertainty or sc.uncertainty) == "parameters":  # agentsim.sim.param_uncertainty: K more simulations
             from agentsim.sim.param_uncertainty import parameter_ci95
 
             def one(p: Plan) -> dict:
-                return simulate_plan(p, runs, seed, engine=engine, **where).summary_dict()
+                return simulate_plan(p, runs, seed, engine=engine, where=where).summary_dict()
 
             res.param_ci95 = parameter_ci95(sc, plan, res.summary_dict(), runs, seed, one)
     return res

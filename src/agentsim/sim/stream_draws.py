@@ -23,7 +23,17 @@ import math
 
 import numpy as np
 
-__all__ = ["BATCH_ELEMENTS", "CACHE_BYTES", "KEPT", "batch_runs", "columns", "group_sizes", "sizes", "token_rows"]
+__all__ = [
+    "BATCH_ELEMENTS",
+    "CACHE_BYTES",
+    "KEPT",
+    "batch_runs",
+    "columns",
+    "first_size",
+    "group_sizes",
+    "sizes",
+    "token_rows",
+]
 
 BATCH_ELEMENTS = 1 << 21  # calls x tokens streamed at once (memory of one matrix: 16 MiB; one longer answer alone)
 CACHE_BYTES = 128 << 20  # per-token draws kept per block for the engines' repeated look-ups (beyond: redrawn)
@@ -86,3 +96,9 @@ def group_sizes(sampler, block, key_node, purpose, flat, runs, N, cache) -> np.n
         if guess == width or bool(np.all(got.sum(axis=1) >= N)):
             return got
     return sizes(sampler, block, key_node, purpose, flat, runs, width, cache)
+
+
+def first_size(sampler, block, key_node, purpose, flat, runs, N, cache=False) -> np.ndarray:
+    """The first group's size over each call's ``N`` tokens, ``min(g_1, N)`` (a first sentence), without drawing
+    the others: the rows are token-major, so the first size does not depend on how many follow."""
+    return np.minimum(sizes(sampler, block, key_node, purpose, flat, runs, 1, cache)[:, 0], N)

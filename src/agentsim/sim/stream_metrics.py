@@ -35,7 +35,7 @@ from __future__ import annotations
 import numpy as np
 
 from agentsim.model.consumers import COMMON, VOICE, from_ask, metrics_of
-from agentsim.model.registry import consumer_kind, consumer_kinds
+from agentsim.model.registry import consumer_kind, consumer_kinds, table_metrics
 from agentsim.plan.nodes import OUTPUT, ConsumerCfg, Plan
 from agentsim.sim.call_timeline import CallSlot, timeline
 from agentsim.sim.stalls import stall_draws
@@ -52,50 +52,80 @@ from agentsim.sim.streaming import (
 __all__ = [
     "COMMON",
     "COMMON_LABELS",
+    "COMMON_TABLE",
     "VOICE",
     "block_metrics",
     "consumer_metrics",
     "consumer_timeline",
     "from_ask",
+    "label_of",
     "metrics_of",
     "person_stop",
+    "reading_order",
     "recorded",
     "run_values",
     "table_rows",
 ]
 
-# Labels of the common metrics the CLI table shows (a consumer kind labels its own: ConsumerKind.labels)
+# Labels of the common metrics (a consumer kind labels its own: ConsumerKind.labels), in reading order; the CLI
+# table shows those of COMMON_TABLE, around each kind's own (ConsumerKind.table)
 COMMON_LABELS = {
     "ttft_s": "TTFT seen",
     "first_word_s": "first word from ask",
+    VOICE: "voice to voice",
     "longest_gap_s": "longest gap",
+    "gaps_over_250ms": "gaps over 250 ms",
+    "gaps_over_1s": "gaps over 1 s",
+    "itl_p50_s": "ITL p50",
+    "itl_p95_s": "ITL p95",
     "itl_p99_s": "ITL p99",
     "qoe": "QoE",
+    "qoe_from_ask": "QoE from ask",
     "interrupted_share": "interrupted",
+    "cut_share": "cut while generating",
+    "wasted_usd": "wasted",
 }
+COMMON_TABLE = ("ttft_s", "first_word_s", "longest_gap_s", "qoe", "interrupted_share")
+_FIRST = 3  # the metrics read before a kind's own: TTFT, the first word, voice to voice
 
 
 def table_rows() -> list[tuple[str, str]]:
     """(metric, label) of the streaming rows of the CLI table: TTFT, each consumer kind's, then the others."""
-    rows = [(m, COMMON_LABELS[m]) for m in COMMON[:2]]
+    rows = [(m, COMMON_LABELS[m]) for m in COMMON_TABLE[:2]]
     for kind in consumer_kinds().values():
-        rows += list(kind.labels.items())
-        if "first_audio_s" in kind.metrics:
-            rows.append((VOICE, "voice to voice"))
-    return rows + [(m, label) for m, label in COMMON_LABELS.items() if m not in COMMON[:2]]
+        rows += [(m, label_of(m)) for m in table_metrics(kind)]
+        if kind.voice:
+            rows.append((VOICE, COMMON_LABELS[VOICE]))
+    return rows + [(m, COMMON_LABELS[m]) for m in COMMON_TABLE[2:]]
+
+
+def label_of(metric: str) -> str:
+    """A streaming metric's short label: the common ones', its consumer kind's, else its name in words."""
+    if metric in COMMON_LABELS:
+        return COMMON_LABELS[metric]
+    for kind in consumer_kinds().values():
+        if metric in kind.labels:
+            return kind.labels[metric]
+    return metric.removesuffix("_s").replace("_", " ")
+
+
+def reading_order() -> list[str]:
+    """Every labelled streaming metric in reading order: TTFT, the first word and voice to voice, each consumer
+    kind's own (in its ``labels`` order), then the other common ones."""
+    common = list(COMMON_LABELS)
+    own = [m for kind in consumer_kinds().values() for m in kind.labels if m not in COMMON_LABELS]
+    return [*common[:_FIRST], *own, *common[_FIRST:]]
 
 
 # --------------------------------------------------------------------------- one batch of calls
 
 
-def consumer_metrics(
-    cons: ConsumerCfg, sb: StreamBatch, n: np.ndarray, sent_tokens=None, fa=None, stop=None, ask=None
-) -> dict:
+def consumer_metrics(cons: ConsumerCfg, sb: StreamBatch, n: np.ndarray, draws=None, stop=None, ask=None) -> dict:
     """Per-call metrics of one consumer over the first ``n`` delivered tokens of each call (see module doc):
-    the common ones here, the consumer kind's own from its ``measure`` (with its draws: a speech consumer's
-    sentence lengths ``sent_tokens`` and first-audio latencies ``fa``). ``stop``: where the person
-    interrupts (absolute; ``inf``: not); ``ask``: when the person asked (absolute; default: the send).
-    ``_end``: when the consumer would have consumed the whole answer (``inf`` when it was cut off)."""
+    the common ones here, the consumer kind's own from its ``measure`` (with ``draws``, what its ``draws``
+    gave: a voice's sentence lengths and first-audio latencies). ``stop``: where the person interrupts
+    (absolute; ``inf``: not); ``ask``: when the person asked (absolute; default: the send). ``_end``: when the
+    consumer would have consumed the whole answer (``inf`` when it was cut off)."""
     D, send = sb.D, sb.send
     C, width = D.shape
     Dv = delivered(sb, n)
@@ -110,8 +140,7 @@ def consumer_metrics(
     last = np.take_along_axis(D, np.clip(n - 1, 0, max(width - 1, 0))[:, None], axis=1)[:, 0] if width else send
     out["_end"] = np.where(n >= sb.N, last, np.inf)  # without a consumer of its own: the last token
     if cons.kind != "none":
-        draws = {} if sent_tokens is None else {"sentences": sent_tokens, "first_audio": fa}
-        out.update(consumer_kind(cons.kind).measure(cons, sb, n, stop=stop, **draws))
+        out.update(consumer_kind(cons.kind).measure(cons, sb, n, stop=stop, **(draws or {})))
     return out
 
 
@@ -182,12 +211,12 @@ def consumer_timeline(
     return {k: np.where(v > stop[:, None], np.nan, v) for k, v in times.items()}  # NaN compares quietly
 
 
-def person_stop(plan: Plan, slot: CallSlot, tier_index: int, sb: StreamBatch, first_audio=None):
+def person_stop(plan: Plan, slot: CallSlot, tier_index: int, sb: StreamBatch):
     """Where the person interrupts each call of the batch (absolute; ``inf``: they do not), or None for a call
     that cannot be interrupted (:func:`agentsim.sim.streaming.interrupt_times`, as the engines decide it)."""
     if slot.node.interrupt is None:
         return None
-    drawn, t = interrupt_times(slot, sb, first_audio)  # as interruption() decides it, without the billing
+    drawn, t = interrupt_times(slot, sb)  # as interruption() decides it, without the billing
     return np.where(drawn, t, np.inf)
 
 
@@ -260,18 +289,18 @@ def _batch(plan: Plan, result, slot: CallSlot, tier_index: int) -> dict[str, np.
     sb, n, cut = recorded(plan, result, slot, tier_index)
     kind = None if cons.kind == "none" else consumer_kind(cons.kind)
     draws = kind.draws(cons, slot, n) if kind is not None and kind.draws else {}
-    stop = person_stop(plan, slot, tier_index, sb, draws.get("first_audio"))  # the engines cut there if running
+    stop = person_stop(plan, slot, tier_index, sb)  # the engines cut there if running
     start = np.zeros(block.n) if result.start is None else result.start
     ask = start[slot.runs]
-    vals = consumer_metrics(cons, sb, n, draws.get("sentences"), draws.get("first_audio"), stop=stop, ask=ask)
+    vals = consumer_metrics(cons, sb, n, draws, stop=stop, ask=ask)
     vals.pop("_end")
     interrupted = np.zeros(len(n), dtype=bool) if stop is None else np.isfinite(stop)
     lead = sb.send - ask  # from the ask to the send
     vals["first_word_s"] = vals["ttft_s"] + lead
     for m in () if kind is None else kind.since_send:
         vals[from_ask(m)] = vals[m] + lead
-    if "first_audio_s" in vals:
-        vals[VOICE] = vals["first_audio_s"] + (sb.send - _speech_end(result, slot, sb.send, ask))
+    if kind is not None and kind.voice:  # from the end of the person's speech to the voice's first audio
+        vals[VOICE] = vals[kind.voice] + (sb.send - _speech_end(result, slot, sb.send, ask))
     width = slot_width(block, node)
     t = result.calls[node.id]
     vals["_tps"] = t["tps"].reshape(block.n, width)[slot.runs, slot.flat]  # for the apparate point

@@ -1,4 +1,4 @@
-"""Streaming: how a call's answer arrives, token by token; where the person interrupts; when a pipeline starts.
+"""Streaming: how a call's answer arrives, token by token; where the person interrupts.
 
 The engines decide when a call starts and ends; this module decides what happens in between,
 for any number of calls at once (NumPy arrays over calls, never a Python loop per token).
@@ -26,11 +26,13 @@ audio + X), whatever the model is doing then. If that is before the call's end t
 ends at ``t``; its reasoning and the visible tokens that have arrived by ``t`` (``a_i <= t``) are billed;
 only those join the context. Reading and speech stop at ``t`` either way (:mod:`~agentsim.sim.stream_metrics`).
 
-**Engines.** The DES applies :func:`streams`, :func:`interruption`, ``stalls.stalled_by`` and
-:func:`pipeline_offset` to one call at a time; the fast path to all the runs of one instance slot at
-once. Every operation is per row, so both get the same bits.
+**Engines.** The DES applies :func:`streams`, :func:`interruption`, ``stalls.stalled_by`` and the start
+of a step that follows the call (``Node.starts_on``: a pipeline's) to one call at a time; the fast path
+to all the runs of one instance slot at once. Every operation is per row, so both get the same bits.
 
-Per-token random numbers (jitter weights, chunk and sentence sizes, stall places) come from streams
+What a consumer kind adds (a voice's sentences and first audio) is its module's (:mod:`agentsim.consumers`),
+and when a step that follows a call starts is its kind's (``Node.starts_on``). Per-token random numbers
+(jitter weights, chunk sizes, stall places) come from streams
 keyed like every other draw (:mod:`agentsim.sim.stream_draws`), filled token-major so a call's numbers
 do not depend on the other calls.
 """
@@ -42,24 +44,21 @@ import math
 import numpy as np
 from scipy import special
 
-from agentsim.plan.nodes import CHUNKS, GAPS, INTERRUPT_P, INTERRUPT_X, SENTENCES, Plan
+from agentsim.model.registry import consumer_kind
+from agentsim.plan.nodes import CHUNKS, GAPS, INTERRUPT_P, INTERRUPT_X, Plan
 from agentsim.plan.sampling import Block
 from agentsim.sim.call_timeline import CallSlot, CallTimeline
 from agentsim.sim.stalls import one_token_chunks, stall_events
-from agentsim.sim.stream_draws import BATCH_ELEMENTS, columns, group_sizes, sizes, token_rows
+from agentsim.sim.stream_draws import BATCH_ELEMENTS, columns, group_sizes, token_rows
 
 __all__ = [
     "BATCH_ELEMENTS",
     "StreamBatch",
     "arrived",
     "delivered",
-    "first_audio_times",
-    "first_sentence",
     "interrupt_times",
     "interruption",
-    "pipeline_offset",
     "seen",
-    "sentence_ends",
     "slot_values",
     "slot_width",
     "streams",
@@ -153,85 +152,35 @@ def seen(sb: StreamBatch, t: np.ndarray) -> np.ndarray:
     return np.minimum(arrived(sb.D, t), arrived(sb.A, t))
 
 
-def sentence_ends(sampler, block: Block, key_node: int, flat: int, runs: np.ndarray, n: np.ndarray, cache=False):
-    """Sentence lengths ``(calls, K)`` over ``n`` tokens: the last sentence shortened to fit, then zeros."""
-    if sampler.is_constant:  # no draw: as many sentences of L tokens as the longest answer needs
-        L = max(1, int(np.rint(sampler.constant_value)))
-        got = np.full((len(n), max(-(-int(n.max()) // L) if len(n) else 1, 1)), L, dtype=np.int64)
-    else:
-        got = group_sizes(sampler, block, key_node, SENTENCES, flat, runs, n, cache)
-    cum = np.minimum(np.cumsum(got, axis=1), n[:, None])
-    start = np.concatenate([np.zeros((len(n), 1), dtype=np.int64), cum[:, :-1]], axis=1)
-    return cum - start  # tokens per sentence; 0 once the answer is used up
+# --------------------------------------------------------------------------- interruptions
 
 
-def first_sentence(sampler, block: Block, key_node: int, flat: int, runs: np.ndarray, n: np.ndarray, cache=False):
-    """The first column of :func:`sentence_ends`, ``min(g_1, n)`` (``g_1``: the first drawn length), without
-    drawing the others: the draws are token-major, so the first length does not depend on how many follow."""
-    return np.minimum(sizes(sampler, block, key_node, SENTENCES, flat, runs, 1, cache)[:, 0], n)
-
-
-# --------------------------------------------------------------------------- interruptions and pipelines
-
-
-def first_audio_times(D, first_tokens, fa):
-    """First audio time (absolute) of each call: delivery of the first sentence's last token (``first_tokens``:
-    the first sentence's length) + first_audio."""
-    e1 = np.maximum(first_tokens, 1) - 1
-    return np.take_along_axis(D, e1[:, None], axis=1)[:, 0] + fa
-
-
-def interruption(plan: Plan, slot: CallSlot, tier, sb: StreamBatch, fa=None):
+def interruption(plan: Plan, slot: CallSlot, tier, sb: StreamBatch):
     """Where the person interrupts each call of ``slot``: ``(drawn, t, cut, billed visible tokens)`` arrays.
 
     The person barges in at ``t`` (:func:`interrupt_times`) when drawn, whatever the model is doing then
     (contract v1.2). The call is ``cut`` -- it ends at ``t`` with its reasoning and the visible tokens that
     have arrived by ``t`` (``a_i <= t``) billed -- only when ``t`` falls before its end.
     """
-    drawn, t = interrupt_times(slot, sb, fa)
+    drawn, t = interrupt_times(slot, sb)
     cut = drawn & (t < sb.end)
     return drawn, t, cut, np.where(cut, arrived(sb.A, t), sb.N)
 
 
-def interrupt_times(slot: CallSlot, sb: StreamBatch, fa=None):
+def interrupt_times(slot: CallSlot, sb: StreamBatch):
     """``(drawn, t)``: whether the person interrupts each call of ``slot`` (``u < p``, an answer with tokens)
     and when: ``t = d_1 + X`` (``after_first_word`` / ``after_first_token``: the first visible token, as
-    delivered) or ``first audio + X`` (``after_first_audio``; ``fa``: the calls' first-audio latencies)."""
+    delivered) or ``first audio + X`` (``after_first_audio``: the call's consumer kind's ``first_audio``)."""
     block, node, flat, runs = slot.block, slot.node, slot.flat, slot.runs
     cfg = node.interrupt
     u = special.ndtr(slot_values(block.get(node.id, INTERRUPT_P), block, node, runs, flat))
     x = slot_values(block.get(node.id, INTERRUPT_X), block, node, runs, flat)
-    if cfg.after == "first_audio":
+    if cfg.after == "first_audio":  # a kind with a voice (the call's check): when the person first hears it
         cons = node.consumer
-        first = first_sentence(cons.sentence, block, node.id, flat, np.asarray(runs), sb.N)
-        t = first_audio_times(sb.D, first, fa) + x
+        t = consumer_kind(cons.kind).first_audio(cons, slot, sb) + x
     else:  # first_token, first_word: the first visible token, delivered at a_1
         t = sb.D[:, 0] + x
     return (u < cfg.p) & (sb.N > 0), t
-
-
-def pipeline_offset(pnode, slot: CallSlot, sb: StreamBatch, cut=None) -> np.ndarray:
-    """When a pipeline after this call starts: delivery of token ``tokens`` (or of the first sentence's last).
-
-    ``cut`` (optional): when each call is interrupted (``inf``: not). A cut call ends at the cut with the
-    tokens that arrived by then: the pipeline starts at the cut at the latest, and at the cut too when its
-    token never arrived (even if its chunk, the first, was delivered at ``a_1``): the call has fewer tokens.
-    """
-    block, flat, runs = slot.block, slot.flat, slot.runs
-    N = sb.N
-    if pnode.after_tokens is not None:
-        m = np.minimum(pnode.after_tokens, N)
-    else:
-        call = pnode.call  # the call's consumer's sentences (a speech consumer's), else the pipeline's own
-        own = getattr(call.consumer, "sentence", None)
-        sampler, key = (own, call.id) if own is not None else (pnode.sentence, pnode.id)
-        m = first_sentence(sampler, block, key, flat, np.asarray(runs), N, cache=True)
-    m = np.maximum(m, 1) - 1
-    t = np.take_along_axis(sb.D, m[:, None], axis=1)[:, 0]
-    if cut is not None:
-        came = (cut + ARRIVED_TOL) >= np.take_along_axis(sb.A, m[:, None], axis=1)[:, 0]
-        t = np.where(came, np.minimum(t, cut), cut)
-    return np.where(N > 0, t, sb.end)
 
 
 def slot_width(block: Block, node) -> int:

@@ -12,6 +12,8 @@ Figures are ``float | None``: a statistic over no run (a variant whose runs all 
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = ["SUMMARY_SCHEMA_TITLE", "Summary", "summary_schema"]
@@ -63,8 +65,12 @@ class Tokens(_Part):
     cache_write_1h: Num
 
 
-class Breakdown(_Part):
-    """Mean seconds per run on the critical path, by slot (``stall``, ``listen``: only when the plan has them)."""
+class Breakdown(BaseModel):
+    """Mean seconds per run on the critical path, by slot (``stall``, ``listen``: only when the plan has them;
+    a slot of another step kind's own, by its name)."""
+
+    model_config = ConfigDict(extra="allow", defer_build=True)
+    __pydantic_extra__: dict[str, Num]
 
     queue: Num
     ttft: Num
@@ -73,18 +79,34 @@ class Breakdown(_Part):
     wait: Num
     stall: Num = None
     listen: Num = None
+    think: Num = None
 
 
 class VsBaseline(_Part):
-    delta_time_s: Num
+    delta_time_s: Num = Field(description="Δ mean wall time against the first variant (s).")
     delta_cost_usd: Num
-    usd_per_hour_saved: Num
+    usd_per_hour_saved: Num = Field(description="Δ cost per hour of the basis saved (waiting_s with turns).")
     pays_off: bool | None
+    delta_waiting_s: Num = Field(description="Δ mean waiting time (s): the person's turns (contract v1.3).")
+    basis: Literal["wall_time_s", "waiting_s"] = Field(
+        description="The time the value of time is weighed against: waiting_s where the scenario has turns."
+    )
 
 
 class TotalCost(_Part):
     mean: Num
     value_of_time_usd_per_hour: float
+    basis: Literal["wall_time_s", "waiting_s"] = Field(description="cost + value of time × this basis.")
+
+
+class TurnStats(_Part):
+    """Mean and percentiles over every turn (from the person's message to the answer; contract v1.3)."""
+
+    mean: Num
+    p50: Num
+    p90: Num
+    p95: Num
+    p99: Num
 
 
 class PerCall(_Part):
@@ -130,6 +152,26 @@ class Account(_Part):
     rpm: Bucket | None = None
     input_tpm: Bucket | None = None
     output_tpm: Bucket | None = None
+    refused_by: dict[str, int] | None = Field(
+        None,
+        description="Per limit of the account (concurrency, rpm, input_tpm, output_tpm): the refusals (HTTP 429) "
+        "it took part in; a refusal counts under every limit short at that instant.",
+    )
+    waited_s: dict[str, float] | None = Field(
+        None, description="policy: queue: per limit, the seconds calls waited in line for it."
+    )
+
+
+class Binding(_Part):
+    """The limit that refused the most requests (or, where none was refused, kept calls waiting longest)."""
+
+    account: str
+    limit: str = Field(description="concurrency, rpm, input_tpm or output_tpm.")
+    by: str = Field(description="refused (it refused the most) or waited (calls waited for it the longest).")
+    refused: int
+    waited_s: float
+    share: float = Field(description="Its share of all the accounts' refusals (or of all waiting).")
+    utilisation: Num
 
 
 class Limits(_Part):
@@ -138,6 +180,9 @@ class Limits(_Part):
     queue_wait_s: QueueWait
     attempts: Attempts
     accounts: dict[str, Account] | None = None
+    binding: Binding | None = Field(
+        None, description="Workloads: which account's which limit binds (null: no call was refused or waited)."
+    )
 
 
 class WorkloadSection(_Part):
@@ -163,6 +208,8 @@ class StreamSpread(_Part):
     p50: Num
     p95: Num
     p99: Num
+    p5: Num = Field(None, description="A score where more is better (qoe, qoe_from_ask): its worst 5%.")
+    p1: Num = Field(None, description="A score where more is better (qoe, qoe_from_ask): its worst 1%.")
 
 
 class Apparate(_Part):
@@ -188,6 +235,20 @@ class SloTarget(_Part):
     share: Num
     ci95: list[Num] = Field(min_length=2, max_length=2, description="Wilson score interval of the share.")
     runs: int = Field(description="The runs the share is over.")
+    turns: int | None = Field(None, description="turn_s only: the turns the share is over.")
+    mean: Num = Field(None, description="The targeted metric's mean over the runs (turns) with a value.")
+    p50: Num = Field(None, description="The value half the runs (turns) meet; null where runs without one decide.")
+    p95: Num = Field(None, description="The value 95% of the runs (turns) meet: at most the target when share >= 0.95.")
+    p99: Num = Field(None, description="The value 99% of the runs (turns) meet.")
+
+
+class BargeIn(_Part):
+    """What the person's interruptions cost (scenarios with an ``interrupt``; docs/metrics.md)."""
+
+    interruptions_per_turn: Num = Field(description="Interrupted answers per turn (a run without turns: one turn).")
+    wasted_usd_per_turn: Num = Field(description="Cost of the interrupted calls per turn (USD).")
+    wasted_usd_per_run: Num = Field(description="Cost of the interrupted calls per run (USD).")
+    wasted_share_of_cost: Num = Field(description="Cost of the interrupted calls over the runs' whole cost.")
 
 
 class Success(_Part):
@@ -204,12 +265,16 @@ class Variant(_Part):
     calls: Mean
     tokens: Tokens
     breakdown_s: Breakdown
+    waiting_s: Stats = Field(description="What the person waited per run: the sum of their turns (contract v1.3).")
+    turn_s: TurnStats
+    turns: Mean = Field(description="Turns per run (1 without a turns step).")
     vs_baseline: VsBaseline
     total_cost_usd: TotalCost | None = None
     per_call: PerCall
     limits: Limits | None = None
     workload: WorkloadSection | None = None
     streaming: Streaming | None = None
+    barge_in: BargeIn | None = None
     success: Success | None = None
     slo: dict[str, SloTarget] | None = None
 

@@ -22,15 +22,44 @@ draws): see :func:`agentsim.sim.simulation.simulate_plan`.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-from agentsim.plan.nodes import Plan
+from agentsim.plan.nodes import AT_ONCE, Plan
 from agentsim.plan.sampling import constant_view
 from agentsim.pricing.rates import call_cost
 from agentsim.sim.records import CALL_INT, row_sum, running_row_sum
 
-__all__ = ["RunTotals", "add_ints", "constant", "lean"]
+__all__ = ["MadeCall", "RunTotals", "add_ints", "constant", "lean"]
+
+
+@dataclass(frozen=True, slots=True)
+class MadeCall:
+    """One evaluation of a call node for every run of a block: where, which runs, and its token counts.
+
+    ``sl`` indexes the node's tensors; ``active`` marks the runs that make the call (``on``: all of
+    them); the counts are arrays broadcastable to ``active``'s shape.
+    """
+
+    nid: int
+    sl: tuple
+    on: bool
+    active: np.ndarray
+    tokens: tuple  # (input, cache read, cache write, 1-hour cache write), as VecCtx.begin_call returns them
+    output: Any
+    reasoning: Any
+
+    @property
+    def values(self) -> tuple:
+        """The counts in :data:`~agentsim.sim.records.CALL_INT` order."""
+        return (*self.tokens, self.output, self.reasoning)
+
+    @property
+    def copies(self) -> int:
+        """Instances per run in this evaluation (fan-out copies)."""
+        return math.prod(self.active.shape[1:])
 
 
 class RunTotals:
@@ -55,28 +84,29 @@ class RunTotals:
         # ((token kind, constant count), ...) -> per run, how many instances were made with those constants
         self.made: dict[tuple, np.ndarray] = {}
 
-    def add(
-        self, nid: int, sl: tuple, on: bool, active: np.ndarray, inp, read, write, w1h, out, reas, uncached=None
-    ) -> None:
-        """One evaluation of call node ``nid`` at index ``sl`` (arrays broadcastable to ``active``'s shape).
+    def add(self, call: MadeCall, uncached=None) -> None:
+        """One evaluation of a call node at ``call.sl``.
 
         ``uncached``: ``inp - read - write`` when the caller knows it (see :func:`call_cost`).
         """
-        n, shape = self.n, active.shape
-        m = math.prod(shape[1:])  # instances per run in this evaluation (fan-out copies)
-        values = (inp, read, write, w1h, out, reas)
-        consts = [constant(x) for x in values]
+        consts = [constant(x) for x in call.values]
+        self._add_cost(call, consts, uncached)
+        self._count_constants(call, consts)
+        self._count_varying(call, consts)
+
+    def _add_cost(self, call: MadeCall, consts: list, uncached) -> None:
+        """The call's cost into its node's running sum (or cost tensor), in the canonical order."""
+        nid, n, shape = call.nid, self.n, call.active.shape
         # constants enter the price as scalars: the same IEEE operations, done once instead of per element
-        cost = call_cost(
-            self.rates[nid], *(x if c is None else c for x, c in zip(values, consts, strict=True)), uncached=uncached
-        )
-        if not on:
-            cost = np.where(active, cost, 0.0)
+        values = (x if c is None else c for x, c in zip(call.values, consts, strict=True))
+        cost = call_cost(self.rates[nid], *values, uncached=uncached)
+        if not call.on:
+            cost = np.where(call.active, cost, 0.0)
         if nid in self.cost_tensors:
-            self.cost_tensors[nid][sl] = cost
+            self.cost_tensors[nid][call.sl] = cost
         elif np.ndim(cost) == 0:  # one cost for every run: its running sum is one value too, in Python
             acc, c = self.costs.get(nid), float(cost)  # floats (IEEE binary64, the same bits as NumPy's)
-            for _ in range(m):
+            for _ in range(call.copies):
                 acc = c if acc is None else acc + c
             self.costs[nid] = acc
         elif cost.shape == (n,):
@@ -84,23 +114,31 @@ class RunTotals:
             self.costs[nid] = cost if acc is None else acc + cost
         else:
             self.costs[nid] = running_row_sum(self.costs.get(nid), np.broadcast_to(cost, shape).reshape(n, -1))
-        if on:
+
+    def _count_constants(self, call: MadeCall, consts: list) -> None:
+        """The calls made and the token counts that are one value in every run."""
+        m, active = call.copies, call.active
+        if call.on:
             self.every_run["calls"] += m
             for k, c in zip(CALL_INT, consts, strict=True):
                 if c is not None:  # the same count in every run: no per-element work
                     self.every_run[k] += int(c) * m
-        else:
-            # The calls made and the constant token counts are both (number of active instances) x value:
-            # one count of active instances per set of constants, multiplied out in result() (integers: exact).
-            key = tuple((k, int(c)) for k, c in zip(CALL_INT, consts, strict=True) if c is not None and c != 0)
-            made = active.reshape(n, -1).sum(axis=1) if m > 1 or active.ndim > 1 else active
-            count = self.made.get(key)
-            self.made[key] = made.astype(np.int64) if count is None else count + made
-        for k, x, c in zip(CALL_INT, values, consts, strict=True):
+            return
+        # The calls made and the constant token counts are both (number of active instances) x value:
+        # one count of active instances per set of constants, multiplied out in result() (integers: exact).
+        key = tuple((k, int(c)) for k, c in zip(CALL_INT, consts, strict=True) if c is not None and c != 0)
+        made = active.reshape(self.n, -1).sum(axis=1) if m > 1 or active.ndim > 1 else active
+        count = self.made.get(key)
+        self.made[key] = made.astype(np.int64) if count is None else count + made
+
+    def _count_varying(self, call: MadeCall, consts: list) -> None:
+        """The token counts that vary by run, summed per run."""
+        n, shape = self.n, call.active.shape
+        for k, x, c in zip(CALL_INT, call.values, consts, strict=True):
             if c is not None:
-                continue  # counted above
-            if not on:
-                x = np.where(active, x, 0)
+                continue  # counted by _count_constants
+            if not call.on:
+                x = np.where(call.active, x, 0)
             if np.shape(x) != (n,):
                 x = np.broadcast_to(x, shape).reshape(n, -1).sum(axis=1)
             self.tokens[k] += x
@@ -131,7 +169,7 @@ def _in_order(plan: Plan, scope: tuple[int, ...]) -> bool:
     once) only after every repeat axis (evaluated one iteration at a time)."""
     seen_fanout = False
     for m in scope:
-        if plan.nodes[m].axis == "fanout":
+        if plan.nodes[m].axis == AT_ONCE:
             seen_fanout = True
         elif seen_fanout:
             return False

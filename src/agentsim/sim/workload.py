@@ -28,11 +28,11 @@ import simpy
 
 from agentsim.plan.limits import Account
 from agentsim.plan.nodes import ARRIVAL, THINK, Plan
-from agentsim.plan.sampling import BLOCK_SIZE, call_speeds, sample_block
-from agentsim.plan.sizeguard import max_workload_runs, workload_runaway
+from agentsim.plan.sampling import call_speeds, sample_block
+from agentsim.plan.sizeguard import max_workload_runs, runs_per_block, workload_runaway
 from agentsim.sim.des_records import finish_block
 from agentsim.sim.engine import Runner
-from agentsim.sim.records import RUN_UNFINISHED, BlockResult, price_calls
+from agentsim.sim.records import RUN_FAILED, RUN_UNFINISHED, BlockResult, price_calls
 
 __all__ = ["WorkloadOutcome", "run_workload"]
 
@@ -72,22 +72,25 @@ class _Workload:
         self.finished: dict[int, BlockResult] = {}  # blocks whose every run ended, finished at once
         self.next = 0  # the next run's index
         self.counted_in_flight = 0
+        self.ended_runs = self.failed_runs = 0  # (for the runaway error: why runs end so fast)
+        self.failed_s = 0.0
         self.past_duration = False
         self.cap = max_workload_runs(plan)
+        self.size = runs_per_block(plan)  # runs per block
         self.stop = self.env.event()
 
     def runner_for(self, i: int) -> tuple[Runner, int]:
         """The runner of run ``i``'s block (sampled on first use) and the run's index in it."""
-        b = i // BLOCK_SIZE
+        b = i // self.size
         assert b not in self.finished, "a run of a block already finished"
         if b not in self.runners:
             plan, v = self.plan, self.variant
-            block = sample_block(plan, self.seed, b, b * BLOCK_SIZE, BLOCK_SIZE)
+            block = sample_block(plan, self.seed, b, b * self.size, self.size)
             rn = Runner(plan, block, v, call_speeds(plan, block, v))
             rn.share(self.env, self.accounts)
             self.runners[b] = rn
-            self.flags[b] = {k: np.zeros(BLOCK_SIZE, bool) for k in ("started", "counted", "finished")}
-        return self.runners[b], i % BLOCK_SIZE
+            self.flags[b] = {k: np.zeros(self.size, bool) for k in ("started", "counted", "finished")}
+        return self.runners[b], i % self.size
 
     def maybe_stop(self) -> None:
         if self.past_duration and self.counted_in_flight == 0 and not self.stop.triggered:
@@ -96,15 +99,20 @@ class _Workload:
     def one(self, i: int):
         """The process of run ``i``: counted when it starts inside the window."""
         rn, r = self.runner_for(i)
-        f = self.flags[i // BLOCK_SIZE]
+        f = self.flags[i // self.size]
         counted = self.wl.warmup_s <= self.env.now <= self.wl.duration_s
         f["started"][r] = True
         f["counted"][r] = counted
         if counted:
             self.counted_in_flight += 1
+        t0 = self.env.now
         yield from rn.top(r)
         f["finished"][r] = True
-        self._ended(i // BLOCK_SIZE)
+        self.ended_runs += 1
+        if rn.status[r] == RUN_FAILED:
+            self.failed_runs += 1
+            self.failed_s += self.env.now - t0
+        self._ended(i // self.size)
         if self.progress is not None and self.env.now >= self.told + self.wl.duration_s / 200:
             self.told = self.env.now
             self.progress(self.told)
@@ -115,7 +123,7 @@ class _Workload:
     def next_index(self) -> int:
         i = self.next
         if i >= self.cap:  # runs that take (almost) no time, or arrivals faster than anything can serve
-            raise workload_runaway(i)
+            raise workload_runaway(i, self.ended_runs, self.failed_runs, self.failed_s)
         self.next += 1
         return i
 
@@ -177,7 +185,7 @@ class _Workload:
         runner let go (a workload holds the runners of the blocks with runs in flight, not of every
         block). Finishing a block whose runs have all ended gives what finishing it at the stop would."""
         self.ended[b] = self.ended.get(b, 0) + 1
-        if self.ended[b] == BLOCK_SIZE:
+        if self.ended[b] == self.size:
             self.finished[b] = self._finish(b)
             del self.runners[b], self.flags[b]
 

@@ -18,7 +18,8 @@ import numpy as np
 import pandas as pd
 
 from agentsim.plan.nodes import Plan
-from agentsim.plan.sampling import BLOCK_SIZE
+from agentsim.plan.sizeguard import runs_per_block
+from agentsim.sim.binding import binding
 from agentsim.sim.records import (
     DONE,
     calls_frame,
@@ -27,9 +28,11 @@ from agentsim.sim.records import (
     run_columns,
     spans_frame,
     tables_from,
+    turn_durations,
 )
-from agentsim.sim.results import CallStats, Results
+from agentsim.sim.results import CallStats, Results, TableSources, VariantStats
 from agentsim.sim.stream_stats import StreamStats
+from agentsim.sim.turn_stats import TurnSamples
 
 __all__ = ["simulate_workload"]
 
@@ -61,13 +64,14 @@ def simulate_workload(plan: Plan, seed: int, progress=None) -> Results:
         runs=int(summary.counted_runs(plan.variants[0]).shape[0]),
         engine="des",
         runs_df=summary.runs_df,
-        call_stats=summary.call_stats,
-        calls_builder=summary.all_calls,
-        spans_builder=summary.builder(spans_frame),
-        sections=sections,
+        stats=VariantStats(
+            summary.call_stats,
+            streams=summary.stream_stats if plan.has_streaming else None,
+            turns=summary.turn_samples if plan.turn_nodes else None,
+            sections=sections,
+        ),
+        tables=TableSources(summary.all_calls, summary.builder(spans_frame), of_runs=summary.tables_of),
         outcomes=outcomes,
-        tables_of=summary.tables_of,
-        stream_stats=summary.stream_stats if plan.has_streaming else None,
     )
 
 
@@ -78,6 +82,7 @@ class _WorkloadSummary:
         self.plan, self.outcomes = plan, outcomes
         self.call_stats = {name: CallStats() for name in plan.variants}
         self.stream_stats = {name: StreamStats(plan) for name in plan.variants}
+        self.turn_samples = {name: TurnSamples() for name in plan.variants}
         frames = [self._block(v, res) for v, out in enumerate(outcomes) for res in out.blocks]
         self.runs_df = pd.concat(frames, ignore_index=True)
         self.runs_df["variant"] = pd.Categorical(self.runs_df["variant"], categories=list(plan.variants))
@@ -96,6 +101,8 @@ class _WorkloadSummary:
             self.stream_stats[plan.variants[v]].add(
                 {nid: {k: a[counted_ok[m["_run"]]] for k, a in m.items()} for nid, m in per_node.items()}
             )
+        if plan.turn_nodes:
+            self.turn_samples[plan.variants[v]].add(*turn_durations(plan, res))
         frame = pd.DataFrame({"variant": plan.variants[v], "run": res.block.start + np.arange(res.block.n), **cols})
         for node in plan.calls:
             t = res.calls[node.id]
@@ -114,7 +121,8 @@ class _WorkloadSummary:
 
     def tables_of(self, runs) -> tuple[pd.DataFrame, pd.DataFrame]:
         """The calls and spans rows of ``runs`` (numbered in the order they started), from their blocks only."""
-        held = sorted({r // BLOCK_SIZE for r in runs if r >= 0})
+        size = runs_per_block(self.plan)
+        held = sorted({r // size for r in runs if r >= 0})
         return tables_from(self.plan, self._blocks(held), (calls_frame, spans_frame), runs)
 
     def all_calls(self) -> pd.DataFrame:
@@ -170,10 +178,12 @@ class _WorkloadSummary:
         if attempts is not None:
             keep = np.isin(attempts["run"], runs_v["run"].to_numpy())
             attempts = {k: a[keep] for k, a in attempts.items()}
+        accounts = {acc.spec.name: _account(acc, *out.window) for acc in out.accounts}
         return {
             "queue_wait_s": queue_wait(calls),
             "attempts": attempt_counts(attempts, calls, runs_v, self.plan, v),
-            "accounts": {acc.spec.name: _account(acc, *out.window) for acc in out.accounts},
+            "accounts": accounts,
+            "binding": binding(accounts),
         }
 
 
@@ -199,4 +209,9 @@ def _account(acc, w0: float, w1: float) -> dict[str, Any]:
         if bucket is not None:
             per_min = window_admitted(bucket.admitted, w0, w1) / ((w1 - w0) / 60.0)
             a[label] = {"limit_per_min": limit, "admitted_per_min": per_min, "utilisation": per_min / limit}
+    has = {"concurrency": spec.concurrency is not None, "rpm": spec.rpm is not None,
+           "input_tpm": spec.input_tpm is not None, "output_tpm": spec.output_tpm is not None}  # fmt: skip
+    a["refused_by"] = {k: int(n) for k, n in acc.refused_by.items() if has[k]}
+    if spec.policy == "queue":
+        a["waited_s"] = {k: float(s) for k, s in acc.waited_s.items() if has[k]}
     return a

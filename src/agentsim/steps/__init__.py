@@ -23,7 +23,9 @@ from agentsim.model.registry import load_kinds
 
 __all__ = ["ORDER", "load"]
 
-ORDER = ("call", "tool", "wait", "listen", "parallel", "fanout", "repeat", "choose", "subagent", "pipeline", "fail")
+ORDER = (
+    "call", "tool", "wait", "listen", "parallel", "fanout", "repeat", "choose", "subagent", "pipeline", "fail", "turns",
+)  # fmt: skip
 
 
 def load() -> None:

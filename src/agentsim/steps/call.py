@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Annotated
 
 from pydantic import Field, model_validator
 from pydantic_core import PydanticCustomError
@@ -28,7 +29,8 @@ from pydantic_core import PydanticCustomError
 from agentsim.model.base import Prob, Problem, StrictModel, suggest
 from agentsim.model.consumers import QOE_TTFT, ConsumerSpec
 from agentsim.model.distributions import Dist
-from agentsim.model.registry import StepKind, consumer_kind, register_step
+from agentsim.model.domain import Of
+from agentsim.model.registry import StepKind, consumer_kind, consumer_kinds, register_step
 from agentsim.model.steps import StepModel
 from agentsim.plan.distributions import Sampler
 from agentsim.plan.nodes import (
@@ -58,12 +60,16 @@ class InterruptSpec(StrictModel):
     still generating. Reading and speech stop there; the call is cut (billing stops, the call ends) only
     if it is still running then."""
 
-    p: Prob = Field(description="Probability that the person interrupts the answer.")
-    after_first_token: Dist | None = Field(None, description="Seconds after the first visible token.")
-    after_first_word: Dist | None = Field(
+    p: Annotated[Prob, Of("prob")] = Field(description="Probability that the person interrupts the answer.")
+    after_first_token: Annotated[Dist | None, Of("duration")] = Field(
+        None, description="Seconds after the first visible token."
+    )
+    after_first_word: Annotated[Dist | None, Of("duration")] = Field(
         None, description="Or: seconds after the first word the person sees (the first visible token delivered)."
     )
-    after_first_audio: Dist | None = Field(None, description="Or: seconds after the first audio (speech consumer).")
+    after_first_audio: Annotated[Dist | None, Of("duration")] = Field(
+        None, description="Or: seconds after the first audio (a consumer with a voice, e.g. speech)."
+    )
 
     @model_validator(mode="after")
     def _one(self) -> InterruptSpec:
@@ -85,9 +91,11 @@ class InterruptSpec(StrictModel):
 class CallSpec(StrictModel):
     name: str | None = Field(None, description="Step name, used in records and variant overrides.")
     model: str | None = Field(None, description="A key of models; may be omitted when there is only one.")
-    input: Dist = Field(0.0, description="New tokens this call adds (on top of the context).")
-    output: Dist = Field(description="Output tokens (visible; joins the context).")
-    reasoning: Dist = Field(0.0, description="Reasoning tokens: decode time, billed, not in the context.")
+    input: Annotated[Dist, Of("tokens")] = Field(0.0, description="New tokens this call adds (on top of the context).")
+    output: Annotated[Dist, Of("tokens")] = Field(description="Output tokens (visible; joins the context).")
+    reasoning: Annotated[Dist, Of("tokens")] = Field(
+        0.0, description="Reasoning tokens: decode time, billed, not in the context."
+    )
     speed: str | None = Field(None, description="Speed tier of the model for this call.")
     consumer: ConsumerSpec | None = Field(
         None, description="Who consumes the streamed answer (default: the scenario's consumer)."
@@ -201,7 +209,7 @@ def compile_consumer(c, spec, node, path) -> ConsumerCfg | None:
 
 
 def check(scenario, step: CallStep, path: tuple, previous) -> list[Problem]:
-    """The model must exist (or be the only one) and offer the speed tier; after_first_audio needs speech."""
+    """The model must exist (or be the only one) and offer the speed tier; after_first_audio needs a voice."""
     c, models = step.call, scenario.models
     names = list(models)
     problems = _check_interrupt(scenario, c, path)
@@ -223,15 +231,24 @@ def _check_interrupt(scenario, c: CallSpec, path: tuple) -> list[Problem]:
     if c.interrupt is None or c.interrupt.after_first_audio is None:
         return []
     consumer = c.consumer or scenario.consumer
-    if consumer is not None and consumer.kind == "speech":
+    if consumer is not None and consumer_kind(consumer.kind).first_audio is not None:
         return []
+    voices = [name for name, k in consumer_kinds().items() if k.first_audio is not None]
     return [
         Problem(
             (*path, "call", "interrupt", "after_first_audio"),
-            "after_first_audio needs a speech consumer, and this call has none",
-            "add consumer: {speech: {...}} to the call (or the scenario), or use after_first_token",
+            f"after_first_audio needs a consumer with a voice ({' or '.join(f'a {v} consumer' for v in voices)}), "
+            "and this call has none",
+            f"add consumer: {{{voices[0] if voices else 'speech'}: {{...}}}} to the call (or the scenario), "
+            "or use after_first_token",
         )
     ]
+
+
+def stand_in(spec: dict, name: str | None) -> dict:
+    """A valid call keeping the broken one's name and model (the references to them still resolve)."""
+    model = {"model": spec["model"]} if isinstance(spec.get("model"), str) else {}
+    return {"call": {"output": 0, **model, **({"name": name} if name else {})}}
 
 
 def des(run, node: CallNode, flow, flat: int):
@@ -244,9 +261,9 @@ def fast(ev, node: CallNode, st, ix: tuple) -> None:
     ev.call(node, st, ix)
 
 
-DOCS = (  # the kind's sections of docs/scenarios.md: (definition, heading, example, where it is written)
+DOCS = (  # the kind's sections of docs/scenarios.md: (its model, heading, example, where it is written)
     (
-        "CallSpec",
+        CallSpec,
         "Step `call`",
         """\
 call: {name: act, model: opus, input: 50, output: 250, reasoning: 300, speed: fast}
@@ -254,11 +271,11 @@ call: {name: act, model: opus, input: 50, output: 250, reasoning: 300, speed: fa
         ("call",),
     ),
     (
-        "InterruptSpec",
+        InterruptSpec,
         "call.interrupt",
         """\
 interrupt: {p: 0.2, after_first_word: {uniform: {low: 1, high: 5}}}
-# or: {p: 0.3, after_first_audio: 2}      (needs a speech consumer); after_first_token: as after_first_word
+# or: {p: 0.3, after_first_audio: 2}      (needs a voice, e.g. speech); after_first_token: as after_first_word
 """,
         ("interrupt",),
     ),
@@ -266,5 +283,15 @@ interrupt: {p: 0.2, after_first_word: {uniform: {low: 1, high: 5}}}
 
 
 KIND = register_step(
-    StepKind("call", CallStep, compile_call, des, fast, check=check, docs=DOCS, summary="one model request")
+    StepKind(
+        "call",
+        CallStep,
+        compile_call,
+        des,
+        fast,
+        check=check,
+        stand_in=stand_in,
+        docs=DOCS,
+        summary="one model request",
+    )
 )

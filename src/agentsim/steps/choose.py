@@ -11,13 +11,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated
 
 from pydantic import Field, model_validator
 from pydantic_core import PydanticCustomError
 
 from agentsim.model.base import StrictModel
 from agentsim.model.distributions import ByModel, ModelProb
+from agentsim.model.domain import Of
 from agentsim.model.registry import StepKind, register_step
 from agentsim.model.steps import Step, StepModel, in_order
 from agentsim.plan.nodes import PICK, Node, SeqNode
@@ -29,7 +30,7 @@ __all__ = ["ChooseNode", "ChooseOption", "ChooseSpec", "ChooseStep"]
 
 
 class ChooseOption(StrictModel):
-    p: ModelProb = Field(
+    p: Annotated[ModelProb, Of("prob")] = Field(
         description="Probability of this option (the options' p sum to 1; may depend on a call's model)."
     )
     steps: list[Step] = Field(default_factory=list, description="The steps of this option (none: skip).")
@@ -146,9 +147,9 @@ def fast(ev, node: ChooseNode, st, ix: tuple) -> None:
     st.active = ev.live(outer)
 
 
-DOCS = (  # the kind's sections of docs/scenarios.md: (definition, heading, example, where it is written)
+DOCS = (  # the kind's sections of docs/scenarios.md: (its model, heading, example, where it is written)
     (
-        "ChooseSpec",
+        ChooseSpec,
         "Step `choose`",
         """\
 choose:
@@ -160,7 +161,7 @@ choose:
         ("choose",),
     ),
     (
-        "ChooseOption",
+        ChooseOption,
         "One option of `choose`",
         """\
 option: {p: 0.3, name: escalate, steps: [{wait: {latency: 600}}]}

@@ -16,11 +16,13 @@ plans with one run on the DES (:meth:`FailNode.des_reason`).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Annotated
 
 from pydantic import Field
 
 from agentsim.model.base import StrictModel
 from agentsim.model.distributions import ByModel, ModelProb
+from agentsim.model.domain import Of
 from agentsim.model.registry import StepKind, register_step
 from agentsim.model.steps import StepModel
 from agentsim.plan.distributions import uniform
@@ -34,7 +36,9 @@ class FailSpec(StrictModel):
     """The run stops here as a failed run with probability ``p`` (contract v1.1)."""
 
     name: str | None = Field(None, description="Step name, used in records and variant overrides.")
-    p: ModelProb = Field(description="Probability that the run fails at this step (may depend on a call's model).")
+    p: Annotated[ModelProb, Of("prob")] = Field(
+        description="Probability that the run fails at this step (may depend on a call's model)."
+    )
 
 
 class FailStep(StepModel):
@@ -97,9 +101,9 @@ def fast(ev, node: FailNode, st, ix: tuple) -> None:
         st.active = st.active & ~dead
 
 
-DOCS = (  # the kind's sections of docs/scenarios.md: (definition, heading, example, where it is written)
+DOCS = (  # the kind's sections of docs/scenarios.md: (its model, heading, example, where it is written)
     (
-        "FailSpec",
+        FailSpec,
         "Step `fail`",
         """\
 fail: {name: wrong-answer, p: {by: act, opus: 0.05, haiku: 0.15}}   # or a plain probability: {p: 0.1}

@@ -1,7 +1,7 @@
 """``fanout: {n, steps, join}``: ``n`` copies of the steps run at the same time, joined like ``parallel``.
 
 ``n`` is drawn per instance (rounded); the copies are the instances of an axis the fan-out gives its
-body (``axis = "fanout"``), the block's largest ``n`` wide. Each copy starts with the context of the
+body (``axis = AT_ONCE``), the block's largest ``n`` wide. Each copy starts with the context of the
 fork; at the join the copies that count append their additions in copy order. The join is ``all``,
 ``any`` or ``{k: N}`` (a ``k`` above the copies drawn waits for all of them). The fast path
 evaluates every copy at once on the extra axis.
@@ -11,22 +11,24 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Annotated
 
 from pydantic import Field
 
 from agentsim.model.base import StrictModel
 from agentsim.model.distributions import Dist
+from agentsim.model.domain import Of
 from agentsim.model.registry import StepKind, register_step
 from agentsim.model.steps import Join, KJoin, Step, StepModel, in_order, join_k
 from agentsim.plan.distributions import Sampler
-from agentsim.plan.nodes import COUNT, Node, SeqNode, count_bounds_of
+from agentsim.plan.nodes import AT_ONCE, COUNT, Node, SeqNode, count_bounds_of
 
 __all__ = ["FanoutNode", "FanoutSpec", "FanoutStep"]
 
 
 class FanoutSpec(StrictModel):
     name: str | None = Field(None, description="Step name, used in records and variant overrides.")
-    n: Dist = Field(description="Number of parallel copies (rounded).")
+    n: Annotated[Dist, Of("count")] = Field(description="Number of parallel copies (rounded).")
     steps: list[Step] = Field(min_length=1, description="The steps each copy runs, in order.")
     join: Join = Field("all", description="all, any (the first to finish), or {k: N} (the first N).")
 
@@ -41,7 +43,7 @@ class FanoutNode(Node):
     body: SeqNode = None
     join: str | int = "all"  # 'all', or k (1 for 'any'), capped at n
     kind = "fanout"
-    axis = "fanout"
+    axis = AT_ONCE
     lanes = True
 
     def children(self) -> tuple[Node, ...]:
@@ -90,14 +92,13 @@ def sequences(step: FanoutStep, here: tuple):
 
 def des(run, node: FanoutNode, flow, flat: int):
     """A process per copy (or one timeout per copy when the body is one fixed call), then the join."""
-    n = run.value(node, COUNT, flow.r, flat)
-    base = flat * run.dims[node.id]
+    copies = run.instances(node, flow, flat)
     if node.join == "all":
         c = run.one_call.get(node.body.id)
         if c is not None:
-            return run.join_calls([(c, base + i) for i in range(n)], flow)
+            return run.join_calls([(c, slot) for slot in copies], flow)
     k = None if node.join == "all" else node.join
-    return run.join([(node.body, base + c) for c in range(n)], k, flow)
+    return run.join([(node.body, slot) for slot in copies], k, flow)
 
 
 def fast(ev, node: FanoutNode, st, ix: tuple) -> None:
@@ -108,7 +109,7 @@ def fast(ev, node: FanoutNode, st, ix: tuple) -> None:
     from agentsim.sim.fastpath import State
 
     N = ev.block.dims[node.id]
-    n = ev.values(node, COUNT, ix)
+    n = ev.counts(node, ix)
     t_fork, active = st.t, st.active
     if N == 0:
         return
@@ -147,9 +148,9 @@ def fast(ev, node: FanoutNode, st, ix: tuple) -> None:
         ev.cut(node.body, (*ix, slice(None)), st.t[..., None], act_c & ~winner)
 
 
-DOCS = (  # the kind's sections of docs/scenarios.md: (definition, heading, example, where it is written)
+DOCS = (  # the kind's sections of docs/scenarios.md: (its model, heading, example, where it is written)
     (
-        "FanoutSpec",
+        FanoutSpec,
         "Step `fanout`",
         """\
 fanout:
@@ -173,6 +174,7 @@ KIND = register_step(
         fast,
         sequences=sequences,
         docs=DOCS,
+        units={"FanoutSpec.n": "copies"},
         summary="n copies of its steps at the same time, joined like parallel",
     )
 )

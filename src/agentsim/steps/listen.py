@@ -17,31 +17,37 @@ NaN where the step did not happen), from which the time from the end of speech t
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Annotated
 
 from pydantic import Field
 
 from agentsim.model.base import StrictModel
 from agentsim.model.distributions import Dist
-from agentsim.model.registry import StepKind, register_step
+from agentsim.model.domain import Of
+from agentsim.model.registry import Slot, StepKind, register_step
 from agentsim.model.steps import StepModel
 from agentsim.plan.distributions import Sampler
 from agentsim.plan.nodes import MAX_SECONDS, Node, can_be_positive
-from agentsim.sim.slots import LISTEN
+from agentsim.sim.slots import index
 
-__all__ = ["END_OF_SPEECH", "STT", "ListenNode", "ListenSpec", "ListenStep"]
+__all__ = ["END_OF_SPEECH", "LISTEN", "STT", "ListenNode", "ListenSpec", "ListenStep"]
 
 # The draws of a listen node: any purpose unique within the node keys its stream (agentsim.plan.nodes).
 END_OF_SPEECH, STT = 24, 25
+# Its breakdown slot: reported (breakdown_s.listen, the runs table's listen_s) only when a plan has a listen step
+LISTEN = Slot("listen", "listening", "listen (end of speech + STT)", "#c9a227")
 
 
 class ListenSpec(StrictModel):
     """A voice turn's input side: end-pointing, then speech-to-text (contract v1.2)."""
 
     name: str | None = Field(None, description="Step name, used in records and variant overrides.")
-    end_of_speech: Dist = Field(
+    end_of_speech: Annotated[Dist, Of("duration")] = Field(
         0.0, description="Seconds from the end of the user's speech until the turn is detected as over (end-pointing)."
     )
-    stt: Dist = Field(0.0, description="Seconds of speech-to-text after the turn is detected as over.")
+    stt: Annotated[Dist, Of("duration")] = Field(
+        0.0, description="Seconds of speech-to-text after the turn is detected as over."
+    )
 
 
 class ListenStep(StepModel):
@@ -79,17 +85,17 @@ def des(run, node: ListenNode, flow, flat: int):
     """One timeout of ``end_of_speech + stt``; its span row keeps the start."""
     r = flow.r
     seconds = run.value(node, END_OF_SPEECH, r, flat) + run.value(node, STT, r, flat)
-    return run.span(node, flow, flat, LISTEN, seconds, 0)
+    return run.span(node, flow, flat, index(LISTEN.name), seconds, 0)
 
 
 def fast(ev, node: ListenNode, st, ix: tuple) -> None:
     """The same sum for every run at once."""
-    ev.span(node, st, ix, LISTEN, ev.values(node, END_OF_SPEECH, ix) + ev.values(node, STT, ix), None)
+    ev.span(node, st, ix, index(LISTEN.name), ev.values(node, END_OF_SPEECH, ix) + ev.values(node, STT, ix), None)
 
 
-DOCS = (  # the kind's sections of docs/scenarios.md: (definition, heading, example, where it is written)
+DOCS = (  # the kind's sections of docs/scenarios.md: (its model, heading, example, where it is written)
     (
-        "ListenSpec",
+        ListenSpec,
         "Step `listen`",
         """\
 listen: {name: user, end_of_speech: 0.2, stt: {lognormal: {median: 0.3, p90: 0.6}}}
@@ -106,8 +112,8 @@ KIND = register_step(
         compile_listen,
         des,
         fast,
+        slots=(LISTEN,),
         docs=DOCS,
-        units={"ListenSpec.end_of_speech": "s", "ListenSpec.stt": "s"},
         summary="a voice turn's input side: end-pointing and speech-to-text after the user stops speaking",
     )
 )

@@ -19,7 +19,7 @@ from pydantic_core import PydanticCustomError
 
 from agentsim.model.base import Problem, StrictModel
 from agentsim.model.registry import StepKind, register_step
-from agentsim.model.steps import Join, Step, StepModel, in_order, join_k
+from agentsim.model.steps import Join, KJoin, Step, StepModel, in_order, join_k
 from agentsim.plan.nodes import Node, SeqNode
 
 __all__ = ["Branch", "ParNode", "ParallelSpec", "ParallelStep"]
@@ -166,9 +166,9 @@ def fast(ev, node: ParNode, st, ix: tuple) -> None:
             ev.cut(branch, ix, T, active & ~winner[..., b])
 
 
-DOCS = (  # the kind's sections of docs/scenarios.md: (definition, heading, example, where it is written)
+DOCS = (  # the kind's sections of docs/scenarios.md: (its model, heading, example, where it is written)
     (
-        "ParallelSpec",
+        ParallelSpec,
         "Step `parallel`",
         """\
 parallel:
@@ -181,7 +181,7 @@ parallel:
         ("parallel",),
     ),
     (
-        "KJoin",
+        KJoin,
         "Join on the first k branches",
         """\
 join: {k: 2}

@@ -3,7 +3,7 @@
 Right after a call in the same list of steps, a pipeline starts its steps once that call has streamed
 ``after: {tokens: N}`` tokens (or, ``after: first_sentence``, its first sentence: the call's speech
 consumer's ``sentence_tokens``, else the pipeline's own, default 20); the sequence goes on when both
-are done (:func:`agentsim.sim.streaming.pipeline_offset`; a call interrupted earlier starts it at the
+are done (:meth:`PipelineNode.starts_on`; a call interrupted earlier starts it at the
 cut). Like a ``parallel`` fork: the pipeline sees the context as it was before the call, its
 additions are appended after the call's, and the later of the two is the critical path (a tie: the
 pipeline, the later in branch order); the pipeline's critical path starts with the call's TTFT,
@@ -23,10 +23,11 @@ from pydantic import Field
 
 from agentsim.model.base import Problem, StrictModel
 from agentsim.model.distributions import Dist
+from agentsim.model.domain import Of, PosTokens
 from agentsim.model.registry import StepKind, kind_of, register_step
 from agentsim.model.steps import Step, StepModel, in_order
 from agentsim.plan.distributions import Sampler
-from agentsim.plan.nodes import Node, SeqNode
+from agentsim.plan.nodes import SENTENCES, Node, SeqNode
 from agentsim.sim.flow import Flow, RunFailed
 from agentsim.sim.slots import DEC, STALL, TTFT
 
@@ -34,7 +35,9 @@ __all__ = ["AfterTokens", "PipelineNode", "PipelineSpec", "PipelineStep"]
 
 
 class AfterTokens(StrictModel):
-    tokens: Annotated[int, Field(ge=1)] = Field(description="Tokens the previous call must have streamed.")
+    tokens: Annotated[PosTokens, Of("tokens", positive=True)] = Field(
+        description="Tokens the previous call must have streamed."
+    )
 
 
 class PipelineSpec(StrictModel):
@@ -44,7 +47,7 @@ class PipelineSpec(StrictModel):
     after: AfterTokens | Literal["first_sentence"] = Field(
         description="Start once the previous call has streamed {tokens: N} tokens, or its first_sentence."
     )
-    sentence_tokens: Dist | None = Field(
+    sentence_tokens: Annotated[Dist | None, Of("tokens")] = Field(
         None, description="Sentence length for first_sentence (default: the call's speech consumer's, else 20)."
     )
     steps: list[Step] = Field(min_length=1, description="The steps to run, in order.")
@@ -56,7 +59,7 @@ class PipelineStep(StepModel):
 
 @dataclass(eq=False)
 class PipelineNode(Node):
-    """Steps started on the previous call's partial output (see agentsim.sim.streaming.pipeline_offset)."""
+    """Steps started on the previous call's partial output (:meth:`starts_on`)."""
 
     call: Node = None  # the call just before it in the same sequence
     after_tokens: int | None = None  # None: after the first sentence
@@ -71,6 +74,44 @@ class PipelineNode(Node):
 
     def summary_only_reason(self) -> str:
         return "a pipeline starts from a call's token stream"
+
+    def _sentences(self) -> tuple:
+        """The sentence lengths ``after: first_sentence`` reads and the node keying their draws: the call's
+        consumer's (a voice's), else the pipeline's own."""
+        own = self.call.consumer.sentences() if self.call.consumer is not None else None
+        return (own, self.call.id) if own is not None else (self.sentence, self.id)
+
+    def token_draws(self) -> int:
+        if self.after_tokens is not None:
+            return 0
+        sampler, key = self._sentences()
+        return int(key == self.id and not sampler.is_constant)  # the call's consumer's are counted with it
+
+    def starts_on(self, slot, sb, cut=None):
+        """When the pipeline starts after each call of ``slot``: the delivery of token ``tokens`` (or of the first
+        sentence's last token), from the call's token stream ``sb``.
+
+        ``cut`` (optional): when each call is interrupted (``inf``: not). A cut call ends at the cut with the
+        tokens that arrived by then: the pipeline starts at the cut at the latest, and at the cut too when its
+        token never arrived (even if its chunk, the first, was delivered at ``a_1``): the call has fewer tokens.
+        """
+        import numpy as np
+
+        from agentsim.sim.stream_draws import first_size
+        from agentsim.sim.streaming import ARRIVED_TOL
+
+        N = sb.N
+        if self.after_tokens is not None:
+            m = np.minimum(self.after_tokens, N)
+        else:
+            sampler, key = self._sentences()
+            m = first_size(sampler, slot.block, key, SENTENCES, slot.flat, np.asarray(slot.runs), N, cache=True)
+        m = np.maximum(m, 1) - 1
+        t = np.take_along_axis(sb.D, m[:, None], axis=1)[:, 0]
+        if cut is not None:
+            came = (cut + ARRIVED_TOL) >= np.take_along_axis(sb.A, m[:, None], axis=1)[:, 0]
+            t = np.where(came, np.minimum(t, cut), cut)
+        return np.where(N > 0, t, sb.end)
 
 
 def compile_pipeline(c, step: PipelineStep, scope, path) -> PipelineNode:
@@ -175,9 +216,9 @@ def fast(ev, node: PipelineNode, st, ix: tuple) -> None:
         st.ctx = pre_ctx
 
 
-DOCS = (  # the kind's sections of docs/scenarios.md: (definition, heading, example, where it is written)
+DOCS = (  # the kind's sections of docs/scenarios.md: (its model, heading, example, where it is written)
     (
-        "PipelineSpec",
+        PipelineSpec,
         "Step `pipeline`",
         """\
 pipeline:                      # right after a call: starts once that call has streamed 50 tokens
@@ -188,7 +229,7 @@ pipeline:                      # right after a call: starts once that call has s
         ("pipeline",),
     ),
     (
-        "AfterTokens",
+        AfterTokens,
         "When a pipeline starts",
         """\
 after: {tokens: 50}

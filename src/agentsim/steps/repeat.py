@@ -6,7 +6,7 @@ at most ``max`` times: ``P(count > k) = continue_p^k`` (count = ``1 + floor(log 
 uniform). Either may depend on the model of a named call (``{by: act, opus: 0.7, haiku: 0.82}``,
 resolved per variant; every variant transforms the same draws).
 
-The repeat gives its body an instance axis (``axis = "repeat"``): the body's nodes have one
+The repeat gives its body an instance axis (``axis = IN_TURN``): the body's nodes have one
 instance per iteration, the block's largest count wide. The engines run iterations one after the
 other (the fast path under a mask of the runs that still iterate).
 """
@@ -23,23 +23,24 @@ from pydantic_core import PydanticCustomError
 
 from agentsim.model.base import StrictModel, integer
 from agentsim.model.distributions import ByModel, ByModelCount, Count, ModelProb, max_p
+from agentsim.model.domain import Of
 from agentsim.model.registry import StepKind, register_step
 from agentsim.model.steps import Step, StepModel, in_order
 from agentsim.plan.distributions import Sampler
-from agentsim.plan.nodes import COUNT, Node, SeqNode, count_bounds_of
+from agentsim.plan.nodes import COUNT, IN_TURN, Node, SeqNode, count_bounds_of
 
 __all__ = ["RepeatNode", "RepeatSpec", "RepeatStep"]
 
 
 class RepeatSpec(StrictModel):
     name: str | None = Field(None, description="Step name, used in records and variant overrides.")
-    times: Count | None = Field(
+    times: Annotated[Count | None, Of("count")] = Field(
         None, description="Number of iterations (rounded; may depend on a call's model: {by: CALL, MODEL: n})."
     )
-    continue_p: ModelProb | None = Field(
+    continue_p: Annotated[ModelProb | None, Of("prob")] = Field(
         None, description="After each iteration another follows with this p (may depend on a call's model)."
     )
-    max: Annotated[int, BeforeValidator(integer), Field(ge=1)] | None = Field(
+    max: Annotated[Annotated[int, BeforeValidator(integer), Field(ge=1)] | None, Of("count", positive=True)] = Field(
         None, description="Cap on iterations with continue_p."
     )
     steps: list[Step] = Field(min_length=1, description="The steps of one iteration, in order.")
@@ -72,7 +73,7 @@ class RepeatNode(Node):
     continue_ps: tuple[float, ...] | None = None  # per variant, when continue_p depends on a call's model
     times_by: tuple[Sampler, ...] | None = None  # per variant, when times depends on a call's model
     kind = "repeat"
-    axis = "repeat"
+    axis = IN_TURN
 
     def children(self) -> tuple[Node, ...]:
         return (self.body,) if self.body is not None else ()
@@ -184,38 +185,21 @@ def sequences(step: RepeatStep, here: tuple):
 
 
 def des(run, node: RepeatNode, flow, flat: int):
-    """The body once per iteration, each on its own instance slot."""
-    count = run.value(node, COUNT, flow.r, flat)
-    base = flat * run.dims[node.id]
-    for i in range(count):
-        yield from run.seq(node.body, flow, base + i)
+    """The body once per iteration, each on its own instance slot (the runner's iteration primitive)."""
+    body = node.body
+    return run.iterate(node, flow, flat, lambda _k, slot: run.seq(body, flow, slot))
 
 
 def fast(ev, node: RepeatNode, st, ix: tuple) -> None:
-    """Iteration after iteration for every run, under the mask of the runs that still iterate."""
-    from agentsim.sim.records import clear
-
-    count = ev.values(node, COUNT, ix)
-    outer = st.active
-    dim = ev.block.dims[node.id]
-    for i in range(dim):
-        act = ev.live(outer & (count > i))
-        if not act.any():
-            # no run does iteration i or later: mark those instances "not made"
-            rest = (slice(None), *ix, slice(i, dim))
-            for member in ev.members(node.body):
-                tensors = (ev.calls if member.record == "call" else ev.spans).get(member.id)
-                if tensors is not None:  # (summary-only: only the sampled calls have tensors)
-                    clear(tensors, rest)
-            break
-        st.active = act
-        ev.seq(node.body, st, (*ix, i))
-    st.active = ev.live(outer)
+    """Iteration after iteration for every run, under the mask of the runs that still iterate (the evaluator's
+    iteration primitive)."""
+    body = node.body
+    ev.iterate(node, st, ix, lambda _k, st_k, ix_k: ev.seq(body, st_k, ix_k))
 
 
-DOCS = (  # the kind's sections of docs/scenarios.md: (definition, heading, example, where it is written)
+DOCS = (  # the kind's sections of docs/scenarios.md: (its model, heading, example, where it is written)
     (
-        "RepeatSpec",
+        RepeatSpec,
         "Step `repeat`",
         """\
 repeat:
@@ -239,6 +223,7 @@ KIND = register_step(
         fast,
         sequences=sequences,
         docs=DOCS,
+        units={"RepeatSpec.times": "iterations", "RepeatSpec.max": "iterations"},
         summary="its steps several times: a count, or another iteration with probability continue_p",
     )
 )

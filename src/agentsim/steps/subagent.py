@@ -9,11 +9,13 @@ caller's time (its steps' breakdown adds to the caller's).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Annotated
 
 from pydantic import Field
 
 from agentsim.model.base import Problem, StrictModel, suggest
 from agentsim.model.distributions import Dist
+from agentsim.model.domain import Of
 from agentsim.model.registry import StepKind, register_step
 from agentsim.model.scenario import ContextSpec
 from agentsim.model.steps import StepModel
@@ -28,7 +30,9 @@ __all__ = ["SubagentNode", "SubagentSpec", "SubagentStep"]
 class SubagentSpec(StrictModel):
     name: str | None = Field(None, description="Step name, used in records and variant overrides.")
     workflow: str = Field(description="A key of the top-level workflows.")
-    output: Dist = Field(0.0, description="Tokens the subagent's answer adds to the caller's context.")
+    output: Annotated[Dist, Of("tokens")] = Field(
+        0.0, description="Tokens the subagent's answer adds to the caller's context."
+    )
 
 
 class SubagentStep(StepModel):
@@ -94,9 +98,9 @@ def fast(ev, node: SubagentNode, st, ix: tuple) -> None:
     st.ctx.add(ev.values(node, OUTPUT, ix), st.active)
 
 
-DOCS = (  # the kind's sections of docs/scenarios.md: (definition, heading, example, where it is written)
+DOCS = (  # the kind's sections of docs/scenarios.md: (its model, heading, example, where it is written)
     (
-        "SubagentSpec",
+        SubagentSpec,
         "Step `subagent`",
         """\
 subagent: {name: research, workflow: researcher, output: 400}

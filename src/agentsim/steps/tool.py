@@ -8,11 +8,13 @@ the join and returns nothing.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Annotated
 
 from pydantic import Field
 
 from agentsim.model.base import StrictModel
 from agentsim.model.distributions import Dist
+from agentsim.model.domain import Of
 from agentsim.model.registry import StepKind, register_step
 from agentsim.model.steps import StepModel
 from agentsim.plan.distributions import Sampler
@@ -24,8 +26,8 @@ __all__ = ["ToolNode", "ToolSpec", "ToolStep"]
 
 class ToolSpec(StrictModel):
     name: str | None = Field(None, description="Step name, used in records and variant overrides.")
-    latency: Dist = Field(description="Seconds the tool runs.")
-    output: Dist = Field(0.0, description="Tokens the tool returns into the context.")
+    latency: Annotated[Dist, Of("duration")] = Field(description="Seconds the tool runs.")
+    output: Annotated[Dist, Of("tokens")] = Field(0.0, description="Tokens the tool returns into the context.")
 
 
 class ToolStep(StepModel):
@@ -69,9 +71,9 @@ def fast(ev, node: ToolNode, st, ix: tuple) -> None:
     ev.span(node, st, ix, TOOL, ev.values(node, LATENCY, ix), ev.values(node, OUTPUT, ix))
 
 
-DOCS = (  # the kind's sections of docs/scenarios.md: (definition, heading, example, where it is written)
+DOCS = (  # the kind's sections of docs/scenarios.md: (its model, heading, example, where it is written)
     (
-        "ToolSpec",
+        ToolSpec,
         "Step `tool`",
         """\
 tool: {name: run-tests, latency: {lognormal: {median: 1.5, p90: 6}}, output: 800}

@@ -6,11 +6,13 @@ Its seconds go to the ``wait`` breakdown slot; each instance is a row of the spa
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Annotated
 
 from pydantic import Field
 
 from agentsim.model.base import StrictModel
 from agentsim.model.distributions import Dist
+from agentsim.model.domain import Of
 from agentsim.model.registry import StepKind, register_step
 from agentsim.model.steps import StepModel
 from agentsim.plan.distributions import Sampler
@@ -22,7 +24,7 @@ __all__ = ["WaitNode", "WaitSpec", "WaitStep"]
 
 class WaitSpec(StrictModel):
     name: str | None = Field(None, description="Step name, used in records and variant overrides.")
-    latency: Dist = Field(description="Seconds of human or fixed delay.")
+    latency: Annotated[Dist, Of("duration")] = Field(description="Seconds of human or fixed delay.")
 
 
 class WaitStep(StepModel):
@@ -61,9 +63,9 @@ def fast(ev, node: WaitNode, st, ix: tuple) -> None:
     ev.span(node, st, ix, WAIT, ev.values(node, LATENCY, ix), None)
 
 
-DOCS = (  # the kind's sections of docs/scenarios.md: (definition, heading, example, where it is written)
+DOCS = (  # the kind's sections of docs/scenarios.md: (its model, heading, example, where it is written)
     (
-        "WaitSpec",
+        WaitSpec,
         "Step `wait`",
         """\
 wait: {name: human-review, latency: {lognormal: {median: 120, p90: 600}}}

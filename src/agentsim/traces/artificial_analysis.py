@@ -122,42 +122,9 @@ def _snapshot(m: dict, place: str, file: str, taken_at, hour_known: bool, worklo
     creator = m.get("model_creator") if isinstance(m.get("model_creator"), dict) else {}
     provider = creator.get("name") if isinstance(creator.get("name"), str) else "its creator"
     published = taken_at.date()
-    ttft = number(
-        m.get("median_time_to_first_token_seconds"),
-        file,
-        f"{place}.median_time_to_first_token_seconds",
-        low=0.0,
-        high=MAX_TTFT_S,
-        what="time to first token in seconds",
-    )
-    answer = number(
-        m.get("median_time_to_first_answer_token"),
-        file,
-        f"{place}.median_time_to_first_answer_token",
-        low=0.0,
-        high=MAX_TTFT_S,
-        what="time to first answer token in seconds",
-    )
-    tps = number(
-        m.get("median_output_tokens_per_second"),
-        file,
-        f"{place}.median_output_tokens_per_second",
-        low=MIN_TPS,
-        high=MAX_TPS,
-        what="output speed in tokens/s",
-    )
-    figures, notes = [], [f"workload: {workload}; the TTFT includes the prefill of that prompt"]
-    if ttft is not None:
-        figures.append(_figure("time to first token (median, 72 h)", ttft, "s", name, published))
-    if answer is not None:
-        figures.append(_figure("time to first answer token (median, 72 h)", answer, "s", name, published))
-        if ttft is not None and answer > ttft * 1.05:
-            notes.append(
-                f"first answer token {answer - ttft:.3g} s after the first token (thinking): give this model's calls "
-                "reasoning: tokens in a scenario"
-            )
-    if tps is not None:
-        figures.append(_figure("output speed (median, 72 h)", tps, "tokens/s", name, published))
+    ttft, answer, tps = _medians(m, file, place)
+    figures, notes = _speed_figures(ttft, answer, tps, name, published)
+    notes.insert(0, f"workload: {workload}; the TTFT includes the prefill of that prompt")
     figures += _prices(m, file, place, name, published)
     return Snapshot(
         source=SOURCE,
@@ -175,6 +142,38 @@ def _snapshot(m: dict, place: str, file: str, taken_at, hour_known: bool, worklo
         figures=figures,
         notes=notes,
     )
+
+
+# the measured medians read: (key, lowest, highest, what it is)
+_MEDIANS = (
+    ("median_time_to_first_token_seconds", 0.0, MAX_TTFT_S, "time to first token in seconds"),
+    ("median_time_to_first_answer_token", 0.0, MAX_TTFT_S, "time to first answer token in seconds"),
+    ("median_output_tokens_per_second", MIN_TPS, MAX_TPS, "output speed in tokens/s"),
+)
+
+
+def _medians(m: dict, file: str, place: str) -> tuple[float | None, ...]:
+    """The model's median time to first token, to first answer token (s) and output speed (tokens/s)."""
+    return tuple(
+        number(m.get(key), file, f"{place}.{key}", low=low, high=high, what=what) for key, low, high, what in _MEDIANS
+    )
+
+
+def _speed_figures(ttft, answer, tps, name: str, published) -> tuple[list[dict], list[str]]:
+    """The measured medians as figures, and a note when the first answer token comes well after the first."""
+    figures, notes = [], []
+    if ttft is not None:
+        figures.append(_figure("time to first token (median, 72 h)", ttft, "s", name, published))
+    if answer is not None:
+        figures.append(_figure("time to first answer token (median, 72 h)", answer, "s", name, published))
+        if ttft is not None and answer > ttft * 1.05:
+            notes.append(
+                f"first answer token {answer - ttft:.3g} s after the first token (thinking): give this model's calls "
+                "reasoning: tokens in a scenario"
+            )
+    if tps is not None:
+        figures.append(_figure("output speed (median, 72 h)", tps, "tokens/s", name, published))
+    return figures, notes
 
 
 def _prices(m: dict, file: str, place: str, name: str, published) -> list[dict]:

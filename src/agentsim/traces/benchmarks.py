@@ -25,7 +25,8 @@ tokens, with the tool's definitions reconciled to agentsim's (see
   ``{value, unit}`` (``time_to_first_token``, ``request_latency``,
   ``inter_token_latency`` (first token excluded), ``input_sequence_length``,
   ``output_sequence_length``, ``inter_chunk_latency`` (a list)), ``metadata.
-  request_start_ns``, ``error``.
+  request_start_ns`` (or ``timestamp_ns``), ``error``. AIPerf's first per-request exports
+  (October 2025, between v0.1.1 and v0.2) name the TTFT ``ttft``: read as well.
 """
 
 from __future__ import annotations
@@ -113,6 +114,22 @@ def read_llmperf(path: Path) -> Rows:
 def read_vllm(path: Path) -> Rows:
     file = str(path)
     doc = parse_json(path, read_text(path))
+    n, latency_key = _vllm_arrays(doc, file)
+    model = doc.get("model_id")
+    rows = [_vllm_row(doc, i, latency_key, model, file) for i in range(n)]
+    date = _vllm_date(doc)
+    return Rows(
+        rows,
+        "vllm",
+        file,
+        date=date,
+        date_note="the result's 'date'" if date else None,
+        notes=("vLLM itls exclude the first token; latency = ttft + sum(itls) where no per-request latency is given",),
+    )
+
+
+def _vllm_arrays(doc: Any, file: str) -> tuple[int, str | None]:
+    """Check a vLLM result's per-request arrays are there and parallel: ``(requests, its latency key or None)``."""
     if not isinstance(doc, dict):
         raise fail(file, "a vLLM bench serve result is one JSON object")
     for key in ("ttfts", "output_lens", "input_lens"):
@@ -135,47 +152,41 @@ def read_vllm(path: Path) -> Rows:
             raise fail(
                 file, f"'{key}' has {got} entries but 'ttfts' has {n}", "the arrays must be parallel", path=(key,)
             )
-    model = doc.get("model_id")
-    rows = []
-    for i in range(n):
-        err = doc["errors"][i] if "errors" in doc else ""
-        gaps = doc["itls"][i] if "itls" in doc else None
-        if gaps is not None:
-            if not isinstance(gaps, list):
-                raise fail(file, "each entry of 'itls' is a list of gaps", path=("itls", i))
-            gaps = [number(g, file, None, ("itls", i, j)) for j, g in enumerate(gaps)]
-        ttft = number(doc["ttfts"][i], file, None, ("ttfts", i))
-        latency = number(doc[latency_key][i], file, None, (latency_key, i)) if latency_key else None
-        rows.append(
-            {
-                "ttft_s": ttft or None,  # vLLM writes 0.0 for a request that produced nothing
-                "latency_s": latency or None,
-                "gaps_s": gaps or None,
-                "input_tokens": _tokens(doc["input_lens"][i], file, None, ("input_lens", i)),
-                "output_tokens": _tokens(doc["output_lens"][i], file, None, ("output_lens", i)),
-                "start_s": number(doc["start_times"][i], file, None, ("start_times", i))
-                if "start_times" in doc
-                else None,
-                "ok": not err,
-                "error": err or None,
-                "model": model,
-                "place": f"[{i}]",
-            }
-        )
-    date = None
+    return n, latency_key
+
+
+def _vllm_row(doc: dict, i: int, latency_key: str | None, model: Any, file: str) -> dict:
+    """Request ``i`` of a vLLM result as a row."""
+    err = doc["errors"][i] if "errors" in doc else ""
+    gaps = doc["itls"][i] if "itls" in doc else None
+    if gaps is not None:
+        if not isinstance(gaps, list):
+            raise fail(file, "each entry of 'itls' is a list of gaps", path=("itls", i))
+        gaps = [number(g, file, None, ("itls", i, j)) for j, g in enumerate(gaps)]
+    ttft = number(doc["ttfts"][i], file, None, ("ttfts", i))
+    latency = number(doc[latency_key][i], file, None, (latency_key, i)) if latency_key else None
+    return {
+        "ttft_s": ttft or None,  # vLLM writes 0.0 for a request that produced nothing
+        "latency_s": latency or None,
+        "gaps_s": gaps or None,
+        "input_tokens": _tokens(doc["input_lens"][i], file, None, ("input_lens", i)),
+        "output_tokens": _tokens(doc["output_lens"][i], file, None, ("output_lens", i)),
+        "start_s": number(doc["start_times"][i], file, None, ("start_times", i)) if "start_times" in doc else None,
+        "ok": not err,
+        "error": err or None,
+        "model": model,
+        "place": f"[{i}]",
+    }
+
+
+def _vllm_date(doc: dict) -> dt.date | None:
+    """The day of a vLLM result, from its 'date' (``%Y%m%d-%H%M%S``), if readable."""
     if isinstance(doc.get("date"), str):
         try:
-            date = dt.datetime.strptime(doc["date"], "%Y%m%d-%H%M%S").date()
+            return dt.datetime.strptime(doc["date"], "%Y%m%d-%H%M%S").date()
         except ValueError:
-            date = None
-    return Rows(
-        rows,
-        "vllm",
-        file,
-        date=date,
-        date_note="the result's 'date'" if date else None,
-        notes=("vLLM itls exclude the first token; latency = ttft + sum(itls) where no per-request latency is given",),
-    )
+            return None
+    return None
 
 
 # --------------------------------------------------------------------------- GuideLLM
@@ -226,36 +237,7 @@ def read_guidellm(path: Path) -> Rows:
         model = _guidellm_model(bench, doc)
         for status in ("successful", "incomplete", "errored"):
             for i, rec in enumerate(reqs.get(status) or []):
-                where = ("benchmarks", b, "requests", status, i)
-                if not isinstance(rec, dict):
-                    raise fail(file, "each request must be a JSON object", path=where)
-                ttft_ms = number(rec.get("time_to_first_token_ms"), file, None, (*where, "time_to_first_token_ms"))
-                itl_ms = number(rec.get("inter_token_latency_ms"), file, None, (*where, "inter_token_latency_ms"))
-                start = _first(rec, "start_time", "request_start_time")
-                timings = (rec.get("info") or {}).get("timings") if isinstance(rec.get("info"), dict) else None
-                if start is None and isinstance(timings, dict):
-                    start = timings.get("request_start")
-                error = None
-                if status != "successful":
-                    error = rec.get("error") or status
-                rows.append(
-                    {
-                        "ttft_s": ttft_ms / 1000 if ttft_ms is not None else None,
-                        "itl_s": itl_ms / 1000 if itl_ms is not None else None,
-                        "latency_s": number(rec.get("request_latency"), file, None, (*where, "request_latency")),
-                        "input_tokens": _tokens(
-                            _first(rec, "prompt_tokens", "prompt_token_count"), file, None, (*where, "prompt_tokens")
-                        ),
-                        "output_tokens": _tokens(
-                            _first(rec, "output_tokens", "output_token_count"), file, None, (*where, "output_tokens")
-                        ),
-                        "start_s": number(start, file, None, (*where, "start_time")),
-                        "ok": status == "successful",
-                        "error": str(error) if error is not None else None,
-                        "model": model,
-                        "place": f"benchmarks[{b}].requests.{status}[{i}]",
-                    }
-                )
+                rows.append(_guidellm_row(rec, ("benchmarks", b, "requests", status, i), model, file))
     ok_rows = [r for r in rows if r["ok"]]
     require_somewhere(ok_rows, "ttft_s", file, "time_to_first_token_ms", "was the benchmark run with streaming?")
     require_somewhere(ok_rows, "output_tokens", file, "output_tokens (or output_token_count)")
@@ -273,11 +255,49 @@ def read_guidellm(path: Path) -> Rows:
     )
 
 
+def _guidellm_row(rec: Any, where: tuple, model: str | None, file: str) -> dict:
+    """One GuideLLM request at ``where`` (``benchmarks, b, requests, status, i``) as a row."""
+    _, b, _, status, i = where
+    if not isinstance(rec, dict):
+        raise fail(file, "each request must be a JSON object", path=where)
+    ttft_ms = number(rec.get("time_to_first_token_ms"), file, None, (*where, "time_to_first_token_ms"))
+    itl_ms = number(rec.get("inter_token_latency_ms"), file, None, (*where, "inter_token_latency_ms"))
+    start = _first(rec, "start_time", "request_start_time")
+    timings = (rec.get("info") or {}).get("timings") if isinstance(rec.get("info"), dict) else None
+    if start is None and isinstance(timings, dict):
+        start = timings.get("request_start")
+    error = None
+    if status != "successful":
+        error = rec.get("error") or status
+    return {
+        "ttft_s": ttft_ms / 1000 if ttft_ms is not None else None,
+        "itl_s": itl_ms / 1000 if itl_ms is not None else None,
+        "latency_s": number(rec.get("request_latency"), file, None, (*where, "request_latency")),
+        "input_tokens": _tokens(
+            _first(rec, "prompt_tokens", "prompt_token_count"), file, None, (*where, "prompt_tokens")
+        ),
+        "output_tokens": _tokens(
+            _first(rec, "output_tokens", "output_token_count"), file, None, (*where, "output_tokens")
+        ),
+        "start_s": number(start, file, None, (*where, "start_time")),
+        "ok": status == "successful",
+        "error": str(error) if error is not None else None,
+        "model": model,
+        "place": f"benchmarks[{b}].requests.{status}[{i}]",
+    }
+
+
 # --------------------------------------------------------------------------- AIPerf
+
+
+# metric -> its names, newest first: AIPerf's first per-request exports (Oct 2025, between v0.1.1 and v0.2)
+# wrote ``ttft``; it was renamed ``time_to_first_token`` the next day (ai-dynamo/aiperf #343)
+AIPERF_NAMES = {"time_to_first_token": ("time_to_first_token", "ttft")}
 
 
 def _metric(rec: dict, name: str, kind: str, file: str, line: int) -> Any:
     m = rec.get("metrics") or {}
+    name = next((n for n in AIPERF_NAMES.get(name, (name,)) if m.get(n) is not None), name)
     if name not in m or m[name] is None:
         return None
     entry = m[name]
@@ -306,7 +326,7 @@ def read_aiperf(path: Path) -> Rows:
             raise fail(file, "not an AIPerf record (expected metadata, metrics and error)", line=line)
         err = rec.get("error")
         meta = rec.get("metadata") or {}
-        start_ns = meta.get("request_start_ns")
+        start_ns = meta.get("request_start_ns", meta.get("timestamp_ns"))
         gaps = _metric(rec, "inter_chunk_latency", "time", file, line)
         rows.append(
             {
@@ -337,7 +357,13 @@ def read_aiperf(path: Path) -> Rows:
     if not rows:
         raise fail(file, "the file has no records")
     ok_rows = [r for r in rows if r["ok"]]
-    require_somewhere(ok_rows, "ttft_s", file, "metrics.time_to_first_token", "was AIPerf run with --streaming?")
+    require_somewhere(
+        ok_rows,
+        "ttft_s",
+        file,
+        "metrics.time_to_first_token (or metrics.ttft, its name in AIPerf's first per-request exports)",
+        "AIPerf records it for streamed requests: was it run with --streaming?",
+    )
     require_somewhere(ok_rows, "output_tokens", file, "metrics.output_sequence_length")
     date = epoch_date(r["start_s"] for r in rows)
     return Rows(

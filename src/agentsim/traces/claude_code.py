@@ -238,6 +238,56 @@ class _Seen:
     tools: set = field(default_factory=set)
 
 
+def _results_by_tool(fresh: list[_Line]) -> dict[str, _Line]:
+    """tool_use id -> the first line carrying its result."""
+    results: dict[str, _Line] = {}
+    for ln in fresh:
+        for tid in ln.tool_results:
+            results.setdefault(tid, ln)
+    return results
+
+
+def _previous_times(lines: list[_Line]) -> dict[int, float | None]:
+    """Line number -> timestamp of the line before it (a call's fallback anchor)."""
+    prev_ts, last = {}, None
+    for ln in lines:
+        prev_ts[ln.no] = last
+        last = ln.ts
+    return prev_ts
+
+
+def _resend_times(lines: list[_Line]) -> dict[str, float]:
+    """A call's parent uuid -> when its request was last re-sent (a retry answering that parent, or being it)."""
+    resent: dict[str, float] = {}
+    for ln in lines:
+        if ln.retry_at is not None:
+            for key in (ln.parent, ln.uuid):
+                if key is not None:
+                    resent[key] = max(resent.get(key, -math.inf), ln.retry_at)
+    return resent
+
+
+def _call_of(call_id: str, final: _Line) -> Call:
+    """The call's model, tier and tokens from its final line's usage."""
+    u = final.usage
+    w1h = u.get("write_1h", 0)
+    w5m = u["cache_write"] - w1h if "write_1h" in u else u["cache_write"]
+    speed = u["speed"]
+    return Call(
+        call_id=call_id,
+        model=final.model or "unknown",
+        provider="anthropic",
+        tier=speed if speed and speed != "standard" else "standard",
+        speed=speed,
+        service_tier=u["service_tier"],
+        input_tokens=u["input"] + u["cache_read"] + u["cache_write"],
+        cache_read_tokens=u["cache_read"],
+        cache_write_5m_tokens=max(w5m, 0),
+        cache_write_1h_tokens=w1h,
+        output_tokens=u["output"],
+    )
+
+
 class _Builder:
     def __init__(self, session: Session, seen: _Seen, anchors: dict[str, float]):
         self.s, self.seen, self.anchors = session, seen, anchors
@@ -253,10 +303,23 @@ class _Builder:
     def thread(self, agent: str, lines: list[_Line], main: bool) -> None:
         """Calls, tools and (main thread only) human gaps of one thread's lines, in file order."""
         fresh = [ln for ln in lines if ln.uuid is None or ln.uuid not in self.seen.uuids]
-        results: dict[str, _Line] = {}
-        for ln in fresh:
-            for tid in ln.tool_results:
-                results.setdefault(tid, ln)
+        results = _results_by_tool(fresh)
+        prev_ts, resent = _previous_times(lines), _resend_times(lines)
+        nodes: list[Node] = []
+        for key, group in self._calls(fresh).items():
+            first = group[0]
+            start, end = self._call_start(first, prev_ts, resent), max(ln.ts for ln in group)
+            call = _call_of(first.message_id or key, group[-1])
+            nodes.append(Node(self.new_id("call"), "call", start, end, agent=agent, call=call))
+            self.seen.calls.add(key)
+            nodes.extend(self._tools(group, end, results, agent))
+        if main and nodes:
+            nodes.extend(self._human_gaps(fresh, sorted(n.end for n in nodes), agent))
+        self.seen.uuids.update(ln.uuid for ln in fresh if ln.uuid)
+        self.threads.append((agent, nodes))
+
+    def _calls(self, fresh: list[_Line]) -> dict[str, list[_Line]]:
+        """The lines of each call not seen before (by its key), in file order; synthetic ones counted, not kept."""
         calls: dict[str, list[_Line]] = {}
         for ln in fresh:
             if ln.type == "assistant" and ln.key is not None and ln.usage is not None:
@@ -266,67 +329,45 @@ class _Builder:
                 if ln.key in self.seen.calls:
                     continue
                 calls.setdefault(ln.key, []).append(ln)
-        nodes: list[Node] = []
-        prev_ts = {}  # line number -> timestamp of the previous timed line (fallback anchor)
-        resent: dict[str, float] = {}  # a call's parent uuid -> when its request was last re-sent
-        last = None
-        for ln in lines:
-            prev_ts[ln.no] = last
-            last = ln.ts
-            if ln.retry_at is not None:  # a retry answering that parent, or being the parent itself
-                for key in (ln.parent, ln.uuid):
-                    if key is not None:
-                        resent[key] = max(resent.get(key, -math.inf), ln.retry_at)
-        for key, group in calls.items():
-            first, final = group[0], group[-1]
-            start = self.anchors.get(first.parent) if first.parent else None
-            if start is None or start > first.ts:
-                start = prev_ts.get(first.no)
-            if start is None or start > first.ts:
-                start = first.ts
-            again = resent.get(first.parent) if first.parent else None
-            if again is not None and start < again <= first.ts:  # failed attempts and back-off: overhead
-                start = again
-            end = max(ln.ts for ln in group)
-            u = final.usage
-            w1h = u.get("write_1h", 0)
-            w5m = u["cache_write"] - w1h if "write_1h" in u else u["cache_write"]
-            speed = u["speed"]
-            call = Call(
-                call_id=first.message_id or key,
-                model=final.model or "unknown",
-                provider="anthropic",
-                tier=speed if speed and speed != "standard" else "standard",
-                speed=speed,
-                service_tier=u["service_tier"],
-                input_tokens=u["input"] + u["cache_read"] + u["cache_write"],
-                cache_read_tokens=u["cache_read"],
-                cache_write_5m_tokens=max(w5m, 0),
-                cache_write_1h_tokens=w1h,
-                output_tokens=u["output"],
-            )
-            node = Node(self.new_id("call"), "call", start, end, agent=agent, call=call)
-            nodes.append(node)
-            self.seen.calls.add(key)
-            for ln in group:
-                for tid, name in ln.tool_uses:
-                    if tid in self.seen.tools or tid not in results:
-                        continue  # a replay, or a tool that never returned (interrupted)
-                    res = results[tid]
-                    tool = Node(self.new_id("tool"), "tool", max(end, ln.ts), max(res.ts, end), name=name, agent=agent)
-                    self.seen.tools.add(tid)
-                    self.tool_nodes[tid] = (tool, res.result_agent_id)
-                    nodes.append(tool)
-        if main and nodes:
-            ends = sorted(n.end for n in nodes)
-            for ln in fresh:
-                if not ln.prompt:
-                    continue
-                i = bisect.bisect_right(ends, ln.ts)
-                if i and ends[i - 1] < ln.ts:
-                    nodes.append(Node(self.new_id("human"), "human", ends[i - 1], ln.ts, name="human", agent=agent))
-        self.seen.uuids.update(ln.uuid for ln in fresh if ln.uuid)
-        self.threads.append((agent, nodes))
+        return calls
+
+    def _call_start(self, first: _Line, prev_ts: dict[int, float | None], resent: dict[str, float]) -> float:
+        """When a call was sent: its parent's anchor, else the previous timed line, else its own first line;
+        moved to its last re-send when failed attempts and back-off came before (overhead, not the call)."""
+        start = self.anchors.get(first.parent) if first.parent else None
+        if start is None or start > first.ts:
+            start = prev_ts.get(first.no)
+        if start is None or start > first.ts:
+            start = first.ts
+        again = resent.get(first.parent) if first.parent else None
+        if again is not None and start < again <= first.ts:
+            start = again
+        return start
+
+    def _tools(self, group: list[_Line], end: float, results: dict[str, _Line], agent: str) -> list[Node]:
+        """The tool runs a call asked for that returned and were not seen before, from the call's end."""
+        tools = []
+        for ln in group:
+            for tid, name in ln.tool_uses:
+                if tid in self.seen.tools or tid not in results:
+                    continue  # a replay, or a tool that never returned (interrupted)
+                res = results[tid]
+                tool = Node(self.new_id("tool"), "tool", max(end, ln.ts), max(res.ts, end), name=name, agent=agent)
+                self.seen.tools.add(tid)
+                self.tool_nodes[tid] = (tool, res.result_agent_id)
+                tools.append(tool)
+        return tools
+
+    def _human_gaps(self, fresh: list[_Line], ends: list[float], agent: str) -> list[Node]:
+        """The person's turns: from the last node's end before each prompt to the prompt (``ends`` sorted)."""
+        gaps = []
+        for ln in fresh:
+            if not ln.prompt:
+                continue
+            i = bisect.bisect_right(ends, ln.ts)
+            if i and ends[i - 1] < ln.ts:
+                gaps.append(Node(self.new_id("human"), "human", ends[i - 1], ln.ts, name="human", agent=agent))
+        return gaps
 
     def finish(self) -> None:
         """Place each subagent thread inside the Task tool that ran it (else in an agent container)."""

@@ -87,6 +87,7 @@ class _Rollout:
     fallback_model_calls: int = 0
     skipped_replay: int = 0
     repeats: int = 0
+    totals_down: int = 0  # running totals below the previous one (the counter was reset): usage unknown
     prompts: list[float] = field(default_factory=list)
 
 
@@ -187,7 +188,12 @@ class _RolloutReader:
             ro.repeats += 1
             return None
         if last is None and total is not None:
-            last = {k: token_count(max(total[k] - (self.prev_total or {}).get(k, 0), 0)) for k in total}
+            prev = self.prev_total or {}
+            if any(total[k] < prev.get(k, 0) for k in total):
+                ro.totals_down += 1  # the counter was reset: this call's usage cannot be told
+                self.prev_total = total
+                return None
+            last = {k: token_count(total[k] - prev.get(k, 0)) for k in total}
         if total is not None:
             self.prev_total = total
         if last is None or not any(last[k] for k in last if k != "total_tokens"):
@@ -244,6 +250,11 @@ class _RolloutReader:
             report.notes.append("skipped the subagent's first token count (it repeats the forked parent's history)")
         if ro.repeats:
             report.notes.append(f"{ro.repeats} token counts repeat the previous total and are not new calls")
+        if ro.totals_down:
+            report.notes.append(
+                f"{ro.totals_down} token counts without last_token_usage report a running total below the previous "
+                "one (the counter was reset): their calls' usage cannot be told, and they are left out"
+            )
         return ro
 
 

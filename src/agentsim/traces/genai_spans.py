@@ -40,7 +40,8 @@ def read_genai_spans(path: Path) -> Rows:
     if not Path(path).exists():
         raise fail(file, "no such file", "check the path")
     read_text(path)  # not UTF-8, a folder, unreadable: the same message as every other format
-    spans, problems = read_otlp(path)
+    unit_notes: list[str] = []
+    spans, problems = read_otlp(path, unit_notes)
     if problems:
         line, message = problems[0]
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
@@ -88,5 +89,5 @@ def read_genai_spans(path: Path) -> Rows:
         file,
         date=date,
         date_note="span start times" if date else None,
-        notes=("gen_ai.usage.input_tokens includes cached tokens; uncached = input - cache_read",),
+        notes=("gen_ai.usage.input_tokens includes cached tokens; uncached = input - cache_read", *unit_notes),
     )

@@ -10,8 +10,10 @@ one timed record of a trace::
      "costDetails": {"input": 0.0036, "output": 0.00525, "total": 0.00885}, "level": "DEFAULT", ...}
 
 A file holds an array of observations, an API page (``{"data": [...], "meta": {...}}``), JSON Lines of
-either, or trace objects carrying their ``observations`` (a trace's ``sessionId`` groups its
-observations into a session).
+either, or trace objects carrying their ``observations``: the API's trace (``GET
+/api/public/traces/{id}``: ``{"id", "sessionId", ..., "observations": [...]}``) or the UI's trace
+download (``{"trace": {"id", "sessionId", ...}, "observations": [...]}``); the trace's ``sessionId``,
+wherever it stands, groups its observations into a session.
 
 * **Calls** are ``GENERATION`` observations; **tools** are ``TOOL`` observations (Langfuse's typed
   observations); every other type (``SPAN``, ``AGENT``, ``CHAIN``, ``EVENT``, ...) with calls or
@@ -40,7 +42,7 @@ from pathlib import Path
 from agentsim.traces.record_files import records, when
 from agentsim.traces.record_files import text_field as _text
 from agentsim.traces.sessions import Call, FileReport, Session
-from agentsim.traces.span_tree import SpanSet, TreeSpan, usage_call
+from agentsim.traces.span_tree import RecordedUsage, SpanSet, TreeSpan, usage_call
 
 __all__ = ["FORMAT", "looks_like", "read_langfuse"]
 
@@ -109,14 +111,16 @@ def usage_parts(details: dict) -> dict[str, float]:
     }
 
 
-def _usage(obs: dict) -> dict:
+def _usage(obs: dict) -> tuple[dict, bool]:
+    """The usage parts of an observation, and whether it records any usage at all."""
     details = obs.get("usageDetails")
     if details is None:
         old = obs.get("usage")
         details = {k: old.get(k) for k in ("input", "output")} if isinstance(old, dict) else {}
     if not isinstance(details, dict):
         raise ValueError("usageDetails is not an object")
-    return usage_parts(details)
+    recorded = any(v is not None and _classify(str(k)) is not None for k, v in details.items())
+    return usage_parts(details), recorded
 
 
 def _call(obs: dict, start: float, end: float, nid: str) -> tuple[Call, bool]:
@@ -127,11 +131,17 @@ def _call(obs: dict, start: float, end: float, nid: str) -> tuple[Call, bool]:
         if first < start or first > end + 1e-3:
             raise ValueError("completionStartTime lies outside the observation's start and end")
         ttft = min(first, end) - start
-    return usage_call(nid, model, None, **_usage(obs), ttft=ttft)
+    parts, recorded = _usage(obs)
+    return usage_call(nid, model, None, RecordedUsage(**parts, ttft=ttft, recorded=recorded))
 
 
 def tree_span(
-    obs: dict, line: int | None, session: str | None = None, trace: str | None = None, label: str | None = None
+    obs: dict,
+    line: int | None,
+    session: str | None = None,
+    trace: str | None = None,
+    label: str | None = None,
+    environment: str | None = None,
 ) -> TreeSpan:
     """The observation as the session builder sees it; raises ValueError on a malformed one."""
     oid, tid = _text(obs, "id"), _text(obs, "traceId") or trace
@@ -159,9 +169,21 @@ def tree_span(
         tool_name=name if kind == "tool" else None,
         agent_name=name if kind_raw == "AGENT" else None,
         session=_text(obs, "sessionId") or session,
-        project=_text(obs, "environment"),
+        project=_text(obs, "environment") or environment,
         line=line,
         label=label,
+    )
+
+
+def _trace_keys(rec: dict) -> tuple[str | None, str | None, str | None]:
+    """(session id, trace id, environment) of a trace holding its observations: the API's trace
+    (``{"id", "sessionId", ..., "observations": [...]}``) or the UI's download
+    (``{"trace": {"id", "sessionId", ...}, "observations": [...]}``)."""
+    head = rec.get("trace") if isinstance(rec.get("trace"), dict) else rec
+    return (
+        _text(head, "sessionId") or _text(rec, "sessionId"),
+        _text(head, "id") or _text(rec, "id"),
+        _text(head, "environment"),
     )
 
 
@@ -182,15 +204,16 @@ def read_langfuse(files: list[Path]) -> tuple[list[Session], list[FileReport]]:
         for line, index, rec in records(f, rep):
             group = rec.get("observations")
             items = group if isinstance(group, list) else [rec]
-            session = _text(rec, "sessionId") if isinstance(group, list) else None
-            trace = _text(rec, "id") if isinstance(group, list) else None
+            session, trace, env = _trace_keys(rec) if isinstance(group, list) else (None, None, None)
             for k, obs in enumerate(items):
                 try:
                     if not isinstance(obs, dict):
                         raise ValueError("not an object")
-                    spans.add(tree_span(obs, line, session, trace, _which(obs, index, k, group)), rep)
+                    spans.add(tree_span(obs, line, session, trace, _which(obs, index, k, group), env), rep)
                 except (ValueError, TypeError) as exc:
                     rep.bad_line(line, f"{_which(obs, index, k, group)}: {exc}")
-        if rep.duplicates:
-            rep.notes.append(f"{rep.duplicates} observations repeat an (traceId, id) already read: counted once")
+        if rep.duplicates or rep.repeated:
+            rep.notes.append(
+                f"{rep.duplicates + rep.repeated} observations repeat an (traceId, id) already read: counted once"
+            )
     return spans.sessions(FORMAT), reports

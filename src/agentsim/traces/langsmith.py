@@ -23,6 +23,10 @@ A file holds an array of runs, a page (``{"runs": [...]}``), or JSON Lines of ei
   cached included (when it is smaller than the cache reads and writes, they are added back, with a
   note); ``prompt_token_details.cache_read`` / ``cache_creation`` (and ``ephemeral_1h_input_tokens``)
   are cache reads and writes; ``completion_tokens`` includes ``completion_token_details.reasoning``.
+  A run the server has not summed (a merged create + update, a client-side export) has no
+  ``prompt_tokens``: its ``outputs.usage_metadata`` (or ``extra.metadata.usage_metadata``:
+  ``input_tokens``, ``output_tokens``, ``input_token_details.cache_read``...) is read instead; a call
+  with neither is counted, flagged and noted, never priced as $0.
 * **TTFT** = ``first_token_time - start_time`` (recorded for streamed calls).
 * **Model and provider**: ``extra.metadata.ls_model_name`` (else ``extra.invocation_params.model``)
   and ``ls_provider``.
@@ -41,7 +45,7 @@ from pathlib import Path
 from agentsim.traces.record_files import records, when
 from agentsim.traces.record_files import text_field as _text
 from agentsim.traces.sessions import Call, FileReport, Session
-from agentsim.traces.span_tree import SpanSet, TreeSpan, usage_call
+from agentsim.traces.span_tree import RecordedUsage, SpanSet, TreeSpan, usage_call
 
 __all__ = ["FORMAT", "looks_like", "read_langsmith"]
 
@@ -49,6 +53,8 @@ FORMAT = "langsmith"
 RUN_TYPES = ("llm", "chain", "tool", "retriever", "prompt", "parser", "embedding")
 THREAD_KEYS = ("thread_id", "session_id", "conversation_id")
 USAGE_KEYS = ("prompt_tokens", "completion_tokens", "prompt_token_details", "completion_token_details")
+DETAIL_KEYS = ("input_token_details", "output_token_details")
+DETAILS = ("cache_read", "cache_creation", "ephemeral_1h_input_tokens", "reasoning")
 
 
 def looks_like(obj: dict) -> bool:
@@ -72,11 +78,35 @@ def _dotted(order: str | None) -> tuple[str | None, str | None]:
     return ids[0], (ids[-2] if len(ids) >= 2 else None)
 
 
+def _usage_metadata(run: dict) -> dict | None:
+    """The numbers of a LangChain/LangSmith ``usage_metadata`` (``input_tokens``, ``output_tokens``,
+    ``input_token_details``, ``output_token_details``) where a run that the server has not summed
+    (a merged create + update, a client-side export) carries it: ``outputs.usage_metadata`` or
+    ``extra.metadata.usage_metadata``; None when neither holds one."""
+    outputs = run.get("outputs") if isinstance(run.get("outputs"), dict) else {}
+    meta = _dict(_dict(run, "extra", ""), "metadata", "extra.")
+    for um in (outputs.get("usage_metadata"), meta.get("usage_metadata")):
+        if isinstance(um, dict) and (um.get("input_tokens") is not None or um.get("output_tokens") is not None):
+            keep = ("input_tokens", "output_tokens")
+            details = {k: um.get(k) if isinstance(um.get(k), dict) else {} for k in DETAIL_KEYS}
+            return {**{k: um.get(k) for k in keep}, **{k: {n: d.get(n) for n in DETAILS} for k, d in details.items()}}
+    return None
+
+
 def _call(run: dict, start: float, end: float, nid: str) -> tuple[Call, bool]:
     extra = _dict(run, "extra", "")
     meta = _dict(extra, "metadata", "extra.")
     params = _dict(extra, "invocation_params", "extra.")
     model = _text(meta, "ls_model_name") or _text(params, "model") or _text(params, "model_name") or "unknown"
+    um = run.get("usage_metadata")
+    if run.get("prompt_tokens") is None and run.get("completion_tokens") is None and isinstance(um, dict):
+        run = {
+            **run,
+            "prompt_tokens": um.get("input_tokens"),
+            "completion_tokens": um.get("output_tokens"),
+            "prompt_token_details": um.get("input_token_details"),
+            "completion_token_details": um.get("output_token_details"),
+        }
     prompt = _dict(run, "prompt_token_details", "")
     completion = _dict(run, "completion_token_details", "")
     ttft = None
@@ -86,10 +116,7 @@ def _call(run: dict, start: float, end: float, nid: str) -> tuple[Call, bool]:
             raise ValueError("first_token_time lies outside the run's start and end")
         ttft = min(first, end) - start
     write_1h = prompt.get("ephemeral_1h_input_tokens")
-    return usage_call(
-        nid,
-        model,
-        _text(meta, "ls_provider"),
+    usage = RecordedUsage(
         input_tokens=run.get("prompt_tokens"),
         cache_read=prompt.get("cache_read"),
         cache_write=prompt.get("cache_creation"),
@@ -98,6 +125,7 @@ def _call(run: dict, start: float, end: float, nid: str) -> tuple[Call, bool]:
         reasoning=completion.get("reasoning"),
         ttft=ttft,
     )
+    return usage_call(nid, model, _text(meta, "ls_provider"), usage)
 
 
 def tree_span(run: dict, line: int | None, label: str | None = None) -> TreeSpan:
@@ -125,6 +153,7 @@ def tree_span(run: dict, line: int | None, label: str | None = None) -> TreeSpan
     meta = _dict(_dict(run, "extra", ""), "metadata", "extra.")
     name = _text(run, "name")
     slim = {k: run.get(k) for k in (*USAGE_KEYS, "first_token_time")}
+    slim["usage_metadata"] = _usage_metadata(run) if kind == "call" else None
     slim["extra"] = {
         "metadata": {k: meta.get(k) for k in ("ls_model_name", "ls_provider")},
         "invocation_params": _model_params(run),
@@ -166,6 +195,6 @@ def read_langsmith(files: list[Path]) -> tuple[list[Session], list[FileReport]]:
                 spans.add(tree_span(run, line, label), rep)
             except (ValueError, TypeError) as exc:
                 rep.bad_line(line, f"{label}: {exc}")
-        if rep.duplicates:
-            rep.notes.append(f"{rep.duplicates} runs repeat a (trace_id, id) already read: counted once")
+        if rep.duplicates or rep.repeated:
+            rep.notes.append(f"{rep.duplicates + rep.repeated} runs repeat a (trace_id, id) already read: counted once")
     return spans.sessions(FORMAT), reports

@@ -39,7 +39,7 @@ from pathlib import Path
 from agentsim.traces.record_files import records, when
 from agentsim.traces.record_files import text_field as _text
 from agentsim.traces.sessions import Call, FileReport, Session
-from agentsim.traces.span_tree import SpanSet, TreeSpan, usage_call
+from agentsim.traces.span_tree import RecordedUsage, SpanSet, TreeSpan, usage_call
 
 __all__ = ["FORMAT", "looks_like", "read_openai_agents"]
 
@@ -81,16 +81,14 @@ def _call(data: dict, nid: str) -> tuple[Call, bool]:
     out = usage.get("output_tokens", usage.get("completion_tokens"))
     inp_d = usage.get("input_tokens_details", usage.get("prompt_tokens_details"))
     out_d = usage.get("output_tokens_details", usage.get("completion_tokens_details"))
-    return usage_call(
-        nid,
-        _model(data) or "unknown",
-        "openai",
+    usage = RecordedUsage(
         input_tokens=inp,
         cache_read=_detail(inp_d, "cached_tokens"),
         cache_write=_detail(inp_d, "cache_write_tokens"),
         output=out,
         reasoning=_detail(out_d, "reasoning_tokens"),
     )
+    return usage_call(nid, _model(data) or "unknown", "openai", usage)
 
 
 def tree_span(span: dict, line: int | None, traces: dict[str, dict], label: str | None = None) -> TreeSpan:
@@ -166,6 +164,8 @@ def read_openai_agents(files: list[Path]) -> tuple[list[Session], list[FileRepor
                 f"{unknown[rep.path]} call spans name no model (counted as 'unknown'); give it with the replay "
                 "config's models.'*' entry or --speed-profile"
             )
-        if rep.duplicates:
-            rep.notes.append(f"{rep.duplicates} spans repeat a (trace_id, id) already read: counted once")
+        if rep.duplicates or rep.repeated:
+            rep.notes.append(
+                f"{rep.duplicates + rep.repeated} spans repeat a (trace_id, id) already read: counted once"
+            )
     return spans.sessions(FORMAT), reports

@@ -1,23 +1,27 @@
 """OpenRouter endpoint statistics (``GET /api/v1/models/{author}/{slug}/endpoints``) as speed snapshots.
 
-The response body, saved by the user (agentsim fetches nothing)::
+The response body, saved by the user (agentsim fetches nothing); an excerpt of a real listing::
 
-    {"data": {"id": "openai/gpt-4", "name": "...", "endpoints": [
-        {"provider_name": "OpenAI", "tag": "openai", "quantization": "fp16", "context_length": 8192,
-         "pricing": {"prompt": "0.00003", "completion": "0.00006"},          # USD per token, as strings
-         "latency_last_30m": {"p50": 0.25, "p75": 0.35, "p90": 0.48, "p99": 0.85},   # time to first token
-         "throughput_last_30m": {"p50": 45.2, "p75": 38.5, "p90": 28.3, "p99": 15.1}, # tokens/s, slow tail
-         "uptime_last_30m": 99.5}, ...]}}
+    {"data": {"id": "z-ai/glm-5.3-flash", "name": "...", "endpoints": [
+        {"provider_name": "Z.AI", "tag": "z-ai/fp8", "quantization": "fp8", "context_length": 1048576,
+         "pricing": {"prompt": "0.00000015", "completion": "0.0000005"},      # USD per token, as strings
+         "latency_last_30m": {"p50": 3446, "p75": 5534, "p90": 7986, "p99": 21556},   # time to first token, ms
+         "throughput_last_30m": {"p50": 28, "p75": 44, "p90": 68, "p99": 101},        # output tokens/s
+         "uptime_last_30m": 99.7}, ...]}}
 
 * **Latency** is the time to first token over the last 30 minutes of requests through OpenRouter.
-  The API reference says milliseconds; its own examples read 0.25–0.85, seconds. The unit is
+  The API reference (its schema ``PercentileStats``) says milliseconds, and real listings read so
+  (medians of 373 to 10,792); its own endpoint example reads 0.25-0.85, seconds. The unit is
   therefore decided per file by plausibility (:func:`latency_unit`): a median first token between
   :data:`TTFT_S_RANGE` seconds. Values that fit only one reading decide it (and a note says which);
   a file whose values fit both (medians between 50 and 120) or neither is refused unless
   ``--latency-unit s|ms`` says which, and a value implausible in the unit given is refused too.
-* **Throughput** is output tokens per second; its percentiles are of the *slow* tail (``p90`` is
-  the speed 90% of requests reach), so they must not rise from p50 to p99, and they enter the fit at
-  probability ``1 - K/100`` (:mod:`agentsim.traces.provider_snapshots`).
+* **Throughput** is output tokens per second. Its percentiles are ordinary percentiles, as the API
+  reference documents them (``PercentileStats``: "p99: 99th percentile") and as real listings read
+  (25/40/54/78 and 28/44/68/101 tokens/s): ``p90`` is the speed 90% of requests stay at or below, so
+  ``pK`` enters the fit at probability ``K/100`` and the values rise from p50 to p99. The reference's
+  endpoint *example* (45.2/38.5/28.3/15.1) falls, contradicting its own schema; a file in that shape is
+  refused, naming both (:data:`THROUGHPUT_DOC`).
 * Figures are ``null`` when the listing was fetched without an API key, and may be 0 for an endpoint
   without traffic: such endpoints are reported and not imported. Prices are recorded in the
   profile's ``figures`` only (a profile never sets prices; ``-1`` means a variable price).
@@ -26,7 +30,9 @@ The response body, saved by the user (agentsim fetches nothing)::
 from __future__ import annotations
 
 import itertools
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from agentsim.traces.provider_snapshots import Snapshot, SnapshotFileError, figure, number, read_json_file, slug
 
@@ -41,6 +47,11 @@ MAX_TPS = 100_000.0  # tokens/s: ~6x the fastest hardware published (Taalas HC1,
 MAX_USD_PER_TOKEN = 1.0  # $1,000,000 per million tokens
 LATENCY_UNITS = ("auto", "s", "ms")
 WINDOW = "percentiles over the 30 minutes of requests before the download"
+THROUGHPUT_DOC = (
+    "OpenRouter documents throughput_last_30m as ordinary percentiles (API schema PercentileStats: "
+    "'p50: Median (50th percentile)' ... 'p99: 99th percentile'), so they rise from p50 to p99, as real "
+    "listings do (e.g. 28, 44, 68, 101 tokens/s)"
+)
 WORKLOAD = "OpenRouter's real traffic to this endpoint (every prompt size; TTFT includes prefill and routing)"
 
 
@@ -57,9 +68,10 @@ def _percentiles(raw, file: str, place: str, *, high: float, what: str, low: flo
     return out or None
 
 
-def _monotone(values: dict[str, float], rising: bool, file: str, place: str, fix: str) -> None:
+def _monotone(values: dict[str, float], file: str, place: str, fix: str) -> None:
+    """Refuse percentiles that fall from p50 to p99 (every OpenRouter percentile rises)."""
     seq = [values[k] for k in PERCENTILES if k in values]
-    ok = all((a <= b) if rising else (a >= b) for a, b in itertools.pairwise(seq))
+    ok = all(a <= b for a, b in itertools.pairwise(seq))
     if not ok:
         raise SnapshotFileError(f"{file}: {place}: {values} {fix}")
 
@@ -155,47 +167,16 @@ def read_openrouter(
     """Snapshots of every endpoint in one saved listing, endpoints skipped (and why), and notes."""
     file = str(path)
     model, endpoints = _endpoints(read_json_file(path), file)
-    raw: list[tuple[str, dict, dict | None, dict | None]] = []
-    for i, ep in enumerate(endpoints):
-        place = f"data.endpoints[{i}]"
-        if not isinstance(ep, dict):
-            raise SnapshotFileError(f"{file}: {place}: expected an endpoint object")
-        lat = _percentiles(
-            ep.get("latency_last_30m"),
-            file,
-            f"{place}.latency_last_30m",
-            high=TTFT_MAX_S * 1000,
-            what="time to first token",
-        )
-        thr = _percentiles(
-            ep.get("throughput_last_30m"),
-            file,
-            f"{place}.throughput_last_30m",
-            high=MAX_TPS,
-            what="output speed in tokens/s",
-            low=MIN_TPS,
-        )
-        if lat:
-            _monotone(lat, True, file, f"{place}.latency_last_30m", "falls from p50 to p99: not percentiles of a time")
-        if thr:
-            _monotone(
-                thr,
-                False,
-                file,
-                f"{place}.throughput_last_30m",
-                "rises from p50 to p99, but OpenRouter's throughput percentiles are of the slow tail "
-                "(p99 is the slowest 1%): the file is not in that shape",
-            )
-        raw.append((place, ep, lat, thr))
-    medians = [(f"{p}.latency_last_30m", min(lat.values())) for p, _, lat, _ in raw if lat]
+    raw = [_endpoint(ep, f"data.endpoints[{i}]", file) for i, ep in enumerate(endpoints)]
+    medians = [(f"{e.place}.latency_last_30m", min(e.lat.values())) for e in raw if e.lat]
     factor, unit_note = latency_unit(medians, file, latency_units) if medians else (1.0, None)
     snaps, skipped = [], []
-    for place, ep, lat, thr in raw:
-        snap = _snapshot(model, place, ep, lat, thr, factor, file, taken_at, hour_known)
+    for e in raw:
+        snap = _snapshot(model, e, factor, file, taken_at, hour_known)
         if snap.ttft_s is None or snap.tps is None:
             gone = [q for q, v in (("latency_last_30m", snap.ttft_s), ("throughput_last_30m", snap.tps)) if v is None]
             skipped.append(
-                f"{file}: {place} ({snap.provider}): {' and '.join(gone)} null or 0 (not measured; the listing "
+                f"{file}: {e.place} ({snap.provider}): {' and '.join(gone)} null or 0 (not measured; the listing "
                 "needs an API key for these figures); not imported"
             )
             continue
@@ -203,7 +184,52 @@ def read_openrouter(
     return snaps, skipped, [f"{file}: {unit_note}"] if unit_note else []
 
 
-def _snapshot(model, place, ep, lat, thr, factor, file, taken_at, hour_known) -> Snapshot:
+@dataclass(frozen=True)
+class _Endpoint:
+    """One endpoint of a listing at ``place``: its object and its checked latency and throughput percentiles
+    (``{"p50": ..., ...}``, latency in the listing's unit; None where not given)."""
+
+    place: str
+    ep: dict
+    lat: dict | None
+    thr: dict | None
+
+
+def _endpoint(ep: Any, place: str, file: str) -> _Endpoint:
+    """An endpoint object with its percentiles read and checked (in range, not falling from p50 to p99)."""
+    if not isinstance(ep, dict):
+        raise SnapshotFileError(f"{file}: {place}: expected an endpoint object")
+    lat = _percentiles(
+        ep.get("latency_last_30m"),
+        file,
+        f"{place}.latency_last_30m",
+        high=TTFT_MAX_S * 1000,
+        what="time to first token",
+    )
+    thr = _percentiles(
+        ep.get("throughput_last_30m"),
+        file,
+        f"{place}.throughput_last_30m",
+        high=MAX_TPS,
+        what="output speed in tokens/s",
+        low=MIN_TPS,
+    )
+    if lat:
+        _monotone(lat, file, f"{place}.latency_last_30m", "falls from p50 to p99: not percentiles of a time")
+    if thr:
+        _monotone(
+            thr,
+            file,
+            f"{place}.throughput_last_30m",
+            f"falls from p50 to p99, but {THROUGHPUT_DOC}: this file contradicts that (the falling shape of "
+            "the reference's own endpoint example is not a downloaded listing); re-download the listing",
+        )
+    return _Endpoint(place, ep, lat, thr)
+
+
+def _snapshot(model: str, e: _Endpoint, factor: float, file: str, taken_at, hour_known: bool) -> Snapshot:
+    """An endpoint's snapshot; ``factor`` turns its latencies into seconds."""
+    place, ep, lat, thr = e.place, e.ep, e.lat, e.thr
     provider = ep.get("provider_name") if isinstance(ep.get("provider_name"), str) else None
     tag = ep.get("tag") if isinstance(ep.get("tag"), str) else None
     if provider is None and tag is None:
@@ -211,11 +237,11 @@ def _snapshot(model, place, ep, lat, thr, factor, file, taken_at, hour_known) ->
     published = taken_at.date()
     figures, notes = _price_figures(ep, file, place, model, published)
     ttft = {int(k[1:]) / 100: v * factor for k, v in lat.items()} if lat else None
-    tps = {1 - int(k[1:]) / 100: v for k, v in thr.items()} if thr else None
+    tps = {int(k[1:]) / 100: v for k, v in thr.items()} if thr else None
     for k, v in (lat or {}).items():
         figures.append(_figure(f"time to first token {k} (last 30 min)", v * factor, "s", model, published))
     for k, v in (thr or {}).items():
-        figures.append(_figure(f"output speed {k} (slow tail, last 30 min)", v, "tokens/s", model, published))
+        figures.append(_figure(f"output speed {k} (last 30 min)", v, "tokens/s", model, published))
     up = number(ep.get("uptime_last_30m"), file, f"{place}.uptime_last_30m", low=0.0, high=100.0, what="uptime %")
     if up is not None:
         figures.append(_figure("uptime (last 30 min)", up, "%", model, published))

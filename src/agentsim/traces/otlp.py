@@ -15,12 +15,14 @@ returns the first one present.
 
 from __future__ import annotations
 
+import codecs
 import json
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agentsim.model.input_files import read_bounded
+from agentsim.model.input_files import MAX_BYTES, InputError, input_problem, read_bounded
 
 __all__ = ["ALIASES", "Span", "attr", "read_otlp", "spans_from_document"]
 
@@ -60,7 +62,7 @@ ALIASES: dict[str, tuple[str, ...]] = {
 }
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Span:
     trace_id: str
     span_id: str
@@ -102,7 +104,21 @@ def _value(v: dict) -> Any:
 
 
 def _attrs(items: list | None) -> dict[str, Any]:
-    return {kv["key"]: _value(kv.get("value", {})) for kv in (items or []) if "key" in kv}
+    out: dict[str, Any] = {}
+    for kv in items or []:
+        if "key" in kv:
+            key = kv["key"]
+            v = kv.get("value", {})
+            # the usual value, a string or an int alone, without a call (what _value does with it)
+            if type(v) is dict and len(v) == 1:
+                if "stringValue" in v:
+                    out[key] = v["stringValue"]
+                    continue
+                if "intValue" in v:
+                    out[key] = int(v["intValue"])
+                    continue
+            out[key] = _value(v)
+    return out
 
 
 _STATUS = {
@@ -123,34 +139,80 @@ def _id(sp: dict, key: str) -> str:
 
 
 MAX_UNIX_NS = 253_402_300_799 * 10**9  # 9999-12-31T23:59:59Z: the last instant a date can name
+ERA_S = (946_684_800, 4_102_444_800)  # 2000-01-01 .. 2100-01-01: when a recorded trace can have been taken
+UNITS = ((1, "nanoseconds"), (10**3, "microseconds"), (10**6, "milliseconds"), (10**9, "seconds"))
+_ERA_NS = (ERA_S[0] * 10**9, ERA_S[1] * 10**9)
 
 
-def _time(sp: dict, key: str) -> float:
-    ns = int(sp[key])
-    if not 0 <= ns <= MAX_UNIX_NS:
-        raise ValueError(f"{key} {sp[key]} is not a time between 1970 and 9999 in nanoseconds since 1970")
-    return ns / 1e9
-
-
-def _span(sp: dict, resource: dict, line: int | None) -> Span:
-    parent = sp.get("parentSpanId") or None
-    return Span(
-        trace_id=_id(sp, "traceId"),
-        span_id=_id(sp, "spanId"),
-        parent_id=_id(sp, "parentSpanId") if parent is not None else None,
-        name=str(sp.get("name", "")),
-        start_s=_time(sp, "startTimeUnixNano"),
-        end_s=_time(sp, "endTimeUnixNano"),
-        attributes=_attrs(sp.get("attributes")),
-        resource=resource,
-        status=_STATUS.get(sp.get("status", {}).get("code", 0), "unset"),
-        source_line=line,
+def _time(sp: dict, key: str, units: dict | None) -> float:
+    """A ``*TimeUnixNano`` as Unix seconds. OTLP says nanoseconds; a value that names a moment between
+    2000 and 2100 only when read as micro-, milli- or plain seconds (an exporter that wrote the wrong
+    unit) is converted and counted in ``units``; a value plausible in no unit is refused."""
+    raw = sp[key]
+    if isinstance(raw, bool) or not isinstance(raw, int | str):
+        raise TypeError(f"{key} is {type(raw).__name__}, not an integer")
+    n = int(raw)
+    if _ERA_NS[0] <= n < _ERA_NS[1]:  # nanoseconds, as OTLP says (the loop's first unit, without the loop)
+        return n / 10**9
+    lo, hi = ERA_S
+    for per_ns, unit in UNITS:
+        scale = 10**9 // per_ns  # units per second
+        if lo * scale <= n < hi * scale:
+            if per_ns != 1 and units is not None:
+                units[unit] = units.get(unit, 0) + 1
+            return n / scale
+    raise ValueError(
+        f"{key} {raw} is not a time: it names no moment between 2000 and 2100 in nanoseconds since 1970 (nor in "
+        "micro-, milli- or seconds)"
     )
 
 
-def spans_from_document(doc: dict, line: int | None = None) -> list[Span]:
+def _span(sp: dict, resource: dict, line: int | None, units: dict | None = None, make: Callable | None = None):
+    """The span (or ``make`` of its fields: a tuple in the order of :class:`Span`'s)."""
+    parent = sp.get("parentSpanId") or None
+    # the usual span (string ids and times, as OTLP JSON writes them) without a call per check; any other
+    # is read by _checked_span, whose first failing check says what is wrong
+    trace, sid = sp.get("traceId"), sp.get("spanId")
+    start, end = sp.get("startTimeUnixNano"), sp.get("endTimeUnixNano")
+    if type(trace) is not str or type(sid) is not str or type(start) is not str or type(end) is not str:
+        return _checked_span(sp, resource, line, units, make)
+    if parent is not None and type(parent) is not str:
+        return _checked_span(sp, resource, line, units, make)
+    name = str(sp.get("name", ""))
+    lo, hi = _ERA_NS
+    n = int(start)
+    start_s = n / 10**9 if lo <= n < hi else _time(sp, "startTimeUnixNano", units)
+    n = int(end)
+    end_s = n / 10**9 if lo <= n < hi else _time(sp, "endTimeUnixNano", units)
+    fields = (trace, sid, parent, name, start_s, end_s, _attrs(sp.get("attributes")), resource)
+    fields += (_STATUS.get(sp.get("status", {}).get("code", 0), "unset"), line)
+    return Span(*fields) if make is None else make(fields)
+
+
+def _checked_span(sp: dict, resource: dict, line: int | None, units: dict | None, make: Callable | None):
+    """:func:`_span`, each field checked in turn (the first wrong one raises, naming itself)."""
+    parent = sp.get("parentSpanId") or None
+    fields = (
+        _id(sp, "traceId"),
+        _id(sp, "spanId"),
+        _id(sp, "parentSpanId") if parent is not None else None,
+        str(sp.get("name", "")),
+        _time(sp, "startTimeUnixNano", units),
+        _time(sp, "endTimeUnixNano", units),
+        _attrs(sp.get("attributes")),
+        resource,
+        _STATUS.get(sp.get("status", {}).get("code", 0), "unset"),
+        line,
+    )
+    return Span(*fields) if make is None else make(fields)
+
+
+def spans_from_document(
+    doc: dict, line: int | None = None, units: dict | None = None, make: Callable | None = None
+) -> list:
     """Spans of one OTLP JSON document; raises ValueError naming the place (``resourceSpans[0]...``) on a
-    malformed one."""
+    malformed one. Timestamps converted from another unit than nanoseconds are counted in ``units``. With
+    ``make``, each span is ``make(fields)`` instead (the tuple of a :class:`Span`'s fields, in order)."""
     out = []
     where = "resourceSpans"
     try:
@@ -161,17 +223,124 @@ def spans_from_document(doc: dict, line: int | None = None) -> list[Span]:
                 where = f"resourceSpans[{i}].scopeSpans[{j}]"
                 for k, sp in enumerate(ss.get("spans", [])):
                     where = f"resourceSpans[{i}].scopeSpans[{j}].spans[{k}]"
-                    out.append(_span(sp, resource, line))
+                    out.append(_span(sp, resource, line, units, make))
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise ValueError(f"{where}: {type(exc).__name__}: {exc}") from None
     return out
 
 
-def read_otlp(path: str | Path) -> tuple[list[Span], list[tuple[int | None, str]]]:
-    """Read an OTLP JSON file (one document, or JSON Lines); return spans and problems found."""
-    text = read_bounded(path, "session")
+def read_otlp(
+    path: str | Path, notes: list[str] | None = None, make: Callable[[tuple], Any] | None = None
+) -> tuple[list, list[tuple[int | None, str]]]:
+    """Read an OTLP JSON file (one document, or JSON Lines); return spans and problems found. A note
+    per timestamp unit other than nanoseconds that had to be converted goes to ``notes``. With ``make``,
+    the list holds ``make(fields)`` for every span instead (:func:`spans_from_document`): a reader that
+    keeps spans of its own makes no :class:`Span` at all.
+
+    JSON Lines are read block by block (memory bounded by the longest line, not the file); a file whose
+    first line is not a JSON value alone (one document written over many lines), or that is not UTF-8,
+    is read whole, as :func:`~agentsim.model.input_files.read_bounded` reads it."""
+    units: dict[str, int] = {}
+    try:
+        spans, problems = _read_lines(path, units, make)
+    except _Whole:
+        units.clear()
+        spans, problems = _read_text(read_bounded(path, "session"), units, make)
+    if notes is not None:
+        notes.extend(
+            f"{n} timestamps (*TimeUnixNano) were written in {unit}, not nanoseconds as OTLP says: read as {unit}"
+            for unit, n in sorted(units.items())
+        )
+    return spans, problems
+
+
+class _Whole(Exception):
+    """The file is to be read whole (see :func:`read_otlp`)."""
+
+
+BLOCK_BYTES = 8 << 20
+_BREAKS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"  # where str.splitlines splits
+
+
+def _lines(path: str | Path) -> Iterator[str]:
+    """The lines of a session file, exactly as ``text.splitlines()`` of its whole text gives them, read
+    block by block. Raises :class:`_Whole` where the file is not UTF-8 or holds more than a session file
+    may (then :func:`read_bounded` says so in its words)."""
+    found = input_problem(path, "session")
+    if found is not None:
+        raise InputError(*found)
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    limit, total, carry = MAX_BYTES["session"], 0, ""
+    with Path(path).open("rb") as fh:
+        while True:
+            data = fh.read(BLOCK_BYTES)
+            total += len(data)
+            if total > limit:
+                raise _Whole
+            try:
+                text = carry + decoder.decode(data, final=not data)
+            except UnicodeDecodeError:
+                raise _Whole from None
+            lines = text.splitlines()
+            if not data:
+                yield from lines
+                return
+            carry = ""
+            if lines and not (text[-1] in _BREAKS and text[-1] != "\r"):
+                # the last line goes on in the next block (a "\r" may be the first half of "\r\n")
+                carry = lines.pop() + ("\r" if text[-1] == "\r" else "")
+            yield from lines
+
+
+_LINE_ERRORS = (json.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError, RecursionError)
+
+
+def _read_lines(path: str | Path, units: dict, make) -> tuple[list, list[tuple[int | None, str]]]:
+    """Spans and problems of a file read line by line; raises :class:`_Whole` where its first line that
+    is not blank is not a JSON value (it may begin one document written over many lines)."""
+    lines = enumerate(_lines(path), start=1)
+    first = next(((i, raw) for i, raw in lines if raw.strip()), None)
+    if first is None:
+        return [], [(None, "the file is empty")]
+    try:
+        doc = json.loads(first[1])
+    except (json.JSONDecodeError, RecursionError):
+        raise _Whole from None
+    second = next(((i, raw) for i, raw in lines if raw.strip()), None)
+    if second is None and isinstance(doc, dict):  # the file's only value: one document
+        return _one_document(doc, units, make)
+    spans: list = []
     problems: list[tuple[int | None, str]] = []
-    spans: list[Span] = []
+    _add_line(first[0], doc, spans, problems, units, make)
+    for i, raw in [second] if second else ():
+        _add_line(i, raw, spans, problems, units, make)
+    for i, raw in lines:
+        if raw.strip():
+            _add_line(i, raw, spans, problems, units, make)
+    return spans, problems
+
+
+def _add_line(i: int, raw, spans: list, problems: list, units: dict, make) -> None:
+    """The spans of line ``i`` (its text, or the document already parsed from it) onto ``spans``, or its problem."""
+    try:
+        got = spans_from_document(json.loads(raw) if isinstance(raw, str) else raw, i, units, make)
+    except _LINE_ERRORS as exc:
+        problems.append((i, f"{type(exc).__name__}: {exc}"))
+        return
+    spans.extend(got)
+
+
+def _one_document(doc: dict, units: dict, make) -> tuple[list, list[tuple[int | None, str]]]:
+    try:
+        spans = spans_from_document(doc, units=units, make=make)
+    except (KeyError, TypeError, ValueError, AttributeError, RecursionError) as exc:
+        units.clear()  # nothing read: no note on its timestamps
+        return [], [(None, f"not an OTLP JSON document ({exc})")]
+    return spans, []
+
+
+def _read_text(text: str, units: dict, make) -> tuple[list, list[tuple[int | None, str]]]:
+    """Spans and problems of a file's whole text: one document, or JSON Lines."""
     stripped = text.strip()
     if not stripped:
         return [], [(None, "the file is empty")]
@@ -180,15 +349,10 @@ def read_otlp(path: str | Path) -> tuple[list[Span], list[tuple[int | None, str]
     except (json.JSONDecodeError, RecursionError):
         doc = None
     if isinstance(doc, dict):
-        try:
-            return spans_from_document(doc), problems
-        except (KeyError, TypeError, ValueError, AttributeError, RecursionError) as exc:
-            return [], [(None, f"not an OTLP JSON document ({exc})")]
+        return _one_document(doc, units, make)
+    spans: list = []
+    problems: list[tuple[int | None, str]] = []
     for i, raw in enumerate(text.splitlines(), start=1):
-        if not raw.strip():
-            continue
-        try:
-            spans.extend(spans_from_document(json.loads(raw), line=i))
-        except (json.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError, RecursionError) as exc:
-            problems.append((i, f"{type(exc).__name__}: {exc}"))
+        if raw.strip():
+            _add_line(i, raw, spans, problems, units, make)
     return spans, problems

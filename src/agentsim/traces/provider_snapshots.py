@@ -17,9 +17,9 @@ with ``mu`` pinned at the published median (``mu = log q_50``: the best-measured
 free fit would move to suit the far tail) and ``sigma`` the least-squares slope through the others,
 ``sigma = sum z_i (log q_i - mu) / sum z_i^2`` (:func:`fit_lognormal`; without a published median,
 both by ordinary least squares). The profile writes ``{lognormal: {median: e^mu, p90: e^(mu +
-1.2816 sigma)}}``. For the output speed the slow tail is
-the low percentiles: OpenRouter's ``throughput_last_30m.p90`` is the speed 90% of requests reach
-(the 10th percentile), so it enters the fit at ``p = 0.10``. The largest gap between a published
+1.2816 sigma)}}``. Published percentiles are ordinary ones, for the output speed too: OpenRouter's
+``throughput_last_30m.p90`` is the speed 90% of requests stay at or below, so it enters the fit at
+``p = 0.90`` (its API schema says so, and real listings rise from p50 to p99). The largest gap between a published
 and a fitted log-quantile is kept in the profile's ``fit`` section.
 
 **Medians only** (Artificial Analysis, or OpenRouter endpoints with only ``p50``): the spread is
@@ -353,7 +353,7 @@ def _fit_record(fits: list[tuple[Snapshot, _Fit]], quantity: str) -> dict:
     if f0.default_spread:
         rec["default_sigma"] = _sig(f0.sigma)
     if quantity == "output_tps":
-        rec["slow_tail"] = "low percentiles: a published pK is the speed K% of requests reach (probability 1 - K/100)"
+        rec["percentiles"] = "ordinary: a published pK is the speed K% of requests stay at or below (probability K/100)"
     return rec
 
 

@@ -23,8 +23,9 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from agentsim.model.heap import gc_paused
 from agentsim.model.input_files import input_problem
-from agentsim.traces import claude_code, codex, langfuse, langsmith, openai_agents, otel_sessions
+from agentsim.traces import claude_code, codex, kv_cache_tester, langfuse, langsmith, openai_agents, otel_sessions
 from agentsim.traces.record_files import LIST_KEYS
 from agentsim.traces.sessions import FileReport, Session
 
@@ -52,9 +53,11 @@ READERS = {
     "openai-agents": (openai_agents.looks_like, openai_agents.read_openai_agents),
     "langsmith": (langsmith.looks_like, langsmith.read_langsmith),
     "langfuse": (langfuse.looks_like, langfuse.read_langfuse),
+    "kv-cache-tester": (kv_cache_tester.looks_like, kv_cache_tester.read_kv_traces),
 }
-FORMATS = ("auto", "claude-code", "codex", "otel", "langfuse", "langsmith", "openai-agents")
-JSON_FORMATS = ("otel", "langfuse", "langsmith", "openai-agents")  # formats that may be one .json document
+FORMATS = ("auto", "claude-code", "codex", "otel", "langfuse", "langsmith", "openai-agents", "kv-cache-tester")
+# formats that may be one .json document
+JSON_FORMATS = ("otel", "langfuse", "langsmith", "openai-agents", "kv-cache-tester")
 SNIFF_LINES = 50
 SNIFF_BYTES = 256 * 1024
 MAX_NESTING = 200  # containers (agents, tools holding subagents) inside one another, per session
@@ -90,6 +93,8 @@ def _kind_of(obj) -> str | None:
 
 def _kind_of_head(head: str) -> str | None:
     """A JSON document too large to read whole here: recognise the format by keys near its start."""
+    if '"requests"' in head and ('"hash_ids"' in head or '"block_size"' in head):
+        return "kv-cache-tester"
     if '"payload"' in head and '"timestamp"' in head:
         return "codex"
     if '"parentUuid"' in head or ('"sessionId"' in head and '"uuid"' in head):
@@ -173,7 +178,8 @@ def _collect(paths: list[tuple[Path, str]], found: _Found) -> None:
                 if key in found.named:
                     raise SessionInputError(
                         f"{f}: not a recognised session file (its first lines are none of Claude Code JSONL, "
-                        "a Codex CLI rollout, OTLP JSON, a Langfuse, LangSmith or OpenAI Agents SDK export); "
+                        "a Codex CLI rollout, OTLP JSON, a Langfuse, LangSmith or OpenAI Agents SDK export, a "
+                        "kv-cache-tester trace); "
                         "give --format to read it as one of them"
                     )
                 found.unknown.append(f)
@@ -182,18 +188,23 @@ def _collect(paths: list[tuple[Path, str]], found: _Found) -> None:
 
 
 def read_sessions(paths: list[tuple[Path, str]]) -> tuple[list[Session], list[FileReport]]:
-    """Read every session under ``paths`` (each a (path, format) pair); raise SessionInputError on unusable input."""
+    """Read every session under ``paths`` (each a (path, format) pair); raise SessionInputError on unusable input.
+
+    The cyclic garbage collector is paused while the files are read (:func:`~agentsim.model.heap.gc_paused`):
+    a million spans are millions of objects made at once and kept, and every collection would walk all of
+    those made so far (two fifths of the reading time of a file of 10^6 spans)."""
     found = _Found()
     _collect(paths, found)
     sessions: list[Session] = []
     reports: list[FileReport] = []
-    for fmt in ("claude-code", "codex", "otel", "langfuse", "langsmith", "openai-agents"):
-        if found.by_format[fmt]:
-            s, r = READERS[fmt][1](found.by_format[fmt])
-            sessions += s
-            reports += r
+    with gc_paused():
+        for fmt in FORMATS[1:]:
+            if found.by_format[fmt]:
+                s, r = READERS[fmt][1](found.by_format[fmt])
+                sessions += s
+                reports += r
     for rep in reports:
-        if Path(rep.path).resolve() in found.named and rep.calls == 0 and not rep.duplicates:
+        if Path(rep.path).resolve() in found.named and rep.calls == 0 and not (rep.duplicates or rep.repeated):
             raise SessionInputError(_nothing_usable(rep))
     for session in sessions:
         depth = _nesting(session)
@@ -254,18 +265,24 @@ def _nothing_usable(rep: FileReport) -> str:
 
 
 def select_sessions(
-    sessions: list[Session], since: dt.date | None = None, until: dt.date | None = None, project: str | None = None
+    sessions: list[Session],
+    since: dt.date | None = None,
+    until: dt.date | None = None,
+    project: str | None = None,
+    timed_only: bool = False,
 ) -> list[Session]:
-    """Sessions that started between ``since`` and ``until`` (UTC dates, inclusive) in a project whose name
-    contains ``project``."""
+    """Sessions that started between ``since`` and ``until`` (UTC dates, inclusive; a session recorded without a
+    date is kept) in a project whose name contains ``project``; with ``timed_only``, none with a call whose
+    duration had to be estimated."""
     out = []
     for s in sessions:
-        day = s.start_date
-        if since is not None and day < since:
-            continue
-        if until is not None and day > until:
-            continue
+        if s.dated:
+            day = s.start_date
+            if (since is not None and day < since) or (until is not None and day > until):
+                continue
         if project is not None and project not in (s.project or ""):
+            continue
+        if timed_only and s.estimated_calls:
             continue
         out.append(s)
     return out
@@ -283,4 +300,6 @@ def read_warnings(reports: list[FileReport]) -> list[str]:
                 f"{rep.path}: {rep.duplicates} records were already read from another file "
                 "(a copy, or a path given twice) and are counted once"
             )
+        if rep.repeated:
+            out.append(f"{rep.path}: {rep.repeated} records repeat one earlier in the same file and are counted once")
     return out

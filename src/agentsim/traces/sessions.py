@@ -30,7 +30,7 @@ import datetime as dt
 import heapq
 import json
 import math
-from collections import defaultdict
+from collections import defaultdict, deque
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -72,7 +72,7 @@ def token_count(v, limit: int = MAX_TOKENS_PER_CALL) -> int:
     return int(v)
 
 
-@dataclass
+@dataclass(slots=True)
 class Call:
     """Usage of one API call. ``input_tokens`` counts all input, cached included;
     ``output_tokens`` all output, reasoning included (as genai-prices counts them)."""
@@ -90,6 +90,7 @@ class Call:
     output_tokens: int = 0
     reasoning_tokens: int = 0
     ttft_s: float | None = None  # recorded time to first token, when the source has it (OTel)
+    usage_recorded: bool = True  # False: the record carries no token usage (counted as 0, cost unknown)
 
     @property
     def cache_write_tokens(self) -> int:
@@ -100,7 +101,7 @@ class Call:
         return self.input_tokens - self.cache_read_tokens - self.cache_write_tokens
 
 
-@dataclass
+@dataclass(slots=True)
 class Node:
     id: str  # unique within its session
     kind: str  # call | tool | human | agent
@@ -125,6 +126,8 @@ class Session:
     file: str
     project: str | None = None
     nodes: list[Node] = field(default_factory=list)
+    dated: bool = True  # False: times count from the session's start, not the epoch (no calendar date known)
+    estimated_calls: int = 0  # calls whose duration was not recorded but estimated (the reader says how)
 
     @property
     def start(self) -> float:
@@ -161,7 +164,8 @@ class FileReport:
     corrupt_lines: list[int] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     first_problem: str | None = None  # why the first corrupt line was skipped, when known
-    duplicates: int = 0  # records already read from another file (or earlier in this one): counted once
+    duplicates: int = 0  # records already read from another file: counted once
+    repeated: int = 0  # records repeating one earlier in the same file (span formats): counted once
 
     def bad_line(self, line: int | None, reason: str | None = None) -> None:
         self.corrupt += 1
@@ -189,6 +193,7 @@ class FileReport:
             "first_corrupt_lines": list(self.corrupt_lines),
             "notes": list(self.notes),
             **({"duplicates_skipped": self.duplicates} if self.duplicates else {}),
+            **({"repeats_in_file_skipped": self.repeated} if self.repeated else {}),
         }
 
 
@@ -230,6 +235,11 @@ def link_nodes(nodes: list[Node]) -> None:
     Within each container, nodes are taken in order of (start, end); when a node is
     reached, every earlier node that has ended by its start joins the frontier,
     removing the frontier nodes it covers (those that ended before it started).
+
+    The frontier is kept in order of end (nodes join it in that order), so the nodes a newcomer
+    covers are a prefix of it: each node joins and leaves once, and nodes reached while the frontier
+    is unchanged share one ``preds`` tuple (a thousand parallel calls followed by a thousand more
+    cost linear time and memory, not quadratic).
     """
     groups: dict[str | None, list[Node]] = defaultdict(list)
     for seq, n in enumerate(nodes):
@@ -240,13 +250,19 @@ def link_nodes(nodes: list[Node]) -> None:
         for i, n in enumerate(group):
             n.order = i
         ended: list[tuple[float, int, Node]] = []
-        frontier: list[Node] = []
+        frontier: deque[Node] = deque()
+        preds: tuple[str, ...] = ()
         for n in group:
+            changed = False
             while ended and ended[0][0] <= n.start:
                 _, _, m = heapq.heappop(ended)
-                frontier = [f for f in frontier if not (f.end <= m.start and f.order < m.order)]
+                while frontier and frontier[0].end <= m.start and frontier[0].order < m.order:
+                    frontier.popleft()
                 frontier.append(m)
-            n.preds = tuple(f.id for f in frontier)
+                changed = True
+            if changed:
+                preds = tuple(f.id for f in frontier)
+            n.preds = preds
             heapq.heappush(ended, (n.end, n.order, n))
 
 
@@ -277,6 +293,7 @@ CALL_COLUMNS = [
     "output_tokens",
     "reasoning_tokens",
     "recorded_ttft_s",
+    "usage_recorded",
 ]
 
 SPAN_COLUMNS = [
@@ -331,6 +348,7 @@ def calls_table(sessions: list[Session]) -> pd.DataFrame:
                     c.output_tokens,
                     c.reasoning_tokens,
                     c.ttft_s,
+                    c.usage_recorded,
                 )
             )
     return pd.DataFrame(rows, columns=CALL_COLUMNS)

@@ -19,6 +19,22 @@ file lands on another device: ``EXDEV``, ``EBUSY``), the file is written directl
 standard output. Every check (not a folder, not a special file unless it is stdout, a name the file
 system can hold, temporary names included, a folder that accepts new files) runs before the work.
 
+**Never over an input.** Every check and write takes the files the command read (``inputs``: the scenario,
+every file it ``extends:``, its profiles and empirical CSV files, a replay config, session and measurement
+files, provider listings). An output file that *is* one of them (by identity: the same device and inode,
+so through symbolic links, ``..`` and hard links alike) is refused, and so is a result folder that holds
+one (``run results/x/scenario.resolved.yaml --out results/x`` would delete its own input). The error
+names both paths (an :class:`OutputError`, exit 2), before the work.
+
+**Replaced whole at every instant.** A single file is renamed over its target (one system call). A
+result folder is swapped with the earlier one in one system call (:func:`agentsim.viz.atomic.exchange`,
+Linux ``renameat2(RENAME_EXCHANGE)``), with a fallback of two renames that no SIGINT or SIGTERM can
+split where that is unavailable. A set of files written into an existing folder (:func:`write_files`:
+``fit``, ``profiles import``) is staged in a hidden folder inside it and committed by a journal
+(:func:`agentsim.viz.atomic.commit_files`): SIGINT and SIGTERM wait for the commit; a SIGKILL in the
+middle leaves the journal, and the next write there finishes the commit first. What each signal can
+leave is listed in docs/cli.md ("Output files").
+
 Default folder names derived from a scenario's name go through :func:`slug`: no path separator,
 no ``..``, no NUL, never absolute, so a scenario file cannot direct a write outside the folder it
 names (``results/<slug>-sweep``).
@@ -33,6 +49,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import hashlib
 import logging
 import os
 import re
@@ -42,21 +59,34 @@ import stat
 import sys
 import tempfile
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
+
+from agentsim.viz.atomic import (
+    STAGED,
+    commit_files,
+    deferred_signals,
+    exchange,
+    recover_files,
+    remove_stale,
+    restore_folder,
+)
 
 __all__ = [
     "MARKER",
     "STDOUT_NAMES",
+    "Inputs",
     "OutputError",
     "check_file",
     "check_folder",
     "default_folder",
     "is_stdout",
+    "recover",
     "shown",
     "sigterm_interrupts",
     "slug",
     "write_file",
+    "write_files",
     "write_folder",
 ]
 
@@ -65,9 +95,10 @@ log = logging.getLogger("agentsim.output")
 #: output-file names that mean standard output
 STDOUT_NAMES = ("-", "/dev/stdout", "/dev/fd/1", "/proc/self/fd/1")
 _TMP_STEM = 32  # characters of the target's name kept in a temporary sibling's name (so it always fits)
-_TMP_EXTRA = 40  # what the temporary sibling's name adds at most: "." + stem + ".agentsim-tmp-" + 8 random
+_TMP_EXTRA = 80  # what a temporary name adds at most: "." + stem + "~" + hash + ".agentsim-tmp-" + pid + "-" + random
 
 MARKER = ".agentsim-result"
+_PROBE = ".agentsim-probe-"  # an empty folder made and removed to see that a folder takes new files
 _MARKER_TEXT = (
     "This folder was written by agentsim. Writing results to it again replaces the folder as a whole\n"
     "(every file in it, including files you added). Delete this file to stop agentsim from doing so.\n"
@@ -92,12 +123,13 @@ def _check_writable_parent(target: Path, what: str) -> None:
     if not base.is_dir():
         raise OutputError(f"{what} {target}: {base} is a file, not a folder; choose a path under a folder")
     try:
-        probe = tempfile.mkdtemp(prefix=".agentsim-probe-", dir=base)
+        remove_stale(base, _PROBE)  # what a killed check left
+        with deferred_signals():  # made and removed: a Ctrl-C in between leaves nothing behind
+            os.rmdir(tempfile.mkdtemp(prefix=f"{_PROBE}{os.getpid()}-", dir=base))
     except OSError as exc:
         raise OutputError(
             f"{what} {target}: cannot create files in {base} ({exc.strerror or exc}); choose a folder you can write to"
         ) from None
-    os.rmdir(probe)
 
 
 def is_stdout(path: str | os.PathLike) -> bool:
@@ -126,8 +158,56 @@ def default_folder(name: str, what: str) -> Path:
     return Path("results") / f"{slug(name)}-{what}"
 
 
-def _tmp_prefix(name: str, kind: str) -> str:
-    return f".{name[:_TMP_STEM]}.agentsim-{kind}-"
+def _tmp_prefix(name: str, kind: str, pid: bool = True) -> str:
+    """``.NAME.agentsim-KIND-PID-``: a temporary sibling's name, with its writer's process id (so a later write
+    removes only what a process that no longer runs left: :mod:`agentsim.viz.atomic`); ``pid=False``: the
+    part before the process id."""
+    stem = name if len(name) <= _TMP_STEM else name[:_TMP_STEM] + "~" + hashlib.sha1(os.fsencode(name)).hexdigest()[:8]
+    base = f".{stem}.agentsim-{kind}-"  # (a long name: cut, and told apart from another with the same start)
+    return f"{base}{os.getpid()}-" if pid else base
+
+
+Inputs = Iterable[str | os.PathLike]
+
+
+def _identity(path: str | os.PathLike) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    return st.st_dev, st.st_ino
+
+
+def _clash(target: Path, inputs: Inputs, folder: bool) -> Path | None:
+    """The input that ``target`` is (the same file, whatever the path), or, for a ``folder`` replaced whole,
+    the first input inside it; None when there is none."""
+    here = _identity(target)
+    if here is None:  # nothing there yet: it cannot be an input
+        return None
+    for item in inputs:
+        if _identity(item) == here:
+            return Path(item)
+        if folder:
+            for up in Path(os.path.realpath(item)).parents:
+                if _identity(up) == here:
+                    return Path(item)
+    return None
+
+
+def _check_inputs(target: Path, inputs: Inputs, what: str, folder: bool = False) -> None:
+    found = _clash(target, inputs, folder)
+    if found is None:
+        return
+    if folder:
+        raise OutputError(
+            f"{what} {target} holds {found}, which this command reads; replacing the folder would delete it: "
+            "choose another folder"
+        )
+    same = os.path.abspath(found) == os.path.abspath(target)
+    raise OutputError(
+        f"{what} {target} is {'' if same else f'the same file as {found}, '}a file this command reads; writing "
+        "it would destroy that input: choose another file name"
+    )
 
 
 def _check_name(target: Path, what: str) -> None:
@@ -156,8 +236,9 @@ def _is_result_folder(path: Path) -> bool:
     return (path / MARKER).is_file()
 
 
-def check_folder(out: str | os.PathLike, what: str = "--out") -> Path:
-    """Refuse a result-folder target that cannot or must not be written; return it as a :class:`Path`."""
+def check_folder(out: str | os.PathLike, what: str = "--out", inputs: Inputs = ()) -> Path:
+    """Refuse a result-folder target that cannot or must not be written (one that holds an input among them);
+    return it as a :class:`Path`."""
     if is_stdout(out):
         raise OutputError(
             f"{what} {os.fspath(out)}: a result folder holds several files and cannot go to standard output; "
@@ -194,13 +275,14 @@ def check_folder(out: str | os.PathLike, what: str = "--out") -> Path:
                 f"(it has no {MARKER} file); agentsim replaces a result folder as a whole, so give a new or empty "
                 "folder instead"
             )
+    _check_inputs(out, inputs, what, folder=True)
     _check_writable_parent(out, what)
     return out
 
 
-def check_file(path: str | os.PathLike, what: str = "--out", example: str = "report.html") -> Path:
-    """Refuse an output-file target that is a folder, a special file (other than stdout), a name too long
-    for its file system, or in a folder that cannot be written; return it as a :class:`Path`."""
+def check_file(path: str | os.PathLike, what: str = "--out", example: str = "report.html", inputs: Inputs = ()) -> Path:
+    """Refuse an output-file target that is a folder, a special file (other than stdout), one of ``inputs``, a
+    name too long for its file system, or in a folder that cannot be written; return it as a :class:`Path`."""
     if is_stdout(path):
         return Path(os.fspath(path))
     if "\0" in os.fspath(path):
@@ -222,38 +304,52 @@ def check_file(path: str | os.PathLike, what: str = "--out", example: str = "rep
             f"{what} {path} is a special file (a device, a pipe or a socket), not a regular file; give a file "
             f"name such as {example}, or - for standard output"
         )
+    _check_inputs(path, inputs, what)
     _check_writable_parent(path, what)
     return path
 
 
-def write_file(path: str | os.PathLike, write: Callable[[Path], None], what: str = "--out") -> Path:
+def write_file(
+    path: str | os.PathLike,
+    write: Callable[[Path], None],
+    what: str = "--out",
+    inputs: Inputs = (),
+    keep_partial: bool = False,
+) -> Path:
     """Write one file whole: ``write(tmp)`` fills a temporary file beside ``path``, which then takes its place.
 
     ``-`` or ``/dev/stdout``: the bytes go to standard output. Where the temporary file cannot be renamed
     over the target (a bind-mounted file, another device), the file is written directly, and a note says so.
+    ``inputs``: the files the command read; ``path`` must be none of them. ``keep_partial``: a ``write``
+    that is interrupted (Ctrl-C, SIGTERM) still replaces the target with what it wrote, for a writer whose
+    every flushed line is complete (``measure``); the interruption then goes on.
     """
-    target = check_file(path, what)
+    target = check_file(path, what, inputs=inputs)
     if is_stdout(target):
         return _write_stdout(write)
     parent = target.parent if str(target.parent) else Path(".")
     with sigterm_interrupts():
-        try:
-            parent.mkdir(parents=True, exist_ok=True)
-            fd, name = tempfile.mkstemp(prefix=_tmp_prefix(target.name, "tmp"), dir=parent)
-        except OSError as exc:
-            raise OutputError(f"{what} {target}: cannot create a file in {parent} ({exc.strerror or exc})") from None
-        os.close(fd)
-        tmp = Path(name)
+        tmp: Path | None = None
         try:
             try:
-                write(tmp)
-                os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes it private; an output file is not
+                parent.mkdir(parents=True, exist_ok=True)
+                remove_stale(parent, _tmp_prefix(target.name, "tmp", pid=False))  # what a killed write left
+                with deferred_signals():  # made and named at once: the clean-up below always knows it
+                    fd, name = tempfile.mkstemp(prefix=_tmp_prefix(target.name, "tmp"), dir=parent)
+                    os.close(fd)
+                    tmp = Path(name)
+            except OSError as exc:
+                raise OutputError(
+                    f"{what} {target}: cannot create a file in {parent} ({exc.strerror or exc})"
+                ) from None
+            try:
                 try:
-                    os.replace(tmp, target)
-                except OSError as exc:
-                    if exc.errno not in (errno.EXDEV, errno.EBUSY, errno.EPERM, errno.EACCES):
-                        raise
-                    _copy_into(tmp, target, what, exc)
+                    write(tmp)
+                except KeyboardInterrupt:
+                    if keep_partial:
+                        _put_in_place(tmp, target, what)
+                    raise
+                _put_in_place(tmp, target, what)
             except OSError as exc:
                 raise OutputError(
                     f"{what} {target}: writing failed ({exc.strerror or exc}); check the free space and permissions "
@@ -261,7 +357,19 @@ def write_file(path: str | os.PathLike, write: Callable[[Path], None], what: str
                 ) from None
             return target
         finally:
-            tmp.unlink(missing_ok=True)
+            if tmp is not None:
+                with deferred_signals():
+                    tmp.unlink(missing_ok=True)
+
+
+def _put_in_place(tmp: Path, target: Path, what: str) -> None:
+    os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes it private; an output file is not
+    try:
+        os.replace(tmp, target)
+    except OSError as exc:
+        if exc.errno not in (errno.EXDEV, errno.EBUSY, errno.EPERM, errno.EACCES):
+            raise
+        _copy_into(tmp, target, what, exc)
 
 
 def _copy_into(tmp: Path, target: Path, what: str, why: OSError) -> None:
@@ -273,7 +381,7 @@ def _copy_into(tmp: Path, target: Path, what: str, why: OSError) -> None:
         target,
         why.strerror or why,
     )
-    with tmp.open("rb") as src, target.open("wb") as dst:
+    with deferred_signals(), tmp.open("rb") as src, target.open("wb") as dst:  # (a SIGKILL can still cut it)
         shutil.copyfileobj(src, dst)
 
 
@@ -309,45 +417,40 @@ def sigterm_interrupts() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
-def write_folder(out_dir: str | os.PathLike, writers: dict[str, Callable[[Path], None]]) -> list[Path]:
+def write_folder(
+    out_dir: str | os.PathLike, writers: dict[str, Callable[[Path], None]], inputs: Inputs = ()
+) -> list[Path]:
     """Write a result folder as a whole: ``writers`` maps a file name to a function writing that path.
 
-    The files are written into a temporary folder beside ``out_dir`` which then takes its
-    place; an earlier agentsim result folder there is replaced whole, anything else is refused.
-    A target that is a mount point (a volume) cannot be renamed: its files are replaced one by one
-    instead, and a note says so.
+    The files are written into a temporary folder beside ``out_dir`` which then takes its place in one
+    step (an earlier agentsim result folder there is swapped out whole and removed; anything else is
+    refused, and so is a folder that holds one of ``inputs``). A target that is a mount point (a volume)
+    cannot be renamed: its files are replaced one by one instead, and a note says so.
     """
-    out = check_folder(out_dir)
+    out = check_folder(out_dir, inputs=inputs)
     parent = out.parent if str(out.parent) else Path(".")
     with sigterm_interrupts():
         try:
             parent.mkdir(parents=True, exist_ok=True)
+            # what a SIGKILL left: a folder set aside by a fallback swap (moved back), temporary folders
+            restore_folder(out, _tmp_prefix(out.name, "old", pid=False), _tmp_prefix(out.name, "tmp", pid=False))
         except OSError as exc:
             raise OutputError(f"--out {out}: cannot create {parent} ({exc.strerror or exc})") from None
         in_place = out.is_dir() and os.path.ismount(out)
-        tmp = Path(tempfile.mkdtemp(prefix=_tmp_prefix(out.name, "tmp"), dir=out if in_place else parent))
-        old: Path | None = None
+        tmp: Path | None = None
         try:
+            with deferred_signals():  # made and named at once: the clean-up below always knows it
+                tmp = Path(tempfile.mkdtemp(prefix=_tmp_prefix(out.name, "tmp"), dir=out if in_place else parent))
             try:
                 (tmp / MARKER).write_text(_MARKER_TEXT, encoding="utf-8")
                 for name, write in writers.items():
                     write(tmp / name)
                 os.chmod(tmp, 0o777 & ~_umask())  # mkdtemp makes it private; a result folder is not
+                _check_inputs(out, inputs, "--out", folder=True)  # (again: a long run, the folder may have changed)
                 if in_place:
                     _fill_in_place(out, tmp, "the folder is a mount point")
-                    return [out / name for name in writers]
-                if out.is_dir() and _is_result_folder(out):
-                    old = Path(tempfile.mkdtemp(prefix=_tmp_prefix(out.name, "old"), dir=parent))
-                    os.replace(out, old)  # an empty folder may be replaced by rename
-                try:
-                    os.replace(tmp, out)
-                except OSError as exc:
-                    if old is not None:
-                        os.replace(old, out)
-                        old = None
-                    if exc.errno not in (errno.EXDEV, errno.EBUSY) or not out.is_dir():
-                        raise
-                    _fill_in_place(out, tmp, exc.strerror or str(exc))
+                else:
+                    _swap_in(tmp, out, parent)
             except OSError as exc:
                 raise OutputError(
                     f"--out {out}: writing the results failed ({exc.strerror or exc}); "
@@ -355,18 +458,52 @@ def write_folder(out_dir: str | os.PathLike, writers: dict[str, Callable[[Path],
                 ) from None
             return [out / name for name in writers]
         finally:
-            shutil.rmtree(tmp, ignore_errors=True)
-            if old is not None:
-                shutil.rmtree(old, ignore_errors=True)
+            if tmp is not None:
+                with deferred_signals():  # the unused new folder, or the old one swapped out: removed whole
+                    shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _swap_in(tmp: Path, out: Path, parent: Path) -> None:
+    """Put the finished folder ``tmp`` at ``out`` in one step; afterwards ``tmp`` holds the earlier folder (or
+    nothing), for the caller to remove."""
+    if out.is_dir():  # an earlier result folder (check_folder refused anything else), or an empty folder
+        if exchange(tmp, out):
+            return
+        with deferred_signals():  # the fallback: two renames that SIGINT and SIGTERM cannot split
+            old = Path(tempfile.mkdtemp(prefix=_tmp_prefix(out.name, "old"), dir=parent))
+            os.replace(out, old)
+            try:
+                os.replace(tmp, out)
+            except OSError as exc:
+                os.replace(old, out)
+                if exc.errno not in (errno.EXDEV, errno.EBUSY):
+                    raise
+                _fill_in_place(out, tmp, exc.strerror or str(exc))
+                return
+            os.rename(old, tmp)  # for the caller's clean-up (tmp's name is free: it was renamed away)
+        return
+    try:
+        os.rename(tmp, out)
+    except OSError as exc:
+        if exc.errno not in (errno.EXDEV, errno.EBUSY) or not out.is_dir():
+            raise
+        _fill_in_place(out, tmp, exc.strerror or str(exc))
 
 
 def _fill_in_place(out: Path, tmp: Path, why: str) -> None:
-    """Replace the contents of ``out`` (empty, or an earlier result folder) by the files of ``tmp``, file by file."""
+    """Replace the contents of ``out`` (empty, or an earlier result folder) by the files of ``tmp``, file by file
+    (SIGINT and SIGTERM wait until it is done; a SIGKILL can leave a mix, which the note says)."""
     log.warning(
-        "--out %s: the folder could not be replaced as a whole (%s); its files were replaced one by one",
+        "--out %s: the folder could not be replaced as a whole (%s); its files were replaced one by one "
+        "(a process killed meanwhile can leave a mix)",
         out,
         why,
     )
+    with deferred_signals():
+        _replace_entries(out, tmp)
+
+
+def _replace_entries(out: Path, tmp: Path) -> None:
     for entry in list(out.iterdir()):
         if entry == tmp or entry.name == MARKER:
             continue
@@ -382,3 +519,63 @@ def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+def write_files(
+    out_dir: str | os.PathLike,
+    writers: dict[str, Callable[[Path], None]],
+    what: str = "--out",
+    inputs: Inputs = (),
+) -> list[Path]:
+    """Write a set of files into a folder (made if missing) as one commit, leaving its other files alone.
+
+    ``writers`` maps a file name to a function writing that path. The files are written into a hidden
+    staging folder inside ``out_dir`` and committed together (:func:`agentsim.viz.atomic.commit_files`): an
+    interruption before the commit leaves every earlier file as it was, SIGINT and SIGTERM wait for the
+    commit to end, and the commit a SIGKILL cut is finished by the next write to the folder. No file of the
+    set may be one of ``inputs``. (A result folder, replaced whole, is :func:`write_folder`.)
+    """
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise OutputError(f"{what} {out} is a file: give a folder for the files")
+    for name in writers:
+        check_file(out / name, what, example=name, inputs=inputs)
+    with sigterm_interrupts():
+        made = not out.exists()
+        staged: Path | None = None
+        try:
+            try:
+                out.mkdir(parents=True, exist_ok=True)
+                recover_files(out)  # a commit a SIGKILL cut: finished before anything else
+                with deferred_signals():  # made and named at once: the clean-up below always knows it
+                    staged = Path(tempfile.mkdtemp(prefix=f"{STAGED}{os.getpid()}-", dir=out))
+                for name, write in writers.items():
+                    write(staged / name)
+                for name in writers:  # (again: the work was long, the folder may have changed)
+                    _check_inputs(out / name, inputs, what)
+                return commit_files(out, staged, list(writers))
+            except OSError as exc:
+                raise OutputError(
+                    f"{what} {out}: writing the files failed ({exc.strerror or exc}); check the free space and "
+                    "permissions there, or choose another folder"
+                ) from None
+        finally:
+            with deferred_signals():
+                if staged is not None:
+                    shutil.rmtree(staged, ignore_errors=True)
+                if made:
+                    with contextlib.suppress(OSError):  # a folder made for files that never came: not left behind
+                        out.rmdir()
+
+
+def recover(path: str | os.PathLike) -> None:
+    """Finish or undo what a write to ``path`` that a SIGKILL cut left, as the next write there does first: a
+    result folder set aside by a fallback swap is moved back (the old folder), a set of files whose commit
+    had begun is completed (the new set), and temporary files of writers that no longer run are removed."""
+    target = Path(path)
+    with sigterm_interrupts():
+        remove_stale(_existing_ancestor(target.parent if str(target.parent) else Path(".")), _PROBE)
+        if target.is_dir():  # (a set's files are checked inside their folder)
+            remove_stale(target, _PROBE)
+        restore_folder(target, _tmp_prefix(target.name, "old", pid=False), _tmp_prefix(target.name, "tmp", pid=False))
+        recover_files(target)

@@ -35,22 +35,67 @@ import matplotlib
 import numpy as np
 import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.category import StrCategoryFormatter
 from matplotlib.figure import Figure as _MplFigure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
+from matplotlib.text import Text
+from matplotlib.ticker import FixedFormatter, FuncFormatter, PercentFormatter
+
+from agentsim.model.safe_text import visible
+from agentsim.sim import slots
+from agentsim.sim.slots import ENGINE_SLOTS
+from agentsim.viz.format import Unit, fmt_time
 
 
 class Figure(_MplFigure):
     """A matplotlib ``Figure`` that shows itself in Jupyter (``_repr_png_``), whatever the backend.
 
     Figures made this way are not registered with pyplot, so scripts keep no global figure state,
-    and notebooks display them without ``%matplotlib inline``.
+    and notebooks display them without ``%matplotlib inline``. Whenever it is drawn (saved, shown,
+    embedded in a page), every text on it (titles, labels, legends, ticks) is made visible first
+    (:func:`agentsim.model.safe_text.visible`): a name's bidirectional or invisible characters are
+    written out, never drawn as nothing.
     """
 
     def _repr_png_(self) -> bytes:
         buf = io.BytesIO()
         self.savefig(buf, format="png", dpi=100)
         return buf.getvalue()
+
+    def draw(self, renderer):
+        _names_visible(self)
+        super().draw(renderer)
+
+
+class _VisibleLabels(FuncFormatter):
+    """A tick formatter that may give names (fixed labels, categories, a function) with its labels made visible."""
+
+    def __init__(self, inner):
+        super().__init__(lambda x, pos=None: visible(str(inner(x, pos)), lines=True))
+        self.inner = inner
+
+    def get_offset(self) -> str:
+        return visible(self.inner.get_offset(), lines=True)
+
+
+def _names_visible(fig: _MplFigure) -> None:
+    """Every text of ``fig`` (titles, labels, legends, annotations) and every tick label that is a name (fixed
+    labels, categories) made visible (:func:`agentsim.model.safe_text.visible`)."""
+    for text in fig.findobj(Text):
+        label = text.get_text()
+        if label and not label.isprintable():
+            shown = visible(label, lines=True)
+            if shown != label:
+                text.set_text(shown)
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            for get, put in ((axis.get_major_formatter, axis.set_major_formatter),
+                             (axis.get_minor_formatter, axis.set_minor_formatter)):  # fmt: skip
+                formatter = get()
+                named = isinstance(formatter, FixedFormatter | StrCategoryFormatter | FuncFormatter)
+                if named and not isinstance(formatter, _VisibleLabels):
+                    put(_VisibleLabels(formatter))
 
 
 __all__ = [
@@ -67,11 +112,13 @@ __all__ = [
 ]
 
 DOMINATED = "#b8b8b8"
-SEGMENT_COLORS = {"queue": "#9e9e9e", "ttft": "#f4a259", "decode": "#3d7ea6", "tool": "#8fc1a9", "wait": "#bc4b51"}
-SEGMENT_LABELS = {"queue": "queue", "ttft": "TTFT", "decode": "decode", "tool": "tool", "wait": "wait"}
-STALL_COLOR = "#6a4c93"  # breakdown_s.stall: present only when some stream can stall
-LISTEN_COLOR = "#c9a227"  # breakdown_s.listen: present only when the agent has a listen step
+# The breakdown slots' colours and legends are the slots' own (agentsim.sim.slots: the engines', then each step
+# kind's, such as listen); these are the five every run has.
+SEGMENT_COLORS = {s.name: s.colour for s in ENGINE_SLOTS[:5]}
+SEGMENT_LABELS = {s.name: s.legend for s in ENGINE_SLOTS[:5]}
+_CALL_SEGMENTS = ("queue", "ttft", "decode")  # a call's parts in a run's timeline (the rest are spans' slots)
 MAX_FACETS = 4
+SECONDS: Unit = ("s", 1.0)  # the time axes' default unit (a page passes the unit of its tables)
 
 
 def variant_colors(names) -> dict[str, str]:
@@ -179,21 +226,22 @@ def _overlap(a, b) -> bool:
 # --------------------------------------------------------------------------- trade-off scatter
 
 
-def tradeoff_figure(summary: pd.DataFrame, title: str = "") -> Figure:
+def tradeoff_figure(summary: pd.DataFrame, title: str = "", unit: Unit = SECONDS) -> Figure:
     """Mean cost per run against mean and p95 wall time, one labelled point per variant.
 
     ``summary`` is :meth:`Results.summary` (index: variant; columns ``wall_mean_s``,
     ``wall_p95_s``, ``cost_mean_usd``). In each panel the Pareto frontier is drawn
-    and dominated variants are grey.
+    and dominated variants are grey. ``unit``: the time axis' unit (:func:`agentsim.viz.format.time_unit`:
+    a page draws its figures in the unit its tables use).
     """
     colors = variant_colors(summary.index)
     fig = _figure((10, 4.4))
     axes = fig.subplots(1, 2, sharey=True)
     for ax, col, label in (
-        (axes[0], "wall_mean_s", "mean wall time per run (s)"),
-        (axes[1], "wall_p95_s", "p95 wall time per run (s)"),
+        (axes[0], "wall_mean_s", f"mean wall time per run ({unit[0]})"),
+        (axes[1], "wall_p95_s", f"p95 wall time per run ({unit[0]})"),
     ):
-        x, y = summary[col].to_numpy(float), summary["cost_mean_usd"].to_numpy(float)
+        x, y = summary[col].to_numpy(float) / unit[1], summary["cost_mean_usd"].to_numpy(float)
         front = _frontier(x, y)
         for i, name in enumerate(summary.index):
             face = colors[name] if front[i] else DOMINATED
@@ -231,7 +279,7 @@ def tradeoff_figure(summary: pd.DataFrame, title: str = "") -> Figure:
     return fig
 
 
-def frontier_figure(table: pd.DataFrame, time: str = "mean", title: str = "") -> Figure:
+def frontier_figure(table: pd.DataFrame, time: str = "mean", title: str = "", unit: Unit = SECONDS) -> Figure:
     """Every (grid point × variant) of a sweep: mean cost against mean or p95 wall time, frontier drawn.
 
     Frontier points are coloured by variant; dominated ones grey. Up to eight frontier
@@ -240,7 +288,7 @@ def frontier_figure(table: pd.DataFrame, time: str = "mean", title: str = "") ->
     col = {"mean": "wall_mean_s", "p95": "wall_p95_s"}[time]
     variants = list(dict.fromkeys(table["variant"]))
     colors = variant_colors(variants)
-    x, y = table[col].to_numpy(float), table["cost_mean_usd"].to_numpy(float)
+    x, y = table[col].to_numpy(float) / unit[1], table["cost_mean_usd"].to_numpy(float)
     front = _frontier(x, y)
     fig = _figure((8, 5))
     ax = fig.subplots()
@@ -259,32 +307,11 @@ def frontier_figure(table: pd.DataFrame, time: str = "mean", title: str = "") ->
     )
     if front.sum() > 1:
         _draw_frontier(ax, fx, fy)
-    ax.set_xlabel(f"{time} wall time per run (s)")
+    ax.set_xlabel(f"{time} wall time per run ({unit[0]})")
     ax.set_ylabel("mean cost per run (USD)")
     ax.grid(True, alpha=0.3)
     ax.margins(0.08)
-    swept = [c for c in table.columns if c not in _NOT_SWEPT and not c.startswith("pareto_")]
-    idx = np.flatnonzero(front)
-    first: dict[tuple, list] = {}  # identical frontier points (a parameter that does not matter): one label
-    for i in idx:
-        first.setdefault((x[i], y[i]), []).append(i)
-    if len(first) <= 8:
-        lead = [g[0] for g in first.values()]
-        texts = [
-            f"{table['variant'].iloc[i]}"
-            + "".join(f", {_short(c)}={_fmt(table[c].iloc[i])}" for c in swept)
-            + (f" (+{len(g) - 1} identical)" if len(g) > 1 else "")
-            for i, g in zip(lead, first.values(), strict=True)
-        ]
-        _place_labels(
-            fig,
-            ax,
-            x[lead],
-            y[lead],
-            texts,
-            [colors[table["variant"].iloc[i]] for i in lead],
-            avoid=np.column_stack([x[~front], y[~front]]),
-        )
+    _label_frontier(fig, ax, table, (x, y), front, colors)
     handles = [Line2D([], [], marker="o", ls="", color=colors[v], label=str(v)) for v in variants]
     handles += [
         Line2D([], [], marker="o", ls="", color=DOMINATED, label="dominated"),
@@ -294,6 +321,34 @@ def frontier_figure(table: pd.DataFrame, time: str = "mean", title: str = "") ->
     if title:
         ax.set_title(f"{title}: {int(front.sum())} of {len(x)} configurations on the frontier", fontsize=10)
     return fig
+
+
+def _label_frontier(fig: Figure, ax, table: pd.DataFrame, xy: tuple, front: np.ndarray, colors: dict) -> None:
+    """Label the frontier points with their variant and swept values, where there are at most eight distinct
+    ones (identical points, a parameter that does not matter, share one label)."""
+    x, y = xy
+    swept = [c for c in table.columns if c not in _NOT_SWEPT and not c.startswith("pareto_")]
+    first: dict[tuple, list] = {}
+    for i in np.flatnonzero(front):
+        first.setdefault((x[i], y[i]), []).append(i)
+    if len(first) > 8:
+        return
+    lead = [g[0] for g in first.values()]
+    texts = [
+        f"{table['variant'].iloc[i]}"
+        + "".join(f", {_short(c)}={_fmt(table[c].iloc[i])}" for c in swept)
+        + (f" (+{len(g) - 1} identical)" if len(g) > 1 else "")
+        for i, g in zip(lead, first.values(), strict=True)
+    ]
+    _place_labels(
+        fig,
+        ax,
+        x[lead],
+        y[lead],
+        texts,
+        [colors[table["variant"].iloc[i]] for i in lead],
+        avoid=np.column_stack([x[~front], y[~front]]),
+    )
 
 
 _NOT_SWEPT = {"point", "variant", "wall_mean_s", "wall_ci95_lo_s", "wall_ci95_hi_s", "wall_p50_s", "wall_p90_s",
@@ -316,70 +371,123 @@ def _fmt(v) -> str:
 # --------------------------------------------------------------------------- sweeps
 
 
-def sweep_figure(table: pd.DataFrame, column: str, label: str | None = None, title: str = "") -> Figure:
+def sweep_figure(
+    table: pd.DataFrame,
+    column: str,
+    label: str | None = None,
+    title: str = "",
+    swept: list[str] | None = None,
+    unit: Unit = SECONDS,
+) -> Figure:
     """Wall time and cost per run against one swept column, one line per variant, 95% CI bands.
 
-    Left: mean wall time (solid, band = CI of the mean) and p95 (dashed). Right: mean
-    cost (band = CI). With other swept columns, one row of panels per combination of
-    their values (at most four, evenly picked; the row title says which).
+    Left: mean wall time (solid, band = CI of the mean) and p95 (dashed). Middle: mean cost (band = CI).
+    Where runs can fail (the table has ``failed_share``), a third panel: the share of runs that failed or did
+    not finish, with the points whose time and cost describe the completed runs only (above 1% failed)
+    drawn hollow. ``swept``: the other swept columns (the columns varied *independently* of ``column``; a
+    column zipped with it is not one); default: every column that is not a figure of the table. With other
+    swept columns, one row of panels per combination of their values (at most four, evenly picked; the row
+    title says which). Text values (a preset's name, a YAML value) are category ticks, wrapped and slanted.
     """
-    others = [c for c in table.columns if c not in _NOT_SWEPT and not c.startswith("pareto_") and c != column]
+    others = swept if swept is not None else [c for c in table.columns if _swept_like(c)]
+    others = [c for c in others if c != column]
     combos = list(dict.fromkeys(map(tuple, table[others].to_numpy()))) if others else [()]
     if len(combos) > MAX_FACETS:
         pick = np.linspace(0, len(combos) - 1, MAX_FACETS).round().astype(int)
         combos = [combos[i] for i in dict.fromkeys(pick)]
     variants = list(dict.fromkeys(table["variant"]))
     colors = variant_colors(variants)
-    numeric = pd.api.types.is_numeric_dtype(table[column])
-    fig = _figure((10, 3.4 * len(combos) + 0.6))
-    grid = np.atleast_2d(fig.subplots(len(combos), 2, squeeze=False))
+    numeric = pd.api.types.is_numeric_dtype(table[column]) and not pd.api.types.is_bool_dtype(table[column])
+    cats = None if numeric else list(dict.fromkeys(table[column]))
+    failing = "failed_share" in table.columns
+    ncols = 3 if failing else 2
+    fig = _figure((5 * ncols, 3.4 * len(combos) + (1.4 if cats is not None else 0.6)))
+    grid = np.atleast_2d(fig.subplots(len(combos), ncols, squeeze=False))
     xlabel = label or column
     for r, combo in enumerate(combos):
         sub = table
         for c, v in zip(others, combo, strict=True):
             sub = sub[sub[c] == v]
-        ax_t, ax_c = grid[r]
         for name in variants:
             d = sub[sub["variant"] == name]
-            if numeric:
-                d = d.sort_values(column, kind="stable")
-                xv = d[column].to_numpy(float)
-            else:
-                cats = list(dict.fromkeys(table[column]))
-                xv = np.array([cats.index(v) for v in d[column]], dtype=float)
-            color = colors[name]
-            ax_t.plot(xv, d["wall_mean_s"], color=color, marker="o", ms=3.5, label=f"{name} mean", gid=f"line:{name}")
-            ax_t.fill_between(
-                xv, d["wall_ci95_lo_s"], d["wall_ci95_hi_s"], color=color, alpha=0.2, lw=0, gid=f"band:{name}"
-            )
-            ax_t.plot(xv, d["wall_p95_s"], color=color, ls="--", lw=1, label=f"{name} p95", gid=f"p95:{name}")
-            ax_c.plot(xv, d["cost_mean_usd"], color=color, marker="o", ms=3.5, label=name, gid=f"line:{name}")
-            ax_c.fill_between(
-                xv, d["cost_ci95_lo_usd"], d["cost_ci95_hi_usd"], color=color, alpha=0.2, lw=0, gid=f"band:{name}"
-            )
-        for ax in (ax_t, ax_c):
+            d = d.sort_values(column, kind="stable") if numeric else d
+            xv = d[column].to_numpy(float) if numeric else np.array([cats.index(v) for v in d[column]], dtype=float)
+            _sweep_lines(grid[r], xv, d, name, colors[name], unit[1])
+        for ax in grid[r]:
             ax.set_xlabel(xlabel)
             ax.grid(True, alpha=0.3)
-            if not numeric:
-                cats = list(dict.fromkeys(table[column]))
-                ax.set_xticks(range(len(cats)), [str(c) for c in cats])
-        ax_t.set_ylabel("wall time per run (s)")
-        ax_c.set_ylabel("mean cost per run (USD)")
+            if cats is not None:
+                ax.set_xticks(range(len(cats)), [_tick(c) for c in cats], rotation=30, ha="right", fontsize=8)
+        _sweep_row_labels(grid[r], unit, failing)
         if others:
-            ax_t.set_title(
+            grid[r][0].set_title(
                 ", ".join(f"{_short(c)} = {_fmt(v)}" for c, v in zip(others, combo, strict=True)),
                 fontsize=9,
                 loc="left",
             )
+    grid[0][0].legend(handles=_sweep_handles(variants, colors, failing), loc="best", fontsize=8)
+    if title:
+        fig.suptitle(f"{title}: wall time and cost vs {xlabel}" + (" (hollow: completed runs only)" if failing else ""))
+    return fig
+
+
+def _sweep_row_labels(axes, unit: Unit, failing: bool) -> None:
+    """The y labels of one row of :func:`sweep_figure`'s panels."""
+    axes[0].set_ylabel(f"wall time per run ({unit[0]})")
+    axes[1].set_ylabel("mean cost per run (USD)")
+    if failing:
+        axes[2].set_ylabel("runs failed or unfinished")
+        axes[2].yaxis.set_major_formatter(PercentFormatter(1.0))
+
+
+def _sweep_lines(axes, xv, d: pd.DataFrame, name: str, color, scale: float = 1.0) -> None:
+    """One variant's lines in one row of :func:`sweep_figure`'s panels (times divided by ``scale``)."""
+    ax_t, ax_c = axes[0], axes[1]
+    d = d.assign(**{c: d[c] / scale for c in ("wall_mean_s", "wall_ci95_lo_s", "wall_ci95_hi_s", "wall_p95_s")})
+    ax_t.plot(xv, d["wall_mean_s"], color=color, marker="o", ms=3.5, label=f"{name} mean", gid=f"line:{name}")
+    ax_t.fill_between(xv, d["wall_ci95_lo_s"], d["wall_ci95_hi_s"], color=color, alpha=0.2, lw=0, gid=f"band:{name}")
+    ax_t.plot(xv, d["wall_p95_s"], color=color, ls="--", lw=1, label=f"{name} p95", gid=f"p95:{name}")
+    ax_c.plot(xv, d["cost_mean_usd"], color=color, marker="o", ms=3.5, label=name, gid=f"line:{name}")
+    ax_c.fill_between(
+        xv, d["cost_ci95_lo_usd"], d["cost_ci95_hi_usd"], color=color, alpha=0.2, lw=0, gid=f"band:{name}"
+    )
+    if len(axes) > 2:
+        share = d["failed_share"].to_numpy(float)
+        axes[2].plot(xv, share, color=color, marker="o", ms=3.5, gid=f"failed:{name}")
+        only = share > 0.01  # figures of the completed runs only (agentsim.analysis.completion.THRESHOLD)
+        for ax, col in ((ax_t, "wall_mean_s"), (ax_c, "cost_mean_usd")):
+            ax.plot(xv[only], d[col].to_numpy(float)[only], ls="", marker="o", ms=6, mfc="white", mec=color,
+                    gid=f"completed-only:{name}")  # fmt: skip
+
+
+def _sweep_handles(variants: list, colors: dict, failing: bool) -> list:
     handles = [Line2D([], [], color=colors[n], marker="o", ms=3.5, label=str(n)) for n in variants]
     handles += [
         Line2D([], [], color="0.3", label="mean (band: 95% CI)"),
         Line2D([], [], color="0.3", ls="--", label="p95"),
     ]
-    grid[0][0].legend(handles=handles, loc="best", fontsize=8)
-    if title:
-        fig.suptitle(f"{title}: wall time and cost vs {xlabel}")
-    return fig
+    if failing:
+        handles.append(Line2D([], [], color="0.3", ls="", marker="o", mfc="white", label="> 1% of runs failed"))
+    return handles
+
+
+def _tick(value, width: int = 18) -> str:
+    """A category's tick label: its text, cut to two wrapped lines of ``width`` characters."""
+    import textwrap
+
+    lines = textwrap.wrap(_fmt(value), width) or [""]
+    return "\n".join(lines[:2]) + ("…" if len(lines) > 2 else "")
+
+
+def _swept_like(column: str) -> bool:
+    """Whether a column of a sweep table may be a swept path (not a figure the sweep computed)."""
+    return column not in _NOT_SWEPT and not column.startswith(("pareto_", "slo_")) and column not in _FIGURE_COLUMNS
+
+
+_FIGURE_COLUMNS = {"success_share", "cost_per_success_usd", "time_to_success_s", "runs_counted", "runs_completed",
+                   "failed_share", "throughput_runs_per_hour", "rejected_429", "binding_account", "binding_limit",
+                   "completed_runs_only", "api_usd_per_month", "waiting_mean_s", "waiting_p95_s", "turn_p95_s",
+                   "turns_mean", "time_basis", "delta_waiting_s"}  # fmt: skip
 
 
 # --------------------------------------------------------------------------- distributions and breakdowns
@@ -400,7 +508,7 @@ def _variants_of(runs: pd.DataFrame) -> list:
 CDF_POINTS = 20_000  # a CDF of more runs is drawn through this many of its points (runs in rank order)
 
 
-def cdf_figure(runs: pd.DataFrame, title: str = "") -> Figure:
+def cdf_figure(runs: pd.DataFrame, title: str = "", unit: Unit = SECONDS) -> Figure:
     """Empirical CDF of the wall time of a run, one line per variant, with the p95 level dotted.
 
     Like the summaries, it shows completed runs (and, in a workload, those counted). Past
@@ -413,7 +521,7 @@ def cdf_figure(runs: pd.DataFrame, title: str = "") -> Figure:
     fig = _figure((8, 4.4))
     ax = fig.subplots()
     for name in variants:
-        w = np.sort(runs.loc[runs["variant"] == name, "wall_time_s"].to_numpy(float))
+        w = np.sort(runs.loc[runs["variant"] == name, "wall_time_s"].to_numpy(float)) / unit[1]
         p = np.arange(1, w.size + 1) / w.size
         if w.size > CDF_POINTS:  # every point drawn lies on the CDF; more than the figure's pixels show nothing more
             pick = np.unique(np.linspace(0, w.size - 1, CDF_POINTS).round().astype(np.int64))
@@ -421,7 +529,7 @@ def cdf_figure(runs: pd.DataFrame, title: str = "") -> Figure:
         ax.step(w, p, where="post", color=colors[name], lw=1.6, label=str(name), gid=f"cdf:{name}")
     ax.axhline(0.95, color="0.5", ls=":", lw=1, gid="p95-level")
     ax.text(ax.get_xlim()[0], 0.95, " p95", va="bottom", ha="left", fontsize=8, color="0.4")
-    ax.set_xlabel("wall time per run (s)")
+    ax.set_xlabel(f"wall time per run ({unit[0]})")
     ax.set_ylabel("fraction of runs finished")
     ax.set_ylim(0, 1.02)
     ax.grid(True, alpha=0.3)
@@ -431,7 +539,7 @@ def cdf_figure(runs: pd.DataFrame, title: str = "") -> Figure:
     return fig
 
 
-def breakdown_figure(runs: pd.DataFrame, title: str = "") -> Figure:
+def breakdown_figure(runs: pd.DataFrame, title: str = "", unit: Unit = SECONDS) -> Figure:
     """Mean critical-path time per run split into queue / TTFT / decode / tool / wait, a bar per variant.
 
     Like the summaries, it averages completed runs (and, in a workload, those counted).
@@ -439,10 +547,11 @@ def breakdown_figure(runs: pd.DataFrame, title: str = "") -> Figure:
     variants = _variants_of(runs)
     runs = _summarised(runs)
     colors = variant_colors(variants)
-    optional = {"stall": STALL_COLOR, "listen": LISTEN_COLOR}  # slots only some scenarios have
-    seg_colors = {**SEGMENT_COLORS, **{k: c for k, c in optional.items() if f"{k}_s" in runs}}
-    seg_labels = {**SEGMENT_LABELS, "stall": "stall", "listen": "listen (end of speech + STT)"}
-    means = runs.groupby("variant", sort=False)[[f"{k}_s" for k in seg_colors]].mean().reindex(variants)
+    # the five every run has, then those only some scenarios have (stall, a step kind's own: listen)
+    present = [s for s in slots.slots() if s.name in slots.BREAKDOWN or f"{s.name}_s" in runs]
+    seg_colors = {s.name: s.colour for s in present}
+    seg_labels = {s.name: s.legend for s in present}
+    means = runs.groupby("variant", sort=False)[[f"{k}_s" for k in seg_colors]].mean().reindex(variants) / unit[1]
     empty = means.isna().all(axis=1).to_numpy()  # variants without a completed run
     means = means.fillna(0.0)
     used = [k for k in seg_colors if (means[f"{k}_s"] > 0).any()]
@@ -455,89 +564,95 @@ def breakdown_figure(runs: pd.DataFrame, title: str = "") -> Figure:
         ax.barh(y, vals, left=left, color=seg_colors[k], height=0.6, label=seg_labels[k], gid=f"segment:{k}")
         left += vals
     for yi, total, none in zip(y, left, empty, strict=True):
-        ax.text(total, yi, " no completed run" if none else f" {total:,.1f} s", va="center", ha="left", fontsize=8.5)
+        text = " no completed run" if none else " " + fmt_time(total * unit[1], unit)
+        ax.text(total, yi, text, va="center", ha="left", fontsize=8.5)
     ax.set_yticks(y, [str(v) for v in variants])
     for tick, v in zip(ax.get_yticklabels(), variants, strict=True):
         tick.set_color(colors[v])
-    ax.set_xlabel("mean time on the critical path per run (s)")
-    if not used:  # no variant completed a run: an empty legend entry instead of a matplotlib warning
-        ax.plot([], [], alpha=0, label="no completed run")
+    ax.set_xlabel(f"mean time on the critical path per run ({unit[0]})")
     ax.set_xlim(0, left.max() * 1.15 if left.max() > 0 else 1)
     ax.grid(True, axis="x", alpha=0.3)
-    ax.legend(
-        loc="upper center",
-        bbox_to_anchor=(0.5, -0.35 if len(variants) < 3 else -0.2),
-        ncols=max(1, len(used)),
-        fontsize=8,
-        frameon=False,
-    )
+    if used:  # (no variant completed a run: each bar says so, and there is nothing for a legend to name)
+        ax.legend(
+            loc="upper center",
+            bbox_to_anchor=(0.5, -0.35 if len(variants) < 3 else -0.2),
+            ncols=len(used),
+            fontsize=8,
+            frameon=False,
+        )
     if title:
         ax.set_title(f"{title}: where the time goes", fontsize=10)
     return fig
 
 
-def timeline_figure(timeline: pd.DataFrame, title: str = "") -> Figure:
+def timeline_figure(timeline: pd.DataFrame, title: str = "", unit: Unit = SECONDS) -> Figure:
     """A Gantt chart of one run per variant: a lane per concurrent branch, the critical path outlined.
 
     ``timeline`` is :func:`agentsim.analysis.timeline.run_timeline`. Calls are split into
     queue / TTFT / decode; activities off the critical path are drawn faint.
     """
     variants = list(dict.fromkeys(timeline["variant"]))
+    times = [c for c in ("start", "t_start", "t_first", "end", *(s.name for s in slots.slots())) if c in timeline]
+    timeline = timeline.assign(**{c: timeline[c] / unit[1] for c in times})
     colors = variant_colors(variants)
     lanes = [int(timeline.loc[timeline["variant"] == v, "lane"].max()) + 1 for v in variants]
     fig = _figure((10, 0.9 + sum(0.45 * n + 0.75 for n in lanes)))
     axes = fig.subplots(
         len(variants), 1, sharex=True, squeeze=False, gridspec_kw={"height_ratios": [n + 1.2 for n in lanes]}
     )[:, 0]
-    seg_colors = {**SEGMENT_COLORS, **({"listen": LISTEN_COLOR} if "listen" in timeline else {})}
+    # a call's parts, then each slot a span's time goes to that the timeline has (tool, wait, a kind's own: listen)
+    present = [s for s in slots.slots() if s.name in _CALL_SEGMENTS or (s.name in timeline and s.name != "stall")]
+    seg_colors = {s.name: s.colour for s in present}
     for ax, name, n_lanes in zip(axes, variants, lanes, strict=True):
         d = timeline[timeline["variant"] == name]
         for crit in (False, True):
-            part = d[d["critical"] == crit]
-            for seg in seg_colors:
-                if seg in ("queue", "ttft", "decode"):
-                    rows = part[part["kind"] == "call"]
-                    lo = {"queue": rows["start"], "ttft": rows["t_start"], "decode": rows["t_start"] + rows["ttft"]}[
-                        seg
-                    ]
-                else:
-                    rows = part[part["kind"] == seg]
-                    lo = rows["start"]
-                width = rows[seg].to_numpy(float)
-                keep = width > 0
-                if not keep.any():
-                    continue
-                ax.barh(
-                    -rows["lane"].to_numpy()[keep],
-                    width[keep],
-                    left=lo.to_numpy(float)[keep],
-                    height=0.62,
-                    color=seg_colors[seg],
-                    alpha=1.0 if crit else 0.35,
-                    edgecolor="black" if crit else "none",
-                    linewidth=0.6 if crit else 0,
-                    gid=f"{'critical' if crit else 'other'}:{seg}",
-                )
+            _gantt_bars(ax, d[d["critical"] == crit], seg_colors, crit)
         ax.set_yticks(-np.arange(n_lanes), ["main" if i == 0 else f"branch {i + 1}" for i in range(n_lanes)])
         ax.set_ylim(-n_lanes + 0.4, 0.6)
         wall = float(d["end"].max()) if len(d) else 0.0
+        run = int(d["run"].iloc[0]) if len(d) else 0
         ax.set_title(
-            f"{name}: run {int(d['run'].iloc[0]) if len(d) else 0}, wall time {wall:,.1f} s",
+            f"{name}: run {run}, wall time {fmt_time(wall * unit[1], unit)}",
             fontsize=9,
             loc="left",
             color=colors[name],
         )
         ax.grid(True, axis="x", alpha=0.3)
-    axes[-1].set_xlabel("time since the run started (s)")
-    used = [k for k in seg_colors if (timeline[k] > 0).any()]
-    labels = {**SEGMENT_LABELS, "listen": "listen"}
-    handles = [Patch(color=seg_colors[k], label=labels[k]) for k in used]
+    axes[-1].set_xlabel(f"time since the run started ({unit[0]})")
+    used = [s for s in present if (timeline[s.name] > 0).any()]
+    handles = [Patch(color=s.colour, label=s.legend) for s in used]
     handles.append(Patch(facecolor="white", edgecolor="black", label="on the critical path"))
     handles.append(Patch(facecolor="0.8", alpha=0.5, label="off the critical path (faint)"))
     fig.legend(handles=handles, loc="outside lower center", ncols=len(handles), fontsize=8, frameon=False)
     if title:
         fig.suptitle(f"{title}: one sampled run per variant")
     return fig
+
+
+def _gantt_bars(ax, part: pd.DataFrame, seg_colors: dict[str, str], crit: bool) -> None:
+    """The bars of a run's activities on (``crit``) or off the critical path: a call's queue, TTFT and decode;
+    a span's whole time in its slot's column, whatever its kind."""
+    for seg, colour in seg_colors.items():
+        if seg in _CALL_SEGMENTS:
+            rows = part[part["kind"] == "call"]
+            lo = {"queue": rows["start"], "ttft": rows["t_start"], "decode": rows["t_start"] + rows["ttft"]}[seg]
+        else:
+            rows = part[part["kind"] != "call"]
+            lo = rows["start"]
+        width = rows[seg].to_numpy(float)
+        keep = width > 0
+        if keep.any():
+            ax.barh(
+                -rows["lane"].to_numpy()[keep],
+                width[keep],
+                left=lo.to_numpy(float)[keep],
+                height=0.62,
+                color=colour,
+                alpha=1.0 if crit else 0.35,
+                edgecolor="black" if crit else "none",
+                linewidth=0.6 if crit else 0,
+                gid=f"{'critical' if crit else 'other'}:{seg}",
+            )
 
 
 # --------------------------------------------------------------------------- break-even
@@ -550,7 +665,7 @@ def breakeven_figure(table: pd.DataFrame, value_of_time: float | None = None, ti
     traced thick (``gid="envelope"``), the values where the cheapest variant changes
     are marked and labelled, and the scenario's own value of time is a dotted line.
     """
-    from agentsim.analysis.tradeoffs import cheapest_intervals
+    from agentsim.analysis.tradeoffs import cheapest_intervals, time_column
 
     variants = list(table.index)
     colors = variant_colors(variants)
@@ -561,7 +676,7 @@ def breakeven_figure(table: pd.DataFrame, value_of_time: float | None = None, ti
     fig = _figure((8, 4.6))
     ax = fig.subplots()
     c = table["cost_mean_usd"].to_numpy(float)
-    t = table["wall_mean_s"].to_numpy(float) / 3600.0
+    t = table[time_column(table)].to_numpy(float) / 3600.0  # the person's waiting where the scenario has turns
     totals = c[:, None] + v[None, :] * t[:, None]
     for i, name in enumerate(variants):
         ax.plot(v, totals[i], color=colors[name], lw=1.5, label=str(name), gid=f"total:{name}")

@@ -21,6 +21,7 @@ import math
 import pandas as pd
 
 from agentsim.model.registry import consumer_kinds
+from agentsim.sim import slots
 from agentsim.viz.plots import Figure, variant_colors
 
 __all__ = ["PHASE_COLORS", "stream_figure"]
@@ -73,6 +74,12 @@ def stream_figure(frame: pd.DataFrame, title: str | None = None) -> Figure:
     return fig
 
 
+def _slot_colour(name: str) -> tuple[str, str]:
+    """(colour, label) of a phase that is a step kind's own breakdown slot (agentsim.sim.slots)."""
+    found = next((s for s in slots.slots() if s.name == name), None)
+    return (found.colour, found.legend) if found is not None else ("#bbbbbb", name)
+
+
 def _phase_strip(strip, frame: pd.DataFrame, names: list[str]) -> None:
     """One row per variant (the first on top): its phases, then the answer streaming, the interruption marked."""
     phases = frame.attrs.get("phases", [])
@@ -84,7 +91,7 @@ def _phase_strip(strip, frame: pd.DataFrame, names: list[str]) -> None:
         if len(g):
             spans.append(("answer", float(g["delivered_s"].iloc[0]), float(g["delivered_s"].iloc[-1])))
         for kind, a, b in spans:
-            color, label = PHASE_COLORS.get(kind, ("#bbbbbb", kind))
+            color, label = PHASE_COLORS.get(kind) or _slot_colour(kind)
             strip.broken_barh([(a, max(b - a, 0.0))], (y + 0.15, 0.7), facecolors=color,
                               label=None if kind in shown else label)  # fmt: skip
             shown.add(kind)

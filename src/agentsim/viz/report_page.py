@@ -1,12 +1,14 @@
 """The words of the HTML report: the summary box a team lead forwards, the header table, the notes.
 
-The summary box holds what decides the purchase, in full sentences that start with a capital: the
-fastest and the cheapest variant, the cheapest overall at the scenario's value of time, one verdict
-per variant with **the prices it rests on and their date** (:func:`variant_prices`: the price list of
-every model and tier the variant runs on and the baseline does not), the completed-runs warning of
-``run`` where it applies (:mod:`agentsim.analysis.completion`) and, with a volume, the monthly spend
-and how the volume was derived (:mod:`agentsim.analysis.volume`).
-"""
+The summary box holds what decides the purchase, in full sentences that start with a capital, and is
+what the first printed page shows (:mod:`agentsim.viz.report_verdict`): with ``slo:`` targets, the variants
+ranked by the share of turns within them; the fastest and the cheapest variant (on the person's waiting
+where the scenario has turns), the cheapest overall at the scenario's value of time, one verdict per
+variant naming **the prices it rests on** (:func:`variant_prices`: every model and tier the variant runs
+on and the baseline does not), the completed-runs warning of ``run`` where it applies
+(:mod:`agentsim.analysis.completion`), with a volume the month (spend, hours of waiting saved, net value
+at the value of time, how the volume was derived: :mod:`agentsim.analysis.volume`), and the price and
+speed lines in use with their catalogs, dates and speed-ups (:func:`basis_rows`)."""
 
 from __future__ import annotations
 
@@ -16,28 +18,14 @@ from pathlib import Path
 from markupsafe import Markup
 
 from agentsim.viz import format as fmt
+from agentsim.viz.report_verdict import monthly_sentence, price_lines, speed_lines, targets_lead, tier_keys
 
-__all__ = ["header_rows", "reproduce_command", "summary_box", "variant_prices"]
+__all__ = ["basis_rows", "header_rows", "reproduce_command", "summary_box", "variant_prices"]
 
 
 def _t(x) -> str:
     """A duration in a sentence: the unit that reads best for this one value."""
     return fmt.fmt_time(x, fmt.time_unit([x]))
-
-
-def tier_keys(plan) -> dict[str, list[str]]:
-    """Per variant, the models and tiers its calls run on, as :func:`price_sources` names them
-    (``opus``, ``opus/fast``), in order of first use."""
-    out: dict[str, list[str]] = {}
-    for v, name in enumerate(plan.variants):
-        keys = []
-        for call in plan.calls:
-            tier = plan.tiers[call.tiers[v]]
-            key = tier.model if tier.speed == "standard" else f"{tier.model}/{tier.speed}"
-            if key not in keys:
-                keys.append(key)
-        out[name] = keys
-    return out
 
 
 def variant_prices(plan, sources: dict[str, str]) -> dict[str, list[tuple[str, str]]]:
@@ -59,19 +47,38 @@ def _prices_text(rows: list[tuple[str, str]]) -> Markup:
     return Markup("; ").join(Markup("<code>{}</code>: {}").format(k, text) for k, text in rows)
 
 
-def _headline(vt, vot) -> list[Markup]:
-    order = vt.reset_index().sort_values(["wall_mean_s", "cost_mean_usd"], kind="stable")
+def _only(a, name: str) -> Markup:
+    """After a variant's per-run figure: nothing, or, when more than 1% of its runs did not complete, that
+    the figure is of the completed runs only (how many of how many): not the population's."""
+    c = {x.variant: x for x in a.completion}.get(name)
+    if c is None or not c.flagged:
+        return Markup("")
+    done = c.runs - c.not_completed
+    return Markup(" <b>of the {:,} completed runs only ({:,} of {:,}; {} failed or unfinished)</b>").format(
+        done, done, c.runs, fmt.pct(c.share)
+    )
+
+
+def _headline(vt, vot, a=None) -> list[Markup]:
+    from agentsim.analysis.tradeoffs import time_column
+
+    time = time_column(vt)  # the person's waiting where the scenario has turns, else the wall time
+    order = vt.reset_index().sort_values([time, "cost_mean_usd"], kind="stable")
     fastest = order["variant"].iloc[0]  # of variants equally fast, the cheaper
-    order = vt.reset_index().sort_values(["cost_mean_usd", "wall_mean_s"], kind="stable")
+    order = vt.reset_index().sort_values(["cost_mean_usd", time], kind="stable")
     cheapest = order["variant"].iloc[0]  # of variants equally cheap, the faster
     if vt.attrs.get("basis") == "per success":  # figures per successful task (tradeoffs.per_success)
         mean, unit = "to success", "per success"
+    elif time != "wall_mean_s":
+        mean, unit = "of waiting per run, mean", "per run"
     else:
         mean, unit = "mean", "per run"
+    only = (lambda name: _only(a, name)) if a is not None else (lambda name: Markup(""))
     parts = [
-        Markup("Fastest: <b>{}</b> ({} {}, {} {}). Cheapest: <b>{}</b> ({}, {} {}).").format(
-            fastest, _t(vt.loc[fastest, "wall_mean_s"]), mean, fmt.usd(vt.loc[fastest, "cost_mean_usd"]), unit,
-            cheapest, _t(vt.loc[cheapest, "wall_mean_s"]), fmt.usd(vt.loc[cheapest, "cost_mean_usd"]), unit,
+        Markup("Fastest: <b>{}</b> ({} {}, {} {}{}). Cheapest: <b>{}</b> ({}, {} {}{}).").format(
+            fastest, _t(vt.loc[fastest, time]), mean, fmt.usd(vt.loc[fastest, "cost_mean_usd"]), unit,
+            only(fastest), cheapest, _t(vt.loc[cheapest, time]), fmt.usd(vt.loc[cheapest, "cost_mean_usd"]),
+            unit, only(cheapest),
         )
     ]  # fmt: skip
     return parts
@@ -112,57 +119,88 @@ def _verdict(name: str, r, vot) -> Markup | None:
 
 
 def summary_box(a) -> dict:
-    """The summary box: headline, per-variant verdicts with their prices, warnings, the monthly total.
+    """The summary box: with ``slo`` targets the variants ranked by the share of turns within them, then the
+    headline, per-variant verdicts (naming the prices they rest on), warnings, the month (spend, hours
+    saved, net value) and the price and speed lines the verdicts rest on, with their catalogs and dates.
 
     ``a`` is the report's analysis (:class:`agentsim.viz.report.Analysis`)."""
-    vt, be, vot = a.vt, a.be, a.res.value_of_time
+    vt, vot = a.vt, a.res.value_of_time
+    prices = price_lines(a.res.plan, a.sources)
+    basis = {"basis": basis_rows(a, prices)}
     if vt["wall_mean_s"].isna().all():
         head = [Markup("No variant completed a run: every run failed (see the limits and failures below).")]
-        return {"head": head, "verdicts": [], "warnings": _warnings(a), "monthly": None}
-    head = _headline(vt, vot)
+        return {"targets": [], "head": head, "verdicts": [], "warnings": _warnings(a), "monthly": None, **basis}
+    lead, targets = targets_lead(a)
+    head = [*lead, *_headline(vt, vot, a)]
     cheapest = _cheapest_at(a.env, vot)
     if cheapest is not None:
         head.append(cheapest)
-    prices = variant_prices(a.res.plan, a.sources)
+    return {"targets": targets, "head": head, "verdicts": _verdicts(a, prices), "warnings": _warnings(a),
+            "monthly": monthly_sentence(a, _only_month), **basis}  # fmt: skip
+
+
+def _keys(keys) -> Markup:
+    return Markup(", ").join(Markup("<code>{}</code>").format(k) for k in keys)
+
+
+def _verdicts(a, prices: dict[str, str]) -> list[Markup]:
+    """One sentence per variant against the baseline, each naming the price lines it rests on (the box lists
+    them in full below)."""
+    be, vot = a.be, a.res.value_of_time
+    used = variant_prices(a.res.plan, prices)
     base = be.index[0]
     verdicts = []
     if len(be) > 1:
-        lead = Markup("Against the baseline <b>{}</b> (prices: {}).")
-        verdicts.append(lead.format(base, _prices_text(prices[base])))
+        verdicts.append(
+            Markup("Against the baseline <b>{}</b> (prices: {}).").format(base, _keys(k for k, _ in used[base]))
+        )
     for name, r in be.iterrows():
         sentence = _verdict(name, r, vot)
         if sentence is None:
             continue
-        own = [p for p in prices[name] if p not in prices[base]]
-        tail = Markup(" (prices: {}).").format(_prices_text(own)) if own else Markup(" (the baseline's prices).")
+        if _only(a, name) or _only(a, base):  # a verdict from the completed runs of a variant most of whose fail
+            sentence += Markup(" (from completed runs only: see the warning below)")
+        own = [k for k, text in used[name] if (k, text) not in used[base]]
+        tail = Markup(" (prices: {}).").format(_keys(own)) if own else Markup(" (the baseline's prices).")
         verdicts.append(sentence + tail)
-    return {"head": head, "verdicts": verdicts, "warnings": _warnings(a), "monthly": _monthly(a)}
+    return verdicts
 
 
 def _warnings(a) -> list[str]:
     return [c.warning() + "." for c in a.completion if c.flagged]
 
 
-def _monthly(a) -> Markup | None:
-    if a.sizing is None:
-        return None
-    spend = Markup(", ").join(
-        Markup("<b>{}</b> {}").format(name, fmt.usd(r["api_usd_per_month"])) for name, r in a.sizing.iterrows()
-    )
-    basis = " (per successful task: failed runs retried)" if a.res.plan.defines_success else ""
-    return Markup("Monthly API spend{}: {}. Volume: {}.").format(basis, spend, a.volume.derivation)
+def _only_month(a, name: str) -> Markup:
+    c = {x.variant: x for x in a.completion}.get(name)
+    if c is None or not c.flagged:
+        return Markup("")
+    return Markup(" (<b>the cost of its completed runs × the volume; {} of its runs failed or did not finish, so "
+                  "this is not what the volume would spend</b>)").format(fmt.pct(c.share))  # fmt: skip
 
 
-def header_rows(a, path: Path, version: str) -> list[list]:
-    """The table under the summary box: file, runs per variant (as ``run`` counts them), seed, engine,
-    version, prices and speeds with their sources and dates, value of time and volume."""
-    from agentsim.analysis.completion import runs_per_variant
+def basis_rows(a, prices: dict[str, str]) -> list[list]:
+    """What the verdicts rest on, for the summary box: the price line of every model and tier a variant runs on
+    (its catalog and date, or its source), where each model's speeds come from, and each tier's speed-up."""
     from agentsim.model.loading import source_of
     from agentsim.pricing.provenance import speed_sources
 
     res = a.res
     src = source_of(res.scenario)
+    models = {k.split("/", 1)[0] for keys in tier_keys(res.plan).values() for k in keys}
     speeds = speed_sources(res.scenario, Path(src).parent if src else None)
+    return [
+        *[[f"prices: {name}", text] for name, text in prices.items()],
+        *[[f"speeds: {name}", text] for name, text in speeds.items() if name in models],
+        *[[f"speeds: {name}", text] for name, text in speed_lines(res.plan).items()],
+    ]
+
+
+def header_rows(a, path: Path, version: str) -> list[list]:
+    """The table under the summary box: file, runs per variant (as ``run`` counts them), seed, engine,
+    version, value of time and volume (the prices and speeds are in the box: :func:`basis_rows`)."""
+    from agentsim.analysis.completion import runs_per_variant
+
+    res = a.res
     counts = runs_per_variant(a.doc, res.n_runs)
     if res.plan.workload is not None:
         runs = "; ".join(f"{name} {n:,}" for name, n in counts.items()) + " (runs counted in the workload's window)"
@@ -175,8 +213,6 @@ def header_rows(a, path: Path, version: str) -> list[list]:
         ["seed", str(res.seed)],
         ["engine", res.engine],
         ["agentsim version", version],
-        *[[f"prices: {name}", text] for name, text in a.sources.items()],
-        *[[f"speeds: {name}", text] for name, text in speeds.items()],
         ["value of time", fmt.usd(vot) + "/h" if vot is not None else "not given"],
         ["volume", a.volume.derivation if a.volume is not None else "not given"],
     ]

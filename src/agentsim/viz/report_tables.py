@@ -84,14 +84,17 @@ def _number(x) -> bool:
     return isinstance(x, numbers.Real) and not isinstance(x, bool)
 
 
-def format_columns(rows: list[list[Any]], kinds: list[str], groups: dict[int, int] | None = None) -> list[list[Any]]:
+def format_columns(
+    rows: list[list[Any]], kinds: list[str], groups: dict[int, int] | None = None, unit: fmt.Unit | None = None
+) -> list[list[Any]]:
     """Format ``rows`` of raw values column by column.
 
     ``kinds[i]`` is the kind of column ``i``: ``text`` (kept), ``time`` (seconds; one unit and one number
     of decimals per column), ``pm`` (a ± half-width in seconds), ``dtime`` (a signed difference in
     seconds), ``usd``, ``dusd`` (a signed difference), ``usdh`` (USD per hour), ``count``, ``number``,
     ``share`` (a percentage) and ``check`` (✓ when true). ``groups`` maps a column to another whose
-    unit it shares (the p50/p95/p99 of a wall time). Text cells (``baseline``) are kept in any column.
+    unit it shares (the p50/p95/p99 of a wall time). ``unit``: the unit of every time column (a page's
+    wall-time unit, the one its figures use), else each group's own. Text cells (``baseline``) are kept.
     """
     n = len(kinds)
     cols = [[r[i] for r in rows] for i in range(n)]
@@ -100,8 +103,8 @@ def format_columns(rows: list[list[Any]], kinds: list[str], groups: dict[int, in
         if kind in ("time", "pm", "dtime"):
             members = [j for j in range(n) if (groups or {}).get(j, j) == (groups or {}).get(i, i)]
             values = [x for j in members for x in cols[j] if _number(x)]
-            unit = fmt.time_unit(values)
-            units[i] = (unit, fmt.decimals_for(values, unit[1]))
+            u = unit or fmt.time_unit(values)
+            units[i] = (u, fmt.decimals_for(values, u[1]))
     out = [list(r) for r in rows]
     for i, kind in enumerate(kinds):
         values = [x for x in cols[i] if _number(x)]
@@ -145,23 +148,30 @@ def _nan(x):
 # --------------------------------------------------------------------------- the tables
 
 
-def variants_table(vt, per_success: bool) -> dict:
-    """Wall time (mean, CI, percentiles), cost and calls per variant, with the frontier marks."""
+def variants_table(vt, per_success: bool, unit: fmt.Unit | None = None) -> dict:
+    """Wall time (mean, CI, percentiles; one unit: ``unit``, else the mean's), cost and calls per variant, with
+    the frontier marks; where the scenario has turns (the table's ``time_basis`` is ``waiting_s``), the
+    person's mean and p95 waiting per run beside the wall time (what the frontier and the verdicts weigh)."""
+    waiting = vt.attrs.get("time_basis") == "waiting_s" and "waiting_mean_s" in vt.columns
     rows = []
     for name, r in vt.iterrows():
         half = None if per_success else (r["wall_ci95_hi_s"] - r["wall_ci95_lo_s"]) / 2
+        wait = [r["waiting_mean_s"], r["waiting_p95_s"]] if waiting else []
         rows.append([bold(name), r["wall_mean_s"], "–" if per_success else _nan(half), r["wall_p50_s"],
-                     r["wall_p95_s"], r["wall_p99_s"], r["cost_mean_usd"], r["cost_p95_usd"], r["calls_mean"],
+                     r["wall_p95_s"], r["wall_p99_s"], *wait, r["cost_mean_usd"], r["cost_p95_usd"], r["calls_mean"],
                      r["pareto_mean"], r["pareto_p95"]])  # fmt: skip
-    kinds = ["text", "time", "pm", "time", "time", "time", "usd", "usd", "number", "check", "check"]
-    return {"header": VARIANT_HEADER, "rows": format_columns(rows, kinds, {3: 1, 4: 1, 5: 1})}
+    kinds = ["text", "time", "pm", "time", "time", "time", *["time"] * len(wait), "usd", "usd", "number", "check",
+             "check"]  # fmt: skip
+    header = [*VARIANT_HEADER[:6], *(["mean waiting", "p95 waiting"] if waiting else []), *VARIANT_HEADER[6:]]
+    groups = {i: 1 for i in range(2, 6 + len(wait))}
+    return {"header": header, "rows": format_columns(rows, kinds, groups, unit)}
 
 
 _WHEN = {"above": "above {v}", "below": "below {v}", "always": "always", "never": "never", "baseline": "baseline"}
 _WHEN["unknown"] = "– (no completed run)"
 
 
-def break_even_table(be, vot: float | None) -> dict:
+def break_even_table(be, vot: float | None, unit: fmt.Unit | None = None) -> dict:
     rows = []
     for name, r in be.iterrows():
         base = r["pays_off_when"] == "baseline"
@@ -173,9 +183,12 @@ def break_even_table(be, vot: float | None) -> dict:
             _WHEN[r["pays_off_when"]].format(v=fmt.usd_per_hour(r["break_even_usd_per_hour"])),
             ("yes" if r.get("pays_off") else "no") if vot is not None and not base else "–",
         ])  # fmt: skip
-    header = ["variant", "Δ mean wall", "Δ mean cost", "USD per hour saved", "pays off when value of time is",
+    waiting = be.attrs.get("time_basis") == "waiting_s"  # the person's turns, their pauses left out
+    header = ["variant", "Δ mean waiting" if waiting else "Δ mean wall", "Δ mean cost",
+              "USD per hour of waiting saved" if waiting else "USD per hour saved", "pays off when value of time is",
               f"pays off at {fmt.usd(vot)}/h" if vot is not None else "pays off"]  # fmt: skip
-    return {"header": header, "rows": format_columns(rows, ["text", "dtime", "dusd", "text", "text", "text"])}
+    kinds = ["text", "dtime", "dusd", "text", "text", "text"]
+    return {"header": header, "rows": format_columns(rows, kinds, unit=unit)}
 
 
 def cheapest_table(env) -> dict:
@@ -279,14 +292,16 @@ def accounts_table(doc: dict) -> dict | None:
 
 def streaming_tables(doc: dict) -> list[dict]:
     """Per call with a consumer: one row per variant and statistic (mean, p50, p95), one column per metric
-    of ``summary.json``'s ``streaming`` section, and the speed beyond which the consumer gains nothing."""
+    of ``summary.json``'s ``streaming`` section, and the speed beyond which the consumer gains nothing. The
+    tail row of a score where more is better (QoE) is its worst 5%, the p5, and the row's label says so."""
     out = []
     for call, names, apparate in sections.streaming_sections(doc):
         metrics = {stat: [sections.stream_metric(n, stat, call) for n in names] for stat in ("mean", "p50", "p95")}
         rows, label = [], metrics["mean"]
         for name, v in doc["variants"].items():
-            for stat, ms in metrics.items():
-                rows.append([bold(name) if stat == "mean" else "", stat, *[m.get(v) for m in ms]])
+            for stat, ms in metrics.items():  # the p95 row of a score where more is better shows its p5
+                rows.append([bold(name) if stat == "mean" else "", sections.worst_label(stat, names),
+                             *[m.get(v) for m in ms]])  # fmt: skip
         kinds = ["text", "text", *[_KIND.get(m.kind, "text") for m in label]]
         table = {"call": call, "header": ["variant", "", *[m.label for m in label]],
                  "rows": format_columns(rows, kinds)}  # fmt: skip

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentsim.model.consumers import higher_is_better
 from agentsim.viz import format as fmt
 
 __all__ = [
@@ -29,9 +30,11 @@ __all__ = [
     "format_metric",
     "limits_section",
     "slo_section",
+    "stream_metric",
     "streaming_sections",
     "success_section",
     "workload_section",
+    "worst_label",
 ]
 
 
@@ -182,7 +185,7 @@ def slo_section(doc: dict) -> Section | None:
     for key, entry in slo.items():
         if key == "all":
             continue
-        op = "≥" if key.rsplit(".", 1)[-1].startswith("qoe") else "≤"
+        op = "≥" if higher_is_better(key) else "≤"
         metrics.append(Metric(f"{key} {op} {_target_text(key, entry['target'])}", "share", _dig("slo", key, "share")))
     metrics.append(Metric("all targets met", "share", _dig("slo", "all", "share")))
     return Section("slo", "Targets (share of runs meeting them)", metrics)
@@ -196,35 +199,26 @@ def _target_text(metric: str, target: float) -> str:
     return f"{target:g}"
 
 
-# Streaming metrics (summary.json's ``streaming.calls.CALL``), in reading order, with their labels.
-STREAM_LABELS = {
-    "ttft_s": "TTFT seen",
-    "first_word_s": "first word from ask",
-    "voice_to_voice_s": "voice to voice",
-    "first_sentence_s": "first sentence",
-    "first_audio_s": "first audio",
-    "first_render_s": "first render",
-    "reader_done_s": "reader done",
-    "reader_wait_s": "reader waits",
-    "speech_done_s": "speech done",
-    "silence_s": "silence",
-    "longest_silence_s": "longest silence",
-    "longest_gap_s": "longest gap",
-    "gaps_over_250ms": "gaps over 250 ms",
-    "gaps_over_1s": "gaps over 1 s",
-    "itl_p50_s": "ITL p50",
-    "itl_p95_s": "ITL p95",
-    "itl_p99_s": "ITL p99",
-    "qoe": "QoE",
-    "qoe_from_ask": "QoE from ask",
-    "interrupted_share": "interrupted",
-    "cut_share": "cut while generating",
-    "wasted_usd": "wasted",
-}
+WORST = {"p95": "p5", "p99": "p1"}  # a tail percentile of a score where more is better: its worst side
+
+
+def worst_label(stat: str, names) -> str:
+    """A tail row's label where some of ``names`` are scores where more is better (their worst 5% is the p5):
+    ``worst 5% (p95; QoE: p5)``; else the statistic itself."""
+    from agentsim.sim.stream_metrics import label_of
+
+    low = [label_of(n) for n in names if higher_is_better(n)]
+    if stat not in WORST or not low:
+        return stat
+    share = 100 - int(stat[1:])
+    return f"worst {share}% ({stat}; {', '.join(low)}: {WORST[stat]})"
 
 
 def stream_metric(name: str, stat: str, call: str) -> Metric:
-    """One streaming metric of one call (``stat``: mean, p50, p95 or p99) with the kind its name gives."""
+    """One streaming metric of one call (``stat``: mean, p50, p95 or p99) with the kind its name gives. A tail
+    (p95, p99) of a score where more is better (the QoE) is its worst side: the p5 or p1 (:data:`WORST`)."""
+    if stat in WORST and higher_is_better(name):
+        stat = WORST[stat]
     if name.endswith("_usd"):
         kind = "usd"
     elif name.endswith("_share"):
@@ -233,24 +227,24 @@ def stream_metric(name: str, stat: str, call: str) -> Metric:
         kind = "time"
     else:
         kind = "number"
-    return Metric(
-        STREAM_LABELS.get(name, name.removesuffix("_s").replace("_", " ")),
-        kind,
-        _dig("streaming", "calls", call, name, stat),
-    )
+    from agentsim.sim.stream_metrics import label_of
 
-
-def _order(name: str) -> tuple[int, str]:
-    keys = list(STREAM_LABELS)
-    return (keys.index(name) if name in keys else len(keys), name)
+    return Metric(label_of(name), kind, _dig("streaming", "calls", call, name, stat))
 
 
 def streaming_sections(doc: dict) -> list[tuple[str, list[str], dict | None]]:
     """Per call with a consumer: ``(call, metric names in reading order, apparate point of the first variant)``."""
+    from agentsim.sim.stream_metrics import reading_order
+
     first = _first(doc)
     if "streaming" not in first:
         return []
+    keys = reading_order()  # the common metrics' and each consumer kind's labels, in reading order
+
+    def order(name: str) -> tuple[int, str]:
+        return (keys.index(name) if name in keys else len(keys), name)
+
     out = []
     for call, metrics in first["streaming"]["calls"].items():
-        out.append((call, sorted(metrics, key=_order), first["streaming"].get("apparate", {}).get(call)))
+        out.append((call, sorted(metrics, key=order), first["streaming"].get("apparate", {}).get(call)))
     return out

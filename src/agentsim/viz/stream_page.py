@@ -6,7 +6,11 @@ waits through before the first word (a listen, tools, waits, earlier calls such 
 the call's own time to its first token) as phases on a strip and as a status line, then the same sample
 text as the variant delivers it (jitter, chunks and stalls included), with the reader's position (``f_i``)
 or the speaker's (tokens said) marked in the text, and where the person interrupts, the interruption:
-reading and speech stop there. A clock, a speed control, pause and a scrubber. Nothing is fetched: the
+reading and speech stop there. Each lane also says, for a voice, the run's voice-to-voice latency, and for
+each of the scenario's ``slo`` targets on the call's streaming metrics whether this run meets it and the
+share of the simulated runs within it (95% interval). The page says how its run was chosen: the run whose
+call took the median time in the first variant, or the one ``--run`` named. A clock, a speed control, pause
+and a scrubber. Nothing is fetched: the
 styles, the script and the timeline (JSON) are inside the page, rendered from ``templates/stream.html``
 with autoescaping.
 
@@ -87,6 +91,8 @@ def page_data(frame) -> dict:
             "delivered": _clean(g["delivered_s"].to_numpy()),
             "interrupt": _clean(stop)[0] if len(stop) else None,
             "phases": _rows([p for p in phases if p["variant"] == name]),
+            "voice_to_voice": frame.attrs.get("voice_to_voice", {}).get(name),
+            "targets": [_target_text(t) for t in frame.attrs.get("targets", {}).get(name, [])],
         }
         for column, label in columns.items():  # a consumer kind's per-token times: "read", "spoken"
             entry[label] = _consumed(g[column].to_numpy())
@@ -101,11 +107,32 @@ def page_data(frame) -> dict:
         "call": frame.attrs.get("call"),
         "consumer": frame.attrs.get("consumer"),
         "run": int(frame["run"].iloc[0]) if len(frame) else 0,
+        "picked": frame.attrs.get("picked", "median"),
+        "first_variant": str(variants[0]["name"]) if variants else "",
         "duration": float(max(ends, default=0.0)),
         "words_per_token": WORDS_PER_TOKEN,
         "words": SAMPLE_TEXT.split(),
         "variants": variants,
     }
+
+
+def _target_text(t: dict) -> dict:
+    """One target of a lane: ``voice_to_voice_s ≤ 0.80 s: this run 1.09 s, missed; 42.0% of 300 runs within
+    (95% CI 36.6–47.7%)``, and whether the shown run met it (the page colours it)."""
+    from agentsim.viz import format as fmt
+
+    floor = t["metric"].rsplit(".", 1)[-1].startswith("qoe")
+
+    def value(x):
+        if x is None:
+            return "none"
+        return fmt.durations([x])[0] if t["metric"].endswith("_s") else f"{x:.3g}"
+
+    lo, hi = t["ci95"]
+    text = (f"{t['metric']} {'≥' if floor else '≤'} {value(t['target'])}: this run {value(t['value'])}, "
+            f"{'met' if t['met'] else 'missed'}; {fmt.pct(t['share'])} of {t['runs']:,} runs within "
+            f"(95% CI {100 * lo:.1f}–{fmt.pct(hi)})")  # fmt: skip
+    return {"text": text, "met": t["met"]}
 
 
 def words_shown(tokens: int) -> int:
@@ -122,20 +149,16 @@ def build_stream_page(
     engine: str = "auto",
     run: int | None = None,
     speed: float = 1.0,
+    percentile: float = 50.0,
 ) -> str:
     """Simulate ``scenario_file`` and return the HTML page that plays ``call`` streaming per variant."""
-    import jinja2
-
     from agentsim.plan.validation import load
+    from agentsim.viz.page_env import environment, visible_data
 
     sc = load(Path(scenario_file))
-    frame = token_timelines(sc, call, runs=runs, seed=seed, engine=engine, run=run)
-    env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(Path(__file__).parent / "templates"),
-        autoescape=True,
-        undefined=jinja2.StrictUndefined,
-    )
-    data = page_data(frame)
+    frame = token_timelines(sc, call, runs=runs, seed=seed, engine=engine, run=run, percentile=percentile)
+    env = environment()
+    data = visible_data(page_data(frame))
     return env.get_template("stream.html").render(
         title=f"agentsim stream: {sc.name}",
         description=sc.description or "",

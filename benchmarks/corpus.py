@@ -1,0 +1,54 @@
+"""Reading and replaying the public corpus of real Claude Code sessions: time and memory (issue 35).
+
+    python benchmarks/corpus.py PATH [--variant V ...] [--prices-as-of DATE]
+
+``PATH`` is the ``traces/`` folder of callanjfox/kv-cache-tester (about 740 JSON files, 440 MB; the
+repository is not part of agentsim: fetch it, e.g. ``git clone https://github.com/callanjfox/kv-cache-tester``).
+In a child process (so its peak memory is its own), runs ``agentsim replay PATH --json`` with the given
+variants and prints the CPU and wall seconds, the peak resident memory, and the sessions, turns and calls
+read. Goal: the whole corpus in under 2 minutes and 2 GB.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("path", type=Path)
+    ap.add_argument("--variant", "-v", action="append", default=None)
+    ap.add_argument("--prices-as-of", default="2026-12-01")
+    args = ap.parse_args()
+    cmd = [sys.executable, "-m", "agentsim", "replay", str(args.path), "--json", "--prices-as-of", args.prices_as_of]
+    for v in args.variant or ["fast"]:
+        cmd += ["-v", v]
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=ROOT)
+    out = proc.stdout.read()
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - t0
+    if os.waitstatus_to_exitcode(status) != 0:
+        sys.exit(f"agentsim replay exited with {os.waitstatus_to_exitcode(status)}")
+    doc = json.loads(out)
+    rec = doc["recorded"]
+    files = sum(1 for f in doc["files"] if f["format"] == "kv-cache-tester")
+    print(f"files read          {files:>12,}")
+    print(f"sessions            {doc['sessions']:>12,}")
+    print(f"turns               {rec['turns']:>12,}")
+    print(f"API calls           {rec['calls']:>12,}")
+    print(f"CPU                 {usage.ru_utime + usage.ru_stime:>12.1f} s")
+    print(f"wall                {wall:>12.1f} s   (goal: under 120 s)")
+    print(f"peak memory         {usage.ru_maxrss / 1024:>12.0f} MiB (goal: under 2,048 MiB)")
+
+
+if __name__ == "__main__":
+    main()
