@@ -27,7 +27,7 @@ from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, fields
 from functools import partial
 from itertools import repeat
 from typing import Any
@@ -82,8 +82,9 @@ class Placement:
         return self.executor == "process" and (self.workers == 1 or blocks == 1)
 
     def options(self) -> dict[str, Any]:
-        """As the keyword options of :func:`ordered_chunks`."""
-        return asdict(self)
+        """As the keyword options of :func:`ordered_chunks` (shallow: a Dask ``Client`` is passed as it is,
+        never copied; ``dataclasses.asdict`` would deep-copy it and fail on its asyncio tasks)."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
 def _is_client(executor: Any) -> bool:
