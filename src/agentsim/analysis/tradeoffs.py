@@ -43,8 +43,8 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import special  # (not scipy.stats: its import alone costs ~0.5 s of CPU)
 
+from agentsim.model import special
 from agentsim.model.scenario import Scenario
 from agentsim.sim import payoff
 from agentsim.sim.results import Results, summary_frame, summary_rows

@@ -255,6 +255,31 @@ _OUT_OF_MEMORY = (
 )
 
 
+_STDOUT_CLOSED = (
+    "standard output was closed before everything was written to it (the command reading it, such as `head`, "
+    "ended first); what was printed is incomplete: write to a file (--out, -o, or > FILE) to keep it all"
+)
+
+
+def _stdout_closed() -> bool:
+    """Whether standard output is a pipe whose reader has gone (polled: the pipe reports an error); if so it is
+    pointed at /dev/null, so that nothing more (the process's own last flush included) fails on it."""
+    import select
+
+    try:
+        fd = sys.stdout.fileno()
+        poll = select.poll()
+        poll.register(fd, select.POLLOUT)
+        if not any(ev & (select.POLLERR | select.POLLHUP) for _, ev in poll.poll(0)):
+            return False
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, fd)
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # no file descriptor (a test's captured output)
+        return False
+    return True
+
+
 def handle_errors(fn: Callable) -> Callable:
     """Turn known errors into messages and exit codes instead of tracebacks."""
 
@@ -274,6 +299,10 @@ def handle_errors(fn: Callable) -> Callable:
             raise
         except KeyboardInterrupt:
             _fail("interrupted", 130)
+        except BrokenPipeError:
+            if not _stdout_closed():
+                raise
+            _fail(f"error: {_STDOUT_CLOSED}", 2)
         except Exception as exc:
             if _is(exc, "agentsim.model.loading", "ScenarioError"):
                 _fail("\n".join(f"error: {item}" for item in exc.items), 2)

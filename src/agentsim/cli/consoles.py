@@ -9,6 +9,7 @@ instead of acting on the terminal. (rich's own styling is added after the text i
 
 from __future__ import annotations
 
+import errno
 from typing import Any
 
 from rich.console import Console
@@ -23,3 +24,10 @@ class VisibleConsole(Console):
 
     def render_str(self, text: str, **options: Any):
         return super().render_str(visible(text, lines=True), **options)
+
+    def on_broken_pipe(self) -> None:
+        """The pipe this console writes to was closed by its reader (``| head``): rich would end the process with
+        status 1; this raises the error for the command's handler instead, which ends it with its message
+        and status 2 (:func:`agentsim.cli.common.handle_errors`)."""
+        self.quiet = True
+        raise BrokenPipeError(errno.EPIPE, "the output pipe was closed by its reader")

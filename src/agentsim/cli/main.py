@@ -27,6 +27,7 @@ from agentsim.cli.common import (
     err_console,
     handle_errors,
 )
+from agentsim.cli.process_end import end_process
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -340,8 +341,13 @@ def _print_warnings(warnings) -> None:
         err_console.print(str(w), markup=False)
 
 
-def main() -> None:  # console-script entry point
-    app()
+def main() -> None:
+    """The console-script entry point (and ``python -m agentsim``): the app, then the process ends without
+    tearing down its heap (:func:`agentsim.cli.process_end.end_process`)."""
+    try:
+        app()
+    except SystemExit as exc:  # typer's app always ends so, success included
+        end_process(exc)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -27,9 +27,8 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import special  # (not scipy.stats: its import alone costs ~0.5 s of CPU)
 
-from agentsim.model import extensions
+from agentsim.model import extensions, special
 from agentsim.plan.compiler import Plan
 from agentsim.pricing.rates import prices_summary
 from agentsim.sim import payoff, slots

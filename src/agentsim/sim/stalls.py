@@ -36,8 +36,8 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import special
 
+from agentsim.model import special
 from agentsim.plan.nodes import CHUNKS, OUTPUT, STALL_AT, STALL_GAPS, STALL_LENS, STALL_P, STALL_S, Plan
 from agentsim.sim.stream_draws import batch_runs, columns, group_sizes, token_rows
 

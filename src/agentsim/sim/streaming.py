@@ -42,8 +42,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import special
 
+from agentsim.model import special
 from agentsim.model.registry import consumer_kind
 from agentsim.plan.nodes import CHUNKS, GAPS, INTERRUPT_P, INTERRUPT_X, Plan
 from agentsim.plan.sampling import Block
