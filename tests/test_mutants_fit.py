@@ -114,6 +114,55 @@ def test_the_report_reads_quantiles_above_the_median_limit():
     assert rep["measured"]["p50"] == pytest.approx(float(np.median(x)), rel=1e-12)
 
 
+def test_a_gamma_length_is_written_as_its_mean_and_sd():
+    # gamma(shape 2, scale 1.5): mean 3, sd sqrt(2) x 1.5 (closed form); the spec names the family and both
+    d = stats.gamma(a=2.0, scale=1.5)
+    spec = LengthFit("gamma", d, 3.0, {}).spec(lambda v: round(float(v), 9))
+    assert spec == {"gamma": {"mean": 3.0, "sd": round(math.sqrt(2.0) * 1.5, 9)}}
+
+
+def _independent_truncated_mle(family: str, x: np.ndarray, c: np.ndarray) -> tuple[float, float]:
+    """The maximum of sum(log f(x) - log S(c)) written with scipy.stats' own densities (not stall_fit's), from
+    several starts: the parameters a second implementation finds."""
+    from scipy import optimize
+
+    def nll(t):
+        if family == "gamma":
+            d = stats.gamma(a=math.exp(t[0]), scale=math.exp(t[1]))
+        else:
+            d = stats.lognorm(s=math.exp(t[1]), scale=math.exp(t[0]))
+        v = -float(np.sum(d.logpdf(x) - d.logsf(c)))
+        return v if math.isfinite(v) else 1e300
+
+    best = min(
+        (optimize.minimize(nll, s0, method="Nelder-Mead", options={"xatol": 1e-9, "fatol": 1e-12, "maxiter": 5000})
+         for s0 in ([0.0, 0.0], [1.0, -1.0], [-1.0, 1.0])),
+        key=lambda r: r.fun,
+    )  # fmt: skip
+    return float(best.x[0]), float(best.x[1])
+
+
+@pytest.mark.parametrize("family", ["gamma", "lognormal"])
+def test_the_truncated_fit_is_the_maximum_of_the_truncated_likelihood(family):
+    # pauses seen only above a detection limit c (different per pause, and cutting deep into the distribution):
+    # the fitted parameters are those that maximise sum(log f(x) - log S(c)), found again independently
+    rng = np.random.default_rng(11)
+    truth = stats.gamma(a=1.7, scale=0.8) if family == "gamma" else stats.lognorm(s=0.6, scale=1.2)
+    c = rng.choice([0.4, 0.9, 1.5], 4000)
+    x = truth.ppf(truth.cdf(c) + rng.uniform(size=c.size) * truth.sf(c))  # draws of X | X > c
+    d, k = stall_fit.CANDIDATES[family](x, c)
+    assert k == 2
+    t0, t1 = _independent_truncated_mle(family, x, c)
+    if family == "gamma":
+        assert d.kwds["a"] == pytest.approx(math.exp(t0), rel=1e-4)
+        assert d.kwds["scale"] == pytest.approx(math.exp(t1), rel=1e-4)
+    else:
+        assert d.kwds["scale"] == pytest.approx(math.exp(t0), rel=1e-4)
+        assert d.kwds["s"] == pytest.approx(math.exp(t1), rel=1e-4)
+    # and it recovers the truth within its sampling error (4,000 pauses: a few percent)
+    assert float(d.mean()) == pytest.approx(float(truth.mean()), rel=0.08)
+
+
 # --------------------------------------------------------------------------- sessions as steps
 
 
