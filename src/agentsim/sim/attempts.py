@@ -178,7 +178,7 @@ class LimitedCalls:
         except simpy.Interrupt:
             self._release(held)
             tl = timeline(t0, ttft, out, reas, tps, stall, dec)
-            self._record(CANCELLED, job.where, job.t_submit, tl, tokens, tkey, not error)
+            self.rec.call(CANCELLED, job.where, job.t_submit, tl, tokens, tkey, env.now, not error)
             raise
         self._release(held)
         if outcome == ATT_OK:
@@ -191,7 +191,7 @@ class LimitedCalls:
         billed = _NOTHING_BILLED
         if outcome == ATT_TIMEOUT:
             billed = (*tokens, *cut_tokens(env.now, t0, ttft, tps, out, reas, not error))
-        self.attempt_recs.frombytes(attempt_row(*job.where, attempt, tkey, outcome, t_try, t0, env.now, *billed))
+        self.rec.attempts.frombytes(attempt_row(*job.where, attempt, tkey, outcome, t_try, t0, env.now, *billed))
         return False, None
 
     def _admission(self, job: _Job, tier, attempt: int, t_try: float):
@@ -213,7 +213,7 @@ class LimitedCalls:
             held = adm.held
         if refused:
             now = self.env._now
-            self.attempt_recs.frombytes(
+            self.rec.attempts.frombytes(
                 attempt_row(*job.where, attempt, tkey, ATT_REJECTED, t_try, now, now, *_NOTHING_BILLED)
             )
         return refused, retry_after, tokens, held
@@ -318,36 +318,37 @@ class LimitedCalls:
     def _completed(self, job: _Job, t0: float, timing: tuple, tokens: tuple, tkey: int, attempt: int,
                    t_try: float) -> None:  # fmt: skip
         """The attempt that completed the call, uncut: what :meth:`_succeeded` does with its timeline, from its
-        numbers (``timing``: :meth:`_timing`'s). Recorded in full (``_record``: first token ``t0 + ttft``, end
-        now), its queue time and its effect on the flow (``_closed``, what ``_close`` does from a timeline)."""
+        numbers (``timing``: :meth:`_timing`'s). Recorded in full (``Recorder.call``: first token ``t0 + ttft``,
+        end now), its queue time and its effect on the flow (``Flow.closed``, what ``Flow.close`` does from a
+        timeline)."""
         st, now = job.st, self.env._now
         ttft, _tps, dec, stall, _d = timing
         i_new, out, reas = job.drawn
         t_submit = job.t_submit
-        self.call_recs.frombytes(
+        self.rec.calls.frombytes(
             call_row(*job.where, DONE, t_submit, t0, t0 + ttft, now, ttft, *tokens, out, reas, tkey)
         )
         if attempt > 1:
-            self.attempt_recs.frombytes(
+            self.rec.attempts.frombytes(
                 attempt_row(*job.where, attempt, tkey, ATT_OK, t_try, t0, now, *_NOTHING_BILLED)
             )
         st.acc[Q] += t0 - t_submit
-        self._closed(st, i_new, out, ttft, dec, stall)
+        st.closed(i_new, out, ttft, dec, stall)
 
     def _succeeded(self, job: _Job, tl, tokens: tuple, tkey: int, attempt: int, t_try: float, i_new: int) -> None:
         """The attempt that completed the call, with its timeline (cut by the user, or not): its record, its
         queue time, its effect on the flow."""
         where = job.where
-        self._record(DONE, where, job.t_submit, tl, tokens, tkey)
+        now = self.env.now
+        self.rec.call(DONE, where, job.t_submit, tl, tokens, tkey, now)
         if attempt > 1:
-            now = self.env.now
-            self.attempt_recs.frombytes(
+            self.rec.attempts.frombytes(
                 attempt_row(*where, attempt, tkey, ATT_OK, t_try, tl.send, now, *_NOTHING_BILLED)
             )
         job.st.acc[Q] += tl.send - job.t_submit
         if tl.cut is not None:
-            self.interrupt_recs.extend(where)
-        self._close(job.st, i_new, tl)
+            self.rec.interrupts.extend(where)
+        job.st.close(i_new, tl)
 
     def _stall_on(self, node, c, tkey: int, j: int) -> float | None:
         """Stall seconds of a call's instance ``j`` on tier ``tkey`` (None when the tier cannot stall)."""
@@ -382,7 +383,7 @@ class LimitedCalls:
 
     def _fail_call(self, node, r: int, flat: int, t_submit: float, tkey: int):
         now = self.env.now
-        self.call_recs.frombytes(
+        self.rec.calls.frombytes(
             call_row(node.id, r, flat, FAILED, t_submit, now, now, now, 0.0, 0, 0, 0, 0, 0, 0, tkey)
         )
         raise RunFailed

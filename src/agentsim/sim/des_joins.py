@@ -87,7 +87,7 @@ class Joins:
             left[0] = -1
             for b, (c, flat) in enumerate(calls):
                 if ends[b] is None:
-                    self._cancel_fixed(c, r, flat, t0)
+                    self.rec.cancel_fixed(c, r, flat, t0, env.now)
             raise
         c, flat = calls[critical_all(ends)]
         j = r * c.width + flat
