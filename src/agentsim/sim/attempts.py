@@ -169,7 +169,7 @@ class LimitedCalls:
         tl = cut = None  # where the user interrupts this attempt (agentsim.sim.call_timeline.Cut)
         if outcome == ATT_OK and (c.streamed or st.trigger is not None):
             tl = timeline(t0, ttft, out, reas, tps, stall, dec)
-            cut = self._stream_cut(job.node, st, job.flat, tl, tkey)
+            cut = self.streams.cut(job.node, st, job.flat, tl, tkey)
             if cut is not None:
                 d_run = cut.at - t0
         ctx.mark(tkey, tokens[0], t0 + d_run)
