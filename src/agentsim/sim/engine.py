@@ -168,7 +168,7 @@ class _CallInfo:
         return inp_l[0] if inp_c else inp_l[j], out_l[0] if out_c else out_l[j], reas_l[0] if reas_c else reas_l[j]
 
 
-class Runner(LimitedCalls, Joins):
+class Runner(LimitedCalls):
     """Runs the plan for the runs of one block, in one variant.
 
     Plain scenarios run each run in a fresh environment (:meth:`run_one`); with shared
@@ -197,6 +197,7 @@ class Runner(LimitedCalls, Joins):
             block.stream_cache["_budget"] = des_stream_bytes(plan, block.n)
         self.rec = Recorder()  # the block's records, as flat rows of doubles (agentsim.sim.rows)
         self.streams = StreamedCalls(plan, block, self.rec)  # streamed calls: cuts and pipelines
+        self.joins = Joins(self.rec, wrapped=plan.needs_attempts)  # branches and their joins
         self.limited = plan.needs_attempts
         # limited calls' constants (agentsim.sim.attempts): per call node, per tier's accounts, per (node, tier) stalls
         self._limited: dict = {}
@@ -290,7 +291,7 @@ class Runner(LimitedCalls, Joins):
 
     def share(self, env: simpy.Environment, accounts: list) -> None:
         """Run in ``env`` with ``accounts`` shared with other runners (a workload: many agents at once)."""
-        self.env = self.streams.env = env
+        self.env = self.streams.env = self.joins.env = env
         self.accounts = accounts
         self._admissions = {}  # (attempts._Admission) they name the accounts: drop the old ones
 
@@ -365,6 +366,16 @@ class Runner(LimitedCalls, Joins):
                 stall = c.stall[j]
                 if stall:
                     acc[stall_slot] += stall
+
+    def join(self, branches: list[tuple[SeqNode, int]], k: int | None, st: Flow):
+        """Run ``branches`` (sequence, instance) as processes (each :meth:`seq`); wait for all, or for the first
+        ``k`` (:meth:`Joins.join <agentsim.sim.des_joins.Joins.join>`)."""
+        return self.joins.join(branches, k, st, self.seq)
+
+    def join_calls(self, calls: list[tuple], st: Flow):
+        """Join all of branches that are each one fixed call ``(_CallInfo, instance)``: a timeout per call, no
+        process (:meth:`Joins.join_calls <agentsim.sim.des_joins.Joins.join_calls>`)."""
+        return self.joins.join_calls(calls, st)
 
     def call_step(self, node, st: Flow, flat: int):
         """A call (the call kind's DES form): :meth:`call`, or :meth:`call_limited` with limits or failures."""
