@@ -60,10 +60,12 @@ def test_the_des_reads_its_draws_from_arrays_with_the_values_of_lists():
     # a call's per-attempt uniforms are drawn when first read, as sample_block draws them when told to
     eager = dataclasses.replace(plan, draws=[dataclasses.replace(d, late=False) for d in plan.draws])
     drawn = sample_block(eager, 1, 0, 0, 64).values_for(0)
+    arrays = 0
     for purpose in (U_ERROR, U_JITTER):
         assert (plan.calls[0].id, purpose) not in block.values
-        rn._uniforms(plan.calls[0], purpose)
-    arrays = 0
+        got = rn.limited.uniforms(plan.calls[0], purpose)
+        assert list(got) == np.asarray(drawn[(plan.calls[0].id, purpose)]).reshape(-1).tolist()
+        arrays += isinstance(got, array)
     for key, got in rn.tl.items():
         want = drawn[key]
         if rn.const[key]:

@@ -32,9 +32,11 @@ and :meth:`Runner.iterate` (a node's instance axis: its copies, its iterations i
 and :meth:`Runner.join_calls` (branches and their join), and the call (:meth:`Runner.call_step`;
 with limits or failures :class:`agentsim.sim.attempts.LimitedCalls`). A :class:`~agentsim.sim.flow.RunFailed`
 raised by any of them stops the run (inside a parallel branch, the other branches are cancelled as
-race losers are). The runner's parts: :mod:`agentsim.sim.des_joins` (branches and their joins),
-:mod:`agentsim.sim.des_streams` (streamed calls), :mod:`agentsim.sim.attempts` (limited calls); its
-records become tensors in :mod:`agentsim.sim.des_records`.
+race losers are). The runner's parts are collaborators it makes per block, each holding only what it
+uses (no reference to the runner): :class:`~agentsim.sim.rows.Recorder` (its records),
+:class:`~agentsim.sim.des_joins.Joins` (branches and their joins), :class:`~agentsim.sim.des_streams.StreamedCalls`
+(streamed calls), :class:`~agentsim.sim.attempts.LimitedCalls` (limited calls); the runner delegates to them
+and sets their environment with its own. Its records become tensors in :mod:`agentsim.sim.des_records`.
 
 This engine handles one agent run at a time (fresh environment per run); shared
 provider limits and workloads run many agents in one environment
@@ -52,7 +54,7 @@ from simpy.events import Timeout
 
 from agentsim.model.registry import step_kind
 from agentsim.plan.nodes import COUNT, INPUT, OUTPUT, REASONING, U_TPS, U_TTFT, ContextCfg, Plan, SeqNode
-from agentsim.plan.sampling import Block, tier_speeds
+from agentsim.plan.sampling import Block
 from agentsim.plan.sizeguard import des_stream_bytes
 from agentsim.sim import slots
 from agentsim.sim.attempts import LimitedCalls
@@ -168,7 +170,7 @@ class _CallInfo:
         return inp_l[0] if inp_c else inp_l[j], out_l[0] if out_c else out_l[j], reas_l[0] if reas_c else reas_l[j]
 
 
-class Runner(LimitedCalls):
+class Runner:
     """Runs the plan for the runs of one block, in one variant.
 
     Plain scenarios run each run in a fresh environment (:meth:`run_one`); with shared
@@ -191,18 +193,15 @@ class Runner(LimitedCalls):
         ctx_of = _contexts(plan)
         feeding = {n.call.id for n in plan.nodes if n.follows_call and n.call is not None}
         self.info = {c.id: _CallInfo(self, c, values, ctx_of[c.id], c.id in feeding) for c in plan.calls}
-        self._tier_speeds: dict[tuple[int, int], tuple[list, list]] = {}
         self.streamed = {c.id for c in plan.calls if c.interrupt is not None}
         if "_budget" not in block.stream_cache:  # per-token draws kept for the calls streamed one at a time
             block.stream_cache["_budget"] = des_stream_bytes(plan, block.n)
         self.rec = Recorder()  # the block's records, as flat rows of doubles (agentsim.sim.rows)
         self.streams = StreamedCalls(plan, block, self.rec)  # streamed calls: cuts and pipelines
         self.joins = Joins(self.rec, wrapped=plan.needs_attempts)  # branches and their joins
-        self.limited = plan.needs_attempts
-        # limited calls' constants (agentsim.sim.attempts): per call node, per tier's accounts, per (node, tier) stalls
-        self._limited: dict = {}
-        self._admissions: dict = {}
-        self._tier_stalls: dict = {}
+        self.limited = None  # calls under limits and failures (agentsim.sim.attempts), when the plan has any
+        if plan.needs_attempts:
+            self.limited = LimitedCalls(plan, block, self.info, self.tod, self.tl, self.rec, self.streams.cut)
         self.steps_of = self._steps(plan)
         # sequences that are one fixed call (a branch that needs no process of its own: join_calls)
         self.one_call = {
@@ -293,7 +292,8 @@ class Runner(LimitedCalls):
         """Run in ``env`` with ``accounts`` shared with other runners (a workload: many agents at once)."""
         self.env = self.streams.env = self.joins.env = env
         self.accounts = accounts
-        self._admissions = {}  # (attempts._Admission) they name the accounts: drop the old ones
+        if self.limited is not None:
+            self.limited.use(env, accounts)
 
     def top(self, r: int):
         """The process of run ``r`` in a shared environment: walks the plan, records its end, status and breakdown."""
@@ -330,14 +330,6 @@ class Runner(LimitedCalls):
         ``each(k, slot)`` is iteration ``k``'s form (an iterable the runner yields from) on its instance slot."""
         for k, slot in enumerate(self.instances(node, st, flat)):
             yield from each(k, slot)
-
-    def tier_speeds(self, node, tier: int) -> tuple[list, list]:
-        """(TTFT, TPS) flat lists of a call on another tier (a fallback), from the same draws."""
-        key = (node.id, tier)
-        if key not in self._tier_speeds:
-            ttft0, tps = tier_speeds(self.plan, self.block, node, tier)
-            self._tier_speeds[key] = (ttft0.reshape(-1).tolist(), tps.reshape(-1).tolist())
-        return self._tier_speeds[key]
 
     # ------------------------------------------------------------------ steps
     def seq(self, node: SeqNode, st: Flow, flat: int):
@@ -380,6 +372,10 @@ class Runner(LimitedCalls):
     def call_step(self, node, st: Flow, flat: int):
         """A call (the call kind's DES form): :meth:`call`, or :meth:`call_limited` with limits or failures."""
         return self.call_limited(node, st, flat) if self.limited else self.call(node, st, flat)
+
+    def call_limited(self, node, st: Flow, flat: int):
+        """A call under limits or failures (:meth:`LimitedCalls.call <agentsim.sim.attempts.LimitedCalls.call>`)."""
+        return self.limited.call(node, st, flat)
 
     def call(self, node, st: Flow, flat: int):
         """A call in a context that changes (growth, prompt cache), streamed, or feeding a pipeline."""
