@@ -17,26 +17,31 @@ attempt's timeline is built as a :class:`~agentsim.sim.call_timeline.CallTimelin
 needs one (a streamed call, a cancelled or timed-out attempt); a completed one is recorded from its
 numbers, with the same operations (:mod:`agentsim.sim.rules`).
 
-:class:`LimitedCalls` is a part of :class:`agentsim.sim.engine.Runner` (a mixin): it reads the
-runner's draws, records and accounts.
+:class:`LimitedCalls` is a part of :class:`agentsim.sim.engine.Runner`, made by it per block (when the
+plan has limits or failures) with what it reads and writes and nothing else: the plan, the block, the
+calls' numbers (``engine._CallInfo``), the time-of-day conditions, the block's draws, the runner's
+:class:`~agentsim.sim.rows.Recorder`, and where a streamed attempt is cut (the runner's
+:meth:`StreamedCalls.cut <agentsim.sim.des_streams.StreamedCalls.cut>`); the runner hands it the
+environment and the accounts of the runs (:meth:`LimitedCalls.use`).
 """
 
 from __future__ import annotations
 
 import math
 from array import array
+from collections.abc import Callable
 
 import numpy as np
 import simpy
 from simpy.events import Timeout
 
 from agentsim.plan.limits import Gate, TooLarge
-from agentsim.plan.nodes import U_ERROR, U_JITTER
-from agentsim.plan.sampling import late_draw
+from agentsim.plan.nodes import U_ERROR, U_JITTER, Plan
+from agentsim.plan.sampling import Block, late_draw, tier_speeds
 from agentsim.sim.call_timeline import timeline
 from agentsim.sim.flow import Flow, RunFailed
 from agentsim.sim.records import CANCELLED, DONE
-from agentsim.sim.rows import attempt_row, call_row
+from agentsim.sim.rows import Recorder, attempt_row, call_row
 from agentsim.sim.rules import Q, context_speeds, cut_tokens, duration, first_token
 from agentsim.sim.stalls import stall_draws
 
@@ -72,11 +77,11 @@ class _LimitedCall:
 
     __slots__ = ("c", "fallback", "primary", "stride")
 
-    def __init__(self, runner, node):
-        self.c = runner.info[node.id]
-        self.stride = next(d.extra[0] for d in runner.plan.draws if d.node == node.id and d.purpose == U_ERROR)
-        self.primary = primary = runner.plan.tiers[self.c.key]
-        self.fallback = None if primary.fallback is None else runner.plan.tiers[primary.fallback]
+    def __init__(self, plan: Plan, c, node):
+        self.c = c
+        self.stride = next(d.extra[0] for d in plan.draws if d.node == node.id and d.purpose == U_ERROR)
+        self.primary = primary = plan.tiers[c.key]
+        self.fallback = None if primary.fallback is None else plan.tiers[primary.fallback]
 
 
 class _Admission:
@@ -112,17 +117,58 @@ class _Job:
 
 
 class LimitedCalls:
-    """The runner's calls under limits and failures (see the module doc)."""
+    """The runner's calls under limits and failures (see the module doc).
 
-    def call_limited(self, node, st: Flow, flat: int):
+    ``info``: each call node's ``engine._CallInfo``; ``tod``: time-of-day conditions by tier index; ``draws``:
+    the block's flat draws by (node, purpose) (per-attempt uniforms drawn with the block are read there, others
+    drawn when first read, :meth:`uniforms`); ``stream_cut``: where the user cuts a streamed attempt and the
+    pipeline it feeds is armed (``StreamedCalls.cut``). Per call node, per tier's accounts and per (node, tier),
+    what does not change between attempts is looked up once and kept.
+    """
+
+    __slots__ = (
+        "_admissions",
+        "_calls",
+        "_late",
+        "_tier_speeds",
+        "_tier_stalls",
+        "accounts",
+        "block",
+        "draws",
+        "env",
+        "info",
+        "plan",
+        "rec",
+        "stream_cut",
+        "tod",
+    )
+
+    def __init__(self, plan: Plan, block: Block, info: dict, tod: dict, draws: dict, rec: Recorder,
+                 stream_cut: Callable) -> None:  # fmt: skip
+        self.plan, self.block, self.info, self.tod, self.draws = plan, block, info, tod, draws
+        self.rec, self.stream_cut = rec, stream_cut
+        self._calls: dict[int, _LimitedCall] = {}
+        self._admissions: dict[int, _Admission] = {}
+        self._tier_stalls: dict = {}
+        self._tier_speeds: dict[tuple[int, int], tuple[list, list]] = {}
+        self._late: dict = {}
+        self.env: simpy.Environment = None  # type: ignore[assignment]
+        self.accounts: list = []
+
+    def use(self, env: simpy.Environment, accounts: list) -> None:
+        """Run in ``env`` with ``accounts`` (a tier's admission names them: the old ones' are dropped)."""
+        self.env, self.accounts = env, accounts
+        self._admissions = {}
+
+    def call(self, node, st: Flow, flat: int):
         """A call that may wait for, or be refused by, shared accounts, fail, time out and be retried.
 
         Each attempt is :meth:`_attempt`; between failed attempts the call backs off (:meth:`_backoff`);
         after ``fallback_after`` failures it moves to the fallback tier; after ``max_attempts`` the run fails.
         """
-        lc = self._limited.get(node.id)
+        lc = self._calls.get(node.id)
         if lc is None:
-            lc = self._limited[node.id] = _LimitedCall(self, node)
+            lc = self._calls[node.id] = _LimitedCall(self.plan, self.info[node.id], node)
         j = st.r * lc.c.width + flat
         base = j * lc.stride - 1
         primary = tier = lc.primary
@@ -134,7 +180,7 @@ class LimitedCalls:
             if tier is primary and lc.fallback is not None and failures >= primary.fallback_after:
                 tier = lc.fallback
             # (an attempt on a tier that cannot error needs no draw: no uniform is below an error rate of 0)
-            u_err = self._uniforms(node, U_ERROR)[base + attempt] if tier.error_rate > 0 else 1.0
+            u_err = self.uniforms(node, U_ERROR)[base + attempt] if tier.error_rate > 0 else 1.0
             ok, retry_after = yield from self._attempt(job, tier, attempt, u_err)
             if ok:
                 return
@@ -169,7 +215,7 @@ class LimitedCalls:
         tl = cut = None  # where the user interrupts this attempt (agentsim.sim.call_timeline.Cut)
         if outcome == ATT_OK and (c.streamed or st.trigger is not None):
             tl = timeline(t0, ttft, out, reas, tps, stall, dec)
-            cut = self._stream_cut(job.node, st, job.flat, tl, tkey)
+            cut = self.stream_cut(job.node, st, job.flat, tl, tkey)
             if cut is not None:
                 d_run = cut.at - t0
         ctx.mark(tkey, tokens[0], t0 + d_run)
@@ -178,7 +224,7 @@ class LimitedCalls:
         except simpy.Interrupt:
             self._release(held)
             tl = timeline(t0, ttft, out, reas, tps, stall, dec)
-            self._record(CANCELLED, job.where, job.t_submit, tl, tokens, tkey, not error)
+            self.rec.call(CANCELLED, job.where, job.t_submit, tl, tokens, tkey, env.now, not error)
             raise
         self._release(held)
         if outcome == ATT_OK:
@@ -191,7 +237,7 @@ class LimitedCalls:
         billed = _NOTHING_BILLED
         if outcome == ATT_TIMEOUT:
             billed = (*tokens, *cut_tokens(env.now, t0, ttft, tps, out, reas, not error))
-        self.attempt_recs.frombytes(attempt_row(*job.where, attempt, tkey, outcome, t_try, t0, env.now, *billed))
+        self.rec.attempts.frombytes(attempt_row(*job.where, attempt, tkey, outcome, t_try, t0, env.now, *billed))
         return False, None
 
     def _admission(self, job: _Job, tier, attempt: int, t_try: float):
@@ -213,7 +259,7 @@ class LimitedCalls:
             held = adm.held
         if refused:
             now = self.env._now
-            self.attempt_recs.frombytes(
+            self.rec.attempts.frombytes(
                 attempt_row(*job.where, attempt, tkey, ATT_REJECTED, t_try, now, now, *_NOTHING_BILLED)
             )
         return refused, retry_after, tokens, held
@@ -306,7 +352,7 @@ class LimitedCalls:
         if tkey == c.key:
             ttft0, tps = c.ttft0[j], c.tps[j]
         else:
-            tl_ttft, tl_tps = self.tier_speeds(node, tkey)
+            tl_ttft, tl_tps = self._tier_speeds_of(node, tkey)
             ttft0, tps = tl_ttft[j], tl_tps[j]
         if self.tod and tkey in self.tod:  # slow hours: factors of the clock at the attempt's start
             fx, fy = self.tod[tkey].factors(t0)
@@ -318,36 +364,37 @@ class LimitedCalls:
     def _completed(self, job: _Job, t0: float, timing: tuple, tokens: tuple, tkey: int, attempt: int,
                    t_try: float) -> None:  # fmt: skip
         """The attempt that completed the call, uncut: what :meth:`_succeeded` does with its timeline, from its
-        numbers (``timing``: :meth:`_timing`'s). Recorded in full (``_record``: first token ``t0 + ttft``, end
-        now), its queue time and its effect on the flow (``_closed``, what ``_close`` does from a timeline)."""
+        numbers (``timing``: :meth:`_timing`'s). Recorded in full (``Recorder.call``: first token ``t0 + ttft``,
+        end now), its queue time and its effect on the flow (``Flow.closed``, what ``Flow.close`` does from a
+        timeline)."""
         st, now = job.st, self.env._now
         ttft, _tps, dec, stall, _d = timing
         i_new, out, reas = job.drawn
         t_submit = job.t_submit
-        self.call_recs.frombytes(
+        self.rec.calls.frombytes(
             call_row(*job.where, DONE, t_submit, t0, t0 + ttft, now, ttft, *tokens, out, reas, tkey)
         )
         if attempt > 1:
-            self.attempt_recs.frombytes(
+            self.rec.attempts.frombytes(
                 attempt_row(*job.where, attempt, tkey, ATT_OK, t_try, t0, now, *_NOTHING_BILLED)
             )
         st.acc[Q] += t0 - t_submit
-        self._closed(st, i_new, out, ttft, dec, stall)
+        st.closed(i_new, out, ttft, dec, stall)
 
     def _succeeded(self, job: _Job, tl, tokens: tuple, tkey: int, attempt: int, t_try: float, i_new: int) -> None:
         """The attempt that completed the call, with its timeline (cut by the user, or not): its record, its
         queue time, its effect on the flow."""
         where = job.where
-        self._record(DONE, where, job.t_submit, tl, tokens, tkey)
+        now = self.env.now
+        self.rec.call(DONE, where, job.t_submit, tl, tokens, tkey, now)
         if attempt > 1:
-            now = self.env.now
-            self.attempt_recs.frombytes(
+            self.rec.attempts.frombytes(
                 attempt_row(*where, attempt, tkey, ATT_OK, t_try, tl.send, now, *_NOTHING_BILLED)
             )
         job.st.acc[Q] += tl.send - job.t_submit
         if tl.cut is not None:
-            self.interrupt_recs.extend(where)
-        self._close(job.st, i_new, tl)
+            self.rec.interrupts.extend(where)
+        job.st.close(i_new, tl)
 
     def _stall_on(self, node, c, tkey: int, j: int) -> float | None:
         """Stall seconds of a call's instance ``j`` on tier ``tkey`` (None when the tier cannot stall)."""
@@ -357,7 +404,7 @@ class LimitedCalls:
             key = (node.id, tkey)
             if key not in self._tier_stalls:
                 sd = stall_draws(self.plan, self.block, node, tkey)
-                shape = (self.n, *self.block.shape(node.scope))
+                shape = (self.block.n, *self.block.shape(node.scope))
                 self._tier_stalls[key] = None if sd is None else np.broadcast_to(sd[0], shape).reshape(-1).tolist()
             stalls = self._tier_stalls[key]
         return None if stalls is None else stalls[j]
@@ -368,21 +415,33 @@ class LimitedCalls:
         if retry_after is not None and tier.honour_retry_after:
             return retry_after
         ceiling = min(tier.backoff_cap, tier.backoff_base * 2.0 ** (attempt - 1))
-        return self._uniforms(node, U_JITTER)[at] * ceiling if tier.full_jitter else ceiling
+        return self.uniforms(node, U_JITTER)[at] * ceiling if tier.full_jitter else ceiling
 
-    def _uniforms(self, node, purpose: int):
-        """A call node's per-attempt uniforms (``U_ERROR``, ``U_JITTER``) in this block, as a flat array: drawn
-        when first read (:func:`agentsim.plan.sampling.late_draw`: the values ``sample_block`` would give)."""
+    def uniforms(self, node, purpose: int):
+        """A call node's per-attempt uniforms (``U_ERROR``, ``U_JITTER``) in this block, as a flat array: those
+        drawn with the block, else drawn when first read (:func:`agentsim.plan.sampling.late_draw`: the values
+        ``sample_block`` would give)."""
         key = (node.id, purpose)
-        if key not in self.tl:
-            values = late_draw(self.plan, self.block, node.id, purpose)
-            self.tl[key] = array("d", np.ascontiguousarray(values.reshape(-1), dtype=np.float64).tobytes())
-            self.const[key] = False
-        return self.tl[key]
+        got = self._late.get(key)
+        if got is None:
+            got = self.draws.get(key)
+            if got is None:
+                values = late_draw(self.plan, self.block, node.id, purpose)
+                got = array("d", np.ascontiguousarray(values.reshape(-1), dtype=np.float64).tobytes())
+            self._late[key] = got
+        return got
+
+    def _tier_speeds_of(self, node, tier: int) -> tuple[list, list]:
+        """(TTFT, TPS) flat lists of a call on another tier (a fallback), from the same draws."""
+        key = (node.id, tier)
+        if key not in self._tier_speeds:
+            ttft0, tps = tier_speeds(self.plan, self.block, node, tier)
+            self._tier_speeds[key] = (ttft0.reshape(-1).tolist(), tps.reshape(-1).tolist())
+        return self._tier_speeds[key]
 
     def _fail_call(self, node, r: int, flat: int, t_submit: float, tkey: int):
         now = self.env.now
-        self.call_recs.frombytes(
+        self.rec.calls.frombytes(
             call_row(node.id, r, flat, FAILED, t_submit, now, now, now, 0.0, 0, 0, 0, 0, 0, 0, tkey)
         )
         raise RunFailed

@@ -6,11 +6,18 @@ breakdown (:func:`agentsim.sim.rules.critical_all` / :func:`~agentsim.sim.rules.
 of the branches that count. In a race the losers are cancelled once everything else at the deciding
 instant has happened (an event of lower priority than any other at that instant, ``_Settle``).
 :meth:`Joins.join_calls` joins branches that are each one fixed call with one timeout per call and no
-process at all. :class:`Joins` is a part of :class:`agentsim.sim.engine.Runner` (a mixin).
+process at all.
+
+:class:`Joins` is a part of :class:`agentsim.sim.engine.Runner`, made by it per block: it holds the
+runner's :class:`~agentsim.sim.rows.Recorder` (a cancelled fixed call is recorded there), whether branches
+run in wrapper processes, and the environment the runs are in. The runner's sequence form
+(:meth:`Runner.seq <agentsim.sim.engine.Runner.seq>`), which each branch runs, is handed to :meth:`Joins.join`
+at each join rather than kept (a bound method of the runner kept here would make a reference cycle).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from weakref import WeakKeyDictionary
 
 import simpy
@@ -18,6 +25,7 @@ from simpy.events import Event, Timeout
 
 from agentsim.plan.nodes import Node, SeqNode
 from agentsim.sim.flow import Flow, RunFailed
+from agentsim.sim.rows import Recorder
 from agentsim.sim.rules import DEC, STALL, TTFT, critical_all, race
 
 __all__ = ["SETTLE", "Joins"]
@@ -51,7 +59,15 @@ class _Settle(Event):
 
 
 class Joins:
-    """The runner's joins of branches (see the module doc)."""
+    """The runner's joins of branches (see the module doc). ``wrapped``: each branch runs in a wrapper process
+    (with shared accounts: the event order they were tuned on); ``env``: the environment of the runs, set by
+    the runner before they run."""
+
+    __slots__ = ("env", "rec", "wrapped")
+
+    def __init__(self, rec: Recorder, wrapped: bool):
+        self.rec, self.wrapped = rec, wrapped
+        self.env: simpy.Environment = None  # type: ignore[assignment]
 
     def join_calls(self, calls: list[tuple], st: Flow):
         """Join all of branches that are each one fixed call: a timeout per call, no process per branch.
@@ -87,7 +103,7 @@ class Joins:
             left[0] = -1
             for b, (c, flat) in enumerate(calls):
                 if ends[b] is None:
-                    self._cancel_fixed(c, r, flat, t0)
+                    self.rec.cancel_fixed(c, r, flat, t0, env.now)
             raise
         c, flat = calls[critical_all(ends)]
         j = r * c.width + flat
@@ -97,8 +113,9 @@ class Joins:
         if c.stall is not None and c.stall[j]:
             acc[STALL] += c.stall[j]
 
-    def join(self, branches: list[tuple[SeqNode, int]], k: int | None, st: Flow):
-        """Run ``branches`` (sequence, instance) as processes; wait for all, or for the first ``k``.
+    def join(self, branches: list[tuple[SeqNode, int]], k: int | None, st: Flow, seq: Callable):
+        """Run ``branches`` (sequence, instance) as processes, each ``seq(node, flow, instance)`` (the runner's
+        sequence form); wait for all, or for the first ``k``.
 
         The parent carries on with the critical branch's breakdown (rules.critical_all / rules.race);
         in a race the losers are cancelled once everything else at the deciding instant has happened.
@@ -112,7 +129,7 @@ class Joins:
         # a race is settled after the races nested in its branches at the same instant (ties by branch order)
         settle = SETTLE + max(_height(seq) for seq, _ in branches)
         bar = _Barrier(self.env, nb, nb if k is None else min(k, nb), settle)
-        procs = self._start_branches(branches, states, bar)
+        procs = self._start_branches(branches, states, bar, seq)
         try:
             yield bar.done
         except (simpy.Interrupt, RunFailed):
@@ -127,26 +144,28 @@ class Joins:
             st.ctx.join([states[b].ctx for b in winners])
         st.acc[:] = states[critical].acc
 
-    def _start_branches(self, branches: list[tuple[SeqNode, int]], states: list[Flow], bar: _Barrier) -> list:
-        """Each branch's process, its end or failure reported to ``bar``."""
+    def _start_branches(self, branches: list[tuple[SeqNode, int]], states: list[Flow], bar: _Barrier,
+                        seq: Callable) -> list:  # fmt: skip
+        """Each branch's process (``seq`` of its sequence), its end or failure reported to ``bar``."""
         env = self.env
-        if self.limited:  # each branch in a wrapper process (the event order shared accounts were tuned on)
-            return [env.process(self._branch(seq, flat, states[b], b, bar)) for b, (seq, flat) in enumerate(branches)]
+        if self.wrapped:  # each branch in a wrapper process (the event order shared accounts were tuned on)
+            return [env.process(_branch(seq, node, flat, states[b], b, bar)) for b, (node, flat) in enumerate(branches)]
         procs = []  # each branch's sequence is its process; its end is seen by a callback
-        for b, (seq, flat) in enumerate(branches):
-            p = env.process(self.seq(seq, states[b], flat))
+        for b, (node, flat) in enumerate(branches):
+            p = env.process(seq(node, states[b], flat))
             p.callbacks.append(lambda ev, b=b: bar.ended(ev, b))
             procs.append(p)
         return procs
 
-    def _branch(self, seq: SeqNode, flat: int, st: Flow, b: int, bar: _Barrier):
-        """Branch ``b`` in a wrapper process: its sequence, then its end (or failure) reported to ``bar``."""
-        try:
-            yield from self.seq(seq, st, flat)
-        except (simpy.Interrupt, RunFailed) as exc:
-            bar.failed(exc)
-            return
-        bar.finished(b)
+
+def _branch(seq: Callable, node: SeqNode, flat: int, st: Flow, b: int, bar: _Barrier):
+    """Branch ``b`` in a wrapper process: ``seq`` of its sequence, then its end (or failure) reported to ``bar``."""
+    try:
+        yield from seq(node, st, flat)
+    except (simpy.Interrupt, RunFailed) as exc:
+        bar.failed(exc)
+        return
+    bar.finished(b)
 
 
 class _Barrier:

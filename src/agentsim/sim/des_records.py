@@ -71,7 +71,7 @@ def _scatter_calls(plan: Plan, runner, variant: int) -> dict[int, dict[str, np.n
     the speed the call ran at (time-of-day and context-size factors, in the DES's order).
     """
     block = runner.block
-    out = _scatter(plan.calls, block, runner.plain_recs, PLAIN_RECORD, empty_call_tensors)
+    out = _scatter(plan.calls, block, runner.rec.plain, PLAIN_RECORD, empty_call_tensors)
     for node in plan.calls:
         t = out[node.id]
         c = runner.info[node.id]
@@ -107,7 +107,7 @@ def _scatter_calls(plan: Plan, runner, variant: int) -> dict[int, dict[str, np.n
         t["output"][done] = output
         t["reasoning"][done] = reasoning
         t["tier"][done] = node.tiers[variant]
-    full = _scatter(plan.calls, block, runner.call_recs, CALL_RECORD, empty_call_tensors)
+    full = _scatter(plan.calls, block, runner.rec.calls, CALL_RECORD, empty_call_tensors)
     for node in plan.calls:  # cancelled, failed and limited calls: everything was recorded
         f, t = full[node.id], out[node.id]
         m = f["status"] != 0
@@ -165,15 +165,15 @@ def finish_block(plan: Plan, runner, block: Block, variant: int, start=None) -> 
         wall=runner.wall,
         breakdown=breakdown,
         calls=_scatter_calls(plan, runner, variant),
-        spans=_scatter_spans(plan, block, runner.span_recs),
+        spans=_scatter_spans(plan, block, runner.rec.spans),
         start=start,
     )
     res.starts = {n.id: res.spans[n.id]["t_start"] for n in plan.spans if n.keeps_start}
-    res.turns = _scatter_turns(plan, block, runner.turn_recs)
+    res.turns = _scatter_turns(plan, block, runner.rec.turns)
     if runner.streamed:
-        res.interrupted = _interrupted(plan, block, runner.interrupt_recs)
+        res.interrupted = _interrupted(plan, block, runner.rec.interrupts)
     if plan.needs_attempts:
-        att = attempts_frame(plan, block, variant, runner.attempt_recs)
+        att = attempts_frame(plan, block, variant, runner.rec.attempts)
         local = att["run"] - block.start
         extra = np.zeros(block.n)
         np.add.at(extra, local, att["cost"])

@@ -32,9 +32,11 @@ and :meth:`Runner.iterate` (a node's instance axis: its copies, its iterations i
 and :meth:`Runner.join_calls` (branches and their join), and the call (:meth:`Runner.call_step`;
 with limits or failures :class:`agentsim.sim.attempts.LimitedCalls`). A :class:`~agentsim.sim.flow.RunFailed`
 raised by any of them stops the run (inside a parallel branch, the other branches are cancelled as
-race losers are). The runner's parts: :mod:`agentsim.sim.des_joins` (branches and their joins),
-:mod:`agentsim.sim.des_streams` (streamed calls), :mod:`agentsim.sim.attempts` (limited calls); its
-records become tensors in :mod:`agentsim.sim.des_records`.
+race losers are). The runner's parts are collaborators it makes per block, each holding only what it
+uses (no reference to the runner): :class:`~agentsim.sim.rows.Recorder` (its records),
+:class:`~agentsim.sim.des_joins.Joins` (branches and their joins), :class:`~agentsim.sim.des_streams.StreamedCalls`
+(streamed calls), :class:`~agentsim.sim.attempts.LimitedCalls` (limited calls); the runner delegates to them
+and sets their environment with its own. Its records become tensors in :mod:`agentsim.sim.des_records`.
 
 This engine handles one agent run at a time (fresh environment per run); shared
 provider limits and workloads run many agents in one environment
@@ -52,7 +54,7 @@ from simpy.events import Timeout
 
 from agentsim.model.registry import step_kind
 from agentsim.plan.nodes import COUNT, INPUT, OUTPUT, REASONING, U_TPS, U_TTFT, ContextCfg, Plan, SeqNode
-from agentsim.plan.sampling import Block, tier_speeds
+from agentsim.plan.sampling import Block
 from agentsim.plan.sizeguard import des_stream_bytes
 from agentsim.sim import slots
 from agentsim.sim.attempts import LimitedCalls
@@ -63,13 +65,12 @@ from agentsim.sim.des_records import finish_block
 from agentsim.sim.des_streams import StreamedCalls
 from agentsim.sim.flow import Flow, RunFailed
 from agentsim.sim.records import CANCELLED, DONE, RUN_FAILED, BlockResult
-from agentsim.sim.rows import call_row, plain_row, span_row
+from agentsim.sim.rows import Recorder, plain_row, span_row
 from agentsim.sim.rules import (
     DEC,
     STALL,
     TTFT,
     context_speeds,
-    cut_tokens,
     decode,
     duration,
     first_token,
@@ -169,7 +170,7 @@ class _CallInfo:
         return inp_l[0] if inp_c else inp_l[j], out_l[0] if out_c else out_l[j], reas_l[0] if reas_c else reas_l[j]
 
 
-class Runner(LimitedCalls, StreamedCalls, Joins):
+class Runner:
     """Runs the plan for the runs of one block, in one variant.
 
     Plain scenarios run each run in a fresh environment (:meth:`run_one`); with shared
@@ -192,22 +193,15 @@ class Runner(LimitedCalls, StreamedCalls, Joins):
         ctx_of = _contexts(plan)
         feeding = {n.call.id for n in plan.nodes if n.follows_call and n.call is not None}
         self.info = {c.id: _CallInfo(self, c, values, ctx_of[c.id], c.id in feeding) for c in plan.calls}
-        self._tier_speeds: dict[tuple[int, int], tuple[list, list]] = {}
         self.streamed = {c.id for c in plan.calls if c.interrupt is not None}
         if "_budget" not in block.stream_cache:  # per-token draws kept for the calls streamed one at a time
             block.stream_cache["_budget"] = des_stream_bytes(plan, block.n)
-        self.interrupt_recs = array("d")  # (node, run, instance) of calls cut off by an interruption
-        # Records are appended as flat rows of doubles (read by NumPy without conversion; agentsim.sim.rows).
-        self.call_recs = array("d")  # CALL_RECORD rows: cancelled, failed and limited calls
-        self.plain_recs = array("d")  # PLAIN_RECORD rows: plain calls that completed (the rest is rebuilt)
-        self.span_recs = array("d")
-        self.turn_recs: list[tuple[int, int, int, float]] = []  # (node, run, instance, seconds) of each turn
-        self.attempt_recs = array("d")
-        self.limited = plan.needs_attempts
-        # limited calls' constants (agentsim.sim.attempts): per call node, per tier's accounts, per (node, tier) stalls
-        self._limited: dict = {}
-        self._admissions: dict = {}
-        self._tier_stalls: dict = {}
+        self.rec = Recorder()  # the block's records, as flat rows of doubles (agentsim.sim.rows)
+        self.streams = StreamedCalls(plan, block, self.rec)  # streamed calls: cuts and pipelines
+        self.joins = Joins(self.rec, wrapped=plan.needs_attempts)  # branches and their joins
+        self.limited = None  # calls under limits and failures (agentsim.sim.attempts), when the plan has any
+        if plan.needs_attempts:
+            self.limited = LimitedCalls(plan, block, self.info, self.tod, self.tl, self.rec, self.streams.cut)
         self.steps_of = self._steps(plan)
         # sequences that are one fixed call (a branch that needs no process of its own: join_calls)
         self.one_call = {
@@ -276,12 +270,13 @@ class Runner(LimitedCalls, StreamedCalls, Joins):
         The run's top sequence is the process itself (no wrapper generator): its end is recorded by a
         callback, which also takes a :class:`RunFailed` as the run's failure.
         """
-        self.env = env = simpy.Environment()
+        env = simpy.Environment()
+        accounts = self.accounts
         if self.plan.accounts:
             from agentsim.plan.limits import Account
 
-            self.accounts = [Account.create(spec, env) for spec in self.plan.accounts]
-            self._admissions = {}  # (attempts._Admission) they name the accounts: drop the old run's
+            accounts = [Account.create(spec, env) for spec in self.plan.accounts]
+        self.share(env, accounts)
         flow = Flow(Ctx(self.plan.ctx), [0.0] * self.n_slots, r)
         env.process(self.seq(self.plan.root, flow, 0)).callbacks.append(lambda ev: self._ended(ev, r, flow))
         env.run()
@@ -295,8 +290,10 @@ class Runner(LimitedCalls, StreamedCalls, Joins):
 
     def share(self, env: simpy.Environment, accounts: list) -> None:
         """Run in ``env`` with ``accounts`` shared with other runners (a workload: many agents at once)."""
-        self.env, self.accounts = env, accounts
-        self._admissions = {}
+        self.env = self.streams.env = self.joins.env = env
+        self.accounts = accounts
+        if self.limited is not None:
+            self.limited.use(env, accounts)
 
     def top(self, r: int):
         """The process of run ``r`` in a shared environment: walks the plan, records its end, status and breakdown."""
@@ -334,14 +331,6 @@ class Runner(LimitedCalls, StreamedCalls, Joins):
         for k, slot in enumerate(self.instances(node, st, flat)):
             yield from each(k, slot)
 
-    def tier_speeds(self, node, tier: int) -> tuple[list, list]:
-        """(TTFT, TPS) flat lists of a call on another tier (a fallback), from the same draws."""
-        key = (node.id, tier)
-        if key not in self._tier_speeds:
-            ttft0, tps = tier_speeds(self.plan, self.block, node, tier)
-            self._tier_speeds[key] = (ttft0.reshape(-1).tolist(), tps.reshape(-1).tolist())
-        return self._tier_speeds[key]
-
     # ------------------------------------------------------------------ steps
     def seq(self, node: SeqNode, st: Flow, flat: int):
         """The steps of ``node`` in order, each with its kind's DES form (a fixed call: inline, one timeout)."""
@@ -360,7 +349,7 @@ class Runner(LimitedCalls, StreamedCalls, Joins):
             try:
                 yield Timeout(env, c.d[j])
             except simpy.Interrupt:
-                self._cancel_fixed(c, st.r, flat, t0)
+                self.rec.cancel_fixed(c, st.r, flat, t0, env.now)
                 raise
             c.started[j] = t0
             acc[ttft_slot] += c.ttft[j]
@@ -370,17 +359,23 @@ class Runner(LimitedCalls, StreamedCalls, Joins):
                 if stall:
                     acc[stall_slot] += stall
 
-    def _cancel_fixed(self, c: _CallInfo, r: int, flat: int, t0: float) -> None:
-        """A fixed call cancelled by a race: recorded in full now, billed what it generated."""
-        j = r * c.width + flat
-        _, out, reas = c.tokens(j)
-        self._record(
-            CANCELLED, (c.id, r, flat), t0, timeline(t0, c.ttft[j], out, reas, c.tps[j]), (c.inp[j], 0, 0, 0), c.key
-        )
+    def join(self, branches: list[tuple[SeqNode, int]], k: int | None, st: Flow):
+        """Run ``branches`` (sequence, instance) as processes (each :meth:`seq`); wait for all, or for the first
+        ``k`` (:meth:`Joins.join <agentsim.sim.des_joins.Joins.join>`)."""
+        return self.joins.join(branches, k, st, self.seq)
+
+    def join_calls(self, calls: list[tuple], st: Flow):
+        """Join all of branches that are each one fixed call ``(_CallInfo, instance)``: a timeout per call, no
+        process (:meth:`Joins.join_calls <agentsim.sim.des_joins.Joins.join_calls>`)."""
+        return self.joins.join_calls(calls, st)
 
     def call_step(self, node, st: Flow, flat: int):
         """A call (the call kind's DES form): :meth:`call`, or :meth:`call_limited` with limits or failures."""
         return self.call_limited(node, st, flat) if self.limited else self.call(node, st, flat)
+
+    def call_limited(self, node, st: Flow, flat: int):
+        """A call under limits or failures (:meth:`LimitedCalls.call <agentsim.sim.attempts.LimitedCalls.call>`)."""
+        return self.limited.call(node, st, flat)
 
     def call(self, node, st: Flow, flat: int):
         """A call in a context that changes (growth, prompt cache), streamed, or feeding a pipeline."""
@@ -411,7 +406,8 @@ class Runner(LimitedCalls, StreamedCalls, Joins):
         ttft = first_token(ttft0, tokens[0], tokens[1], c.prefill)
         stall = None if c.stall is None else c.stall[j]
         if c.streamed or st.trigger is not None:
-            yield from self._streamed(node, st, flat, timeline(t0, ttft, out, reas, tps, stall, dec), tokens, i_new)
+            tl = timeline(t0, ttft, out, reas, tps, stall, dec)
+            yield from self.streams.call(node, st, flat, tl, tokens, i_new, c.key)
             return
         if dec is None:
             dec = (out + reas) / tps  # rules.decode
@@ -422,12 +418,11 @@ class Runner(LimitedCalls, StreamedCalls, Joins):
             yield Timeout(env, d)
         except simpy.Interrupt:
             # a race may cancel it before its end: billed what it generated by now
-            self._record(
-                CANCELLED, (node.id, r, flat), t0, timeline(t0, ttft, out, reas, tps, stall, dec), tokens, c.key
-            )
+            tl = timeline(t0, ttft, out, reas, tps, stall, dec)
+            self.rec.call(CANCELLED, (node.id, r, flat), t0, tl, tokens, c.key, env.now)
             raise
-        self.plain_recs.frombytes(plain_row(node.id, r, flat, t0, ttft, *tokens))
-        if cfg.grows:  # self._close(st, i_new, tl), inline: the hot path
+        self.rec.plain.frombytes(plain_row(node.id, r, flat, t0, ttft, *tokens))
+        if cfg.grows:  # st.close(i_new, tl), inline: the hot path
             ctx.L += i_new + out
             if cfg.compact_above is not None and cfg.compact_above < ctx.L:
                 ctx.compact()
@@ -437,63 +432,9 @@ class Runner(LimitedCalls, StreamedCalls, Joins):
         if stall:
             acc[STALL] += stall
 
-    def _streamed(self, node, st: Flow, flat: int, tl, tokens: tuple, i_new: int):
-        """A plain call whose stream matters: it may be interrupted, or feed a pipeline (agentsim.sim.streaming)."""
-        env, c = self.env, self.info[node.id]
-        cut = self._stream_cut(node, st, flat, tl, c.key)
-        ctx = st.ctx
-        if ctx.cfg.cache:
-            ctx.mark(c.key, tokens[0], tl.end if cut is None else cut.at)
-        where = (node.id, st.r, flat)
-        try:
-            yield Timeout(env, tl.duration if cut is None else cut.at - tl.send)
-        except simpy.Interrupt:
-            # a race may cancel it before its end (or its cut): billed what it generated by now
-            self._record(CANCELLED, where, tl.send, tl if cut is None else tl.cut_at(cut), tokens, c.key)
-            raise
-        if cut is None:
-            self.plain_recs.frombytes(plain_row(*where, tl.send, tl.ttft, *tokens))
-            self._close(st, i_new, tl)
-        else:
-            tl = tl.cut_at(cut)
-            self._record(DONE, where, tl.send, tl, tokens, c.key)
-            self.interrupt_recs.extend(where)
-            self._close(st, i_new, tl)
-
-    def _record(self, status: int, where: tuple, t_submit: float, tl, tokens: tuple, key: int, generating=True):
-        """A call recorded in full at its end (now): DONE with the timeline's tokens, or CANCELLED (a race lost)
-        with the tokens generated by now (rules.cut_tokens; none after an error); a call that had not started
-        by now never happened. ``where``: (node, run, instance)."""
-        T = self.env.now
-        out, reas = tl.output, tl.reasoning
-        if status == CANCELLED:
-            if not tl.send < T:
-                return
-            out, reas = cut_tokens(T, tl.send, tl.ttft, tl.tps, out, reas, generating)
-        self.call_recs.frombytes(
-            call_row(*where, status, t_submit, tl.send, tl.first_token, T, tl.ttft, *tokens, out, reas, key)
-        )
-
-    @staticmethod
-    def _close(st: Flow, i_new: int, tl) -> None:
-        """A finished call's effect on its flow, from its timeline (:meth:`_closed`)."""
-        Runner._closed(st, i_new, tl.output, tl.ttft, tl.decode, tl.stall)
-
-    @staticmethod
-    def _closed(st: Flow, i_new: int, out: int, ttft: float, dec: float, stall) -> None:
-        """A finished call's effect on its flow: the context grows by its new input and ``out``; TTFT, DEC and
-        STALL slots add up."""
-        if st.ctx.cfg.grows:
-            st.ctx.add(i_new + out)
-        acc = st.acc
-        acc[TTFT] += ttft
-        acc[DEC] += dec
-        if stall:
-            acc[STALL] += stall
-
     def turn_ended(self, node, st: Flow, flat: int, t0: float) -> None:
         """Instance ``flat`` (a turn) of ``node``'s body in run ``st.r`` ends now, having begun at ``t0``."""
-        self.turn_recs.append((node.id, st.r, flat, self.env.now - t0))
+        self.rec.turns.append((node.id, st.r, flat, self.env.now - t0))
 
     def span(self, node, st: Flow, flat: int, slot: int, seconds: float, out: int):
         """A step that only takes ``seconds`` (a tool, a wait, a listen): a row of the spans table; ``out``
@@ -504,9 +445,9 @@ class Runner(LimitedCalls, StreamedCalls, Joins):
             yield Timeout(env, seconds)
         except simpy.Interrupt:
             if env.now > t0:
-                self.span_recs.frombytes(span_row(node.id, r, flat, CANCELLED, t0, env.now, 0))
+                self.rec.spans.frombytes(span_row(node.id, r, flat, CANCELLED, t0, env.now, 0))
             raise
-        self.span_recs.frombytes(span_row(node.id, r, flat, DONE, t0, env._now, out))
+        self.rec.spans.frombytes(span_row(node.id, r, flat, DONE, t0, env._now, out))
         st.acc[slot] += seconds
         if out:
             st.ctx.add(out)
