@@ -41,6 +41,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import math
+import operator
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -131,29 +132,62 @@ class Timeline:
 def turns_of(roots: list[Node], start: dict[str, float], end: dict[str, float]) -> list[tuple[float, float]]:
     """The person's turns: the top-level nodes between their pauses (``human`` nodes), each turn from its first
     node's start to its last node's end. A session without pauses is one turn (its whole wall time)."""
+    return _turns(sorted(roots, key=_ORDER), lambda n: start[n.id], lambda n: end[n.id])
+
+
+_ORDER = operator.attrgetter("order")
+
+
+def _turns(ordered: list[Node], start_of, end_of) -> list[tuple[float, float]]:
+    """:func:`turns_of` of roots in order, their times given by ``start_of(node)`` and ``end_of(node)`` (``min`` and
+    ``max`` of each turn's times, taken in one pass)."""
     out: list[tuple[float, float]] = []
-    group: list[Node] = []
-    for n in [*sorted(roots, key=lambda n: n.order), None]:
-        if n is None or n.kind == "human":
-            if group:
-                out.append((min(start[g.id] for g in group), max(end[g.id] for g in group)))
-            group = []
-        else:
-            group.append(n)
+    lo = hi = None
+    for n in ordered:
+        if n.kind == "human":
+            if lo is not None:
+                out.append((lo, hi))
+                lo = None
+            continue
+        a, b = start_of(n), end_of(n)
+        if lo is None:
+            lo, hi = a, b
+            continue
+        if a < lo:
+            lo = a
+        if b > hi:
+            hi = b
+    if lo is not None:
+        out.append((lo, hi))
     return out
 
 
-def timeline(session: Session, parts: dict[str, tuple[float, float]]) -> Timeline:
-    """Replay ``session`` with each call lasting ``ttft + decode`` from ``parts`` (node id -> (ttft, decode)).
+@dataclass(slots=True)
+class _Shape:
+    """A session's nodes by id, and each container's nodes in processing order (``None``: the top level): what
+    every replay of the session walks."""
 
-    Requires :func:`~agentsim.traces.sessions.link_nodes` to have run (importers do).
-    """
-    nodes = {n.id: n for n in session.nodes}
+    nodes: dict[str, Node]
+    kids: dict[str | None, list[Node]]
+
+
+def _shape(session: Session) -> _Shape:
     kids: dict[str | None, list[Node]] = {}
     for n in session.nodes:
         kids.setdefault(n.parent, []).append(n)
     for group in kids.values():
-        group.sort(key=lambda n: n.order)
+        group.sort(key=_ORDER)
+    return _Shape({n.id: n for n in session.nodes}, kids)
+
+
+def timeline(session: Session, parts: dict[str, tuple[float, float]], shape: _Shape | None = None) -> Timeline:
+    """Replay ``session`` with each call lasting ``ttft + decode`` from ``parts`` (node id -> (ttft, decode));
+    ``shape``, the session's :func:`_shape`, is made once for all of its replays (default: made here).
+
+    Requires :func:`~agentsim.traces.sessions.link_nodes` to have run (importers do).
+    """
+    shape = shape or _shape(session)
+    nodes, kids = shape.nodes, shape.kids
     start: dict[str, float] = {}
     end: dict[str, float] = {}
     binding: dict[str, str | None] = {}  # node -> the predecessor that set its start
@@ -191,10 +225,11 @@ def timeline(session: Session, parts: dict[str, tuple[float, float]]) -> Timelin
     run(None, origin, origin)
     acc = dict.fromkeys(TIME_KINDS, 0.0)
 
-    last_root = max(roots, key=lambda n: (end[n.id], -n.order))
+    last_root = _latest(roots, end)[0]  # max by (end, -order)
     _critical_path(last_root.id, origin, nodes, parts, (start, end, binding, last_child), acc)
     acc["model"] = acc["ttft"] + acc["decode"]
-    return Timeline(start, end, origin, end[last_root.id] - origin, acc, turns_of(roots, start, end))
+    turns = _turns(roots, lambda n: start[n.id], lambda n: end[n.id])  # (roots are in order)
+    return Timeline(start, end, origin, end[last_root.id] - origin, acc, turns)
 
 
 def _latest(group: list[Node], end: dict[str, float]) -> tuple[Node, float]:
@@ -214,8 +249,10 @@ def _latest(group: list[Node], end: dict[str, float]) -> tuple[Node, float]:
 def _critical_path(last: str, origin: float, nodes: dict, parts: dict, times: tuple, acc: dict) -> None:
     """Add the critical path that ends at ``last`` to ``acc`` by kind, from the last node back along the
     predecessors that set each start, into each container (its last child) and out again. The additions
-    are made in the order of the walk written recursively, with a stack of the walks left to finish."""
+    are made in the order of the walk written recursively, with a stack of the walks left to finish (the
+    sums of calls and of the other time kept in locals, added in the same order)."""
     start, end, binding, last_child = times
+    ttft_s, decode_s, other = acc["ttft"], acc["decode"], acc["other"]
     todo: list[tuple[str | None, float, bool]] = [(last, origin, False)]  # (node, floor, inside done)
     while todo:
         cur, floor, inside_done = todo.pop()
@@ -223,21 +260,27 @@ def _critical_path(last: str, origin: float, nodes: dict, parts: dict, times: tu
             if not inside_done:
                 inner = last_child.get(cur)
                 if inner is not None:
-                    acc["other"] += end[cur] - end[inner]
+                    other += end[cur] - end[inner]
                     todo.append((cur, floor, True))  # on from here once the container's own path is walked
                     todo.append((inner, start[cur], False))
                     break
-                n = nodes[cur]
-                if n.kind == "call":
+                kind = nodes[cur].kind
+                if kind == "call":
                     ttft, decode = parts[cur]
-                    acc["ttft"] += ttft
-                    acc["decode"] += decode
+                    ttft_s += ttft
+                    decode_s += decode
+                elif kind in _OWN_SUMS:
+                    acc[kind] += end[cur] - start[cur]
                 else:
-                    acc[n.kind if n.kind in acc else "other"] += end[cur] - start[cur]
+                    other += end[cur] - start[cur]
             inside_done = False
             b = binding[cur]
-            acc["other"] += start[cur] - (end[b] if b is not None else floor)
+            other += start[cur] - (end[b] if b is not None else floor)
             cur = b
+    acc["ttft"], acc["decode"], acc["other"] = ttft_s, decode_s, other
+
+
+_OWN_SUMS = frozenset(TIME_KINDS) - {"ttft", "decode", "other"}  # node kinds summed under their own name
 
 
 # --------------------------------------------------------------------------- replaying
@@ -264,7 +307,10 @@ class ReplayResult:
 
     def totals(self, name: str) -> dict:
         rows = self.session_table[self.session_table.variant == name]
-        calls = self.calls[self.calls.variant == name]
+        tokens = [
+            f"{k}_tokens" for k in ("input", "cache_read", "cache_write_5m", "cache_write_1h", "output", "reasoning")
+        ]
+        calls = self.calls.loc[(self.calls.variant == name).to_numpy(), ["cost_usd", *tokens]]  # (not every column)
         cost = calls["cost_usd"]
         block = {
             "sessions": len(rows),
@@ -275,10 +321,7 @@ class ReplayResult:
             "cost_usd": _fsum(cost[cost.notna()]),
             "unpriced_calls": int(cost.isna().sum()),
             "time_s": {k: _fsum(rows[f"{k}_s"]) for k in TIME_KINDS},
-            "tokens": {
-                k: int(calls[f"{k}_tokens"].sum())
-                for k in ("input", "cache_read", "cache_write_5m", "cache_write_1h", "output", "reasoning")
-            },
+            "tokens": {k.removesuffix("_tokens"): int(calls[k].sum()) for k in tokens},
         }
         return block
 
@@ -627,23 +670,27 @@ def _costs(base: pd.DataFrame, rates: list[Rates | None]) -> np.ndarray:
     return out
 
 
-def _recorded_turns(s: Session) -> list[tuple[float, float]]:
-    roots = [n for n in s.nodes if n.parent is None]
-    return turns_of(roots, {n.id: n.start for n in roots}, {n.id: n.end for n in roots})
+def _recorded_turns(shape: _Shape) -> list[tuple[float, float]]:
+    return _turns(shape.kids.get(None, []), _START, _END)  # (the top level, in order)
 
 
-@dataclass
+_START, _END = operator.attrgetter("start"), operator.attrgetter("end")
+
+
+@dataclass(slots=True)
 class _Replayed:
-    """One session under one variant: its wall time, turns, cost and critical-path split."""
+    """One session under one variant: its wall time, turns (how many, and the waiting they add up to), cost
+    and critical-path split."""
 
     wall: float
-    turns: list[tuple[float, float]]
+    turns: int
+    waiting: float
     cost: float
     time_s: dict[str, float]
 
-    @property
-    def waiting(self) -> float:
-        return math.fsum(b - a for a, b in self.turns)
+
+def _replayed(wall: float, turns: list[tuple[float, float]], cost: float, time_s: dict) -> _Replayed:
+    return _Replayed(wall, len(turns), math.fsum(b - a for a, b in turns), cost, time_s)
 
 
 def _session_row(name: str, s: Session, mine: _Replayed, rec: _Replayed, base: _Replayed) -> dict:
@@ -657,7 +704,7 @@ def _session_row(name: str, s: Session, mine: _Replayed, rec: _Replayed, base: _
         "source": s.source,
         "start": _iso(s.start) if s.dated else None,
         "calls": len(s.calls),
-        "turns": len(mine.turns),
+        "turns": mine.turns,
         "wall_time_s": mine.wall,
         "recorded_wall_time_s": rec.wall,
         "waiting_s": mine.waiting,
@@ -678,37 +725,51 @@ def _tabulate(sessions: list[Session], plans: dict[str, dict[tuple, _Plan]], bas
     """The long calls and sessions tables: one row per (variant, call) and per (variant, session)."""
     base = calls_table(sessions)
     keys = [(si, n.id) for si, s in enumerate(sessions) for n in s.calls]
-    frames: list[pd.DataFrame] = []
-    replayed: dict[str, list[_Replayed]] = {}
-    for name, plan in plans.items():
-        ps = [plan[k] for k in keys]
-        rates = [p.rates if ok else None for p, ok in zip(ps, base["usage_recorded"], strict=True)]
-        costs = _costs(base, rates)  # a call without recorded usage has no known cost
-        starts, ends, mine = [], [], []
-        i = 0
-        for si, s in enumerate(sessions):
-            calls = s.calls
-            tl = timeline(s, {n.id: (plan[(si, n.id)].ttft, plan[(si, n.id)].decode) for n in calls})
-            starts += [tl.start[n.id] for n in calls]
-            ends += [tl.end[n.id] for n in calls]
-            cost = math.fsum(float(x) for x in costs[i : i + len(calls)] if not math.isnan(x))
-            i += len(calls)
-            if name == RECORDED:  # the recording itself: wall time and turns from the recorded times
-                mine.append(_Replayed(s.wall_time_s, _recorded_turns(s), cost, tl.time_s))
-            else:
-                mine.append(_Replayed(tl.wall_time_s, tl.turns, cost, tl.time_s))
-        replayed[name] = mine
-        frames.append(_calls_frame(base, name, ps, starts, ends, costs, rates))
+    recorded = base["usage_recorded"].tolist()
+    ps = {name: [plan[k] for k in keys] for name, plan in plans.items()}
+    del keys
+    # a call without recorded usage has no known cost
+    rates = {name: [p.rates if ok else None for p, ok in zip(ps[name], recorded, strict=True)] for name in plans}
+    costs = {name: _costs(base, rates[name]) for name in plans}
+    replayed, starts, ends = _replay_sessions(sessions, ps, costs)
+    added = [_calls_frame(name, ps[name], starts.pop(name), ends.pop(name), costs[name], rates[name]) for name in plans]
     rows = [
         _session_row(name, s, replayed[name][si], replayed[RECORDED][si], replayed[baseline][si])
         for name in plans
         for si, s in enumerate(sessions)
     ]
-    return pd.concat(frames, ignore_index=True), pd.DataFrame(rows)
+    return _long_calls(base, added), pd.DataFrame(rows)
 
 
-def _calls_frame(base: pd.DataFrame, name: str, ps: list[_Plan], starts, ends, costs, rates) -> pd.DataFrame:
-    frame = base.copy()
+def _replay_sessions(sessions: list[Session], ps: dict[str, list[_Plan]], costs: dict[str, np.ndarray]):
+    """Each session under each variant (``ps``: each call's plan, in the order of the calls table): the
+    :class:`_Replayed` per variant and session, and per variant the calls' replayed starts and ends."""
+    replayed: dict[str, list[_Replayed]] = {name: [] for name in ps}
+    starts: dict[str, list[float]] = {name: [] for name in ps}
+    ends: dict[str, list[float]] = {name: [] for name in ps}
+    i = 0
+    for s in sessions:
+        calls = s.calls
+        shape = _shape(s)  # once for all the variants
+        j = i + len(calls)
+        for name, plan in ps.items():
+            tl = timeline(s, {n.id: (p.ttft, p.decode) for n, p in zip(calls, plan[i:j], strict=True)}, shape)
+            starts[name] += [tl.start[n.id] for n in calls]
+            ends[name] += [tl.end[n.id] for n in calls]
+            c = costs[name][i:j]
+            cost = math.fsum(c[~np.isnan(c)].tolist())
+            if name == RECORDED:  # the recording itself: wall time and turns from the recorded times
+                replayed[name].append(_replayed(s.wall_time_s, _recorded_turns(shape), cost, tl.time_s))
+            else:
+                replayed[name].append(_replayed(tl.wall_time_s, tl.turns, cost, tl.time_s))
+            del tl
+        i = j
+    return replayed, starts, ends
+
+
+def _calls_frame(name: str, ps: list[_Plan], starts, ends, costs, rates) -> pd.DataFrame:
+    """The columns a variant adds to the calls table (``variant`` first)."""
+    frame = pd.DataFrame(index=pd.RangeIndex(len(ps)))
     frame.insert(0, "variant", name)
     frame["target_model"] = [p.target.label for p in ps]
     frame["target_tier"] = [p.tier for p in ps]
@@ -719,6 +780,31 @@ def _calls_frame(base: pd.DataFrame, name: str, ps: list[_Plan], starts, ends, c
     frame["cost_usd"] = costs
     frame["price_source"] = [r.source if r is not None else None for r in rates]
     return frame
+
+
+def _long_calls(base: pd.DataFrame, added: list[pd.DataFrame]) -> pd.DataFrame:
+    """The long calls table: per variant, ``variant``, the recorded columns of ``base`` and the variant's own
+    (``added``, emptied here), the variants one after the other. Built a column at a time: what ``pd.concat`` of
+    each variant's whole table gives, without every variant's copy of ``base`` and the result held at once."""
+    repeat = len(added)
+    own = pd.concat(added, ignore_index=True)
+    added.clear()
+    out = own[["variant"]].copy()
+    for col in base.columns:
+        out[col] = pd.concat([base[col]] * repeat, ignore_index=True)
+    for col in own.columns[1:]:
+        out[col] = own[col]
+    return out
+
+
+def _models(plans: dict[str, dict[tuple, _Plan]]) -> dict[str, dict]:
+    """Each target model's speed profile (as its first plan has it), by label."""
+    models = {}
+    for plan in plans.values():
+        for p in plan.values():
+            if p.target.label not in models:
+                models[p.target.label] = p.speed.to_json()
+    return models
 
 
 def replay(
@@ -751,11 +837,8 @@ def replay(
         for name, spec in variants.items():
             plans[name] = planner.variant(name, spec, plans[RECORDED])
         calls, session_table = _tabulate(sessions, plans, baseline)
-    models = {}
-    for plan in plans.values():
-        for p in plan.values():
-            if p.target.label not in models:
-                models[p.target.label] = p.speed.to_json()
+        spans = spans_table(sessions)
+    models = _models(plans)
     assumptions = {
         "split": config.split,
         "prices": f"as of {config.prices_as_of}" if config.prices_as_of else _price_dates(sessions, planner.today),
@@ -774,7 +857,7 @@ def replay(
         dict(variants),
         calls,
         session_table,
-        spans_table(sessions),
+        spans,
         assumptions,
         planner.notes.lines(),
         list(reports or []),

@@ -237,6 +237,8 @@ def read_sessions(paths: list[tuple[Path, str]]) -> tuple[list[Session], list[Fi
 
 def _nesting(session: Session) -> int:
     """How deep containers nest in a session (1: no container), without recursion."""
+    if all(n.parent is None for n in session.nodes):  # the usual flat session, without the walk
+        return 1 if session.nodes else 0
     parent = {n.id: n.parent for n in session.nodes}
     depth: dict[str | None, int] = {None: 0}
     for nid in parent:

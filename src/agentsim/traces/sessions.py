@@ -32,6 +32,7 @@ import json
 import math
 from collections import defaultdict, deque
 from dataclasses import dataclass, field
+from operator import attrgetter
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -312,71 +313,64 @@ SPAN_COLUMNS = [
 ]
 
 
+# table column -> the node attribute (or the call attribute) it holds
+_NODE_ATTRS = {
+    "agent": "agent",
+    "node": "id",
+    "kind": "kind",
+    "name": "name",
+    "start_s": "start",
+    "end_s": "end",
+    "parent": "parent",
+}
+_CALL_ATTRS = {
+    "call_id": "call_id",
+    "model": "model",
+    "provider": "provider",
+    "tier": "tier",
+    "speed": "speed",
+    "service_tier": "service_tier",
+    **{f"{k}_tokens": f"{k}_tokens" for k in ("input", "cache_read", "cache_write_5m", "cache_write_1h", "output")},
+    "reasoning_tokens": "reasoning_tokens",
+    "recorded_ttft_s": "ttft_s",
+    "usage_recorded": "usage_recorded",
+}
+
+
+def _columns(sessions: list[Session], names: list[str], rows) -> dict[str, list]:
+    """The table's columns (``names``), built a column at a time (no tuple per row): ``rows(session)`` gives
+    the session's nodes that are rows."""
+    cols: dict[str, list] = {c: [] for c in names}
+    for s in sessions:
+        nodes = rows(s)
+        count = len(nodes)
+        cols["session"] += [s.id] * count
+        cols["project"] += [s.project] * count
+        cols["source"] += [s.source] * count
+        for col, attr in _NODE_ATTRS.items():
+            if col in cols:
+                cols[col] += map(attrgetter(attr), nodes)
+        cols["duration_s"] += [n.end - n.start for n in nodes]
+        cols["preds"] += [" ".join(n.preds) for n in nodes]
+        if "call_id" in cols:
+            calls = [n.call for n in nodes]
+            for col, attr in _CALL_ATTRS.items():
+                cols[col] += map(attrgetter(attr), calls)
+            cols["cache_write_tokens"] += [c.cache_write_5m_tokens + c.cache_write_1h_tokens for c in calls]
+    return cols
+
+
 def calls_table(sessions: list[Session]) -> pd.DataFrame:
     """One row per API call (recorded values only)."""
     import pandas as pd
 
-    rows = []
-    for s in sessions:
-        for n in s.nodes:
-            if n.kind != "call" or n.call is None:
-                continue
-            c = n.call
-            rows.append(
-                (
-                    s.id,
-                    s.project,
-                    s.source,
-                    n.agent,
-                    n.id,
-                    c.call_id,
-                    c.model,
-                    c.provider,
-                    c.tier,
-                    c.speed,
-                    c.service_tier,
-                    n.start,
-                    n.end,
-                    n.duration,
-                    n.parent,
-                    " ".join(n.preds),
-                    c.input_tokens,
-                    c.cache_read_tokens,
-                    c.cache_write_tokens,
-                    c.cache_write_5m_tokens,
-                    c.cache_write_1h_tokens,
-                    c.output_tokens,
-                    c.reasoning_tokens,
-                    c.ttft_s,
-                    c.usage_recorded,
-                )
-            )
-    return pd.DataFrame(rows, columns=CALL_COLUMNS)
+    cols = _columns(sessions, CALL_COLUMNS, lambda s: [n for n in s.nodes if n.kind == "call" and n.call is not None])
+    return pd.DataFrame(cols if cols["node"] else [], columns=CALL_COLUMNS)  # (no row: every column of objects)
 
 
 def spans_table(sessions: list[Session]) -> pd.DataFrame:
     """One row per tool run, human gap and agent container."""
     import pandas as pd
 
-    rows = []
-    for s in sessions:
-        for n in s.nodes:
-            if n.kind == "call":
-                continue
-            rows.append(
-                (
-                    s.id,
-                    s.project,
-                    s.source,
-                    n.agent,
-                    n.id,
-                    n.kind,
-                    n.name,
-                    n.start,
-                    n.end,
-                    n.duration,
-                    n.parent,
-                    " ".join(n.preds),
-                )
-            )
-    return pd.DataFrame(rows, columns=SPAN_COLUMNS)
+    cols = _columns(sessions, SPAN_COLUMNS, lambda s: [n for n in s.nodes if n.kind != "call"])
+    return pd.DataFrame(cols if cols["node"] else [], columns=SPAN_COLUMNS)  # (no row: every column of objects)
