@@ -33,6 +33,7 @@ from agentsim.plan.compiler import Plan
 from agentsim.pricing.rates import prices_summary
 from agentsim.sim import payoff, slots
 from agentsim.sim.slots import BREAKDOWN
+from agentsim.sim.summary_model import Summary
 
 __all__ = ["Results", "TableSources", "VariantStats", "describe", "summary_frame", "version"]
 
@@ -467,6 +468,11 @@ class Results:
             return turn_values(streamed, metric, n)
 
         return slo_section(dict(self.scenario.slo), value_of, n)
+
+    def summary_model(self) -> Summary:
+        """The ``summary.json`` document as a validated, typed :class:`~agentsim.sim.summary_model.Summary`
+        (:meth:`summary_dict` validated: read its figures by attribute, ``s.variants[name].wall_time_s.mean``)."""
+        return Summary.model_validate(self.summary_dict())
 
     def to_json(self, indent: int = 2) -> str:
         """The summary document as JSON text (deterministic for a given scenario and seed)."""
