@@ -256,7 +256,7 @@ def slo_table(doc: dict) -> dict | None:
     section = sections.slo_section(doc)
     if section is None:
         return None
-    keys = [k for k in sections.first_variant(doc)["slo"] if k != "all"] + ["all"]
+    keys = [k for k in sections.first_variant(doc).slo if k != "all"] + ["all"]
     rows = []
     for name, v in doc["variants"].items():
         cells = []
@@ -307,7 +307,7 @@ def streaming_tables(doc: dict) -> list[dict]:
                  "rows": format_columns(rows, kinds)}  # fmt: skip
         if apparate is not None:
             table["apparate"] = {
-                "consumer": apparate.get("consumer", "consumer"),
+                "consumer": apparate.consumer,
                 "rows": [[bold(name), _apparate(v, call)] for name, v in doc["variants"].items()],
             }
         out.append(table)

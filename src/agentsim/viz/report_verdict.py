@@ -101,7 +101,7 @@ def targets_lead(a) -> tuple[list[Markup], list[Markup]]:
     section = sections.slo_section(a.doc)
     if section is None:
         return [], []
-    first = sections.first_variant(a.doc)["slo"]
+    first = next(iter(a.doc["variants"].values()))["slo"]
     keys = [k for k in first if k != "all"]
     labels = dict(zip(keys, [m.label for m in section.metrics], strict=False))
     cost = {name: float(a.vt.loc[name, "cost_mean_usd"]) for name in a.vt.index}
