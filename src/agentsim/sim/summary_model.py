@@ -16,7 +16,16 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["SUMMARY_SCHEMA_TITLE", "Apparate", "SloTarget", "Summary", "Variant", "as_summary", "summary_schema"]
+__all__ = [
+    "SUMMARY_SCHEMA_TITLE",
+    "Apparate",
+    "SloTarget",
+    "Success",
+    "Summary",
+    "Variant",
+    "as_summary",
+    "summary_schema",
+]
 
 SUMMARY_SCHEMA_TITLE = "agentsim summary.json"
 
