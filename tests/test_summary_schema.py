@@ -15,6 +15,7 @@ import jsonschema
 import pytest
 
 import agentsim
+from agentsim.sim.summary_model import Summary, as_summary
 from conftest import model, scenario
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -63,3 +64,14 @@ def test_an_unknown_field_breaks_the_schema():
     doc = json.loads((ROOT / "tests" / "golden" / "summaries" / "chat-turn.json").read_text(encoding="utf-8"))
     next(iter(doc["variants"].values()))["surprise"] = 1
     assert _errors(doc)
+
+
+def test_summary_model_is_the_validated_document():
+    res = agentsim.simulate(scenario([{"call": {"output": 100}}], runs=20))
+    typed = res.summary_model()
+    assert isinstance(typed, Summary)
+    assert typed == Summary.model_validate(res.summary_dict())
+    assert (
+        typed.variants["baseline"].wall_time_s.mean == res.summary_dict()["variants"]["baseline"]["wall_time_s"]["mean"]
+    )
+    assert as_summary(typed) is typed and as_summary(res.summary_dict()) == typed

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from agentsim.sim.results import Results
+from agentsim.sim.summary_model import Summary, as_summary
 
 __all__ = ["THRESHOLD", "Completion", "completion", "runs_per_variant"]
 
@@ -71,29 +72,30 @@ class Completion:
         return head + "wall-time and cost figures describe the completed runs only"
 
 
-def completion(res: Results, doc: dict | None = None) -> list[Completion]:
-    """Per variant, how its runs ended (``doc``: ``res.summary_dict()``, when already made)."""
-    doc = doc if doc is not None else res.summary_dict()
+def completion(res: Results, doc: Summary | dict | None = None) -> list[Completion]:
+    """Per variant, how its runs ended (``doc``: the summary (``res.summary_model()``, or the dict), when already
+    made)."""
+    doc = as_summary(doc) if doc is not None else res.summary_model()
     out = []
     status_col = res.runs["status"].to_numpy() if "status" in res.runs else None
     variant_col = res.runs["variant"]  # compared as categorical codes: no string per row
-    for name, v in doc["variants"].items():
-        w = v.get("workload")
-        if w:
-            out.append(Completion(name, int(w["runs_counted"]), int(w["runs_failed"]), int(w["runs_unfinished"]),
-                                  True, "success" in v))  # fmt: skip
+    for name, v in doc.variants.items():
+        succeeds = v.success is not None
+        w = v.workload
+        if w is not None:
+            out.append(Completion(name, w.runs_counted, w.runs_failed, w.runs_unfinished, True, succeeds))
             continue
         if status_col is None:
-            out.append(Completion(name, res.n_runs, 0, 0, False, "success" in v))
+            out.append(Completion(name, res.n_runs, 0, 0, False, succeeds))
             continue
         status = status_col[(variant_col == name).to_numpy()]
         failed = int(np.count_nonzero(status == 1))
         unfinished = int(np.count_nonzero(status == 2))
-        out.append(Completion(name, int(status.size), failed, unfinished, False, "success" in v))
+        out.append(Completion(name, int(status.size), failed, unfinished, False, succeeds))
     return out
 
 
-def runs_per_variant(doc: dict, n_runs: int) -> dict[str, int]:
+def runs_per_variant(doc: Summary | dict, n_runs: int) -> dict[str, int]:
     """Runs per variant as ``run`` counts them: a workload's ``runs_counted``, else the replications."""
-    return {name: int(v["workload"]["runs_counted"]) if v.get("workload") else n_runs
-            for name, v in doc["variants"].items()}  # fmt: skip
+    return {name: v.workload.runs_counted if v.workload is not None else n_runs
+            for name, v in as_summary(doc).variants.items()}  # fmt: skip

@@ -404,7 +404,7 @@ SUMMARY_COLUMNS = (
 
 def summary_rows(res: Results) -> list[dict[str, Any]]:
     """One row per variant of a :class:`Results`: the figures of its ``summary.json``, flattened."""
-    return results_summary_rows(res.summary_dict())
+    return results_summary_rows(res.summary_model())
 
 
 # --------------------------------------------------------------------------- the work

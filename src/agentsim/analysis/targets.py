@@ -12,7 +12,9 @@ A scenario's ``slo: {METRIC: target}`` asks "how often is the turn good enough?"
 * **at the 95th percentile**: a variant meets a target "for 95% of runs" when its ``p95`` is within the
   target (equivalently, its share is at least 95%).
 
-:func:`targets_frame` gives the same as a DataFrame, one row per variant and target.
+:func:`targets_frame` gives the same as a DataFrame, one row per variant and target. Each function takes the
+document as a dict (``summary_dict()``, a ``summary.json`` read from disk, or only the parts these read: the
+variants' ``slo``) or as the typed :class:`~agentsim.sim.summary_model.Summary`.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
+
+from agentsim.sim.summary_model import Summary
 
 __all__ = ["LEVEL", "TargetVerdict", "is_floor", "rank_variants", "target_names", "targets_frame", "verdict"]
 
@@ -32,8 +36,14 @@ def is_floor(metric: str) -> bool:
     return metric.rsplit(".", 1)[-1].startswith("qoe")
 
 
-def target_names(doc: dict) -> list[str]:
+def _as_dict(doc: Summary | dict) -> dict:
+    """The document as the dict these functions read (a :class:`Summary` dumped, as ``summary_dict()`` has it)."""
+    return doc.model_dump(exclude_unset=True) if isinstance(doc, Summary) else doc
+
+
+def target_names(doc: Summary | dict) -> list[str]:
     """The targeted metrics of a ``summary.json`` document, in the scenario's order (``all`` left out)."""
+    doc = _as_dict(doc)
     first = next(iter(doc["variants"].values()))
     return [k for k in first.get("slo") or {} if k != "all"]
 
@@ -53,9 +63,10 @@ def _sort_key(doc: dict, order: list[str]):
     return key
 
 
-def rank_variants(doc: dict) -> list[str]:
+def rank_variants(doc: Summary | dict) -> list[str]:
     """The variants of a ``summary.json`` document, best on its targets first (module doc); ``[]`` when the
     scenario has no ``slo`` targets."""
+    doc = _as_dict(doc)
     if not target_names(doc):
         return []
     order = list(doc["variants"])
@@ -73,8 +84,9 @@ class TargetVerdict:
     best_p95: dict[str, tuple[str, float | None]]  # target -> (the variant with the best p95, that p95)
 
 
-def verdict(doc: dict) -> TargetVerdict | None:
+def verdict(doc: Summary | dict) -> TargetVerdict | None:
     """The verdict of a ``summary.json`` document's targets (module doc); None without ``slo`` targets."""
+    doc = _as_dict(doc)
     ranked = rank_variants(doc)
     if not ranked:
         return None
@@ -94,10 +106,11 @@ def _within(value: float, target: float, floor: bool) -> bool:
     return value >= target if floor else value <= target
 
 
-def targets_frame(doc: dict) -> pd.DataFrame:
+def targets_frame(doc: Summary | dict) -> pd.DataFrame:
     """One row per variant and target (and ``all``): ``variant, target_metric, target, share, ci95_lo,
     ci95_hi, mean, p50, p95, p99, rank`` (rank 1: best on every target); empty without targets."""
     columns = ["variant", "target_metric", "target", "share", "ci95_lo", "ci95_hi", "mean", "p50", "p95", "p99"]
+    doc = _as_dict(doc)
     ranked = rank_variants(doc)
     rows: list[dict[str, Any]] = []
     for name in doc["variants"] if ranked else []:

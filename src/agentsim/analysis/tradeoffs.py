@@ -48,6 +48,7 @@ from agentsim.model import special
 from agentsim.model.scenario import Scenario
 from agentsim.sim import payoff
 from agentsim.sim.results import Results, summary_frame, summary_rows
+from agentsim.sim.summary_model import Summary
 
 __all__ = [
     "break_even",
@@ -163,13 +164,14 @@ def mark_pareto(table: pd.DataFrame) -> pd.DataFrame:
 # --------------------------------------------------------------------------- per-variant tables
 
 
-def variant_table(res: Results, doc: dict | None = None) -> pd.DataFrame:
+def variant_table(res: Results, doc: Summary | dict | None = None) -> pd.DataFrame:
     """One row per variant (index) with every summary figure (:func:`summary_rows`) and Pareto marks.
 
     When the scenario defines success the rows are per successful task (:func:`per_success`) and the
-    table's ``attrs["basis"]`` is ``"per success"``. ``doc``: ``res.summary_dict()`` when already made.
+    table's ``attrs["basis"]`` is ``"per success"``. ``doc``: the summary (``res.summary_model()``, or its
+    dict) when already made.
     """
-    rows = [per_success(r) for r in summary_rows(doc if doc is not None else res.summary_dict())]
+    rows = [per_success(r) for r in summary_rows(doc if doc is not None else res.summary_model())]
     table = mark_pareto(summary_frame(rows)).set_index("variant")
     if rows and rows[0].get("basis") == PER_SUCCESS:
         table.attrs["basis"] = PER_SUCCESS

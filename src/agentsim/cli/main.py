@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 
     from agentsim.cli.tables import Rows
     from agentsim.sim.results import Results
+    from agentsim.sim.summary_model import Summary, Variant
 
 # Start-up: this module and the command modules it imports load only typer and the standard library;
 # each command imports what it uses (rich, the scenario model, NumPy, pandas) when it runs, so
@@ -42,17 +43,19 @@ if TYPE_CHECKING:
 __all__ = ["BadInput", "app", "err_console", "handle_errors", "main", "print_summary", "summary_table"]
 
 
-def summary_table(doc: dict) -> Table:
-    """A table with one column per variant and one row per figure."""
+def summary_table(doc: Summary | dict) -> Table:
+    """A table with one column per variant and one row per figure (``doc``: the summary, typed or its dict)."""
     from rich.table import Table
 
     from agentsim.cli.tables import Rows, runs_title
     from agentsim.cli.targets import barge_in_rows, target_rows
+    from agentsim.sim.summary_model import as_summary
     from agentsim.viz import sections
 
-    variants = doc["variants"]
+    doc = as_summary(doc)
+    variants = doc.variants
     t = Table(
-        title=f"{doc['scenario']}: {runs_title(doc)}, seed {doc['seed']}, engine {doc['engine']}",
+        title=f"{doc.scenario}: {runs_title(doc)}, seed {doc.seed}, engine {doc.engine}",
         title_justify="left",
     )
     t.add_column("", style="bold", no_wrap=True)
@@ -60,18 +63,18 @@ def summary_table(doc: dict) -> Table:
         t.add_column(name, justify="right", no_wrap=True, min_width=len(name))
     rows = Rows(t, variants)
     target_rows(rows, doc)  # with slo targets, the verdict leads: the share within each, p95, p99, rank
-    turns = next(iter(variants.values()))["vs_baseline"].get("basis") == "waiting_s"
+    turns = next(iter(variants.values())).vs_baseline.basis == "waiting_s"
     if turns:
         _waiting_rows(rows)
     _wall_rows(rows)
     _cost_rows(rows)
     _breakdown_rows(rows)
-    _comparison_rows(rows, next(iter(variants)), doc.get("value_of_time_usd_per_hour"))
+    _comparison_rows(rows, next(iter(variants)), doc.value_of_time_usd_per_hour)
     for make in (sections.success_section, sections.workload_section):
         section = make(doc)
         if section is not None:
             rows.section(section)
-    if "streaming" in next(iter(variants.values())):
+    if next(iter(variants.values())).streaming is not None:
         _streaming_rows(rows, doc)
     barge_in_rows(rows)
     limits = sections.limits_section(doc)
@@ -87,10 +90,10 @@ def summary_table(doc: dict) -> Table:
 def _wall_rows(rows: Rows) -> None:
     from agentsim.viz import format as fmt
 
-    wall = [("wall time mean", lambda v: v["wall_time_s"]["mean"])]
-    wall += [(f"  {p}", lambda v, p=p: v["wall_time_s"][p]) for p in ("p50", "p95", "p99")]
-    half = [(v["wall_time_s"]["ci95"][1] - v["wall_time_s"]["ci95"][0]) / 2
-            if v["wall_time_s"]["ci95"][0] is not None else None for v in rows.variants.values()]  # fmt: skip
+    wall = [("wall time mean", lambda v: v.wall_time_s.mean), ("  p50", lambda v: v.wall_time_s.p50),
+            ("  p95", lambda v: v.wall_time_s.p95), ("  p99", lambda v: v.wall_time_s.p99)]  # fmt: skip
+    half = [(v.wall_time_s.ci95[1] - v.wall_time_s.ci95[0]) / 2
+            if v.wall_time_s.ci95[0] is not None else None for v in rows.variants.values()]  # fmt: skip
     flat = [x for _, get in wall for x in rows.values(get)]
     unit = fmt.time_unit(flat)
     decimals = fmt.decimals_for(flat, unit[1])
@@ -98,7 +101,7 @@ def _wall_rows(rows: Rows) -> None:
     rows.t.add_row(wall[0][0], *cells[0])
     ci = fmt.durations(half, unit=unit, decimals=max(decimals, fmt.decimals_for(half, unit[1])))
     rows.t.add_row("  95% CI", *[c if c == fmt.DASH else "±" + c for c in ci])
-    if any("param_ci95" in v["wall_time_s"] for v in rows.variants.values()):  # uncertainty: parameters
+    if any(v.wall_time_s.param_ci95 is not None for v in rows.variants.values()):  # uncertainty: parameters
         rows.text("  95% CI with params", lambda v: _param_ci(v, unit, decimals))
     for (label, _), c in zip(wall[1:], cells[1:], strict=True):
         rows.t.add_row(label, *c)
@@ -107,15 +110,15 @@ def _wall_rows(rows: Rows) -> None:
 def _waiting_rows(rows: Rows) -> None:
     """What the person waits for (a scenario with turns, contract v1.3): their turns, not their pauses."""
     rows.heading("waiting (the person's turns)")
-    rows.times([("  per run mean", lambda v: v["waiting_s"]["mean"]), ("    p95", lambda v: v["waiting_s"]["p95"])])
-    rows.times([("  a turn mean", lambda v: v["turn_s"]["mean"]), ("    p95", lambda v: v["turn_s"]["p95"])])
-    rows.text("  turns per run", lambda v: f"{v['turns']['mean']:.1f}" if v["turns"]["mean"] is not None else "–")
+    rows.times([("  per run mean", lambda v: v.waiting_s.mean), ("    p95", lambda v: v.waiting_s.p95)])
+    rows.times([("  a turn mean", lambda v: v.turn_s.mean), ("    p95", lambda v: v.turn_s.p95)])
+    rows.text("  turns per run", lambda v: f"{v.turns.mean:.1f}" if v.turns.mean is not None else "–")
 
 
-def _param_ci(v: dict, unit, decimals: int) -> str:
+def _param_ci(v: Variant, unit, decimals: int) -> str:
     from agentsim.viz import format as fmt
 
-    lo, hi = v["wall_time_s"].get("param_ci95", [None, None])
+    lo, hi = v.wall_time_s.param_ci95 or [None, None]
     if lo is None:
         return fmt.DASH
     return f"{fmt.fmt_time(lo, unit, decimals)}–{fmt.fmt_time(hi, unit, decimals)}"
@@ -124,14 +127,14 @@ def _param_ci(v: dict, unit, decimals: int) -> str:
 def _cost_rows(rows: Rows) -> None:
     from agentsim.viz import format as fmt
 
-    rows.text("cost mean", lambda v: fmt.usd(v["cost_usd"]["mean"]))
-    rows.text("  p95", lambda v: fmt.usd(v["cost_usd"]["p95"]))
+    rows.text("cost mean", lambda v: fmt.usd(v.cost_usd.mean))
+    rows.text("  p95", lambda v: fmt.usd(v.cost_usd.p95))
     for label, get in (
-        ("calls per run", lambda v: v["calls"]["mean"]),
-        ("input tokens", lambda v: v["tokens"]["input"]),
-        ("  cache read", lambda v: v["tokens"]["cache_read"]),
-        ("output tokens", lambda v: v["tokens"]["output"]),
-        ("reasoning tokens", lambda v: v["tokens"]["reasoning"]),
+        ("calls per run", lambda v: v.calls.mean),
+        ("input tokens", lambda v: v.tokens.input),
+        ("  cache read", lambda v: v.tokens.cache_read),
+        ("output tokens", lambda v: v.tokens.output),
+        ("reasoning tokens", lambda v: v.tokens.reasoning),
     ):
         vals = rows.values(get)
         rows.t.add_row(label, *fmt.numbers(vals, decimals=1 if max(map(abs, filter(None, vals)), default=0) < 100
@@ -142,9 +145,9 @@ def _breakdown_rows(rows: Rows) -> None:
     from agentsim.sim import slots
 
     rows.heading("critical path (mean)")
-    first = next(iter(rows.variants.values()))["breakdown_s"]
+    first = next(iter(rows.variants.values())).breakdown_s.model_fields_set  # (a kind's own slots: extra fields)
     parts = [  # the five every run has, then stall and a step kind's own (listen) when the scenario has them
-        (f"  {slot.label}", lambda v, k=slot.name: v["breakdown_s"].get(k))
+        (f"  {slot.label}", lambda v, k=slot.name: getattr(v.breakdown_s, k, None))
         for slot in slots.slots()
         if slot.name in slots.BREAKDOWN or slot.name in first
     ]
@@ -156,28 +159,28 @@ def _comparison_rows(rows: Rows, base: str, vot: float | None) -> None:
     from agentsim.viz import format as fmt
 
     names = list(rows.variants)
-    dts = rows.values(lambda v: v["vs_baseline"]["delta_time_s"])
+    dts = rows.values(lambda v: v.vs_baseline.delta_time_s)
     unit = fmt.time_unit(dts)
     decimals = fmt.decimals_for(dts, unit[1])
     rows.t.add_row("Δ time vs first", *["baseline" if n == base else fmt.signed_time(x, unit, decimals)
                                         for n, x in zip(names, dts, strict=True)])  # fmt: skip
-    waiting = rows.variants[base]["vs_baseline"].get("basis") == "waiting_s"
+    waiting = rows.variants[base].vs_baseline.basis == "waiting_s"
     if waiting:
-        dws = rows.values(lambda v: v["vs_baseline"]["delta_waiting_s"])
+        dws = rows.values(lambda v: v.vs_baseline.delta_waiting_s)
         rows.t.add_row("Δ waiting vs first", *["baseline" if n == base else fmt.signed_time(x, unit, decimals)
                                                for n, x in zip(names, dws, strict=True)])  # fmt: skip
-    dcs = rows.values(lambda v: v["vs_baseline"]["delta_cost_usd"])
+    dcs = rows.values(lambda v: v.vs_baseline.delta_cost_usd)
     rows.t.add_row("Δ cost vs first", *["baseline" if n == base else fmt.signed_usd(x)
                                         for n, x in zip(names, dcs, strict=True)])  # fmt: skip
     rows.text(
         "USD per hour of waiting saved" if waiting else "USD per hour saved",
-        lambda v: payoff.premium_text(v["vs_baseline"]["usd_per_hour_saved"], fmt.usd),
+        lambda v: payoff.premium_text(v.vs_baseline.usd_per_hour_saved, fmt.usd),
     )
     label = f"pays off at {fmt.usd(vot)}/h" if vot is not None else "pays off (no value_of_time)"
-    rows.text(label, lambda v: {True: "yes", False: "no", None: "–"}[v["vs_baseline"]["pays_off"]])
+    rows.text(label, lambda v: {True: "yes", False: "no", None: "–"}[v.vs_baseline.pays_off])
 
 
-def _streaming_rows(rows: Rows, doc: dict) -> None:
+def _streaming_rows(rows: Rows, doc: Summary) -> None:
     """A few headline metrics (means) per call with a consumer, and the speed beyond which it gains nothing."""
     from agentsim.sim.stream_metrics import table_rows
     from agentsim.viz.sections import stream_metric
@@ -193,15 +196,15 @@ def _streaming_rows(rows: Rows, doc: dict) -> None:
             rows.text(f"  {call}: gains nothing above", lambda v, c=call: _apparate(v, c))
 
 
-def sections_streaming(doc: dict):
+def sections_streaming(doc: Summary | dict):
     from agentsim.viz.sections import streaming_sections
 
     return streaming_sections(doc)
 
 
-def _apparate(v: dict, call: str) -> str:
-    a = v.get("streaming", {}).get("apparate", {}).get(call)
-    return "–" if a is None else f"{a['tokens_per_s']:.1f} tok/s"
+def _apparate(v: Variant, call: str) -> str:
+    a = v.streaming.apparate.get(call) if v.streaming is not None else None
+    return "–" if a is None else f"{a.tokens_per_s:.1f} tok/s"
 
 
 def print_summary(res: Results, wide: bool = False) -> None:
@@ -209,7 +212,7 @@ def print_summary(res: Results, wide: bool = False) -> None:
     from agentsim.cli.tables import print_sources, print_table, table_console
     from agentsim.cli.targets import verdict_text
 
-    doc = res.summary_dict()
+    doc = res.summary_model()
     # Never cut: a table wider than the terminal (or COLUMNS) is split into pages of variants.
     console = table_console()
     print_table(summary_table(doc), wide=wide, pages=True, console=console)

@@ -29,6 +29,7 @@ from rich.measure import Measurement
 from rich.table import Table
 
 from agentsim.cli.consoles import VisibleConsole
+from agentsim.sim.summary_model import Summary, as_summary
 from agentsim.viz.format import fmt_time, time_unit  # the rule is shared with the HTML report
 
 __all__ = ["Rows", "fmt_time", "print_table", "runs_title", "table_console", "time_unit"]
@@ -134,7 +135,8 @@ def print_table(
 
 class Rows:
     """Rows of a table with one column per variant (``run``, ``size``): one unit and one number of decimals
-    per row (or per group of rows); ``variants`` maps a variant's name to the value handed to the getters."""
+    per row (or per group of rows); ``variants`` maps a variant's name to the value handed to the getters (``run``:
+    its :class:`~agentsim.sim.summary_model.Variant`; ``size``: its row of the sizing table)."""
 
     def __init__(self, table: Table, variants: dict):
         self.t, self.variants = table, variants
@@ -177,11 +179,12 @@ class Rows:
             self.metric(m)
 
 
-def runs_title(doc: dict) -> str:
+def runs_title(doc: Summary | dict) -> str:
     """``2,000 runs``, or for a workload (whose variants count different runs) ``a workload, runs counted
     below`` (the table's ``runs counted`` row has them per variant)."""
-    if "workload" not in next(iter(doc["variants"].values())):
-        return f"{doc['runs']:,} runs"
+    doc = as_summary(doc)
+    if next(iter(doc.variants.values())).workload is None:
+        return f"{doc.runs:,} runs"
     return "a workload, runs counted below"
 
 

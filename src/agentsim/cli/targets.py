@@ -12,8 +12,11 @@ which variant leads and which meet each target for 95% of runs. Where the person
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from agentsim.analysis.targets import is_floor, rank_variants, target_names, verdict
 from agentsim.cli.tables import Rows
+from agentsim.sim.summary_model import SloTarget, Summary, as_summary
 from agentsim.viz import format as fmt
 
 __all__ = [
@@ -46,31 +49,41 @@ def target_label(metric: str, target: float) -> str:
     return f"{name} {op} {value_text(metric, target)}"
 
 
-def share_with_ci(entry: dict | None) -> str:
+class Share(NamedTuple):
+    """A share of runs within a target and its 95% interval (an ``optimize`` row's, as a :class:`SloTarget` has
+    them)."""
+
+    share: float | None
+    ci95: list
+
+
+def share_with_ci(entry: SloTarget | Share | None) -> str:
     """``44.5% (42.3–46.7%)``: a share and its 95% interval."""
-    if not entry or entry.get("share") is None:
+    if entry is None or entry.share is None:
         return fmt.DASH
-    lo, hi = entry["ci95"]
-    return f"{fmt.pct(entry['share'])} ({100 * lo:.1f}–{fmt.pct(hi)})"
+    lo, hi = entry.ci95
+    return f"{fmt.pct(entry.share)} ({100 * lo:.1f}–{fmt.pct(hi)})"
 
 
-def target_rows(rows: Rows, doc: dict) -> None:
-    """The targets section that leads the ``run`` table (module doc); nothing without targets."""
+def target_rows(rows: Rows, doc: Summary | dict) -> None:
+    """The targets section that leads the ``run`` table (module doc); nothing without targets. ``rows``: one
+    column per variant of ``doc``, each a :class:`~agentsim.sim.summary_model.Variant`."""
+    doc = as_summary(doc)
     names = target_names(doc)
     if not names:
         return
     rows.heading("targets: share within (95% CI)")
     for metric in names:
-        first = next(iter(rows.variants.values()))["slo"][metric]
-        rows.text(f"  {target_label(metric, first['target'])}", lambda v, m=metric: share_with_ci(v["slo"].get(m)))
-        stats = [(f"    {k}", lambda v, m=metric, k=k: v["slo"][m].get(k)) for k in ("mean", "p95", "p99")]
+        first = next(iter(rows.variants.values())).slo[metric]
+        rows.text(f"  {target_label(metric, first.target)}", lambda v, m=metric: share_with_ci(v.slo.get(m)))
+        stats = [(f"    {k}", lambda v, m=metric, k=k: getattr(v.slo[m], k)) for k in ("mean", "p95", "p99")]
         if metric.endswith("_s"):
             rows.times(stats)
         else:
             for label, get in stats:
                 rows.text(label, lambda v, m=metric, g=get: value_text(m, g(v)))
     if len(names) > 1:
-        rows.text("  every target met", lambda v: share_with_ci(v["slo"]["all"]))
+        rows.text("  every target met", lambda v: share_with_ci(v.slo["all"]))
     rank = {name: i + 1 for i, name in enumerate(rank_variants(doc))}
     rows.t.add_row("  rank on targets", *[str(rank[n]) for n in rows.variants])
 
@@ -78,28 +91,29 @@ def target_rows(rows: Rows, doc: dict) -> None:
 def barge_in_rows(rows: Rows) -> None:
     """What the person's interruptions cost per turn (scenarios with an ``interrupt``)."""
     first = next(iter(rows.variants.values()))
-    if "barge_in" not in first:
+    if first.barge_in is None:
         return
     rows.heading("barge-ins (the person interrupts)")
-    rows.text("  interruptions per turn", lambda v: fmt.pct(v["barge_in"]["interruptions_per_turn"]))
-    rows.text("  wasted per turn", lambda v: fmt.usd(v["barge_in"]["wasted_usd_per_turn"]))
-    rows.text("  share of cost wasted", lambda v: fmt.pct(v["barge_in"]["wasted_share_of_cost"]))
+    rows.text("  interruptions per turn", lambda v: fmt.pct(v.barge_in.interruptions_per_turn))
+    rows.text("  wasted per turn", lambda v: fmt.usd(v.barge_in.wasted_usd_per_turn))
+    rows.text("  share of cost wasted", lambda v: fmt.pct(v.barge_in.wasted_share_of_cost))
 
 
-def verdict_text(doc: dict) -> str | None:
+def verdict_text(doc: Summary | dict) -> str | None:
     """One line under the table: the variant that leads on the targets, its share and interval, and per target
     the variants meeting it for 95% of runs (or the best p95 when none does); None without targets."""
+    doc = as_summary(doc)
     v = verdict(doc)
     if v is None:
         return None
     names = target_names(doc)
-    first = next(iter(doc["variants"].values()))["slo"]
-    what = f"within {target_label(names[0], first[names[0]]['target'])}" if len(names) == 1 else "within every target"
+    first = next(iter(doc.variants.values())).slo
+    what = f"within {target_label(names[0], first[names[0]].target)}" if len(names) == 1 else "within every target"
     lo, hi = v.ci95
     ci = f" (95% CI {fmt.pct(lo)}–{fmt.pct(hi)})" if lo is not None else ""
     parts = [f"targets: {v.best} leads, {fmt.pct(v.share)} of runs {what}{ci}"]
     for t in names:
-        label = target_label(t, first[t]["target"])
+        label = target_label(t, first[t].target)
         if v.at_p95[t]:
             parts.append(f"{label} for 95% of runs: {', '.join(v.at_p95[t])}")
         else:
@@ -111,12 +125,12 @@ def verdict_text(doc: dict) -> str | None:
 # --------------------------------------------------------------------------- optimize
 
 
-def _row_entry(row: dict, key: str) -> dict | None:
+def _row_entry(row: dict, key: str) -> Share | None:
     """A target's figures from an ``optimize`` summary row (``slo_KEY_share``, ``_ci95_lo``...), as in summary.json."""
     share = row.get(f"slo_{key}_share")
     if share is None or share != share:  # None or NaN: no run with an outcome
         return None
-    return {"share": share, "ci95": [row.get(f"slo_{key}_ci95_lo"), row.get(f"slo_{key}_ci95_hi")]}
+    return Share(share, [row.get(f"slo_{key}_ci95_lo"), row.get(f"slo_{key}_ci95_hi")])
 
 
 def _points(base, chosen) -> str:

@@ -37,6 +37,8 @@ from agentsim.cli.volume import RunsPerMonthOpt, RunsPerSeatOpt, SeatsOpt, Worki
 if TYPE_CHECKING:
     from rich.table import Table
 
+    from agentsim.sim.summary_model import Summary
+
 FileArg = Annotated[Path, typer.Argument(help="Scenario file (YAML, JSON or TOML).", show_default=False)]
 RunsOpt = Annotated[int | None, typer.Option(min=1, help="Monte-Carlo runs (default: the scenario's).")]
 SeedOpt = Annotated[int | None, typer.Option(min=0, help="Random seed (default: the scenario's).")]
@@ -392,13 +394,15 @@ def size(
     from agentsim.analysis.tradeoffs import break_even, cheapest_intervals, spend_sizing, variant_table
     from agentsim.plan.validation import load
     from agentsim.sim.simulation import simulate
+    from agentsim.sim.summary_model import Summary
 
     sc = load(file)
     volume = volume_of(file, sc, runs_per_month, seats, runs_per_seat_per_day, working_days)
     with progress_bar(quiet or json_out, "simulating") as bar:
         res = simulate(sc, runs=runs, seed=seed, workers=workers, progress=bar)
-    doc = res.summary_dict()
-    vt = variant_table(res, doc)
+    doc = res.summary_dict()  # size --json copies its sections as they are
+    summary = Summary.model_validate(doc)
+    vt = variant_table(res, summary)
     vot = res.value_of_time
     sizing = spend_sizing(vt, volume.runs_per_month, value_of_time=vot)
     be = break_even(vt, value_of_time=vot)
@@ -409,14 +413,16 @@ def size(
     from agentsim.cli.tables import print_sources, print_table
 
     console = _console()
-    print_table(buyers_table(sc.name, res, sizing, be, env, vot, doc, volume), wide=wide, pages=True, console=console)
+    print_table(buyers_table(sc.name, res, sizing, be, env, vot, summary, volume), wide=wide, pages=True,
+                console=console)  # fmt: skip
     print_sources(res, console)
-    _warn_incomplete(res, doc)
+    _warn_incomplete(res, summary)
 
 
 def size_document(res, doc: dict, volume, sizing, be, env) -> dict:
     """``size --json``: the volume and its derivation, and per variant the spend, the break-even and how its
-    runs ended (runs counted, failures, 429s: the numbers of ``run --json``)."""
+    runs ended (runs counted, failures, 429s: the numbers of ``run --json``). ``doc``: ``res.summary_dict()``,
+    whose ``success``, ``workload`` and ``limits`` sections it copies as they are (as ``run --json`` has them)."""
     from agentsim.analysis.completion import completion
 
     ended = {c.variant: c for c in completion(res, doc)}
@@ -449,7 +455,7 @@ def _price_sources(res) -> dict[str, str]:
     return price_sources(res.scenario, res.plan.prices_as_of)
 
 
-def _warn_incomplete(res, doc: dict) -> None:
+def _warn_incomplete(res, doc: Summary) -> None:
     """The completed-runs warning of ``run``, on stderr, for every variant that needs it."""
     from agentsim.analysis.completion import completion
 
@@ -473,17 +479,18 @@ def _clean_records(df) -> list[dict]:
     return [_clean(r) for r in df.to_dict(orient="records")]
 
 
-def buyers_table(name, res, sizing, be, env, vot, doc: dict | None = None, volume=None) -> Table:
+def buyers_table(name, res, sizing, be, env, vot, doc: Summary | dict | None = None, volume=None) -> Table:
     """The ``size`` table: one column per variant; spend, waiting, break-even, then what ``run`` adds when
     it applies (success, workload counts, shared limits), with the volume and its derivation in the title."""
     from rich.table import Table
 
     from agentsim.analysis.tradeoffs import waiting_note
     from agentsim.cli.tables import Rows, runs_title
+    from agentsim.sim.summary_model import as_summary
     from agentsim.viz import format as fmt
     from agentsim.viz import sections
 
-    doc = doc if doc is not None else res.summary_dict()
+    doc = as_summary(doc) if doc is not None else res.summary_model()
     success = res.plan.defines_success  # sized per successful task: failed runs are retried
     n = float(sizing["runs_per_month"].iloc[0])
     how = volume.derivation if volume is not None else f"{n:,.0f} runs a month"
@@ -504,7 +511,7 @@ def buyers_table(name, res, sizing, be, env, vot, doc: dict | None = None, volum
     for make in (sections.success_section, sections.workload_section, sections.limits_section):
         section = make(doc)
         if section is not None:
-            rows.variants = doc["variants"]
+            rows.variants = doc.variants
             rows.section(section)
     cheapest = ", ".join(
         f"{r.variant} {fmt.usd_per_hour(r.from_usd_per_hour)}–"

@@ -88,8 +88,8 @@ def check_results(res, file: str = "<scenario>", lines: dict | None = None) -> l
     if "run_over_a_day" in _ignored(res.scenario):
         return []
     out = []
-    for name, v in res.summary_dict()["variants"].items():
-        mean = v["wall_time_s"]["mean"]
+    for name, v in res.summary_model().variants.items():
+        mean = v.wall_time_s.mean
         if mean is not None and mean > RUN_MAX_S:
             item = ErrorItem(file, line_of(lines or {}, ("agent",)), ("agent",),
                              f"variant '{name}' runs {mean / 3600:,.1f} h on average, longer than a day",

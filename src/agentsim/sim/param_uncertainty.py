@@ -41,6 +41,8 @@ import math
 
 import numpy as np
 
+from agentsim.sim.summary_model import Summary, as_summary
+
 __all__ = ["PARAMETER_SETS", "parameter_ci95", "plan_with_factors"]
 
 PARAMETER_SETS = 20  # K: parameter sets drawn
@@ -79,21 +81,23 @@ def _draws(scenario, seed: int, k: int) -> dict[str, tuple[float, float, float]]
     return out
 
 
-def parameter_ci95(scenario, plan, point, runs: int, seed: int, simulate, sets: int = PARAMETER_SETS):
+def parameter_ci95(scenario, plan, point: Summary | dict, runs: int, seed: int, simulate, sets: int = PARAMETER_SETS):
     """``variant -> [low, high]``: the parameter-aware interval of the mean wall time.
 
     ``point`` is the summary document of the run with every factor 1; ``simulate(plan)`` runs a
-    plan with the scenario's runs and seed and returns its summary document.
+    plan with the scenario's runs and seed and returns its summary document (each a :class:`Summary`
+    or its dict).
     """
-    means = {name: [] for name in point["variants"]}
+    point = as_summary(point)
+    means = {name: [] for name in point.variants}
     for k in range(sets):
-        doc = simulate(plan_with_factors(plan, _draws(scenario, seed, k)))
-        for name, v in doc["variants"].items():
-            means[name].append(v["wall_time_s"]["mean"])
+        doc = as_summary(simulate(plan_with_factors(plan, _draws(scenario, seed, k))))
+        for name, v in doc.variants.items():
+            means[name].append(v.wall_time_s.mean)
     out = {}
-    for name, v in point["variants"].items():
+    for name, v in point.variants.items():
         m = [x for x in means[name] if x is not None]
-        lo, hi = v["wall_time_s"]["ci95"]
+        lo, hi = v.wall_time_s.ci95
         if not m or lo is None:
             out[name] = [None, None]
             continue

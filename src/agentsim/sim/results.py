@@ -33,6 +33,7 @@ from agentsim.plan.compiler import Plan
 from agentsim.pricing.rates import prices_summary
 from agentsim.sim import payoff, slots
 from agentsim.sim.slots import BREAKDOWN
+from agentsim.sim.summary_model import SloTarget, Success, Summary, Variant, as_summary
 
 __all__ = ["Results", "TableSources", "VariantStats", "describe", "summary_frame", "version"]
 
@@ -468,13 +469,18 @@ class Results:
 
         return slo_section(dict(self.scenario.slo), value_of, n)
 
+    def summary_model(self) -> Summary:
+        """The ``summary.json`` document as a validated, typed :class:`~agentsim.sim.summary_model.Summary`
+        (:meth:`summary_dict` validated: read its figures by attribute, ``s.variants[name].wall_time_s.mean``)."""
+        return Summary.model_validate(self.summary_dict())
+
     def to_json(self, indent: int = 2) -> str:
         """The summary document as JSON text (deterministic for a given scenario and seed)."""
         return json.dumps(self.summary_dict(), indent=indent, allow_nan=False) + "\n"
 
     def summary(self) -> pd.DataFrame:
         """One row per variant with the headline figures (the summary document, flattened)."""
-        return summary_frame(summary_rows(self.summary_dict())).set_index("variant")
+        return summary_frame(summary_rows(self.summary_model())).set_index("variant")
 
     def limits_timeseries(self) -> pd.DataFrame:
         """In-flight requests and bucket levels of each account over time (workloads only; else empty)."""
@@ -548,86 +554,92 @@ class Results:
         return f"<Results {self.scenario.name!r}: {len(self.variants)} variants x {self.n_runs} runs ({self.engine})>"
 
 
-def summary_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
-    """One flat row per variant of a ``summary.json`` document (the columns of :meth:`Results.summary`)."""
+def summary_rows(doc: Summary | dict[str, Any]) -> list[dict[str, Any]]:
+    """One flat row per variant of a ``summary.json`` document, typed or its dict (the columns of
+    :meth:`Results.summary`)."""
+    doc = as_summary(doc)
     rows = []
-    for name, v in doc["variants"].items():
-        w, c, vs = v["wall_time_s"], v["cost_usd"], v["vs_baseline"]
+    for name, v in doc.variants.items():
+        w, c, vs, tok = v.wall_time_s, v.cost_usd, v.vs_baseline, v.tokens
         rows.append(
             {
                 "variant": name,
-                "wall_mean_s": w["mean"],
-                "wall_ci95_lo_s": w["ci95"][0],
-                "wall_ci95_hi_s": w["ci95"][1],
-                **{f"wall_{p}_s": w[p] for p in ("p50", "p90", "p95", "p99")},
-                "cost_mean_usd": c["mean"],
-                "cost_ci95_lo_usd": c["ci95"][0],
-                "cost_ci95_hi_usd": c["ci95"][1],
-                "cost_p95_usd": c["p95"],
-                "calls_mean": v["calls"]["mean"],
-                "waiting_mean_s": v["waiting_s"]["mean"],
-                "waiting_p95_s": v["waiting_s"]["p95"],
-                "turn_p95_s": v["turn_s"]["p95"],
-                "turns_mean": v["turns"]["mean"],
-                "time_basis": vs["basis"],
-                **{
-                    f"{k}_tokens_mean": v["tokens"][k]
-                    for k in ("input", "cache_read", "cache_write", "output", "reasoning")
-                },
-                **{f"{k}_s": v["breakdown_s"][k] for k in BREAKDOWN},
-                "delta_time_s": vs["delta_time_s"],
-                "delta_cost_usd": vs["delta_cost_usd"],
-                "usd_per_hour_saved": vs["usd_per_hour_saved"],
-                "pays_off": vs["pays_off"],
-                **(
-                    {
-                        "success_share": v["success"]["share"],
-                        "cost_per_success_usd": v["success"]["cost_per_success_usd"],
-                        "time_to_success_s": v["success"]["time_to_success_s"],
-                    }
-                    if "success" in v
-                    else {}
-                ),
-                **_slo_columns(v.get("slo") or {}),
-                **_ended_columns(v, doc.get("runs")),
+                "wall_mean_s": w.mean,
+                "wall_ci95_lo_s": w.ci95[0],
+                "wall_ci95_hi_s": w.ci95[1],
+                "wall_p50_s": w.p50,
+                "wall_p90_s": w.p90,
+                "wall_p95_s": w.p95,
+                "wall_p99_s": w.p99,
+                "cost_mean_usd": c.mean,
+                "cost_ci95_lo_usd": c.ci95[0],
+                "cost_ci95_hi_usd": c.ci95[1],
+                "cost_p95_usd": c.p95,
+                "calls_mean": v.calls.mean,
+                "waiting_mean_s": v.waiting_s.mean,
+                "waiting_p95_s": v.waiting_s.p95,
+                "turn_p95_s": v.turn_s.p95,
+                "turns_mean": v.turns.mean,
+                "time_basis": vs.basis,
+                "input_tokens_mean": tok.input,
+                "cache_read_tokens_mean": tok.cache_read,
+                "cache_write_tokens_mean": tok.cache_write,
+                "output_tokens_mean": tok.output,
+                "reasoning_tokens_mean": tok.reasoning,
+                **{f"{k}_s": getattr(v.breakdown_s, k) for k in BREAKDOWN},  # the slots every run has
+                "delta_time_s": vs.delta_time_s,
+                "delta_cost_usd": vs.delta_cost_usd,
+                "usd_per_hour_saved": vs.usd_per_hour_saved,
+                "pays_off": vs.pays_off,
+                **_success_columns(v.success),
+                **_slo_columns(v.slo or {}),
+                **_ended_columns(v, doc.runs),
             }
         )
     return rows
 
 
-def _slo_columns(slo: dict[str, Any]) -> dict[str, Any]:
+def _success_columns(s: Success | None) -> dict[str, Any]:
+    """With ``fail`` steps: the success share, cost per success and time to success."""
+    if s is None:
+        return {}
+    return {"success_share": s.share, "cost_per_success_usd": s.cost_per_success_usd,
+            "time_to_success_s": s.time_to_success_s}  # fmt: skip
+
+
+def _slo_columns(slo: dict[str, SloTarget]) -> dict[str, Any]:
     """Per ``slo`` target (and ``all``): ``slo_KEY_share`` and its interval ``slo_KEY_ci95_lo`` / ``_hi``; per
     target also the targeted metric's ``slo_KEY_mean``, ``slo_KEY_p95`` and ``slo_KEY_p99``."""
     out: dict[str, Any] = {}
     for k, e in slo.items():
-        out[f"slo_{k}_share"] = e["share"]
-        out[f"slo_{k}_ci95_lo"], out[f"slo_{k}_ci95_hi"] = e["ci95"]
-        for stat in ("mean", "p95", "p99") if k != "all" else ():
-            out[f"slo_{k}_{stat}"] = e.get(stat)
+        out[f"slo_{k}_share"] = e.share
+        out[f"slo_{k}_ci95_lo"], out[f"slo_{k}_ci95_hi"] = e.ci95
+        if k != "all":
+            out[f"slo_{k}_mean"], out[f"slo_{k}_p95"], out[f"slo_{k}_p99"] = e.mean, e.p95, e.p99
     return out
 
 
 TEXT_COLUMNS = ("variant", "pays_off", "basis", "time_basis", "binding_account", "binding_limit")
 
 
-def _ended_columns(v: dict[str, Any], runs: int | None) -> dict[str, Any]:
+def _ended_columns(v: Variant, runs: int | None) -> dict[str, Any]:
     """How the runs of a variant ended and what limited them, where they can fail: a workload's runs counted,
     completed, failed share and throughput; with limits or failures, the 429s and the binding account and
     limit (a workload's: agentsim.sim.binding). A replication's failed share is its runs that failed (retries
     used up) over its runs."""
     out: dict[str, Any] = {}
-    w, lim = v.get("workload"), v.get("limits")
-    if w:
-        for k in ("runs_counted", "runs_completed", "failed_share", "throughput_runs_per_hour"):
-            out[k] = w[k]
-    elif lim and runs:
-        out["failed_share"] = lim["attempts"]["failed_runs"] / runs
-    if lim:
-        out["rejected_429"] = lim["attempts"]["rejected_429"]
-        if w:
-            b = lim.get("binding")
-            out["binding_account"] = b["account"] if b else None
-            out["binding_limit"] = b["limit"] if b else None
+    w, lim = v.workload, v.limits
+    if w is not None:
+        out["runs_counted"], out["runs_completed"] = w.runs_counted, w.runs_completed
+        out["failed_share"], out["throughput_runs_per_hour"] = w.failed_share, w.throughput_runs_per_hour
+    elif lim is not None and runs:
+        out["failed_share"] = lim.attempts.failed_runs / runs
+    if lim is not None:
+        out["rejected_429"] = lim.attempts.rejected_429
+        if w is not None:
+            b = lim.binding
+            out["binding_account"] = b.account if b else None
+            out["binding_limit"] = b.limit if b else None
     return out
 
 

@@ -43,6 +43,7 @@ from agentsim.sim.records import (
 )
 from agentsim.sim.results import CallStats, Results, TableSources, VariantStats, per_call_runs
 from agentsim.sim.stream_stats import StreamStats
+from agentsim.sim.summary_model import Summary
 from agentsim.sim.turn_stats import TurnSamples
 
 __all__ = ["ENGINES", "choose_engine", "simulate", "simulate_block", "simulate_plan"]
@@ -475,8 +476,8 @@ def simulate(
         if (uncertainty or sc.uncertainty) == "parameters":  # agentsim.sim.param_uncertainty: K more simulations
             from agentsim.sim.param_uncertainty import parameter_ci95
 
-            def one(p: Plan) -> dict:
-                return simulate_plan(p, runs, seed, engine=engine, where=where).summary_dict()
+            def one(p: Plan) -> Summary:
+                return simulate_plan(p, runs, seed, engine=engine, where=where).summary_model()
 
-            res.param_ci95 = parameter_ci95(sc, plan, res.summary_dict(), runs, seed, one)
+            res.param_ci95 = parameter_ci95(sc, plan, res.summary_model(), runs, seed, one)
     return res

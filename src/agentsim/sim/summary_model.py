@@ -16,7 +16,16 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["SUMMARY_SCHEMA_TITLE", "Summary", "summary_schema"]
+__all__ = [
+    "SUMMARY_SCHEMA_TITLE",
+    "Apparate",
+    "SloTarget",
+    "Success",
+    "Summary",
+    "Variant",
+    "as_summary",
+    "summary_schema",
+]
 
 SUMMARY_SCHEMA_TITLE = "agentsim summary.json"
 
@@ -316,6 +325,12 @@ class Summary(_Part):
     variants: dict[str, Variant]
     prices_as_of: str | None = Field(description="The date catalog prices were looked up as of (YYYY-MM-DD).")
     prices: Prices
+
+
+def as_summary(doc: Summary | dict) -> Summary:
+    """``doc`` as a :class:`Summary`: validated when it is a dict (a ``summary_dict()``, or a ``summary.json``
+    read from disk), as is when it already is one (the boundary of functions that accept either)."""
+    return doc if isinstance(doc, Summary) else Summary.model_validate(doc)
 
 
 def summary_schema() -> dict:

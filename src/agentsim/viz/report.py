@@ -29,6 +29,7 @@ from agentsim.model import yaml_text
 from agentsim.model.safe_text import csv_frame
 from agentsim.plan.validation import input_files
 from agentsim.sim.results import Results, version
+from agentsim.sim.summary_model import Summary
 from agentsim.viz import figures
 from agentsim.viz.outdir import Inputs, write_file, write_files, write_folder
 
@@ -187,7 +188,7 @@ class Analysis:
     """What the page is made of: the results, the summary document and the trade-off tables built from it."""
 
     res: Results
-    doc: dict
+    doc: Summary
     vt: Any
     be: Any
     env: Any
@@ -289,7 +290,7 @@ def analyse(res: Results, volume=None) -> Analysis:
     from agentsim.analysis.tradeoffs import break_even, cheapest_intervals, spend_sizing, variant_table
     from agentsim.pricing.provenance import price_sources
 
-    doc = res.summary_dict()
+    doc = res.summary_model()
     vt = variant_table(res, doc)
     vot = res.value_of_time
     sizing = spend_sizing(vt, volume.runs_per_month, value_of_time=vot) if volume is not None else None
@@ -395,7 +396,7 @@ def _figures(a: Analysis, step) -> dict[str, dict]:
     return out
 
 
-def _summary(doc: dict):
+def _summary(doc: Summary):
     """``Results.summary()`` of the document already made (not computed again)."""
     from agentsim.sim.results import summary_frame, summary_rows
 

@@ -20,6 +20,7 @@ from typing import Any
 from markupsafe import Markup
 
 from agentsim.sim import payoff
+from agentsim.sim.summary_model import Summary, Variant
 from agentsim.viz import format as fmt
 from agentsim.viz import sections
 
@@ -234,10 +235,10 @@ def critical_table(share) -> dict:
 _KIND = {"time": "time", "usd": "usd", "count": "count", "share": "share", "rate": "share", "number": "number"}
 
 
-def section_table(doc: dict, section: sections.Section) -> dict:
+def section_table(doc: Summary, section: sections.Section) -> dict:
     """A section of :mod:`agentsim.viz.sections` as a table: one row per variant, one column per metric."""
     metrics = section.metrics
-    rows = [[bold(name), *[m.get(v) for m in metrics]] for name, v in doc["variants"].items()]
+    rows = [[bold(name), *[m.get(v) for m in metrics]] for name, v in doc.variants.items()]
     kinds = ["text", *[_KIND.get(m.kind, "text") for m in metrics]]
     groups = {}
     for i, m in enumerate(metrics, start=1):
@@ -251,35 +252,35 @@ def section_table(doc: dict, section: sections.Section) -> dict:
     return {"header": ["variant", *[m.label for m in metrics]], "rows": formatted}
 
 
-def slo_table(doc: dict) -> dict | None:
+def slo_table(doc: Summary) -> dict | None:
     """The share of runs meeting each ``slo`` target and all of them, per variant, with its 95% interval."""
     section = sections.slo_section(doc)
     if section is None:
         return None
-    keys = [k for k in sections.first_variant(doc)["slo"] if k != "all"] + ["all"]
+    keys = [k for k in sections.first_variant(doc).slo if k != "all"] + ["all"]
     rows = []
-    for name, v in doc["variants"].items():
+    for name, v in doc.variants.items():
         cells = []
         for k in keys:
-            e = v["slo"][k]
-            lo, hi = e["ci95"]
-            text = f"{fmt.pct(e['share'])} ({fmt.pct(lo)}–{fmt.pct(hi)})" if e["share"] is not None else fmt.DASH
-            cells.append(_wrap(text, e["share"]))
+            e = v.slo[k]
+            lo, hi = e.ci95
+            text = f"{fmt.pct(e.share)} ({fmt.pct(lo)}–{fmt.pct(hi)})" if e.share is not None else fmt.DASH
+            cells.append(_wrap(text, e.share))
         rows.append([bold(name), *cells])
     return {"header": ["variant", *[m.label for m in section.metrics]], "rows": rows}
 
 
-def accounts_table(doc: dict) -> dict | None:
+def accounts_table(doc: Summary) -> dict | None:
     """One row per variant and account of the shared limits: requests in flight and each limit's use."""
-    first = next(iter(doc["variants"].values()))
-    accounts = list(first.get("limits", {}).get("accounts", {}))
+    first = sections.first_variant(doc)
+    accounts = list(first.limits.accounts or {}) if first.limits is not None else []
     if not accounts:
         return None
     labels = ["in flight mean", "in flight max", *[f"{k} use" for k in sections.ACCOUNT_KINDS]]
     rows = []
     for account in accounts:
         metrics = {m.label: m for m in sections.account_metrics(doc, account)}
-        for name, v in doc["variants"].items():
+        for name, v in doc.variants.items():
             rows.append([bold(name), account, *[metrics[x].get(v) if x in metrics else None for x in labels]])
     kinds = ["text", "text", "number", "count", *["share"] * len(sections.ACCOUNT_KINDS)]
     formatted = format_columns(rows, kinds)
@@ -290,7 +291,7 @@ def accounts_table(doc: dict) -> dict | None:
             "rows": [[r[i] for i in keep] for r in formatted]}  # fmt: skip
 
 
-def streaming_tables(doc: dict) -> list[dict]:
+def streaming_tables(doc: Summary) -> list[dict]:
     """Per call with a consumer: one row per variant and statistic (mean, p50, p95), one column per metric
     of ``summary.json``'s ``streaming`` section, and the speed beyond which the consumer gains nothing. The
     tail row of a score where more is better (QoE) is its worst 5%, the p5, and the row's label says so."""
@@ -298,7 +299,7 @@ def streaming_tables(doc: dict) -> list[dict]:
     for call, names, apparate in sections.streaming_sections(doc):
         metrics = {stat: [sections.stream_metric(n, stat, call) for n in names] for stat in ("mean", "p50", "p95")}
         rows, label = [], metrics["mean"]
-        for name, v in doc["variants"].items():
+        for name, v in doc.variants.items():
             for stat, ms in metrics.items():  # the p95 row of a score where more is better shows its p5
                 rows.append([bold(name) if stat == "mean" else "", sections.worst_label(stat, names),
                              *[m.get(v) for m in ms]])  # fmt: skip
@@ -307,15 +308,15 @@ def streaming_tables(doc: dict) -> list[dict]:
                  "rows": format_columns(rows, kinds)}  # fmt: skip
         if apparate is not None:
             table["apparate"] = {
-                "consumer": apparate.get("consumer", "consumer"),
-                "rows": [[bold(name), _apparate(v, call)] for name, v in doc["variants"].items()],
+                "consumer": apparate.consumer,
+                "rows": [[bold(name), _apparate(v, call)] for name, v in doc.variants.items()],
             }
         out.append(table)
     return out
 
 
-def _apparate(v: dict, call: str) -> str:
-    a = v.get("streaming", {}).get("apparate", {}).get(call)
-    if a is None or a.get("tokens_per_s") is None:
+def _apparate(v: Variant, call: str) -> str:
+    a = v.streaming.apparate.get(call) if v.streaming is not None else None
+    if a is None:  # (a point has its speed: Apparate.tokens_per_s is never null)
         return fmt.DASH
-    return f"{a['tokens_per_s']:.1f} tokens/s"
+    return f"{a.tokens_per_s:.1f} tokens/s"

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from markupsafe import Markup
 
+from agentsim.sim.summary_model import SloTarget, Summary
 from agentsim.viz import format as fmt
 from agentsim.viz import sections
 
@@ -70,29 +71,38 @@ def speed_lines(plan) -> dict[str, str]:
 # --------------------------------------------------------------------------- targets (slo:)
 
 
-def _turn_word(a, entry: dict) -> str:
+def _turn_word(a, entry: SloTarget) -> str:
     """What an slo share counts: turns (a ``turn_s`` target, or runs that are one turn each) or runs."""
-    return "turns" if "turns" in entry or not a.res.plan.turn_nodes else "runs"
+    return "turns" if "turns" in entry.model_fields_set or not a.res.plan.turn_nodes else "runs"
 
 
-def rank_by_targets(doc: dict, cost: dict[str, float]) -> list[str]:
+def _every_target_shares(doc: Summary | dict) -> dict[str, float | None]:
+    """Per variant, its share of runs meeting every target: of the typed summary, or of a dict that has (at least)
+    each variant's ``slo`` section."""
+    if isinstance(doc, Summary):
+        return {name: v.slo["all"].share for name, v in doc.variants.items()}
+    return {name: v["slo"]["all"]["share"] for name, v in doc["variants"].items()}
+
+
+def rank_by_targets(doc: Summary | dict, cost: dict[str, float]) -> list[str]:
     """The variants by their share meeting every ``slo`` target, highest first (none last; ties: the cheaper,
     then the earlier)."""
-    names = list(doc["variants"])
+    shares = _every_target_shares(doc)
+    names = list(shares)
 
     def key(name: str):
-        share = doc["variants"][name]["slo"]["all"]["share"]
+        share = shares[name]
         c = cost.get(name)
         return (share is None, -(share or 0.0), c if c is not None and c == c else float("inf"), names.index(name))
 
     return sorted(names, key=key)
 
 
-def _share(entry: dict) -> str:
-    lo, hi = entry["ci95"]
-    if entry["share"] is None:
+def _share(entry: SloTarget) -> str:
+    lo, hi = entry.ci95
+    if entry.share is None:
         return fmt.DASH
-    return f"{fmt.pct(entry['share'])} ({fmt.pct(lo)}–{fmt.pct(hi)})"
+    return f"{fmt.pct(entry.share)} ({fmt.pct(lo)}–{fmt.pct(hi)})"
 
 
 def targets_lead(a) -> tuple[list[Markup], list[Markup]]:
@@ -101,21 +111,21 @@ def targets_lead(a) -> tuple[list[Markup], list[Markup]]:
     section = sections.slo_section(a.doc)
     if section is None:
         return [], []
-    first = sections.first_variant(a.doc)["slo"]
+    first = sections.first_variant(a.doc).slo
     keys = [k for k in first if k != "all"]
     labels = dict(zip(keys, [m.label for m in section.metrics], strict=False))
     cost = {name: float(a.vt.loc[name, "cost_mean_usd"]) for name in a.vt.index}
     order = rank_by_targets(a.doc, cost)
     unit = _turn_word(a, first["all"])
-    best = a.doc["variants"][order[0]]["slo"]["all"]
+    best = a.doc.variants[order[0]].slo["all"]
     every = "the target" if len(keys) == 1 else "every target"
     named = f"the target ({labels[keys[0]]})" if len(keys) == 1 else "every target"
     head = Markup("Most {} within {}: <b>{}</b>, {} of them (95% interval {}–{}).").format(
-        unit, named, order[0], fmt.pct(best["share"]), fmt.pct(best["ci95"][0]), fmt.pct(best["ci95"][1])
-    ) if best["share"] else Markup("No {} within {} in any variant.").format(unit, named)  # fmt: skip
+        unit, named, order[0], fmt.pct(best.share), fmt.pct(best.ci95[0]), fmt.pct(best.ci95[1])
+    ) if best.share else Markup("No {} within {} in any variant.").format(unit, named)  # fmt: skip
     lines = []
     for name in order:  # (the page numbers them)
-        slo = a.doc["variants"][name]["slo"]
+        slo = a.doc.variants[name].slo
         line = Markup("<b>{}</b>: {} of {} within {}").format(name, _share(slo["all"]), unit, every)
         if len(keys) > 1:
             line += Markup(" (") + Markup("; ").join(

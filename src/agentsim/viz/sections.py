@@ -1,13 +1,15 @@
 """The sections of a summary that apply to some scenarios only: limits, workload, success, streaming.
 
 ``run`` prints them as rows of its table, the HTML report as tables of their own; both read them from
-here, from the ``summary.json`` document (:meth:`Results.summary_dict`), so a page shows exactly the
+here, from the ``summary.json`` document (the typed :class:`~agentsim.sim.summary_model.Summary` of
+:meth:`Results.summary_model`; a dict of it is validated into one), so a page shows exactly the
 numbers ``run --json`` gives. A section is returned only when the document has it (a scenario without
 limits has no limits section, one without ``fail`` steps no success section).
 
 A :class:`Metric` is one figure per variant: a label, a kind that decides its format
 (:mod:`agentsim.viz.format`: ``time`` in seconds, ``usd``, ``count``, ``share``, ``number``, ``rate``
-and ``text``) and a getter of its value from one variant's part of the document. Metrics of one
+and ``text``) and a getter of its value from one variant's part of the document (a
+:class:`~agentsim.sim.summary_model.Variant`). Metrics of one
 ``group`` share a time unit where a table shows them together.
 """
 
@@ -18,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentsim.model.consumers import higher_is_better
+from agentsim.sim.summary_model import Apparate, SloTarget, Summary, Variant, as_summary
 from agentsim.viz import format as fmt
 
 __all__ = [
@@ -42,7 +45,7 @@ __all__ = [
 class Metric:
     label: str
     kind: str
-    get: Callable[[dict], Any]
+    get: Callable[[Variant], Any]
     group: str | None = None
 
 
@@ -53,12 +56,16 @@ class Section:
     metrics: list[Metric] = field(default_factory=list)
 
 
-def _dig(*keys):
-    def get(v: dict):
-        for k in keys:
-            if not isinstance(v, dict) or k not in v:
+def _path(*names: str) -> Callable[[Variant], Any]:
+    """A getter of one figure of a variant along ``names``, where the path is data (a section's field, a call's
+    metric): an attribute of the typed model, a key of its dict-typed fields (accounts, streaming calls, slo);
+    None where a part is absent (an optional section, an account or call another variant lacks)."""
+
+    def get(v):
+        for n in names:
+            if v is None:
                 return None
-            v = v[k]
+            v = v.get(n) if isinstance(v, dict) else getattr(v, n, None)
         return v
 
     return get
@@ -82,21 +89,21 @@ def format_metric(metric: Metric, values: list, unit: fmt.Unit | None = None, de
     return [fmt.DASH if x is None else str(x) for x in values]
 
 
-def _first(doc: dict) -> dict:
-    return next(iter(doc["variants"].values()))
+def _first(doc: Summary) -> Variant:
+    return next(iter(doc.variants.values()))
 
 
 # --------------------------------------------------------------------------- sections
 
 
-def _section(doc: dict, key: str, title: str, rows: tuple[tuple[str, str, str], ...]) -> Section | None:
+def _section(doc: Summary | dict, key: str, title: str, rows: tuple[tuple[str, str, str], ...]) -> Section | None:
     """The section ``key`` of summary.json as metrics ``(label, kind, field)``; None when the document lacks it."""
-    if key not in _first(doc):
+    if getattr(_first(as_summary(doc)), key) is None:
         return None
-    return Section(key, title, [Metric(label, kind, _dig(key, field)) for label, kind, field in rows])
+    return Section(key, title, [Metric(label, kind, _path(key, field)) for label, kind, field in rows])
 
 
-def workload_section(doc: dict) -> Section | None:
+def workload_section(doc: Summary | dict) -> Section | None:
     """Runs counted, completed, failed and unfinished, throughput (workloads only)."""
     return _section(doc, "workload", "Workload", (
         ("runs counted", "count", "runs_counted"),
@@ -120,49 +127,50 @@ _ATTEMPTS = (
 )
 
 
-def limits_section(doc: dict) -> Section | None:
+def limits_section(doc: Summary | dict) -> Section | None:
     """Queueing, 429s, retries, errors, fallbacks and failed runs (shared limits or failing calls only)."""
-    if "limits" not in _first(doc):
+    if _first(as_summary(doc)).limits is None:
         return None
-    lim = "limits"
     return Section("limits", "Shared limits", [
-        Metric("queue wait mean", "time", _dig(lim, "queue_wait_s", "mean"), "queue"),
-        Metric("queue wait p95", "time", _dig(lim, "queue_wait_s", "p95"), "queue"),
-        Metric("calls that queued", "share", _dig(lim, "queue_wait_s", "share_waiting")),
-        *[Metric(label, "count", _dig(lim, "attempts", key)) for key, label in _ATTEMPTS],
+        Metric("queue wait mean", "time", _path("limits", "queue_wait_s", "mean"), "queue"),
+        Metric("queue wait p95", "time", _path("limits", "queue_wait_s", "p95"), "queue"),
+        Metric("calls that queued", "share", _path("limits", "queue_wait_s", "share_waiting")),
+        *[Metric(label, "count", _path("limits", "attempts", key)) for key, label in _ATTEMPTS],
     ])  # fmt: skip
 
 
 ACCOUNT_KINDS = ("concurrency", "rpm", "input_tpm", "output_tpm")
 
 
-def account_metrics(doc: dict, account: str) -> list[Metric]:
+def account_metrics(doc: Summary | dict, account: str) -> list[Metric]:
     """One account's requests in flight (when any variant uses it) and the use of each of its limits."""
-    first = _first(doc)["limits"]["accounts"][account]
-    every = [v["limits"].get("accounts", {}).get(account) or {} for v in doc["variants"].values()]
+    doc = as_summary(doc)
+    first = _first(doc).limits.accounts[account]
+    every = [(v.limits.accounts or {}).get(account) for v in doc.variants.values()]
     base = ("limits", "accounts", account)
     out = []
-    if any((a.get("concurrency") or {}).get("max_in_flight") for a in every):
-        out.append(Metric("in flight mean", "number", _dig(*base, "concurrency", "mean_in_flight")))
-        out.append(Metric("in flight max", "count", _dig(*base, "concurrency", "max_in_flight")))
-    for kind in ACCOUNT_KINDS:
-        if (first.get(kind) or {}).get("utilisation") is not None:
-            out.append(Metric(f"{kind} use", "rate", _dig(*base, kind, "utilisation")))
+    if any(a is not None and a.concurrency.max_in_flight for a in every):
+        out.append(Metric("in flight mean", "number", _path(*base, "concurrency", "mean_in_flight")))
+        out.append(Metric("in flight max", "count", _path(*base, "concurrency", "max_in_flight")))
+    for kind in ACCOUNT_KINDS:  # the Account's fields of the same names
+        if _path(kind, "utilisation")(first) is not None:
+            out.append(Metric(f"{kind} use", "rate", _path(*base, kind, "utilisation")))
     return out
 
 
-def accounts_section(doc: dict) -> Section | None:
+def accounts_section(doc: Summary | dict) -> Section | None:
     """Per account of the shared limits: requests in flight and the use of each limit (``run``'s rows)."""
+    doc = as_summary(doc)
     first = _first(doc)
-    if "limits" not in first or not first["limits"].get("accounts"):
+    if first.limits is None or not first.limits.accounts:
         return None
     metrics = []
-    for account in first["limits"]["accounts"]:
+    for account in first.limits.accounts:
         metrics += [Metric(f"{account} {m.label}", m.kind, m.get) for m in account_metrics(doc, account)]
     return Section("accounts", "Accounts", metrics)
 
 
-def success_section(doc: dict) -> Section | None:
+def success_section(doc: Summary | dict) -> Section | None:
     """Success share, cost per success and time to success (scenarios with ``fail`` steps)."""
     return _section(doc, "success", "Success", (
         ("success share", "share", "share"),
@@ -171,14 +179,14 @@ def success_section(doc: dict) -> Section | None:
     ))  # fmt: skip
 
 
-def first_variant(doc: dict) -> dict:
+def first_variant(doc: Summary | dict) -> Variant:
     """The first variant's part of a summary document (the one whose sections decide which apply)."""
-    return _first(doc)
+    return _first(as_summary(doc))
 
 
-def slo_section(doc: dict) -> Section | None:
+def slo_section(doc: Summary | dict) -> Section | None:
     """The share of runs meeting each of the scenario's ``slo`` targets, and all of them (``slo:``)."""
-    slo = _first(doc).get("slo")
+    slo: dict[str, SloTarget] | None = _first(as_summary(doc)).slo
     if not slo:
         return None
     metrics = []
@@ -186,8 +194,8 @@ def slo_section(doc: dict) -> Section | None:
         if key == "all":
             continue
         op = "≥" if higher_is_better(key) else "≤"
-        metrics.append(Metric(f"{key} {op} {_target_text(key, entry['target'])}", "share", _dig("slo", key, "share")))
-    metrics.append(Metric("all targets met", "share", _dig("slo", "all", "share")))
+        metrics.append(Metric(f"{key} {op} {_target_text(key, entry.target)}", "share", _path("slo", key, "share")))
+    metrics.append(Metric("all targets met", "share", _path("slo", "all", "share")))
     return Section("slo", "Targets (share of runs meeting them)", metrics)
 
 
@@ -229,15 +237,15 @@ def stream_metric(name: str, stat: str, call: str) -> Metric:
         kind = "number"
     from agentsim.sim.stream_metrics import label_of
 
-    return Metric(label_of(name), kind, _dig("streaming", "calls", call, name, stat))
+    return Metric(label_of(name), kind, _path("streaming", "calls", call, name, stat))
 
 
-def streaming_sections(doc: dict) -> list[tuple[str, list[str], dict | None]]:
+def streaming_sections(doc: Summary | dict) -> list[tuple[str, list[str], Apparate | None]]:
     """Per call with a consumer: ``(call, metric names in reading order, apparate point of the first variant)``."""
     from agentsim.sim.stream_metrics import reading_order
 
-    first = _first(doc)
-    if "streaming" not in first:
+    first = _first(as_summary(doc))
+    if first.streaming is None:
         return []
     keys = reading_order()  # the common metrics' and each consumer kind's labels, in reading order
 
@@ -245,6 +253,6 @@ def streaming_sections(doc: dict) -> list[tuple[str, list[str], dict | None]]:
         return (keys.index(name) if name in keys else len(keys), name)
 
     out = []
-    for call, metrics in first["streaming"]["calls"].items():
-        out.append((call, sorted(metrics, key=order), first["streaming"].get("apparate", {}).get(call)))
+    for call, metrics in first.streaming.calls.items():
+        out.append((call, sorted(metrics, key=order), first.streaming.apparate.get(call)))
     return out
