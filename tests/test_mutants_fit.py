@@ -14,11 +14,14 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 from scipy import integrate, stats
 
 from agentsim.fit.population import session_shape
 from agentsim.measure import stall_fit
+from agentsim.measure.measured_range import in_flight, measured_range
+from agentsim.measure.queueing import find_queueing
 from agentsim.measure.stall_fit import CONSTANT_CV, LengthFit, fit_lengths
 from agentsim.plan.compiler import compile_plan
 from agentsim.plan.context_speed import Piecewise, compile_context_speed
@@ -223,3 +226,95 @@ def test_a_closed_workload_is_sized_at_the_fastest_context_speed():
     est = estimate(compile_plan(make(doc)), 1)
     assert est.runs == pytest.approx(1 + 2000 / 7 + BLOCK, rel=1e-12)
     assert math.isfinite(est.bytes)
+
+
+# --------------------------------------------------------------------------- queueing in a measurement
+
+
+def _table(start, latency, ttft, headers=None) -> pd.DataFrame:
+    cols = {"start_s": start, "latency_s": latency, "ttft_s": ttft}
+    if headers is not None:
+        cols["headers_s"] = headers
+    return pd.DataFrame(cols)
+
+
+def _pairs(n: int) -> tuple[np.ndarray, np.ndarray]:
+    # requests sent two at a time, each pair ending before the next starts: two in flight for every request
+    return np.repeat(np.arange(n // 2) * 10.0, 2), np.full(n, 5.0)
+
+
+def test_a_wait_for_headers_is_taken_out_of_the_ttft():
+    # 22 requests, 2 of them without headers: 20 known (MIN_ROWS, enough), two in flight (overlapped; the rank
+    # test cannot run on a constant count). Headers at 0.5 + 0.125 x (i mod 5): h0 = 0.5, median wait 0.25 > 0.1
+    # (queued); the first token 0.25 s after the headers (apart). Each known request loses headers - h0.
+    start, lat = _pairs(22)
+    wait = 0.125 * (np.arange(22) % 5)
+    headers = 0.5 + wait
+    headers[[3, 7]] = np.nan
+    q = find_queueing(_table(start, lat, headers + 0.25, headers))
+    expected = np.where(np.isfinite(headers), wait, 0.0)
+    assert np.array_equal(q.removed_s, expected)
+    assert q.headers_rho is None and q.headers_p is None and q.peak == 2
+    assert q.block()["valid_at_concurrency"] is None  # the TTFT left does not grow: valid at any concurrency
+    assert "was taken out of the TTFT before the fit" in q.warnings()[0]
+    # 19 known rows are too few to tell
+    headers[5] = np.nan
+    assert not find_queueing(_table(start, lat, headers + 0.25, headers)).removed_s.any()
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        "short wait",  # median headers - h0 = 0.0625 <= 0.1 (headers + h0 would be 1.06)
+        "headers with the first token",  # ttft - headers = 0 < 0.02 (ttft + headers would be large)
+        "one at a time",  # at most one request in flight: no queue to see
+    ],
+)
+def test_no_wait_is_taken_out_when_the_headers_say_nothing(case):
+    start, lat = _pairs(24)
+    wait = 0.125 * (np.arange(24) % 5)
+    if case == "short wait":
+        wait = 0.0625 * (np.arange(24) % 3)
+    headers = 0.5 + wait
+    ttft = headers if case == "headers with the first token" else headers + 0.25
+    if case == "one at a time":
+        start = np.arange(24) * 10.0
+    q = find_queueing(_table(start, lat, ttft, headers))
+    assert not q.removed_s.any() and not q.headers_queued and q.warnings() == []
+
+
+def test_the_rank_tests_are_spearman_over_the_known_rows():
+    # requests in flight 1, 2 or 3 (their count rises with the time since a burst started); headers and TTFT
+    # grow with it; one row has no headers. The figures are scipy's spearmanr over the rows known on both sides.
+    start = np.concatenate([b * 100.0 + np.array([0.0, 1.0, 2.0]) for b in range(10)])
+    lat = np.full(30, 50.0)
+    flight = np.tile([1.0, 2.0, 3.0], 10)
+    headers = 0.2 + 0.3 * flight + 0.01 * np.arange(30)
+    headers[4] = np.nan
+    ttft = 1.0 + 2.0 * flight + 0.001 * np.arange(30)
+    q = find_queueing(_table(start, lat, ttft, headers))
+    known = np.isfinite(headers)
+    rho, p = stats.spearmanr(flight[known], headers[known])
+    assert (q.headers_rho, q.headers_p) == (pytest.approx(rho, rel=1e-12), pytest.approx(p, rel=1e-9))
+    assert q.peak == 3
+    # the TTFT still grows after the header wait is taken out: a profile valid at this concurrency only
+    assert q.ttft_grows and q.block()["valid_at_concurrency"] == 3
+    assert q.warnings()[-1].endswith("Measure below the cap (e.g. --concurrency 1)")
+
+
+def test_in_flight_counts_the_requests_known_on_both_ends():
+    # request 2's latency is unknown: it is counted nowhere and has no count of its own
+    out = in_flight([0.0, 1.0, 2.0, 3.0], [10.0, 10.0, np.nan, 10.0])
+    assert np.isnan(out[2]) and list(out[[0, 1, 3]]) == [1.0, 2.0, 3.0]
+
+
+def test_the_measured_range_names_the_terms_left_out():
+    use = pd.DataFrame({"input_tokens": [100, 2500.4], "output_tokens": [10, 99.5],
+                        "start_s": [0.0, 1.0], "latency_s": [5.0, 5.0]})  # fmt: skip
+    assert measured_range(use, ["prefill_tps"]) == {
+        "input_tokens": [100, 2501],
+        "output_tokens": [10, 100],
+        "concurrency": 2,
+        "dropped": ["prefill_tps"],
+    }
+    assert "dropped" not in measured_range(use)
