@@ -331,36 +331,10 @@ _scalar_loader = yaml.SafeLoader("")
 _scalars: dict[tuple, Any] = {}  # (tag, text, style) -> the scalar it makes (a scenario repeats most of them)
 
 
-_tags: dict[tuple, str] = {}  # (node class, text, implicit flags) -> the tag the safe resolver gives it
-
-
-def _memo_resolve(resolve):
-    """``Resolver.resolve`` remembering its answers: the safe resolver's answer depends only on the node's class,
-    its text and its implicit flags (it has no path resolvers), and a scenario repeats most of its scalars (a
-    scenario of 100,000 steps: 950,000 scalars, a few thousand distinct), each tried against the regular
-    expressions of every implicit type."""
-
-    def memo(self, kind, value, implicit):
-        key = (kind, value, implicit)
-        tag = _tags.get(key)
-        if tag is None:
-            tag = resolve(self, kind, value, implicit)
-            if len(_tags) < 100_000:
-                _tags[key] = tag
-        return tag
-
-    return memo
-
-
-_C_LOADER = getattr(yaml, "CSafeLoader", None)
-if _C_LOADER is not None and not _C_LOADER.yaml_path_resolvers:
-    _C_LOADER = type("_MemoCSafeLoader", (_C_LOADER,), {"resolve": _memo_resolve(_C_LOADER.resolve)})
-
-
 def _compose(text: str) -> yaml.Node:
     """The YAML node tree, by libyaml's C parser when it is installed (ten times faster: a scenario of 100,000
     steps); a file it refuses is read again by the pure-Python parser, whose messages are the ones reported."""
-    loader = _C_LOADER
+    loader = getattr(yaml, "CSafeLoader", None)
     if loader is not None:
         try:
             return yaml.compose(text, Loader=loader)
