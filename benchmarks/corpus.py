@@ -13,13 +13,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
 import sys
-import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from startup import measured_run  # benchmarks/startup.py, beside this script
 
 
 def main() -> None:
@@ -31,13 +28,7 @@ def main() -> None:
     cmd = [sys.executable, "-m", "agentsim", "replay", str(args.path), "--json", "--prices-as-of", args.prices_as_of]
     for v in args.variant or ["fast"]:
         cmd += ["-v", v]
-    t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=ROOT)
-    out = proc.stdout.read()
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - t0
-    if os.waitstatus_to_exitcode(status) != 0:
-        sys.exit(f"agentsim replay exited with {os.waitstatus_to_exitcode(status)}")
+    out, cpu, wall, peak = measured_run(cmd)
     doc = json.loads(out)
     rec = doc["recorded"]
     files = sum(1 for f in doc["files"] if f["format"] == "kv-cache-tester")
@@ -45,9 +36,9 @@ def main() -> None:
     print(f"sessions            {doc['sessions']:>12,}")
     print(f"turns               {rec['turns']:>12,}")
     print(f"API calls           {rec['calls']:>12,}")
-    print(f"CPU                 {usage.ru_utime + usage.ru_stime:>12.1f} s")
+    print(f"CPU                 {cpu:>12.1f} s")
     print(f"wall                {wall:>12.1f} s   (goal: under 120 s)")
-    print(f"peak memory         {usage.ru_maxrss / 1024:>12.0f} MiB (goal: under 2,048 MiB)")
+    print(f"peak memory         {peak:>12.0f} MiB (goal: under 2,048 MiB)")
 
 
 if __name__ == "__main__":

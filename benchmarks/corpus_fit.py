@@ -13,14 +13,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from startup import measured_run  # benchmarks/startup.py, beside this script
+
 SHOWN = ("turn_s", "steps_per_turn", "turns", "server_s", "session_output_tokens", "wall_time_s", "cost_usd")
 
 
@@ -35,13 +33,7 @@ def main() -> None:
         cmd += ["--holdout", str(args.holdout), "--json"]
         if args.sim_runs:
             cmd += ["--sim-runs", str(args.sim_runs)]
-        t0 = time.perf_counter()
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=ROOT)
-        out = proc.stdout.read()
-        _, status, usage = os.wait4(proc.pid, 0)
-        wall = time.perf_counter() - t0
-        if os.waitstatus_to_exitcode(status) != 0:
-            sys.exit(f"agentsim fit exited with {os.waitstatus_to_exitcode(status)}")
+        out, cpu, wall, peak = measured_run(cmd)
     rep = json.loads(out)
     s = rep["sessions"]
     print(f"fitted on {s['fitted']} sessions, compared with {s['compared']} held back; {rep['simulated_runs']:,} runs")
@@ -59,8 +51,7 @@ def main() -> None:
         f"{'cache_read_share':24} {share['recorded']:>10.4g} {share['simulated']:>10.4g} {share['error']:>+7.1%} "
         f"{'':>10} {'':>10} {'':>7}  {share['verdict']}"
     )
-    cpu = usage.ru_utime + usage.ru_stime
-    print(f"CPU {cpu:.0f} s, wall {wall:.0f} s, peak memory {usage.ru_maxrss / 1024:.0f} MiB")
+    print(f"CPU {cpu:.0f} s, wall {wall:.0f} s, peak memory {peak:.0f} MiB")
 
 
 if __name__ == "__main__":

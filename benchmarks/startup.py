@@ -27,6 +27,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -37,6 +38,19 @@ COMMANDS = {
     "validate": ["validate", str(ROOT / "scenarios" / "coding-agent.yaml")],
     "prices": ["prices", "gpt"],
 }
+
+
+def measured_run(argv: list[str], cwd: Path = ROOT) -> tuple[bytes, float, float, float]:
+    """Run ``argv`` in a child process (stderr discarded): its standard output, CPU seconds (user + system),
+    wall seconds and peak resident memory (MiB); a failed child ends this script naming its exit code."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=cwd)
+    out = proc.stdout.read()
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - t0
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"{' '.join(argv[2:4])} exited with {os.waitstatus_to_exitcode(status)}")
+    return out, usage.ru_utime + usage.ru_stime, wall, usage.ru_maxrss / 1024
 
 
 def cpu_seconds(argv: list[str]) -> float:
